@@ -1,0 +1,242 @@
+//! Configuration: defaults built in, then `robobrain.toml`, then environment
+//! variables, then command-line flags (applied by the binary).
+//!
+//! Files are parsed into an all-optional raw form and then validated into a
+//! typed [`Config`]; a refusal names the file, line, key and what was expected.
+//! Every key is documented in `docs/config.md`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::skills::spec::Risk;
+use crate::source::SourceError;
+
+/// Thresholds and loop guards of the kernel and the ReAct loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KernelConfig {
+    /// Battery percent at or below which CHARGE preempts.
+    pub battery_low_pct: f64,
+    /// Battery percent at which charging ends and preempted work resumes.
+    pub battery_resume_pct: f64,
+    /// Sim seconds between progress checks (a `CONTINUE` decision) of a running skill.
+    pub progress_check_s: f64,
+    /// Sim seconds without progress before the observation says "no progress".
+    pub no_progress_window_s: f64,
+    /// Metres of `distance_remaining` that count as progress within the window.
+    pub no_progress_min_m: f64,
+    /// ReAct iterations allowed per task before the loop guard asks the operator.
+    pub max_iterations: u32,
+    /// Consecutive failures of one skill before the loop guard asks the operator.
+    pub max_skill_failures: u32,
+    /// Sim seconds a `REPLAN` waits when no other route exists.
+    pub replan_wait_s: f64,
+    /// Sim seconds between telemetry events.
+    pub telemetry_interval_s: f64,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        Self {
+            battery_low_pct: 20.0,
+            battery_resume_pct: 80.0,
+            progress_check_s: 5.0,
+            no_progress_window_s: 8.0,
+            no_progress_min_m: 0.1,
+            max_iterations: 60,
+            max_skill_failures: 3,
+            replan_wait_s: 3.0,
+            telemetry_interval_s: 1.0,
+        }
+    }
+}
+
+/// Which ops need an operator's approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Leaving the apartment (a zone marked `outside`) needs approval.
+    pub approve_outside: bool,
+    /// Entering a zone marked `restricted` needs approval.
+    pub approve_restricted: bool,
+    /// Skills at these risk levels always need approval.
+    pub approve_risks: Vec<Risk>,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self { approve_outside: true, approve_restricted: true, approve_risks: vec![Risk::HighWrite] }
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The world: `apartment` (built in) or a path to a world file.
+    pub world: String,
+    /// Seed for everything random in the simulation.
+    pub seed: u64,
+    /// Sim seconds per tick.
+    pub tick_s: f64,
+    /// Thread id of the run (generated when absent).
+    pub thread_id: Option<String>,
+    /// Folder for the JSONL event logs.
+    pub runs_dir: PathBuf,
+    /// Kernel thresholds and loop guards.
+    pub kernel: KernelConfig,
+    /// Approval policy.
+    pub policy: PolicyConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            world: "apartment".into(),
+            seed: 1,
+            tick_s: 0.1,
+            thread_id: None,
+            runs_dir: PathBuf::from("runs"),
+            kernel: KernelConfig::default(),
+            policy: PolicyConfig::default(),
+        }
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// The file is malformed or a value is out of range.
+    #[error("{0}")]
+    Invalid(#[from] SourceError),
+    /// An environment variable holds a bad value.
+    #[error("environment variable {name}: {message}")]
+    Env {
+        /// The variable.
+        name: String,
+        /// What was expected.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Parses and validates config text; `file` names it in errors.
+    pub fn from_toml_str(text: &str, file: &Path) -> Result<Self, ConfigError> {
+        let config: Config =
+            toml::from_str(text).map_err(|e| SourceError::from_toml(file, text, &e))?;
+        config.validate(text, file)?;
+        Ok(config)
+    }
+
+    /// Reads, parses and validates a config file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        Self::from_toml_str(&text, path)
+    }
+
+    /// Applies the environment overrides the seeds name (`PATROL_INTERVAL`,
+    /// `ACTION_TIMEOUT` are read by the skills that use them).
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        if let Some(v) = get("ROBOBRAIN_SEED") {
+            self.seed = v.trim().parse().map_err(|_| ConfigError::Env {
+                name: "ROBOBRAIN_SEED".into(),
+                message: format!("expected an unsigned integer, found {v:?}"),
+            })?;
+        }
+        if let Some(v) = get("ROBOBRAIN_WORLD") {
+            self.world = v;
+        }
+        Ok(())
+    }
+
+    /// Checks ranges and relations between keys; `text` locates the key.
+    pub fn validate(&self, text: &str, file: &Path) -> Result<(), SourceError> {
+        let k = &self.kernel;
+        let err = |key: &str, msg: String| Err(SourceError::at_key(file, text, key, msg));
+        if !(self.tick_s > 0.0 && self.tick_s <= 1.0) {
+            return err("tick_s", format!("expected seconds in (0, 1], found {}", self.tick_s));
+        }
+        if !(0.0..100.0).contains(&k.battery_low_pct) {
+            return err(
+                "kernel.battery_low_pct",
+                format!("expected a percent in [0, 100), found {}", k.battery_low_pct),
+            );
+        }
+        if !(k.battery_resume_pct > k.battery_low_pct && k.battery_resume_pct <= 100.0) {
+            return err(
+                "kernel.battery_resume_pct",
+                format!(
+                    "expected a percent above battery_low_pct ({}) and at most 100, found {}",
+                    k.battery_low_pct, k.battery_resume_pct
+                ),
+            );
+        }
+        if k.max_iterations == 0 {
+            return err("kernel.max_iterations", "expected at least 1, found 0".into());
+        }
+        if k.max_skill_failures == 0 {
+            return err("kernel.max_skill_failures", "expected at least 1, found 0".into());
+        }
+        for (key, v) in [
+            ("kernel.progress_check_s", k.progress_check_s),
+            ("kernel.no_progress_window_s", k.no_progress_window_s),
+            ("kernel.telemetry_interval_s", k.telemetry_interval_s),
+        ] {
+            if v.is_nan() || v <= 0.0 {
+                return err(key, format!("expected positive seconds, found {v}"));
+            }
+        }
+        if k.replan_wait_s.is_nan() || k.replan_wait_s < 0.0 {
+            return err("kernel.replan_wait_s", format!("expected seconds ≥ 0, found {}", k.replan_wait_s));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        Config::default().validate("", Path::new("x")).unwrap();
+        let c = Config::from_toml_str("", Path::new("robobrain.toml")).unwrap();
+        assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_name_file_line_and_key() {
+        let text = "seed = 3\n[kernel]\nbattery_lo = 10\n";
+        let e = Config::from_toml_str(text, Path::new("robobrain.toml")).unwrap_err().to_string();
+        assert!(e.starts_with("robobrain.toml:3:1: `battery_lo`: unknown field"), "{e}");
+    }
+
+    #[test]
+    fn ranges_are_checked_with_the_key_located() {
+        let text = "[kernel]\nbattery_low_pct = 30\nbattery_resume_pct = 25\n";
+        let e = Config::from_toml_str(text, Path::new("c.toml")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "c.toml:3:1: `kernel.battery_resume_pct`: expected a percent above battery_low_pct (30) and at most 100, found 25"
+        );
+    }
+
+    #[test]
+    fn wrong_types_say_what_was_expected() {
+        let e = Config::from_toml_str("seed = \"x\"\n", Path::new("c.toml")).unwrap_err().to_string();
+        assert!(e.starts_with("c.toml:1:8"), "{e}");
+        assert!(e.contains("expected"), "{e}");
+    }
+}

@@ -1,0 +1,1 @@
+//! eventlog (in progress).

@@ -1,0 +1,35 @@
+//! robobrain-core: a robot brain you can watch think.
+//!
+//! The map of the crate, outside in:
+//!
+//! - [`protocol`]: the wire — `Command` in, `Event` out, `Snapshot` for a first paint.
+//! - [`runtime`]: the async handle faces hold; one task owns the [`engine`].
+//! - [`engine`]: one synchronous tick — kernel K1–K6, then the ReAct loop R1–R8.
+//! - [`kernel`]: hard rules: mode arbitration, the priority task queue, preemption.
+//! - [`react`]: the inner loop as a pure state machine, with guardrails and loop guards.
+//! - [`brain`]: decision providers (`RuleBrain`, `ScriptedBrain`) and intent parsing.
+//! - [`skills`]: the skill registry, specs, the goal runner and the built-in skills.
+//! - [`policy`]: which ops need an operator's approval.
+//! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action.
+//! - [`sim`]: the simulated apartment: world files, planner, base, battery, faults.
+//! - [`scenario`]: scripted headless runs with expectations and a report.
+//! - [`source`]: file:line:col errors for the files people write.
+//! - [`config`]: layered configuration with precise errors.
+//! - [`eventlog`]: the JSONL event log every run writes.
+
+pub mod brain;
+pub mod config;
+pub mod engine;
+pub mod eventlog;
+pub mod geometry;
+pub mod kernel;
+pub mod link;
+pub mod policy;
+pub mod protocol;
+pub mod react;
+pub mod rng;
+pub mod runtime;
+pub mod scenario;
+pub mod source;
+pub mod sim;
+pub mod skills;

@@ -1,0 +1,310 @@
+//! The boundary between the brain and the robot.
+//!
+//! Everything the brain does to the body crosses this boundary as a
+//! [`LinkRequest`] and everything it learns comes back as a [`LinkReply`],
+//! in the shape of a ROS 2 action: a goal with an id, accepted or rejected,
+//! feedback while it runs, a result with an error code, cancellation by id,
+//! and a status query by id (so a resumed brain can ask "what happened to
+//! goal X"). The in-process simulator ([`crate::sim::SimLink`]) is one
+//! implementation; a simulator in another process or a real robot is another.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::geometry::{Point, Pose, Twist};
+
+/// A goal's id: unique for the life of a thread, chosen by the brain.
+///
+/// Ids are derived from the ledger key (thread, step, op index) so that a
+/// resumed brain asks about the same goal it sent before it was killed.
+pub type GoalId = String;
+
+/// What a goal asks the base to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "goal", rename_all = "snake_case")]
+pub enum GoalKind {
+    /// Plan a path to `target` and follow it (Nav2's `NavigateToPose`).
+    Navigate {
+        /// Where to go.
+        target: Point,
+        /// The zone the target belongs to, if any (for messages only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        zone: Option<String>,
+    },
+    /// Go to the charger's dock pose and start charging.
+    Dock,
+    /// Cancel every base goal and bring the base to rest.
+    StopBase,
+}
+
+/// A fault or world change injected into a simulated robot.
+///
+/// Real robots refuse these ([`LinkError::Unsupported`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "fault", rename_all = "snake_case")]
+pub enum Fault {
+    /// Close a named passage (an obstacle appears in it).
+    Block {
+        /// Passage name from the world file.
+        passage: String,
+    },
+    /// Reopen a named passage.
+    Unblock {
+        /// Passage name from the world file.
+        passage: String,
+    },
+    /// Set the battery's state of charge.
+    SetBattery {
+        /// Percent, 0–100.
+        pct: f64,
+    },
+    /// Make the base stop responding to motion commands (wheels stuck).
+    Stall,
+    /// Undo [`Fault::Stall`].
+    Unstall,
+    /// Start an incident (smoke, fire, person, …) in a zone.
+    Incident {
+        /// Zone name.
+        zone: String,
+        /// What is there, e.g. `smoke`.
+        kind: String,
+    },
+    /// End every incident in a zone.
+    ClearIncident {
+        /// Zone name.
+        zone: String,
+    },
+}
+
+/// A message from the brain to the robot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "request", rename_all = "snake_case")]
+pub enum LinkRequest {
+    /// Start a goal. The robot answers `Accepted` or `Rejected`.
+    SendGoal {
+        /// The goal's id.
+        goal_id: GoalId,
+        /// What to do.
+        #[serde(flatten)]
+        kind: GoalKind,
+    },
+    /// Cancel a running goal; the robot answers with its `Result` (canceled).
+    Cancel {
+        /// The goal's id.
+        goal_id: GoalId,
+    },
+    /// Ask what happened to a goal; the robot answers `GoalStatus`.
+    QueryGoal {
+        /// The goal's id.
+        goal_id: GoalId,
+    },
+    /// Inject a simulated fault.
+    Inject {
+        /// The fault.
+        fault: Fault,
+    },
+}
+
+/// Nav2-style error codes for a failed goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NavErrorCode {
+    /// The path is obstructed and local recoveries did not clear it.
+    Blocked,
+    /// No path exists from here to the target.
+    NoPath,
+    /// The goal ran past its time limit.
+    Timeout,
+    /// The goal was cancelled.
+    Cancelled,
+    /// The target is outside the map or inside a wall.
+    InvalidGoal,
+    /// The robot cannot do this now (for example docking with no charger).
+    Unavailable,
+}
+
+impl NavErrorCode {
+    /// The code as written in events and docs (`no_path`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Blocked => "blocked",
+            Self::NoPath => "no_path",
+            Self::Timeout => "timeout",
+            Self::Cancelled => "cancelled",
+            Self::InvalidGoal => "invalid_goal",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// Progress of a running navigation or dock goal (Nav2's feedback fields).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NavFeedback {
+    /// Path length still to go, metres.
+    pub distance_remaining: f64,
+    /// Seconds to arrival at the current average speed.
+    pub estimated_time_remaining: f64,
+    /// Seconds since the goal started.
+    pub navigation_time: f64,
+    /// Local recoveries performed so far (waits for an obstruction to clear).
+    pub number_of_recoveries: u32,
+}
+
+/// How a goal ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum GoalOutcome {
+    /// The goal was reached.
+    Succeeded {
+        /// Seconds the goal took.
+        navigation_time: f64,
+    },
+    /// The goal failed.
+    Failed {
+        /// Why, as a Nav2-like code.
+        error: NavErrorCode,
+        /// A human-readable detail.
+        message: String,
+    },
+    /// The goal was cancelled on request.
+    Canceled,
+}
+
+/// What the robot knows about a goal id (answer to [`LinkRequest::QueryGoal`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum GoalStatus {
+    /// Never received.
+    Unknown,
+    /// Received and still running.
+    Running,
+    /// Finished with this outcome.
+    Finished {
+        /// The outcome.
+        #[serde(flatten)]
+        outcome: GoalOutcome,
+    },
+}
+
+/// An incident the robot can currently perceive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Incident {
+    /// Zone it is in.
+    pub zone: String,
+    /// What it is (`smoke`, `fire`, `person`, …).
+    pub kind: String,
+}
+
+/// The robot's objective state, published every tick.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Telemetry {
+    /// Robot clock, seconds since start.
+    pub time: f64,
+    /// Where the robot is.
+    pub pose: Pose,
+    /// How it is moving.
+    pub twist: Twist,
+    /// State of charge, percent.
+    pub battery_pct: f64,
+    /// Whether it is on the dock and charging.
+    pub charging: bool,
+    /// The zone the robot is in, if any.
+    pub zone: Option<String>,
+    /// Path distance to the running base goal's target, if one runs.
+    pub distance_to_target: Option<f64>,
+    /// Resources in use on the robot (`base`, …).
+    pub busy: Vec<String>,
+    /// Whether the base is stalled (a fault).
+    pub stalled: bool,
+    /// Passages currently blocked.
+    pub blocked_passages: Vec<String>,
+    /// Incidents in the robot's current zone (what its sensors see).
+    pub incidents_in_view: Vec<Incident>,
+}
+
+/// A message from the robot to the brain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum LinkReply {
+    /// The goal was accepted and is running.
+    Accepted {
+        /// The goal's id.
+        goal_id: GoalId,
+    },
+    /// The goal was refused before it started.
+    Rejected {
+        /// The goal's id.
+        goal_id: GoalId,
+        /// Why.
+        error: NavErrorCode,
+        /// A human-readable detail.
+        message: String,
+    },
+    /// Progress of a running goal.
+    Feedback {
+        /// The goal's id.
+        goal_id: GoalId,
+        /// The progress.
+        feedback: NavFeedback,
+    },
+    /// A goal ended.
+    Result {
+        /// The goal's id.
+        goal_id: GoalId,
+        /// How.
+        outcome: GoalOutcome,
+    },
+    /// Answer to a status query.
+    GoalStatus {
+        /// The goal's id.
+        goal_id: GoalId,
+        /// Its status.
+        status: GoalStatus,
+    },
+    /// The robot's state (sent every tick).
+    Telemetry {
+        /// The state.
+        telemetry: Telemetry,
+    },
+    /// A fault was applied.
+    FaultApplied {
+        /// The fault.
+        fault: Fault,
+    },
+}
+
+/// Why a link could not carry a request.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The robot is not reachable.
+    #[error("robot link is down: {0}")]
+    Disconnected(String),
+    /// The robot does not support this request (for example a fault on real hardware).
+    #[error("not supported by this robot: {0}")]
+    Unsupported(String),
+    /// The request names something the robot does not know.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+/// A connection to a robot, simulated or real.
+///
+/// The link is polled by the kernel's single task: it never calls back.
+pub trait RobotLink: Send {
+    /// Sends a request; replies arrive through [`RobotLink::drain`].
+    fn send(&mut self, request: LinkRequest) -> Result<(), LinkError>;
+
+    /// Lets `dt` seconds of robot time pass. An in-process simulator steps
+    /// its world; a remote robot's time passes on its own, so remote links
+    /// do nothing here.
+    fn advance(&mut self, dt: f64);
+
+    /// Moves every reply received since the last call into `out`, oldest first.
+    fn drain(&mut self, out: &mut Vec<LinkReply>);
+
+    /// Whether the link is connected (false puts the kernel in SAFE).
+    fn is_connected(&self) -> bool {
+        true
+    }
+}

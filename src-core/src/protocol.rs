@@ -1,0 +1,692 @@
+//! The wire between the core and its faces: [`Command`] goes face → core,
+//! [`Event`] goes core → face, and a [`Snapshot`] paints a face's first frame.
+//!
+//! Every type here has a serde JSON form (tagged enums, `snake_case`)
+//! documented in `docs/protocol.md`; the console, the web page, the desktop
+//! app and the scenario runner speak exactly this.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::geometry::{Pose, Twist};
+use crate::link::{Fault, Incident, NavFeedback};
+
+/// A request from a face to the core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum Command {
+    /// An utterance from the operator, in Chinese or English.
+    Say {
+        /// What was said or typed.
+        text: String,
+    },
+    /// Approve a pending approval as proposed.
+    Approve {
+        /// The approval's id.
+        approval_id: String,
+    },
+    /// Approve a pending approval with edited arguments (re-validated).
+    Edit {
+        /// The approval's id.
+        approval_id: String,
+        /// The replacement arguments for the op.
+        args: Value,
+    },
+    /// Refuse a pending approval.
+    Reject {
+        /// The approval's id.
+        approval_id: String,
+        /// Why, in the operator's words.
+        #[serde(default)]
+        reason: String,
+    },
+    /// Pause the active task (the base stops; the task keeps its place).
+    Pause,
+    /// Resume a paused task, release an E-stop, or retry a task waiting for help.
+    Resume,
+    /// Cancel the active task.
+    Stop,
+    /// Emergency stop: cancel everything and stop the base, no brain involved.
+    EStop,
+    /// Start a patrol of a route (the world's default route when `None`).
+    StartPatrol {
+        /// Route name from the world file.
+        #[serde(default)]
+        route: Option<String>,
+    },
+    /// Inject a simulated fault (refused on real hardware).
+    Inject {
+        /// The fault.
+        fault: Fault,
+    },
+    /// Stop the runtime.
+    Shutdown,
+}
+
+/// The kernel's mode, decided by hard rules before any brain runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Mode {
+    /// Safety override: everything cancelled, base stopped.
+    Safe,
+    /// Battery low: the charge task runs.
+    Charge,
+    /// Normal execution: the ReAct loop runs the active task.
+    Exec,
+    /// Nothing to do, or waiting for the operator.
+    #[default]
+    Idle,
+}
+
+impl Mode {
+    /// The name as shown (`SAFE`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Safe => "SAFE",
+            Self::Charge => "CHARGE",
+            Self::Exec => "EXEC",
+            Self::Idle => "IDLE",
+        }
+    }
+}
+
+/// What the robot is doing, as an operator would say it (seed 000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Activity {
+    /// Nothing.
+    #[default]
+    Idle,
+    /// On a patrol route.
+    Patrolling,
+    /// Carrying out an operator's request (or charging).
+    Responding,
+    /// An incident is in view.
+    Alert,
+}
+
+impl Activity {
+    /// The name as shown (`PATROLLING`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "IDLE",
+            Self::Patrolling => "PATROLLING",
+            Self::Responding => "RESPONDING",
+            Self::Alert => "ALERT",
+        }
+    }
+}
+
+/// Task priority, highest first (seed 003 §8.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    /// Non-critical work.
+    Background = 0,
+    /// The operator's current instruction.
+    Main = 1,
+    /// A new goal given while another task runs.
+    UserInterrupt = 2,
+    /// Low battery.
+    Battery = 3,
+    /// Safety.
+    Safety = 4,
+}
+
+/// Life cycle of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// In the queue, not started.
+    Queued,
+    /// The active task.
+    Running,
+    /// Set aside by a higher-priority task; resumes later.
+    Preempted,
+    /// Paused by the operator.
+    Paused,
+    /// Stuck: waiting for the operator to say retry or cancel.
+    WaitingHuman,
+    /// Done.
+    Succeeded,
+    /// Given up by the brain or the loop guards.
+    Aborted,
+    /// Cancelled by the operator.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Whether the task is over.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Aborted | Self::Cancelled)
+    }
+}
+
+/// The brain's decision type (seed 003 R2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DecisionType {
+    /// Keep going: dispatch the next step or let the running one continue.
+    Continue,
+    /// Change the plan (another route, wait, skip) and go on.
+    Replan,
+    /// Try the failed step again as it was.
+    Retry,
+    /// Set the active task aside for a higher-priority one.
+    SwitchTask,
+    /// Stop and ask the operator.
+    AskHuman,
+    /// The task is done.
+    Finish,
+    /// Give the task up.
+    Abort,
+}
+
+impl DecisionType {
+    /// The name as shown (`REPLAN`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Continue => "CONTINUE",
+            Self::Replan => "REPLAN",
+            Self::Retry => "RETRY",
+            Self::SwitchTask => "SWITCH_TASK",
+            Self::AskHuman => "ASK_HUMAN",
+            Self::Finish => "FINISH",
+            Self::Abort => "ABORT",
+        }
+    }
+}
+
+/// Which brain produced a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrainKind {
+    /// The deterministic rule brain.
+    Rule,
+    /// An OpenAI-compatible model.
+    Model,
+    /// The rule brain standing in for a failed model.
+    Fallback,
+    /// Decisions given by a scenario.
+    Scripted,
+    /// The kernel's hard rules (E-stop, loop guards), no brain at all.
+    Kernel,
+}
+
+/// One operation a decision asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// Start a skill.
+    Dispatch {
+        /// Skill name from the registry.
+        skill: String,
+        /// Arguments, checked against the skill's schema.
+        args: Value,
+    },
+    /// Cancel a running skill goal.
+    Cancel {
+        /// The goal's id.
+        goal_id: String,
+    },
+    /// Do nothing for a while, then decide again.
+    Wait {
+        /// Sim seconds.
+        seconds: f64,
+    },
+}
+
+/// A skill goal's life cycle, as reported in events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkillStatus {
+    /// Sent.
+    Dispatched,
+    /// Progress.
+    Feedback,
+    /// Done, successfully.
+    Succeeded,
+    /// Ended with an error.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+}
+
+/// An approval's life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for the operator.
+    Requested,
+    /// Approved as proposed.
+    Approved,
+    /// Approved with edited arguments.
+    Edited,
+    /// An edit was refused by the guardrails; the prompt stays open.
+    EditRefused,
+    /// Refused.
+    Rejected,
+}
+
+/// Which track a spoken line came from (seed 002).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpeechTrack {
+    /// A filled reply template, spoken at once.
+    Template,
+    /// A summary of what was done.
+    Summary,
+    /// An answer, a question or a notice.
+    Answer,
+}
+
+/// The guardrails' verdict on one op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The op may run.
+    Allowed,
+    /// The op may run once an operator approves.
+    NeedsApproval,
+    /// The op may not run.
+    Rejected,
+}
+
+/// A task as shown to faces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskView {
+    /// Task id (`t1`, `t2`, …).
+    pub id: String,
+    /// What it is, in words (`go to kitchen`, `patrol: kitchen → bedroom`).
+    pub title: String,
+    /// Its kind (`goto`, `patrol`, `charge`).
+    pub kind: String,
+    /// Its priority.
+    pub priority: Priority,
+    /// Its status.
+    pub status: TaskStatus,
+    /// Plan step it is on, from 0.
+    pub step: usize,
+    /// Steps in its plan.
+    pub steps: usize,
+    /// Sim time it must finish by, if any.
+    pub deadline: Option<f64>,
+}
+
+/// A running skill goal as shown to faces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningSkillView {
+    /// Goal id.
+    pub goal_id: String,
+    /// Skill name.
+    pub skill: String,
+    /// Its arguments.
+    pub args: Value,
+    /// Sim time it started.
+    pub started_at: f64,
+    /// Sim time it times out.
+    pub deadline: f64,
+    /// Resources it holds.
+    pub resources: Vec<String>,
+    /// Latest feedback.
+    pub feedback: Option<NavFeedback>,
+}
+
+/// A pending approval as shown to faces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalView {
+    /// Approval id.
+    pub approval_id: String,
+    /// Task it belongs to.
+    pub task_id: String,
+    /// The op waiting for approval.
+    pub op: Op,
+    /// Why approval is needed (policy rule).
+    pub reason: String,
+    /// Risk level of the skill.
+    pub risk: String,
+}
+
+/// The last decision, as shown to faces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionView {
+    /// Iteration within the task.
+    pub iteration: u32,
+    /// Decision type.
+    pub decision_type: DecisionType,
+    /// The brain's reason.
+    pub reason: String,
+    /// Which brain decided.
+    pub brain: BrainKind,
+}
+
+/// The robot's state as the brain sees it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RobotView {
+    /// Pose.
+    pub pose: Pose,
+    /// Velocity.
+    pub twist: Twist,
+    /// Battery, percent.
+    pub battery_pct: f64,
+    /// On the dock and charging.
+    pub charging: bool,
+    /// Zone it is in.
+    pub zone: Option<String>,
+    /// Distance to the running base goal.
+    pub distance_to_target: Option<f64>,
+    /// Resources in use.
+    pub busy: Vec<String>,
+}
+
+/// Everything a face needs to paint its first frame.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Thread id of this run.
+    pub thread_id: String,
+    /// Sim seconds since start.
+    pub time: f64,
+    /// Monotonic step number.
+    pub step: u64,
+    /// Kernel mode.
+    pub mode: Mode,
+    /// Activity.
+    pub activity: Activity,
+    /// Whether an E-stop is latched.
+    pub estop: bool,
+    /// The robot.
+    pub robot: RobotView,
+    /// Every task not yet forgotten, queue order (active first).
+    pub tasks: Vec<TaskView>,
+    /// Running skill goals.
+    pub running: Vec<RunningSkillView>,
+    /// Approvals waiting for the operator.
+    pub approvals: Vec<ApprovalView>,
+    /// The last decision.
+    pub last_decision: Option<DecisionView>,
+    /// The last failure, in words.
+    pub last_failure: Option<String>,
+    /// Passages blocked.
+    pub blocked_passages: Vec<String>,
+    /// Incidents in view.
+    pub incidents: Vec<Incident>,
+    /// The brain in use (`rule`, `model`, …).
+    pub brain: Option<BrainKind>,
+    /// World name.
+    pub world: String,
+}
+
+/// A ReAct or kernel node, for `update` events and step numbering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Node {
+    /// K1.
+    HciIngress,
+    /// K2.
+    TelemetrySync,
+    /// K3.
+    WorldUpdate,
+    /// K4.
+    ModeArbitrate,
+    /// K5.
+    TaskQueueUpdate,
+    /// K6.
+    KernelRoute,
+    /// R1.
+    BuildObservation,
+    /// R2.
+    Decide,
+    /// R3.
+    CompileOps,
+    /// R4.
+    Guardrails,
+    /// R5.
+    ApprovalInterrupt,
+    /// R6.
+    Dispatch,
+    /// R7.
+    ObserveResult,
+    /// R8.
+    StopOrLoop,
+}
+
+/// What happened. The `kind` tag names the event in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// Full state, sent first and on request.
+    Snapshot {
+        /// The state.
+        snapshot: Box<Snapshot>,
+    },
+    /// A node ran and changed these fields.
+    Update {
+        /// Which node.
+        node: Node,
+        /// Changed fields, by name.
+        changed: Value,
+    },
+    /// An utterance was understood (or not).
+    Intent {
+        /// What was said.
+        utterance: String,
+        /// What it was taken to mean (`goto`, `patrol`, `stop`, `unknown`, …).
+        intent: String,
+        /// Its arguments.
+        args: Value,
+        /// Whether the local rule parser handled it (no model).
+        processed_locally: bool,
+    },
+    /// The brain decided.
+    Decision {
+        /// Task it is about.
+        task_id: String,
+        /// Iteration within the task, from 1.
+        iteration: u32,
+        /// Decision type.
+        decision_type: DecisionType,
+        /// The brain's reason.
+        reason: String,
+        /// Which brain.
+        brain: BrainKind,
+        /// The ops it asked for.
+        ops: Vec<Op>,
+    },
+    /// The guardrails judged an op.
+    Guardrail {
+        /// Task it is about.
+        task_id: String,
+        /// The op.
+        op: Op,
+        /// The verdict.
+        verdict: Verdict,
+        /// Why.
+        reason: String,
+    },
+    /// The kernel changed mode.
+    Mode {
+        /// Old mode.
+        from: Mode,
+        /// New mode.
+        to: Mode,
+        /// Why.
+        reason: String,
+    },
+    /// The activity changed.
+    Activity {
+        /// Old activity.
+        from: Activity,
+        /// New activity.
+        to: Activity,
+        /// Why.
+        reason: String,
+    },
+    /// A task changed.
+    Task {
+        /// The task as it is now.
+        task: TaskView,
+        /// Why it changed.
+        reason: String,
+    },
+    /// A skill goal changed.
+    Skill {
+        /// Goal id.
+        goal_id: String,
+        /// Skill name.
+        skill: String,
+        /// New status.
+        status: SkillStatus,
+        /// Its arguments.
+        args: Value,
+        /// Progress, with `feedback`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<NavFeedback>,
+        /// Error code, with `failed`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Detail.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        message: String,
+    },
+    /// An approval changed.
+    Approval {
+        /// Approval id.
+        approval_id: String,
+        /// Task it belongs to.
+        task_id: String,
+        /// New status.
+        status: ApprovalStatus,
+        /// The op (edited args when edited).
+        op: Op,
+        /// Why (policy rule, operator's reason, or refusal).
+        reason: String,
+    },
+    /// The robot said something.
+    Speech {
+        /// The words.
+        text: String,
+        /// Which track.
+        track: SpeechTrack,
+    },
+    /// The robot's state (throttled).
+    Telemetry {
+        /// Pose.
+        pose: Pose,
+        /// Battery percent.
+        battery_pct: f64,
+        /// Charging.
+        charging: bool,
+        /// Zone.
+        zone: Option<String>,
+        /// Distance to the running base goal.
+        distance_to_target: Option<f64>,
+        /// Busy resources.
+        busy: Vec<String>,
+    },
+    /// A fault was injected.
+    Fault {
+        /// The fault.
+        fault: Fault,
+    },
+    /// A note for the log.
+    Log {
+        /// `info`, `warn` or `debug`.
+        level: String,
+        /// The note.
+        message: String,
+    },
+    /// Something went wrong that the operator should see.
+    Error {
+        /// A stable code (`invalid_command`, `inject_refused`, …).
+        code: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+impl EventKind {
+    /// The `kind` tag as written in JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Snapshot { .. } => "snapshot",
+            Self::Update { .. } => "update",
+            Self::Intent { .. } => "intent",
+            Self::Decision { .. } => "decision",
+            Self::Guardrail { .. } => "guardrail",
+            Self::Mode { .. } => "mode",
+            Self::Activity { .. } => "activity",
+            Self::Task { .. } => "task",
+            Self::Skill { .. } => "skill",
+            Self::Approval { .. } => "approval",
+            Self::Speech { .. } => "speech",
+            Self::Telemetry { .. } => "telemetry",
+            Self::Fault { .. } => "fault",
+            Self::Log { .. } => "log",
+            Self::Error { .. } => "error",
+        }
+    }
+}
+
+/// One event with its envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Sequence number within the run, from 1, no gaps.
+    pub seq: u64,
+    /// Sim seconds since start.
+    pub time: f64,
+    /// Wall clock, milliseconds since the Unix epoch.
+    pub wall_ms: u64,
+    /// The run's thread id.
+    pub thread_id: String,
+    /// Monotonic step number when it happened.
+    pub step: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl Event {
+    /// The event as a JSON value (the wire form).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_round_trip_through_their_documented_json() {
+        let cmd: Command = serde_json::from_str(r#"{"cmd":"say","text":"去厨房"}"#).unwrap();
+        assert_eq!(cmd, Command::Say { text: "去厨房".into() });
+        let cmd: Command =
+            serde_json::from_str(r#"{"cmd":"inject","fault":{"fault":"block","passage":"hall_door"}}"#)
+                .unwrap();
+        assert_eq!(
+            cmd,
+            Command::Inject { fault: Fault::Block { passage: "hall_door".into() } }
+        );
+        let cmd: Command = serde_json::from_str(r#"{"cmd":"estop"}"#).unwrap();
+        assert_eq!(cmd, Command::EStop);
+    }
+
+    #[test]
+    fn events_flatten_their_kind_into_the_envelope() {
+        let ev = Event {
+            seq: 3,
+            time: 1.5,
+            wall_ms: 0,
+            thread_id: "th".into(),
+            step: 7,
+            kind: EventKind::Mode { from: Mode::Idle, to: Mode::Exec, reason: "task t1".into() },
+        };
+        let v = ev.to_json();
+        assert_eq!(v["kind"], "mode");
+        assert_eq!(v["from"], "IDLE");
+        assert_eq!(v["to"], "EXEC");
+        assert_eq!(v["seq"], 3);
+        let back: Event = serde_json::from_value(v).unwrap();
+        assert_eq!(back, ev);
+    }
+}

@@ -1,0 +1,1 @@
+//! react (in progress).

@@ -1,0 +1,3 @@
+//! The `robobrain` binary.
+
+fn main() {}
