@@ -67,7 +67,11 @@ pub struct PolicyConfig {
 
 impl Default for PolicyConfig {
     fn default() -> Self {
-        Self { approve_outside: true, approve_restricted: true, approve_risks: vec![Risk::HighWrite] }
+        Self {
+            approve_outside: true,
+            approve_restricted: true,
+            approve_risks: vec![Risk::HighWrite],
+        }
     }
 }
 
@@ -141,8 +145,10 @@ impl Config {
 
     /// Reads, parses and validates a config file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::from_toml_str(&text, path)
     }
 
@@ -166,12 +172,18 @@ impl Config {
         let k = &self.kernel;
         let err = |key: &str, msg: String| Err(SourceError::at_key(file, text, key, msg));
         if !(self.tick_s > 0.0 && self.tick_s <= 1.0) {
-            return err("tick_s", format!("expected seconds in (0, 1], found {}", self.tick_s));
+            return err(
+                "tick_s",
+                format!("expected seconds in (0, 1], found {}", self.tick_s),
+            );
         }
         if !(0.0..100.0).contains(&k.battery_low_pct) {
             return err(
                 "kernel.battery_low_pct",
-                format!("expected a percent in [0, 100), found {}", k.battery_low_pct),
+                format!(
+                    "expected a percent in [0, 100), found {}",
+                    k.battery_low_pct
+                ),
             );
         }
         if !(k.battery_resume_pct > k.battery_low_pct && k.battery_resume_pct <= 100.0) {
@@ -184,10 +196,16 @@ impl Config {
             );
         }
         if k.max_iterations == 0 {
-            return err("kernel.max_iterations", "expected at least 1, found 0".into());
+            return err(
+                "kernel.max_iterations",
+                "expected at least 1, found 0".into(),
+            );
         }
         if k.max_skill_failures == 0 {
-            return err("kernel.max_skill_failures", "expected at least 1, found 0".into());
+            return err(
+                "kernel.max_skill_failures",
+                "expected at least 1, found 0".into(),
+            );
         }
         for (key, v) in [
             ("kernel.progress_check_s", k.progress_check_s),
@@ -199,7 +217,10 @@ impl Config {
             }
         }
         if k.replan_wait_s.is_nan() || k.replan_wait_s < 0.0 {
-            return err("kernel.replan_wait_s", format!("expected seconds ≥ 0, found {}", k.replan_wait_s));
+            return err(
+                "kernel.replan_wait_s",
+                format!("expected seconds ≥ 0, found {}", k.replan_wait_s),
+            );
         }
         Ok(())
     }
@@ -219,14 +240,21 @@ mod tests {
     #[test]
     fn unknown_keys_name_file_line_and_key() {
         let text = "seed = 3\n[kernel]\nbattery_lo = 10\n";
-        let e = Config::from_toml_str(text, Path::new("robobrain.toml")).unwrap_err().to_string();
-        assert!(e.starts_with("robobrain.toml:3:1: `battery_lo`: unknown field"), "{e}");
+        let e = Config::from_toml_str(text, Path::new("robobrain.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("robobrain.toml:3:1: `battery_lo`: unknown field"),
+            "{e}"
+        );
     }
 
     #[test]
     fn ranges_are_checked_with_the_key_located() {
         let text = "[kernel]\nbattery_low_pct = 30\nbattery_resume_pct = 25\n";
-        let e = Config::from_toml_str(text, Path::new("c.toml")).unwrap_err().to_string();
+        let e = Config::from_toml_str(text, Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "c.toml:3:1: `kernel.battery_resume_pct`: expected a percent above battery_low_pct (30) and at most 100, found 25"
@@ -235,7 +263,9 @@ mod tests {
 
     #[test]
     fn wrong_types_say_what_was_expected() {
-        let e = Config::from_toml_str("seed = \"x\"\n", Path::new("c.toml")).unwrap_err().to_string();
+        let e = Config::from_toml_str("seed = \"x\"\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("c.toml:1:8"), "{e}");
         assert!(e.contains("expected"), "{e}");
     }

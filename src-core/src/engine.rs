@@ -30,7 +30,11 @@ pub struct Engine {
 
 impl Engine {
     /// An engine over an existing robot link.
-    pub fn new(config: &Config, world: World, link: Box<dyn RobotLink>) -> Result<Self, EngineError> {
+    pub fn new(
+        config: &Config,
+        world: World,
+        link: Box<dyn RobotLink>,
+    ) -> Result<Self, EngineError> {
         Ok(Self {
             time: 0.0,
             dt: config.tick_s,
@@ -39,6 +43,12 @@ impl Engine {
             pending: Vec::new(),
             thread_id: config.thread_id.clone().unwrap_or_else(|| "run".into()),
         })
+    }
+
+    /// An engine over the in-process simulator of `world`.
+    pub fn simulated(config: &Config, world: World) -> Result<Self, EngineError> {
+        let link = Box::new(PlaceholderLink);
+        Self::new(config, world, link)
     }
 
     /// Queues a command; it is ingested at the start of the next tick (K1).
@@ -79,4 +89,15 @@ impl Engine {
     pub fn is_settled(&self) -> bool {
         self.pending.is_empty()
     }
+}
+
+/// Stands in for the simulator link until it lands.
+struct PlaceholderLink;
+
+impl RobotLink for PlaceholderLink {
+    fn send(&mut self, _request: crate::link::LinkRequest) -> Result<(), crate::link::LinkError> {
+        Ok(())
+    }
+    fn advance(&mut self, _dt: f64) {}
+    fn drain(&mut self, _out: &mut Vec<crate::link::LinkReply>) {}
 }

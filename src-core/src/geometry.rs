@@ -109,7 +109,12 @@ mod tests {
 
     #[test]
     fn rect_contains_its_center_and_edges() {
-        let r = Rect { x0: 0.0, y0: 0.0, x1: 2.0, y1: 1.0 };
+        let r = Rect {
+            x0: 0.0,
+            y0: 0.0,
+            x1: 2.0,
+            y1: 1.0,
+        };
         assert!(r.contains(r.center()));
         assert!(r.contains(Point::new(2.0, 1.0)));
         assert!(!r.contains(Point::new(2.1, 0.5)));

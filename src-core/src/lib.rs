@@ -30,6 +30,6 @@ pub mod react;
 pub mod rng;
 pub mod runtime;
 pub mod scenario;
-pub mod source;
 pub mod sim;
 pub mod skills;
+pub mod source;

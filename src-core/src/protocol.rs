@@ -659,13 +659,23 @@ mod tests {
     #[test]
     fn commands_round_trip_through_their_documented_json() {
         let cmd: Command = serde_json::from_str(r#"{"cmd":"say","text":"去厨房"}"#).unwrap();
-        assert_eq!(cmd, Command::Say { text: "去厨房".into() });
-        let cmd: Command =
-            serde_json::from_str(r#"{"cmd":"inject","fault":{"fault":"block","passage":"hall_door"}}"#)
-                .unwrap();
         assert_eq!(
             cmd,
-            Command::Inject { fault: Fault::Block { passage: "hall_door".into() } }
+            Command::Say {
+                text: "去厨房".into()
+            }
+        );
+        let cmd: Command = serde_json::from_str(
+            r#"{"cmd":"inject","fault":{"fault":"block","passage":"hall_door"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            cmd,
+            Command::Inject {
+                fault: Fault::Block {
+                    passage: "hall_door".into()
+                }
+            }
         );
         let cmd: Command = serde_json::from_str(r#"{"cmd":"estop"}"#).unwrap();
         assert_eq!(cmd, Command::EStop);
@@ -679,7 +689,11 @@ mod tests {
             wall_ms: 0,
             thread_id: "th".into(),
             step: 7,
-            kind: EventKind::Mode { from: Mode::Idle, to: Mode::Exec, reason: "task t1".into() },
+            kind: EventKind::Mode {
+                from: Mode::Idle,
+                to: Mode::Exec,
+                reason: "task t1".into(),
+            },
         };
         let v = ev.to_json();
         assert_eq!(v["kind"], "mode");

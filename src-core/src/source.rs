@@ -39,9 +39,21 @@ impl std::error::Error for SourceError {}
 
 impl SourceError {
     /// An error about `field` found at byte `offset` of `text`.
-    pub fn at_offset(file: &Path, text: &str, offset: usize, field: &str, message: impl Into<String>) -> Self {
+    pub fn at_offset(
+        file: &Path,
+        text: &str,
+        offset: usize,
+        field: &str,
+        message: impl Into<String>,
+    ) -> Self {
         let (line, col) = line_col(text, offset);
-        Self { file: file.to_path_buf(), line, col, field: field.to_string(), message: message.into() }
+        Self {
+            file: file.to_path_buf(),
+            line,
+            col,
+            field: field.to_string(),
+            message: message.into(),
+        }
     }
 
     /// An error about the dotted key `field` (`zones.kitchen.goal`), located by
@@ -49,7 +61,13 @@ impl SourceError {
     pub fn at_key(file: &Path, text: &str, field: &str, message: impl Into<String>) -> Self {
         let offset = locate_key(text, field).unwrap_or(usize::MAX);
         if offset == usize::MAX {
-            return Self { file: file.to_path_buf(), line: 0, col: 0, field: field.to_string(), message: message.into() };
+            return Self {
+                file: file.to_path_buf(),
+                line: 0,
+                col: 0,
+                field: field.to_string(),
+                message: message.into(),
+            };
         }
         Self::at_offset(file, text, offset, field, message)
     }
@@ -137,9 +155,17 @@ mod tests {
     #[test]
     fn keys_are_found_under_their_table() {
         let text = "x = 1\n[kernel]\nmax_iterations = 0\n";
-        let e = SourceError::at_key(Path::new("f.toml"), text, "kernel.max_iterations", "expected at least 1");
+        let e = SourceError::at_key(
+            Path::new("f.toml"),
+            text,
+            "kernel.max_iterations",
+            "expected at least 1",
+        );
         assert_eq!((e.line, e.col), (3, 1));
-        assert_eq!(e.to_string(), "f.toml:3:1: `kernel.max_iterations`: expected at least 1");
+        assert_eq!(
+            e.to_string(),
+            "f.toml:3:1: `kernel.max_iterations`: expected at least 1"
+        );
     }
 
     #[test]

@@ -101,7 +101,10 @@ pub struct SkillSpec {
 impl SkillSpec {
     /// The recovery the spec suggests for `code`, if it names one.
     pub fn recovery_for(&self, code: &str) -> Option<Recovery> {
-        self.error_map.iter().find(|(c, _)| c == code).map(|(_, r)| *r)
+        self.error_map
+            .iter()
+            .find(|(c, _)| c == code)
+            .map(|(_, r)| *r)
     }
 
     /// The spec as an OpenAI-style function definition.
