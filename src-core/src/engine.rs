@@ -2,12 +2,32 @@
 //! loop's R1–R8, with the robot link advanced by the tick's duration.
 //!
 //! The engine is deterministic for a seed: the scenario runner drives it in
-//! lockstep, and the async [`crate::runtime`] drives it on a clock.
+//! lockstep, and the async [`crate::runtime`] drives it on a clock. Its
+//! state that matters for a resume lives in [`KernelState`] (serde), apart
+//! from the things it talks to (link, brain, registry).
+//!
+//! - `commands.rs`: K1, turning commands and utterances into tasks and interrupts.
+//! - `kernel_step.rs`: K2–K5, telemetry, results, activity, mode arbitration, preemption.
+//! - `iterate.rs`: K6 and R1–R8, one ReAct iteration and the approval interrupt.
 
+mod commands;
+mod iterate;
+mod kernel_step;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::brain::{Brain, RuleBrain};
 use crate::config::Config;
-use crate::link::RobotLink;
-use crate::protocol::{Command, Event, Snapshot};
+use crate::kernel::TaskQueue;
+use crate::link::{LinkReply, RobotLink, Telemetry};
+use crate::protocol::{
+    Activity, ApprovalView, BrainKind, Command, DecisionView, Event, EventKind, Mode, Node, Op, RobotView,
+    Snapshot,
+};
 use crate::sim::World;
+use crate::skills::{SkillError, SkillRegistry, SkillRunner};
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -16,88 +36,252 @@ pub enum EngineError {
     /// The configuration or world is inconsistent.
     #[error("{0}")]
     Setup(String),
+    /// A skill could not be registered.
+    #[error(transparent)]
+    Skill(#[from] SkillError),
+}
+
+/// An op waiting for an operator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// `a1`, `a2`, …
+    pub id: String,
+    /// Task it belongs to.
+    pub task_id: String,
+    /// The op.
+    pub op: Op,
+    /// Why approval is needed.
+    pub reason: String,
+    /// The skill's risk level.
+    pub risk: String,
+}
+
+/// The engine's state: everything a checkpoint needs to resume.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct KernelState {
+    /// Sim seconds since start.
+    pub time: f64,
+    /// Monotonic step number (one per state-changing node).
+    pub step: u64,
+    /// Last event sequence number.
+    pub seq: u64,
+    /// Kernel mode.
+    pub mode: Mode,
+    /// Why the mode is what it is.
+    pub mode_reason: String,
+    /// Activity.
+    pub activity: Activity,
+    /// E-stop latched.
+    pub estop: bool,
+    /// Tasks.
+    pub queue: TaskQueue,
+    /// A higher-priority user task waiting for the ReAct loop to switch.
+    pub preempt_for: Option<String>,
+    /// Approvals waiting for the operator.
+    pub approvals: Vec<PendingApproval>,
+    /// Latest robot state.
+    pub telemetry: Telemetry,
+    /// The last decision.
+    pub last_decision: Option<DecisionView>,
+    /// The last failure, in words.
+    pub last_failure: Option<String>,
+    /// Approvals created so far.
+    pub approvals_created: u64,
+    /// E-stops pressed so far.
+    pub estops: u64,
+    /// Sim time of the last telemetry event.
+    pub last_telemetry_at: Option<f64>,
 }
 
 /// The brain, its robot link and its state, advanced one tick at a time.
 pub struct Engine {
-    time: f64,
-    dt: f64,
+    config: Config,
     world: World,
     link: Box<dyn RobotLink>,
+    brain: Box<dyn Brain>,
+    registry: SkillRegistry,
+    runner: SkillRunner,
+    state: KernelState,
     pending: Vec<Command>,
+    outbox: Vec<Event>,
+    replies: Vec<LinkReply>,
     thread_id: String,
 }
 
 impl Engine {
-    /// An engine over an existing robot link.
-    pub fn new(
-        config: &Config,
-        world: World,
-        link: Box<dyn RobotLink>,
-    ) -> Result<Self, EngineError> {
-        Ok(Self {
-            time: 0.0,
-            dt: config.tick_s,
+    /// An engine over an existing robot link, with the rule brain and the built-in skills.
+    pub fn new(config: &Config, world: World, link: Box<dyn RobotLink>) -> Result<Self, EngineError> {
+        let thread_id = config.thread_id.clone().unwrap_or_else(new_thread_id);
+        let mut engine = Self {
+            config: config.clone(),
             world,
             link,
+            brain: Box::new(RuleBrain::new()),
+            registry: SkillRegistry::with_builtins()?,
+            runner: SkillRunner::new(),
+            state: KernelState { mode_reason: "starting".into(), ..KernelState::default() },
             pending: Vec::new(),
-            thread_id: config.thread_id.clone().unwrap_or_else(|| "run".into()),
-        })
+            outbox: Vec::new(),
+            replies: Vec::new(),
+            thread_id,
+        };
+        engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
+        engine.state.telemetry.pose = engine.world.start_pose;
+        let snapshot = engine.snapshot();
+        engine.emit(EventKind::Snapshot { snapshot: Box::new(snapshot) });
+        Ok(engine)
     }
 
     /// An engine over the in-process simulator of `world`.
     pub fn simulated(config: &Config, world: World) -> Result<Self, EngineError> {
-        let link = Box::new(PlaceholderLink);
+        let link = Box::new(crate::sim::SimLink::new(world.clone(), config.seed));
         Self::new(config, world, link)
     }
 
+    /// Replaces the brain (the rule brain is the default).
+    pub fn set_brain(&mut self, brain: Box<dyn Brain>) {
+        self.brain = brain;
+    }
+
+    /// The skill registry, to register more skills.
+    pub fn registry_mut(&mut self) -> &mut SkillRegistry {
+        &mut self.registry
+    }
+
     /// Queues a command; it is ingested at the start of the next tick (K1).
+    /// An E-stop does not wait for the tick: the base is stopped before this returns.
     pub fn submit(&mut self, command: Command) {
-        self.pending.push(command);
+        if command == Command::EStop {
+            self.estop_now();
+        } else {
+            self.pending.push(command);
+        }
     }
 
     /// Runs one tick and appends what happened to `out`.
     pub fn tick(&mut self, out: &mut Vec<Event>) {
-        let _ = out;
-        self.pending.clear();
-        self.link.advance(self.dt);
-        self.time += self.dt;
+        for command in std::mem::take(&mut self.pending) {
+            self.ingest(command);
+        }
+        self.link.advance(self.config.tick_s);
+        self.state.time += self.config.tick_s;
+        self.sync_robot();
+        self.update_world();
+        self.arbitrate();
+        self.route();
+        out.append(&mut self.outbox);
     }
 
     /// The full current state.
     pub fn snapshot(&self) -> Snapshot {
+        let s = &self.state;
+        let t = &s.telemetry;
         Snapshot {
             thread_id: self.thread_id.clone(),
-            time: self.time,
+            time: s.time,
+            step: s.step,
+            mode: s.mode,
+            activity: s.activity,
+            estop: s.estop,
+            robot: RobotView {
+                pose: t.pose,
+                twist: t.twist,
+                battery_pct: t.battery_pct,
+                charging: t.charging,
+                zone: t.zone.clone(),
+                distance_to_target: t.distance_to_target,
+                busy: t.busy.clone(),
+            },
+            tasks: s.queue.views(),
+            running: self.runner.views(),
+            approvals: s
+                .approvals
+                .iter()
+                .map(|a| ApprovalView {
+                    approval_id: a.id.clone(),
+                    task_id: a.task_id.clone(),
+                    op: a.op.clone(),
+                    reason: a.reason.clone(),
+                    risk: a.risk.clone(),
+                })
+                .collect(),
+            last_decision: s.last_decision.clone(),
+            last_failure: s.last_failure.clone(),
+            blocked_passages: t.blocked_passages.clone(),
+            incidents: t.incidents_in_view.clone(),
+            brain: Some(self.brain.kind()),
             world: self.world.name.clone(),
-            ..Snapshot::default()
         }
+    }
+
+    /// The engine's resumable state.
+    pub fn state(&self) -> &KernelState {
+        &self.state
+    }
+
+    /// The world the engine runs in.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The run's thread id.
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
     }
 
     /// Sim seconds since start.
     pub fn time(&self) -> f64 {
-        self.time
+        self.state.time
     }
 
     /// Sim seconds per tick.
     pub fn dt(&self) -> f64 {
-        self.dt
+        self.config.tick_s
     }
 
     /// Whether nothing is left to do: no runnable task, no running skill, no
     /// pending approval and no queued command.
     pub fn is_settled(&self) -> bool {
         self.pending.is_empty()
+            && self.outbox.is_empty()
+            && self.runner.running().is_empty()
+            && self.state.approvals.is_empty()
+            && self.state.queue.best_runnable().is_none()
+    }
+
+    /// Which brain decides.
+    pub fn brain_kind(&self) -> BrainKind {
+        self.brain.kind()
+    }
+
+    /// Cleans up every skill (call once when the run ends).
+    pub fn shutdown(&mut self) {
+        self.registry.cleanup_all();
+    }
+
+    fn emit(&mut self, kind: EventKind) {
+        self.state.seq += 1;
+        self.outbox.push(Event {
+            seq: self.state.seq,
+            time: self.state.time,
+            wall_ms: wall_ms(),
+            thread_id: self.thread_id.clone(),
+            step: self.state.step,
+            kind,
+        });
+    }
+
+    /// Marks that a state-changing node ran: the step number advances.
+    fn node(&mut self, _node: Node) {
+        self.state.step += 1;
     }
 }
 
-/// Stands in for the simulator link until it lands.
-struct PlaceholderLink;
+fn wall_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
 
-impl RobotLink for PlaceholderLink {
-    fn send(&mut self, _request: crate::link::LinkRequest) -> Result<(), crate::link::LinkError> {
-        Ok(())
-    }
-    fn advance(&mut self, _dt: f64) {}
-    fn drain(&mut self, _out: &mut Vec<crate::link::LinkReply>) {}
+fn new_thread_id() -> String {
+    let ms = wall_ms();
+    format!("th-{ms:x}-{}", std::process::id())
 }

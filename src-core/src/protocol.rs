@@ -47,6 +47,7 @@ pub enum Command {
     /// Cancel the active task.
     Stop,
     /// Emergency stop: cancel everything and stop the base, no brain involved.
+    #[serde(rename = "estop")]
     EStop,
     /// Start a patrol of a route (the world's default route when `None`).
     StartPatrol {

@@ -1,1 +1,59 @@
-//! react (in progress).
+//! The inner loop (seed 003 R1–R8) as data: the per-task [`ReactState`], the
+//! [`Observation`] a brain sees, the [`Decision`] it returns, the guardrails
+//! that judge its ops, and the loop guards. The engine drives it; nothing in
+//! here does IO.
+
+pub mod decision;
+pub mod guardrails;
+pub mod guards;
+pub mod observation;
+pub mod progress;
+
+use serde::{Deserialize, Serialize};
+
+pub use decision::{Decision, PlanPatch};
+pub use observation::{LastResult, Observation};
+pub use progress::ProgressTracker;
+
+/// Where a task's inner loop stands.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// An iteration (R1–R6) should run now.
+    #[default]
+    Ready,
+    /// A step's skill is running (R7 observes it).
+    Running {
+        /// The goal.
+        goal_id: String,
+    },
+    /// Doing nothing until a time, then deciding again.
+    Waiting {
+        /// Sim time the wait began.
+        since: f64,
+        /// Sim time to decide again.
+        until: f64,
+    },
+    /// An op waits for the operator (R5).
+    AwaitingApproval {
+        /// The approval.
+        approval_id: String,
+    },
+    /// Not looping: paused, preempted, waiting for help, or finished.
+    Halted,
+}
+
+/// A task's inner-loop state (part of the task, so it survives preemption).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReactState {
+    /// Where the loop stands.
+    pub phase: Phase,
+    /// Iterations so far.
+    pub iteration: u32,
+    /// What the last observed result was (consumed by the next observation).
+    pub last: Option<LastResult>,
+    /// Progress of the running step.
+    pub progress: ProgressTracker,
+    /// Sim time of the next progress check while a step runs.
+    pub next_check: f64,
+}

@@ -154,8 +154,7 @@ async fn drive(
             () = next_tick(interval.as_mut()) => Input::Tick,
         };
         match input {
-            Input::Cancelled | Input::Closed => break,
-            Input::Command(Command::Shutdown) => break,
+            Input::Cancelled | Input::Closed | Input::Command(Command::Shutdown) => break,
             Input::Command(cmd) => engine.submit(cmd),
             Input::Tick => {
                 engine.tick(&mut buf);

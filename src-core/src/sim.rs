@@ -23,3 +23,21 @@ impl World {
         })
     }
 }
+
+/// Placeholder until the simulator lands.
+pub struct SimLink;
+
+impl SimLink {
+    /// Placeholder.
+    pub fn new(_world: World, _seed: u64) -> Self {
+        Self
+    }
+}
+
+impl crate::link::RobotLink for SimLink {
+    fn send(&mut self, _request: crate::link::LinkRequest) -> Result<(), crate::link::LinkError> {
+        Ok(())
+    }
+    fn advance(&mut self, _dt: f64) {}
+    fn drain(&mut self, _out: &mut Vec<crate::link::LinkReply>) {}
+}

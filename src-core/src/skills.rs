@@ -1,5 +1,115 @@
-//! One registry for what the seeds call actions, tools and skills.
+//! One registry for what the seeds call actions (000), tools (001, 002) and
+//! skills (003): a [`SkillSpec`] declares a capability, a [`Skill`] carries it
+//! out like a ROS 2 action (goal id, feedback, cancel, result with an error
+//! code), the [`SkillRegistry`] checks arguments against each spec's JSON
+//! Schema, and the [`SkillRunner`] tracks running goals, their resources and
+//! their time limits. Registering a skill needs no change to the kernel.
 
+pub mod builtin;
+pub mod registry;
+pub mod runner;
 pub mod spec;
 
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::link::{LinkError, RobotLink, Telemetry};
+use crate::protocol::SpeechTrack;
+use crate::sim::World;
+
+pub use registry::SkillRegistry;
+pub use runner::{Completion, SkillRunner};
 pub use spec::{MainType, Recovery, Risk, SkillSpec, SubType};
+
+/// Why a skill could not be registered, checked or started.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SkillError {
+    /// No skill has this name.
+    #[error("unknown skill `{0}`")]
+    Unknown(String),
+    /// A skill with this name is already registered.
+    #[error("skill `{0}` is already registered")]
+    Duplicate(String),
+    /// The skill's args schema is not a valid JSON Schema.
+    #[error("skill `{skill}` has an invalid args schema: {message}")]
+    BadSchema {
+        /// The skill.
+        skill: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Arguments break the skill's schema.
+    #[error("invalid args for `{skill}` at `{path}`: {message}")]
+    InvalidArgs {
+        /// The skill.
+        skill: String,
+        /// JSON pointer to the offending value (`/zone`), or empty for the root.
+        path: String,
+        /// What was expected.
+        message: String,
+    },
+    /// Arguments are well-formed but make no sense here (an unknown zone).
+    #[error("`{skill}` refused: {message}")]
+    Refused {
+        /// The skill.
+        skill: String,
+        /// Why.
+        message: String,
+    },
+    /// The robot link refused the request.
+    #[error(transparent)]
+    Link(#[from] LinkError),
+}
+
+/// What a skill sees when it starts or cancels a goal.
+pub struct SkillContext<'a> {
+    /// The world (zones, dock).
+    pub world: &'a World,
+    /// The robot.
+    pub link: &'a mut dyn RobotLink,
+    /// The robot's latest state.
+    pub telemetry: &'a Telemetry,
+    /// Lines to speak, appended by skills that talk.
+    pub speech: &'a mut Vec<(String, SpeechTrack)>,
+}
+
+/// How a started goal goes on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Started {
+    /// The robot runs it; feedback and the result arrive over the link under the goal id.
+    OnRobot,
+    /// It finished at once with this output.
+    Done(Value),
+}
+
+/// A capability with the seed-000 life cycle: initialize, execute (start),
+/// cancel, cleanup, metadata (the spec).
+pub trait Skill: Send {
+    /// The skill's declaration.
+    fn spec(&self) -> &SkillSpec;
+
+    /// Prepares the skill with its configuration (called once at registration).
+    fn initialize(&mut self, config: &Value) -> Result<(), SkillError> {
+        let _ = config;
+        Ok(())
+    }
+
+    /// Checks arguments beyond the schema (for example that a zone exists).
+    fn check(&self, args: &Value, world: &World) -> Result<(), SkillError> {
+        let _ = (args, world);
+        Ok(())
+    }
+
+    /// Starts a goal.
+    fn start(&mut self, goal_id: &str, args: &Value, ctx: &mut SkillContext<'_>) -> Result<Started, SkillError>;
+
+    /// Cancels a running goal.
+    fn cancel(&mut self, goal_id: &str, ctx: &mut SkillContext<'_>) -> Result<(), SkillError> {
+        let _ = (goal_id, ctx);
+        Ok(())
+    }
+
+    /// Releases what the skill holds (called once at unregistration or shutdown).
+    fn cleanup(&mut self) {}
+}

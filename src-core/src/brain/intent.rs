@@ -1,0 +1,240 @@
+//! Rule-based intent recognition for common commands, in Chinese and
+//! English: local first, like Home Assistant's "prefer handling commands
+//! locally". An unknown place or an utterance it cannot parse becomes a
+//! clarifying question, never a failure.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::sim::World;
+
+/// What an utterance asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "intent", rename_all = "snake_case")]
+pub enum Intent {
+    /// Go to a zone.
+    Goto {
+        /// Canonical zone name.
+        zone: String,
+    },
+    /// Patrol: the listed zones, or a route when none are listed.
+    Patrol {
+        /// Zones named in the utterance, in order.
+        zones: Vec<String>,
+    },
+    /// Cancel the current task and stop the base.
+    Stop,
+    /// Pause the current task.
+    Pause,
+    /// Resume a paused task.
+    Resume,
+    /// Go and charge.
+    Charge,
+    /// Come back to the home zone.
+    ComeBack,
+    /// Cancel the current task.
+    Cancel,
+    /// Try a stuck task again.
+    Retry,
+    /// Emergency stop.
+    Estop,
+    /// A place was named that the world does not have.
+    UnknownPlace {
+        /// The words taken for a place.
+        phrase: String,
+    },
+    /// Not understood.
+    Unknown,
+}
+
+impl Intent {
+    /// The intent's name as written in `intent` events.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Goto { .. } => "goto",
+            Self::Patrol { .. } => "patrol",
+            Self::Stop => "stop",
+            Self::Pause => "pause",
+            Self::Resume => "resume",
+            Self::Charge => "charge",
+            Self::ComeBack => "come_back",
+            Self::Cancel => "cancel",
+            Self::Retry => "retry",
+            Self::Estop => "estop",
+            Self::UnknownPlace { .. } => "unknown_place",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// The intent's arguments as written in `intent` events.
+    pub fn args(&self) -> Value {
+        match self {
+            Self::Goto { zone } => json!({ "zone": zone }),
+            Self::Patrol { zones } => json!({ "zones": zones }),
+            Self::UnknownPlace { phrase } => json!({ "phrase": phrase }),
+            _ => json!({}),
+        }
+    }
+}
+
+const ESTOP: &[&str] = &["急停", "紧急停止", "emergency stop", "e-stop", "estop", "e stop"];
+const PATROL: &[&str] = &["巡逻", "巡检", "巡查", "patrol"];
+const CHARGE: &[&str] = &["去充电", "回去充电", "充电", "go charge", "go and charge", "recharge", "charge"];
+const COME_BACK: &[&str] = &["回来", "过来", "回家", "come back", "come here", "return home", "go home"];
+const RETRY: &[&str] = &["重试", "再试", "再来一次", "retry", "try again"];
+const CANCEL: &[&str] = &["取消", "算了", "不用了", "cancel", "abort", "never mind", "forget it"];
+const PAUSE: &[&str] = &["暂停", "等一下", "等等", "pause", "hold on", "wait"];
+const RESUME: &[&str] = &["继续", "恢复", "resume", "continue", "go on", "carry on"];
+const STOP: &[&str] = &["停下", "停止", "别动", "停", "stop", "halt", "freeze"];
+const GOTO_EN: &[&str] = &["navigate to", "go to", "goto", "move to", "head to", "drive to", "walk to", "go into", "go"];
+const GOTO_ZH: &[&str] = &["前往", "回到", "走到", "去", "到"];
+const FILLERS: &[&str] = &["please", "请", "帮我", "你", "the", "now", "一下", "吧", "去", "看看", "里", "那里", "那边"];
+
+/// Lower-cases, drops punctuation and folds white space.
+fn normalize(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' || c.is_whitespace() { c } else { ' ' })
+        .collect::<String>()
+        .to_lowercase();
+    cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn is_cjk(c: char) -> bool {
+    ('\u{4e00}'..='\u{9fff}').contains(&c)
+}
+
+/// Whether `phrase` occurs in `text` as a word (ASCII phrases) or anywhere (Chinese).
+fn has(text: &str, phrase: &str) -> bool {
+    if phrase.chars().any(is_cjk) {
+        return text.contains(phrase);
+    }
+    let padded = format!(" {text} ");
+    padded.contains(&format!(" {phrase} "))
+}
+
+fn any(text: &str, phrases: &[&str]) -> bool {
+    phrases.iter().any(|p| has(text, p))
+}
+
+/// Every zone named in `text`, in order of appearance (longest alias wins).
+fn zones_in(text: &str, world: &World) -> Vec<String> {
+    let mut found: Vec<(usize, usize, String)> = Vec::new();
+    for zone in &world.zones {
+        let names = std::iter::once(zone.name.clone())
+            .chain(std::iter::once(zone.name.replace('_', " ")))
+            .chain(zone.aliases.iter().map(|a| normalize(a)));
+        for name in names {
+            if name.is_empty() {
+                continue;
+            }
+            let hit = if name.chars().any(is_cjk) {
+                text.find(&name)
+            } else {
+                format!(" {text} ").find(&format!(" {name} "))
+            };
+            if let Some(pos) = hit {
+                found.push((pos, name.len(), zone.name.clone()));
+            }
+        }
+    }
+    // Earliest first; at one position the longest alias.
+    found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut zones = Vec::new();
+    let mut covered_until = 0;
+    for (pos, len, zone) in found {
+        if pos < covered_until {
+            continue;
+        }
+        covered_until = pos + len;
+        if !zones.contains(&zone) {
+            zones.push(zone);
+        }
+    }
+    zones
+}
+
+/// The words after a go-to verb, with fillers stripped, or `None` without a verb.
+fn goto_phrase(text: &str) -> Option<String> {
+    for verb in GOTO_EN {
+        let padded = format!(" {text} ");
+        if let Some(pos) = padded.find(&format!(" {verb} ")) {
+            let rest = &padded[pos + verb.len() + 2..];
+            return Some(strip_fillers(rest));
+        }
+    }
+    for verb in GOTO_ZH {
+        if let Some(pos) = text.find(verb) {
+            return Some(strip_fillers(&text[pos + verb.len()..]));
+        }
+    }
+    None
+}
+
+fn strip_fillers(text: &str) -> String {
+    let mut t = text.trim().to_string();
+    loop {
+        let before = t.clone();
+        for f in FILLERS {
+            if f.chars().any(is_cjk) {
+                t = t.trim_start_matches(f).trim_end_matches(f).trim().to_string();
+            } else {
+                let words: Vec<&str> = t.split_whitespace().collect();
+                let keep: Vec<&str> = words.into_iter().filter(|w| w != f).collect();
+                t = keep.join(" ");
+            }
+        }
+        if t == before {
+            return t;
+        }
+    }
+}
+
+/// Parses an utterance against the world's zones.
+pub fn parse_intent(utterance: &str, world: &World) -> Intent {
+    let text = normalize(utterance);
+    if text.is_empty() {
+        return Intent::Unknown;
+    }
+    if any(&text, ESTOP) {
+        return Intent::Estop;
+    }
+    if any(&text, PATROL) {
+        return Intent::Patrol { zones: zones_in(&text, world) };
+    }
+    if any(&text, RETRY) {
+        return Intent::Retry;
+    }
+    if any(&text, CANCEL) {
+        return Intent::Cancel;
+    }
+    if any(&text, CHARGE) {
+        return Intent::Charge;
+    }
+    if any(&text, COME_BACK) {
+        return Intent::ComeBack;
+    }
+    if any(&text, RESUME) {
+        return Intent::Resume;
+    }
+    if any(&text, PAUSE) {
+        return Intent::Pause;
+    }
+    if let Some(phrase) = goto_phrase(&text) {
+        let zones = zones_in(&phrase, world);
+        return match zones.first() {
+            Some(z) if *z == world.charger_zone => Intent::Charge,
+            Some(z) => Intent::Goto { zone: z.clone() },
+            None if phrase.is_empty() => Intent::Unknown,
+            None => Intent::UnknownPlace { phrase },
+        };
+    }
+    if any(&text, STOP) {
+        return Intent::Stop;
+    }
+    // A bare place name ("厨房", "kitchen") means go there.
+    match zones_in(&text, world).as_slice() {
+        [z] if normalize(&text).chars().count() <= 20 => Intent::Goto { zone: z.clone() },
+        _ => Intent::Unknown,
+    }
+}

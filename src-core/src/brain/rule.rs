@@ -1,0 +1,207 @@
+//! The rule brain: deterministic decisions from the observation, offline.
+//! It is the embedded default and the fallback whenever a model fails.
+
+use serde_json::json;
+
+use super::{Brain, BrainError};
+use crate::protocol::{BrainKind, DecisionType, Op};
+use crate::react::{Decision, LastResult, Observation, PlanPatch};
+use crate::skills::{Recovery, SkillRegistry};
+
+/// Consecutive `no_path` failures after which a patrol skips the waypoint.
+const SKIP_AFTER_NO_PATH: u32 = 2;
+/// Sim seconds between decisions while charging.
+const CHARGE_CHECK_S: f64 = 10.0;
+
+/// Deterministic decisions (seed 003 §11 behaviours).
+#[derive(Debug, Clone, Default)]
+pub struct RuleBrain;
+
+impl RuleBrain {
+    /// A rule brain.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+impl Brain for RuleBrain {
+    fn kind(&self) -> BrainKind {
+        BrainKind::Rule
+    }
+
+    fn decide(&mut self, obs: &Observation, registry: &SkillRegistry) -> Result<Decision, BrainError> {
+        Ok(decide(obs, registry))
+    }
+}
+
+fn cancel_running(obs: &Observation) -> Vec<Op> {
+    obs.running.iter().map(|g| Op::Cancel { goal_id: g.goal_id.clone() }).collect()
+}
+
+fn dispatch_current(obs: &Observation) -> Vec<Op> {
+    obs.current_step()
+        .map(|s| Op::Dispatch { skill: s.skill.clone(), args: s.args.clone() })
+        .into_iter()
+        .collect()
+}
+
+fn describe_step(obs: &Observation) -> String {
+    match obs.current_step() {
+        Some(s) => format!("step {}/{}: {} {}", obs.step + 1, obs.plan.len(), s.skill, s.args),
+        None => "no step left".into(),
+    }
+}
+
+fn target_of(args: &serde_json::Value) -> String {
+    args.get("zone").and_then(|z| z.as_str()).map_or_else(|| args.to_string(), str::to_string)
+}
+
+/// The rule brain's decision for `obs`.
+pub fn decide(obs: &Observation, registry: &SkillRegistry) -> Decision {
+    use DecisionType as D;
+    if let Some(p) = &obs.preempt {
+        return Decision::new(
+            D::SwitchTask,
+            format!("{} ({}) outranks {}: {}", p.task_id, p.title, obs.task_id, p.reason),
+        )
+        .with_ops(cancel_running(obs));
+    }
+    match &obs.last_result {
+        Some(LastResult::OperatorRejected { reason, .. }) => {
+            let why = if reason.is_empty() { "no reason given".to_string() } else { reason.clone() };
+            return Decision::new(D::Abort, format!("the operator rejected the step ({why}): give the task up"))
+                .with_ops(cancel_running(obs));
+        }
+        Some(LastResult::GuardrailRejected { reason, .. }) => {
+            return Decision::new(D::AskHuman, format!("the guardrails refused the step: {reason}"));
+        }
+        _ => {}
+    }
+    if obs.task_kind == "charge" && obs.current_step().is_none() {
+        return charging(obs);
+    }
+    if !obs.running.is_empty() && !matches!(obs.last_result, Some(LastResult::Succeeded { .. } | LastResult::Failed { .. })) {
+        return progress_check(obs);
+    }
+    match &obs.last_result {
+        None => start(obs, D::Continue, "start"),
+        Some(LastResult::Resumed { after }) => start(obs, D::Continue, &format!("resume after {after}:")),
+        Some(LastResult::Succeeded { skill, args }) => {
+            let done = format!("{skill} {} succeeded", target_of(args));
+            if obs.current_step().is_none() {
+                Decision::new(D::Finish, format!("{done}; {} is done", obs.title)).with_ops([speak(&finish_line(obs))])
+            } else {
+                Decision::new(D::Continue, format!("{done}; next {}", describe_step(obs))).with_ops(dispatch_current(obs))
+            }
+        }
+        Some(LastResult::Failed { skill, args, code, message }) => failed(obs, registry, skill, args, code, message),
+        Some(LastResult::Cancelled { skill }) => Decision::new(D::Retry, format!("{skill} was cancelled; start it again"))
+            .with_ops(dispatch_current(obs)),
+        Some(LastResult::Waited { seconds }) => {
+            Decision::new(D::Retry, format!("waited {seconds:.0} s; try {} again", describe_step(obs)))
+                .with_ops(dispatch_current(obs))
+        }
+        Some(LastResult::OperatorRejected { .. } | LastResult::GuardrailRejected { .. }) => {
+            Decision::new(D::AskHuman, "unexpected state".to_string())
+        }
+    }
+}
+
+fn start(obs: &Observation, t: DecisionType, prefix: &str) -> Decision {
+    if obs.current_step().is_none() {
+        return Decision::new(DecisionType::Finish, format!("nothing left to do for {}", obs.title));
+    }
+    Decision::new(t, format!("{prefix} {}", describe_step(obs))).with_ops(dispatch_current(obs))
+}
+
+fn progress_check(obs: &Observation) -> Decision {
+    if let Some(evidence) = &obs.no_progress {
+        let mut ops = cancel_running(obs);
+        ops.extend(dispatch_current(obs));
+        return Decision::new(DecisionType::Replan, format!("no progress ({evidence}): cancel and plan again"))
+            .with_ops(ops);
+    }
+    let goal = &obs.running[0];
+    let detail = goal.feedback.as_ref().map_or_else(
+        || "waiting for feedback".to_string(),
+        |f| format!("{:.1} m to go, ETA {:.0} s", f.distance_remaining, f.estimated_time_remaining),
+    );
+    Decision::new(DecisionType::Continue, format!("{} {} in progress: {detail}", goal.skill, target_of(&goal.args)))
+}
+
+fn failed(
+    obs: &Observation,
+    registry: &SkillRegistry,
+    skill: &str,
+    args: &serde_json::Value,
+    code: &str,
+    message: &str,
+) -> Decision {
+    use DecisionType as D;
+    let target = target_of(args);
+    let recovery = registry.spec(skill).and_then(|s| s.recovery_for(code)).unwrap_or(Recovery::AskHuman);
+    match (recovery, code) {
+        (Recovery::Replan, "blocked") => Decision::new(
+            D::Replan,
+            format!("{skill} to {target} blocked ({message}); plan a new route around the obstruction"),
+        )
+        .with_ops(dispatch_current(obs)),
+        (Recovery::Replan, _) => {
+            if obs.task_kind == "patrol" && !obs.on_last_step() && obs.failures >= SKIP_AFTER_NO_PATH {
+                let next = obs.plan.get(obs.step + 1).map(|s| {
+                    Op::Dispatch { skill: s.skill.clone(), args: s.args.clone() }
+                });
+                return Decision::new(
+                    D::Replan,
+                    format!("{target} unreachable {} times ({code}); skip it and go on with the patrol", obs.failures),
+                )
+                .with_patch(PlanPatch { skip_current: true })
+                .with_ops(next);
+            }
+            Decision::new(
+                D::Replan,
+                format!(
+                    "no way to {target} right now ({code}: {message}); wait {:.0} s for it to clear, then try again",
+                    obs.replan_wait_s
+                ),
+            )
+            .with_ops([Op::Wait { seconds: obs.replan_wait_s }])
+        }
+        (Recovery::Retry, _) => {
+            Decision::new(D::Retry, format!("{skill} to {target} failed ({code}); try again")).with_ops(dispatch_current(obs))
+        }
+        (Recovery::AskHuman, _) => {
+            Decision::new(D::AskHuman, format!("{skill} to {target} failed ({code}: {message}); I need help"))
+        }
+    }
+}
+
+fn charging(obs: &Observation) -> Decision {
+    if obs.battery_pct >= obs.battery_resume_pct {
+        return Decision::new(
+            DecisionType::Finish,
+            format!("battery at {:.0}% ≥ {:.0}%: charged enough", obs.battery_pct, obs.battery_resume_pct),
+        );
+    }
+    if !obs.charging {
+        return Decision::new(DecisionType::Retry, "not charging although docked; dock again")
+            .with_ops([Op::Dispatch { skill: "dock".into(), args: json!({}) }]);
+    }
+    Decision::new(
+        DecisionType::Continue,
+        format!("charging: {:.0}% of {:.0}%", obs.battery_pct, obs.battery_resume_pct),
+    )
+    .with_ops([Op::Wait { seconds: CHARGE_CHECK_S }])
+}
+
+fn speak(text: &str) -> Op {
+    Op::Dispatch { skill: "speak".into(), args: json!({ "text": text }) }
+}
+
+fn finish_line(obs: &Observation) -> String {
+    match obs.task_kind.as_str() {
+        "goto" => format!("I have arrived: {}.", obs.zone.as_deref().unwrap_or("destination")),
+        "patrol" => "Patrol complete. All normal.".into(),
+        _ => format!("Done: {}.", obs.title),
+    }
+}

@@ -1,0 +1,197 @@
+//! K1: commands and utterances become tasks, interrupts and answers.
+
+use serde_json::json;
+
+use super::Engine;
+use crate::brain::{Intent, parse_intent};
+use crate::kernel::TaskKind;
+use crate::link::LinkRequest;
+use crate::protocol::{Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus};
+use crate::react::{LastResult, Phase};
+use crate::skills::SkillContext;
+
+impl Engine {
+    pub(super) fn ingest(&mut self, command: Command) {
+        self.node(Node::HciIngress);
+        match command {
+            Command::Say { text } => self.say(&text),
+            Command::Approve { approval_id } => self.approve(&approval_id, None),
+            Command::Edit { approval_id, args } => self.approve(&approval_id, Some(&args)),
+            Command::Reject { approval_id, reason } => self.reject(&approval_id, &reason),
+            Command::Pause => self.pause(),
+            Command::Resume => self.resume(),
+            Command::Stop => self.cancel_active("stopped by the operator"),
+            Command::EStop => self.estop_now(),
+            Command::StartPatrol { route } => self.start_patrol(route.as_deref()),
+            Command::Inject { fault } => {
+                if let Err(e) = self.link.send(LinkRequest::Inject { fault }) {
+                    self.emit(EventKind::Error { code: "inject_refused".into(), message: e.to_string() });
+                }
+            }
+            Command::Shutdown => self.shutdown(),
+        }
+    }
+
+    fn say(&mut self, text: &str) {
+        let intent = parse_intent(text, &self.world);
+        self.emit(EventKind::Intent {
+            utterance: text.to_string(),
+            intent: intent.name().into(),
+            args: intent.args(),
+            processed_locally: true,
+        });
+        match intent {
+            Intent::Goto { zone } => {
+                self.speak(&format!("OK, heading to {}.", zone.replace('_', " ")), SpeechTrack::Template);
+                self.add_task(TaskKind::Goto { zone }, &format!("operator: {text}"));
+            }
+            Intent::Patrol { zones } if zones.is_empty() => self.start_patrol(None),
+            Intent::Patrol { zones } => {
+                self.speak("OK, starting the patrol.", SpeechTrack::Template);
+                self.add_task(TaskKind::Patrol { route: None, zones }, &format!("operator: {text}"));
+            }
+            Intent::Charge => {
+                self.speak("OK, going to charge.", SpeechTrack::Template);
+                self.add_task(TaskKind::Charge, &format!("operator: {text}"));
+            }
+            Intent::ComeBack => {
+                let zone = self.world.home_zone.clone();
+                self.speak(&format!("Coming back to the {}.", zone.replace('_', " ")), SpeechTrack::Template);
+                self.add_task(TaskKind::Goto { zone }, &format!("operator: {text}"));
+            }
+            Intent::Stop | Intent::Cancel => self.cancel_active("cancelled by the operator"),
+            Intent::Pause => self.pause(),
+            Intent::Resume | Intent::Retry => self.resume(),
+            Intent::Estop => self.estop_now(),
+            Intent::UnknownPlace { phrase } => {
+                let known: Vec<String> = self.world.zones.iter().map(|z| z.name.replace('_', " ")).collect();
+                self.speak(
+                    &format!("I don't know a place called \"{phrase}\". Where should I go? I know: {}.", known.join(", ")),
+                    SpeechTrack::Answer,
+                );
+            }
+            Intent::Unknown => self.speak(
+                &format!(
+                    "Sorry, I didn't understand \"{text}\". You can say: go to the kitchen, patrol, stop, pause, resume, go charge, come back."
+                ),
+                SpeechTrack::Answer,
+            ),
+        }
+    }
+
+    /// Queues a task: main priority when nothing else is open, user-interrupt otherwise.
+    fn add_task(&mut self, kind: TaskKind, reason: &str) -> String {
+        let busy = self.state.queue.tasks().iter().any(super::super::kernel::task::Task::is_runnable);
+        let priority = if busy { Priority::UserInterrupt } else { Priority::Main };
+        let id = self.state.queue.push(kind, priority, self.state.time);
+        self.task_event(&id, reason);
+        id
+    }
+
+    fn start_patrol(&mut self, route: Option<&str>) {
+        let name = route.unwrap_or("default");
+        let Some(zones) = self.world.route(name).map(<[String]>::to_vec) else {
+            let known: Vec<&str> = self.world.routes.iter().map(|(n, _)| n.as_str()).collect();
+            self.emit(EventKind::Error {
+                code: "unknown_route".into(),
+                message: format!("no route called `{name}`; routes: {}", known.join(", ")),
+            });
+            return;
+        };
+        self.speak("OK, starting the patrol.", SpeechTrack::Template);
+        self.add_task(TaskKind::Patrol { route: Some(name.to_string()), zones }, &format!("patrol route {name}"));
+    }
+
+    fn pause(&mut self) {
+        let Some(id) = self.state.queue.active_id().map(str::to_string) else {
+            self.speak("Nothing to pause.", SpeechTrack::Answer);
+            return;
+        };
+        self.halt_task(&id, TaskStatus::Paused, "paused by the operator");
+        self.speak("Paused.", SpeechTrack::Answer);
+    }
+
+    /// Releases an E-stop, resumes paused tasks and retries tasks waiting for help.
+    fn resume(&mut self) {
+        if self.state.estop {
+            self.state.estop = false;
+            self.emit(EventKind::Log { level: "info".into(), message: "E-stop released by the operator".into() });
+        }
+        let ids: Vec<(String, TaskStatus)> = self
+            .state
+            .queue
+            .tasks()
+            .iter()
+            .filter(|t| matches!(t.status, TaskStatus::Paused | TaskStatus::WaitingHuman))
+            .map(|t| (t.id.clone(), t.status))
+            .collect();
+        for (id, status) in ids {
+            if let Some(task) = self.state.queue.get_mut(&id) {
+                let after = if status == TaskStatus::Paused { "a pause" } else { "the operator said retry" };
+                task.status = TaskStatus::Queued;
+                task.react.phase = Phase::Ready;
+                task.react.last = Some(LastResult::Resumed { after: after.into() });
+                if status == TaskStatus::WaitingHuman {
+                    task.failures.clear();
+                    task.react.iteration = 0;
+                }
+            }
+            self.task_event(&id, "resumed by the operator");
+        }
+    }
+
+    fn cancel_active(&mut self, why: &str) {
+        let target = self
+            .state
+            .queue
+            .active_id()
+            .map(str::to_string)
+            .or_else(|| self.state.queue.tasks().iter().rev().find(|t| !t.status.is_terminal()).map(|t| t.id.clone()));
+        match target {
+            Some(id) => {
+                self.halt_task(&id, TaskStatus::Cancelled, why);
+                self.speak("Stopped.", SpeechTrack::Answer);
+            }
+            None => self.speak("There is nothing to stop.", SpeechTrack::Answer),
+        }
+    }
+
+    /// The E-stop: cancel everything and stop the base, with no brain on the path.
+    pub(super) fn estop_now(&mut self) {
+        self.state.estop = true;
+        self.state.estops += 1;
+        let goal_id = format!("estop{}", self.state.estops);
+        let mut speech = Vec::new();
+        let mut ctx = SkillContext {
+            world: &self.world,
+            link: self.link.as_mut(),
+            telemetry: &self.state.telemetry,
+            speech: &mut speech,
+        };
+        let stop = self.runner.dispatch(&mut self.registry, &mut ctx, &goal_id, "stop_base", &json!({}), None, self.state.time);
+        let running: Vec<String> = self.runner.running().iter().map(|g| g.goal_id.clone()).collect();
+        let mut cancelled = Vec::new();
+        for id in running {
+            if let Ok(Some(c)) = self.runner.cancel(&mut self.registry, &mut ctx, &id) {
+                cancelled.push(c);
+            }
+        }
+        self.node(Node::ModeArbitrate);
+        match stop {
+            Ok(_) => self.skill_event(&goal_id, "stop_base", &json!({}), SkillStatus::Dispatched, None, ""),
+            Err(e) => self.emit(EventKind::Error { code: "estop_failed".into(), message: e.to_string() }),
+        }
+        for c in cancelled {
+            self.completion_event(&c);
+        }
+        if let Some(id) = self.state.queue.active_id().map(str::to_string) {
+            self.set_aside(&id, "E-stop");
+        }
+        self.set_mode(Mode::Safe, "E-stop pressed".into());
+    }
+
+    /// Speaks a line (an event; audio comes with the speech skills).
+    pub(super) fn speak(&mut self, text: &str, track: SpeechTrack) {
+        self.emit(EventKind::Speech { text: text.to_string(), track });
+    }
+}

@@ -1,0 +1,327 @@
+//! K2–K5: robot state and results in, activity, mode arbitration, preemption.
+
+use serde_json::Value;
+
+use super::Engine;
+use crate::kernel::{ArbitrationInput, TaskKind, arbitrate};
+use crate::kernel::arbitrate::Switch;
+use crate::link::{LinkReply, NavFeedback};
+use crate::protocol::{Activity, EventKind, Mode, Node, Priority, SkillStatus, TaskStatus};
+use crate::react::{LastResult, Phase};
+use crate::skills::SkillContext;
+use crate::skills::runner::{Completion, GoalResult, GoalUpdate};
+
+impl Engine {
+    /// K2: telemetry, feedback and results from the robot; skill time limits.
+    pub(super) fn sync_robot(&mut self) {
+        let mut replies = std::mem::take(&mut self.replies);
+        self.link.drain(&mut replies);
+        for reply in replies.drain(..) {
+            match &reply {
+                LinkReply::Telemetry { telemetry } => self.state.telemetry = telemetry.clone(),
+                LinkReply::FaultApplied { fault } => self.emit(EventKind::Fault { fault: fault.clone() }),
+                _ => match self.runner.on_reply(&reply) {
+                    Some(GoalUpdate::Feedback(goal)) => {
+                        if let Some(f) = &goal.feedback {
+                            self.on_feedback(goal.task_id.as_deref(), &goal.goal_id, f);
+                        }
+                        self.skill_event(&goal.goal_id, &goal.skill, &goal.args, SkillStatus::Feedback, goal.feedback, "");
+                    }
+                    Some(GoalUpdate::Ended(c)) => self.on_completion(&c),
+                    None => {}
+                },
+            }
+        }
+        self.replies = replies;
+        let expired = {
+            let mut speech = Vec::new();
+            let mut ctx = SkillContext {
+                world: &self.world,
+                link: self.link.as_mut(),
+                telemetry: &self.state.telemetry,
+                speech: &mut speech,
+            };
+            self.runner.expire(&mut self.registry, &mut ctx, self.state.time)
+        };
+        for c in expired {
+            self.on_completion(&c);
+        }
+    }
+
+    fn on_feedback(&mut self, task_id: Option<&str>, goal_id: &str, f: &NavFeedback) {
+        let (now, keep) = (self.state.time, self.config.kernel.no_progress_window_s);
+        if let Some(task) = task_id.and_then(|id| self.state.queue.get_mut(id))
+            && matches!(&task.react.phase, Phase::Running { goal_id: g } if g == goal_id) {
+                task.react.progress.record(now, f.distance_remaining, keep);
+            }
+    }
+
+    /// R7: a goal ended; if it was the task's step, record the result for the next decision.
+    pub(super) fn on_completion(&mut self, c: &Completion) {
+        self.completion_event(c);
+        let Some(task) = c.task_id.as_deref().and_then(|id| self.state.queue.get_mut(id)) else {
+            return;
+        };
+        if !matches!(&task.react.phase, Phase::Running { goal_id } if *goal_id == c.goal_id) {
+            return;
+        }
+        task.react.phase = Phase::Ready;
+        let failure = match &c.result {
+            GoalResult::Succeeded { .. } => {
+                task.failures.remove(&c.skill);
+                task.cursor += 1;
+                task.react.last = Some(LastResult::Succeeded { skill: c.skill.clone(), args: c.args.clone() });
+                None
+            }
+            GoalResult::Failed { code, message } => {
+                *task.failures.entry(c.skill.clone()).or_insert(0) += 1;
+                task.react.last = Some(LastResult::Failed {
+                    skill: c.skill.clone(),
+                    args: c.args.clone(),
+                    code: code.clone(),
+                    message: message.clone(),
+                });
+                Some(format!("{} {}: {code} ({message})", c.skill, c.args))
+            }
+            GoalResult::Cancelled => {
+                task.react.last = Some(LastResult::Cancelled { skill: c.skill.clone() });
+                None
+            }
+        };
+        self.node(Node::ObserveResult);
+        if failure.is_some() {
+            self.state.last_failure = failure;
+        }
+    }
+
+    /// K3: what the robot perceives decides the activity; telemetry is published.
+    pub(super) fn update_world(&mut self) {
+        let t = &self.state.telemetry;
+        let (activity, reason) = if let Some(i) = t.incidents_in_view.first() {
+            (Activity::Alert, format!("{} seen in {}", i.kind, i.zone))
+        } else {
+            match self.state.queue.active() {
+                Some(task) if matches!(task.kind, TaskKind::Patrol { .. }) => {
+                    (Activity::Patrolling, format!("{} ({})", task.id, task.title()))
+                }
+                Some(task) => (Activity::Responding, format!("{} ({})", task.id, task.title())),
+                None => (Activity::Idle, "no active task".into()),
+            }
+        };
+        if activity != self.state.activity {
+            let from = self.state.activity;
+            self.state.activity = activity;
+            self.node(Node::WorldUpdate);
+            self.emit(EventKind::Activity { from, to: activity, reason });
+        }
+        let due = self
+            .state
+            .last_telemetry_at
+            .is_none_or(|at| self.state.time - at >= self.config.kernel.telemetry_interval_s - 1e-9);
+        if due {
+            self.state.last_telemetry_at = Some(self.state.time);
+            let t = self.state.telemetry.clone();
+            self.emit(EventKind::Telemetry {
+                pose: t.pose,
+                battery_pct: t.battery_pct,
+                charging: t.charging,
+                zone: t.zone,
+                distance_to_target: t.distance_to_target,
+                busy: t.busy,
+            });
+        }
+    }
+
+    /// K4 and K5: hard-rule mode arbitration and the active task.
+    pub(super) fn arbitrate(&mut self) {
+        for _ in 0..2 {
+            let verdict = {
+                let q = &self.state.queue;
+                arbitrate(&ArbitrationInput {
+                    estop: self.state.estop,
+                    link_up: self.link.is_connected(),
+                    battery_pct: self.state.telemetry.battery_pct,
+                    battery_low_pct: self.config.kernel.battery_low_pct,
+                    has_charge_task: q.has_charge_task(),
+                    active: q.active(),
+                    best: q.best_runnable(),
+                })
+            };
+            if verdict.need_charge_task {
+                self.node(Node::TaskQueueUpdate);
+                let id = self.state.queue.push(TaskKind::Charge, Priority::Battery, self.state.time);
+                self.task_event(&id, &verdict.reason);
+                continue;
+            }
+            match verdict.switch {
+                Switch::Keep => {}
+                Switch::Activate(id) => self.activate(&id),
+                Switch::Preempt(id) => {
+                    if let Some(old) = self.state.queue.active_id().map(str::to_string) {
+                        let title = self.state.queue.get(&id).map(super::super::kernel::task::Task::title).unwrap_or_default();
+                        self.set_aside(&old, &format!("preempted by {id} ({title})"));
+                    }
+                    self.activate(&id);
+                }
+                Switch::UserPreempt(id) => self.state.preempt_for = Some(id),
+            }
+            let (mode, reason) = (verdict.mode, verdict.reason);
+            if mode != self.state.mode {
+                self.set_mode(mode, reason);
+            }
+            return;
+        }
+    }
+
+    fn activate(&mut self, id: &str) {
+        self.node(Node::TaskQueueUpdate);
+        self.state.queue.set_active(Some(id.to_string()));
+        if self.state.preempt_for.as_deref() == Some(id) {
+            self.state.preempt_for = None;
+        }
+        let Some(task) = self.state.queue.get_mut(id) else { return };
+        let resumed = task.status == TaskStatus::Preempted;
+        task.status = TaskStatus::Running;
+        if !matches!(task.react.phase, Phase::Ready) {
+            task.react.phase = Phase::Ready;
+        }
+        self.task_event(id, if resumed { "resumed" } else { "started" });
+    }
+
+    pub(super) fn set_mode(&mut self, mode: Mode, reason: String) {
+        let from = self.state.mode;
+        if from == mode {
+            return;
+        }
+        self.node(Node::ModeArbitrate);
+        self.state.mode = mode;
+        self.state.mode_reason.clone_from(&reason);
+        self.emit(EventKind::Mode { from, to: mode, reason });
+    }
+
+    /// Sets a task aside to run later (preemption or E-stop): its goals are
+    /// cancelled, its approvals withdrawn, and it resumes at the same step.
+    pub(super) fn set_aside(&mut self, id: &str, why: &str) {
+        self.stop_task_goals(id);
+        if let Some(task) = self.state.queue.get_mut(id) {
+            task.status = TaskStatus::Preempted;
+            task.react.phase = Phase::Ready;
+            task.react.last = Some(LastResult::Resumed { after: why.to_string() });
+        }
+        if self.state.queue.active_id() == Some(id) {
+            self.state.queue.set_active(None);
+        }
+        self.task_event(id, why);
+    }
+
+    /// Stops a task for good or until the operator acts (paused, waiting, finished).
+    pub(super) fn halt_task(&mut self, id: &str, status: TaskStatus, why: &str) {
+        self.stop_task_goals(id);
+        if let Some(task) = self.state.queue.get_mut(id) {
+            task.status = status;
+            task.react.phase = Phase::Halted;
+        }
+        if self.state.queue.active_id() == Some(id) {
+            self.state.queue.set_active(None);
+        }
+        if self.state.preempt_for.as_deref() == Some(id) {
+            self.state.preempt_for = None;
+        }
+        self.task_event(id, why);
+    }
+
+    /// Cancels a task's running goals and withdraws its pending approvals.
+    fn stop_task_goals(&mut self, id: &str) {
+        let goals: Vec<String> = self
+            .runner
+            .running()
+            .iter()
+            .filter(|g| g.task_id.as_deref() == Some(id))
+            .map(|g| g.goal_id.clone())
+            .collect();
+        for goal_id in goals {
+            self.cancel_goal(&goal_id);
+        }
+        let withdrawn: Vec<_> = self.state.approvals.iter().filter(|a| a.task_id == id).cloned().collect();
+        self.state.approvals.retain(|a| a.task_id != id);
+        for a in withdrawn {
+            self.emit(EventKind::Approval {
+                approval_id: a.id,
+                task_id: a.task_id,
+                status: crate::protocol::ApprovalStatus::Rejected,
+                op: a.op,
+                reason: "withdrawn: the task stopped".into(),
+            });
+        }
+    }
+
+    /// Cancels one goal and reports it.
+    pub(super) fn cancel_goal(&mut self, goal_id: &str) {
+        let mut speech = Vec::new();
+        let mut ctx = SkillContext {
+            world: &self.world,
+            link: self.link.as_mut(),
+            telemetry: &self.state.telemetry,
+            speech: &mut speech,
+        };
+        match self.runner.cancel(&mut self.registry, &mut ctx, goal_id) {
+            Ok(Some(c)) => self.completion_event(&c),
+            Ok(None) => {}
+            Err(e) => self.emit(EventKind::Error { code: "cancel_failed".into(), message: e.to_string() }),
+        }
+    }
+
+    pub(super) fn task_event(&mut self, id: &str, reason: &str) {
+        if let Some(task) = self.state.queue.get(id) {
+            let view = task.view();
+            self.emit(EventKind::Task { task: view, reason: reason.to_string() });
+        }
+    }
+
+    pub(super) fn completion_event(&mut self, c: &Completion) {
+        let (status, error, message) = match &c.result {
+            GoalResult::Succeeded { .. } => (SkillStatus::Succeeded, None, String::new()),
+            GoalResult::Failed { code, message } => (SkillStatus::Failed, Some(code.clone()), message.clone()),
+            GoalResult::Cancelled => (SkillStatus::Cancelled, None, String::new()),
+        };
+        let mut ev = self.skill_kind(&c.goal_id, &c.skill, &c.args, status, None, &message);
+        if let EventKind::Skill { error: e, .. } = &mut ev {
+            *e = error;
+        }
+        self.emit(ev);
+    }
+
+    pub(super) fn skill_event(
+        &mut self,
+        goal_id: &str,
+        skill: &str,
+        args: &Value,
+        status: SkillStatus,
+        feedback: Option<NavFeedback>,
+        message: &str,
+    ) {
+        let ev = self.skill_kind(goal_id, skill, args, status, feedback, message);
+        self.emit(ev);
+    }
+
+    #[allow(clippy::unused_self)]
+    fn skill_kind(
+        &self,
+        goal_id: &str,
+        skill: &str,
+        args: &Value,
+        status: SkillStatus,
+        feedback: Option<NavFeedback>,
+        message: &str,
+    ) -> EventKind {
+        EventKind::Skill {
+            goal_id: goal_id.to_string(),
+            skill: skill.to_string(),
+            status,
+            args: args.clone(),
+            feedback,
+            error: None,
+            message: message.to_string(),
+        }
+    }
+}

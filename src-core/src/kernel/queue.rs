@@ -1,0 +1,142 @@
+//! The priority task queue (seed 003 K5, §8): safety > battery > user
+//! interrupt > main task > background; equal priorities run in arrival order.
+
+use serde::{Deserialize, Serialize};
+
+use super::task::{Task, TaskKind};
+use crate::protocol::{Priority, TaskView};
+
+/// Finished tasks kept for faces to show.
+const KEEP_FINISHED: usize = 20;
+
+/// Every task not yet forgotten and which one is active.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskQueue {
+    tasks: Vec<Task>,
+    active: Option<String>,
+    next_id: u64,
+}
+
+impl TaskQueue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a task and returns its id.
+    pub fn push(&mut self, kind: TaskKind, priority: Priority, now: f64) -> String {
+        self.next_id += 1;
+        let id = format!("t{}", self.next_id);
+        self.tasks.push(Task::new(id.clone(), kind, priority, now));
+        self.forget_old();
+        id
+    }
+
+    /// The active task's id.
+    pub fn active_id(&self) -> Option<&str> {
+        self.active.as_deref()
+    }
+
+    /// The active task.
+    pub fn active(&self) -> Option<&Task> {
+        self.active.as_deref().and_then(|id| self.get(id))
+    }
+
+    /// The active task, mutably.
+    pub fn active_mut(&mut self) -> Option<&mut Task> {
+        let id = self.active.clone()?;
+        self.get_mut(&id)
+    }
+
+    /// Makes `id` the active task (or none).
+    pub fn set_active(&mut self, id: Option<String>) {
+        self.active = id;
+    }
+
+    /// The task called `id`.
+    pub fn get(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+
+    /// The task called `id`, mutably.
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Task> {
+        self.tasks.iter_mut().find(|t| t.id == id)
+    }
+
+    /// The runnable task that should run now: highest priority, then oldest.
+    pub fn best_runnable(&self) -> Option<&Task> {
+        self.tasks
+            .iter()
+            .filter(|t| t.is_runnable())
+            .max_by(|a, b| a.priority.cmp(&b.priority).then(b.created_at.total_cmp(&a.created_at)))
+    }
+
+    /// Whether any unfinished task is a charge task.
+    pub fn has_charge_task(&self) -> bool {
+        self.tasks.iter().any(|t| t.kind == TaskKind::Charge && !t.status.is_terminal())
+    }
+
+    /// Every task, oldest first.
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// Unfinished tasks first (active, then by priority), then finished ones, newest first.
+    pub fn views(&self) -> Vec<TaskView> {
+        let mut open: Vec<&Task> = self.tasks.iter().filter(|t| !t.status.is_terminal()).collect();
+        open.sort_by(|a, b| {
+            let act = |t: &Task| Some(t.id.as_str()) == self.active.as_deref();
+            act(b).cmp(&act(a)).then(b.priority.cmp(&a.priority)).then(a.created_at.total_cmp(&b.created_at))
+        });
+        let done = self.tasks.iter().rev().filter(|t| t.status.is_terminal());
+        open.into_iter().chain(done).map(Task::view).collect()
+    }
+
+    /// The newest task.
+    pub fn last(&self) -> Option<&Task> {
+        self.tasks.last()
+    }
+
+    fn forget_old(&mut self) {
+        let finished = self.tasks.iter().filter(|t| t.status.is_terminal()).count();
+        let mut excess = finished.saturating_sub(KEEP_FINISHED);
+        self.tasks.retain(|t| {
+            if excess > 0 && t.status.is_terminal() {
+                excess -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::TaskStatus;
+
+    #[test]
+    fn higher_priority_wins_then_arrival_order() {
+        let mut q = TaskQueue::new();
+        let a = q.push(TaskKind::Goto { zone: "kitchen".into() }, Priority::Main, 0.0);
+        let b = q.push(TaskKind::Goto { zone: "bedroom".into() }, Priority::Main, 1.0);
+        assert_eq!(q.best_runnable().unwrap().id, a);
+        let c = q.push(TaskKind::Charge, Priority::Battery, 2.0);
+        assert_eq!(q.best_runnable().unwrap().id, c);
+        q.get_mut(&c).unwrap().status = TaskStatus::Succeeded;
+        q.get_mut(&a).unwrap().status = TaskStatus::Cancelled;
+        assert_eq!(q.best_runnable().unwrap().id, b);
+        assert!(!q.has_charge_task());
+    }
+
+    #[test]
+    fn paused_and_waiting_tasks_are_not_runnable() {
+        let mut q = TaskQueue::new();
+        let a = q.push(TaskKind::Goto { zone: "kitchen".into() }, Priority::Main, 0.0);
+        q.get_mut(&a).unwrap().status = TaskStatus::Paused;
+        assert!(q.best_runnable().is_none());
+        q.get_mut(&a).unwrap().status = TaskStatus::WaitingHuman;
+        assert!(q.best_runnable().is_none());
+    }
+}

@@ -1,0 +1,150 @@
+//! A task: what the operator (or the kernel) asked for, as a plan of skill
+//! steps, with the ReAct state that belongs to it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::protocol::{Priority, TaskStatus, TaskView};
+use crate::react::ReactState;
+
+/// What a task is for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TaskKind {
+    /// Go to a zone.
+    Goto {
+        /// Zone name.
+        zone: String,
+    },
+    /// Visit zones in order.
+    Patrol {
+        /// Route name, if it came from the world.
+        route: Option<String>,
+        /// Zones to visit.
+        zones: Vec<String>,
+    },
+    /// Dock and charge until the battery is at the resume threshold.
+    Charge,
+}
+
+impl TaskKind {
+    /// Short name (`goto`, `patrol`, `charge`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Goto { .. } => "goto",
+            Self::Patrol { .. } => "patrol",
+            Self::Charge => "charge",
+        }
+    }
+
+    /// The plan that carries the task out.
+    pub fn plan(&self) -> Vec<PlanStep> {
+        match self {
+            Self::Goto { zone } => vec![PlanStep::navigate(zone)],
+            Self::Patrol { zones, .. } => zones.iter().map(|z| PlanStep::navigate(z)).collect(),
+            Self::Charge => vec![PlanStep { skill: "dock".into(), args: json!({}) }],
+        }
+    }
+
+    /// The task in words.
+    pub fn title(&self) -> String {
+        match self {
+            Self::Goto { zone } => format!("go to {zone}"),
+            Self::Patrol { zones, .. } => format!("patrol: {}", zones.join(" → ")),
+            Self::Charge => "charge".into(),
+        }
+    }
+}
+
+/// One step of a plan: a skill call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanStep {
+    /// Skill name.
+    pub skill: String,
+    /// Its arguments.
+    pub args: Value,
+}
+
+impl PlanStep {
+    /// `navigate_to {zone}`.
+    pub fn navigate(zone: &str) -> Self {
+        Self { skill: "navigate_to".into(), args: json!({ "zone": zone }) }
+    }
+}
+
+/// A task with its plan and its ReAct state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// `t1`, `t2`, …
+    pub id: String,
+    /// What it is for.
+    pub kind: TaskKind,
+    /// Its priority.
+    pub priority: Priority,
+    /// Its status.
+    pub status: TaskStatus,
+    /// Its plan.
+    pub plan: Vec<PlanStep>,
+    /// The step it is on.
+    pub cursor: usize,
+    /// Sim time it must be done by, if any.
+    pub deadline: Option<f64>,
+    /// Sim time it was created.
+    pub created_at: f64,
+    /// Whether a higher-priority task may set it aside.
+    pub preemptible: bool,
+    /// Consecutive failures per skill (reset on that skill's success).
+    pub failures: BTreeMap<String, u32>,
+    /// The inner loop's state for this task.
+    pub react: ReactState,
+}
+
+impl Task {
+    /// A new queued task.
+    pub fn new(id: String, kind: TaskKind, priority: Priority, now: f64) -> Self {
+        Self {
+            id,
+            plan: kind.plan(),
+            kind,
+            priority,
+            status: TaskStatus::Queued,
+            cursor: 0,
+            deadline: None,
+            created_at: now,
+            preemptible: true,
+            failures: BTreeMap::new(),
+            react: ReactState::default(),
+        }
+    }
+
+    /// The step it is on, if the plan is not done.
+    pub fn current_step(&self) -> Option<&PlanStep> {
+        self.plan.get(self.cursor)
+    }
+
+    /// Whether the task can be made active.
+    pub fn is_runnable(&self) -> bool {
+        matches!(self.status, TaskStatus::Queued | TaskStatus::Running | TaskStatus::Preempted)
+    }
+
+    /// The task in words.
+    pub fn title(&self) -> String {
+        self.kind.title()
+    }
+
+    /// The task as faces see it.
+    pub fn view(&self) -> TaskView {
+        TaskView {
+            id: self.id.clone(),
+            title: self.title(),
+            kind: self.kind.name().into(),
+            priority: self.priority,
+            status: self.status,
+            step: self.cursor,
+            steps: self.plan.len(),
+            deadline: self.deadline,
+        }
+    }
+}

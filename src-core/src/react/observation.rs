@@ -1,0 +1,143 @@
+//! What a brain sees (seed 003 R1): a compact, structured summary — never raw
+//! sensor data — of the task, the robot and what just happened.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::kernel::PlanStep;
+use crate::link::{Incident, NavFeedback};
+use crate::protocol::Op;
+
+/// What happened since the last decision (R7's record).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum LastResult {
+    /// The step's skill succeeded.
+    Succeeded {
+        /// Skill.
+        skill: String,
+        /// Its arguments.
+        args: Value,
+    },
+    /// The step's skill failed.
+    Failed {
+        /// Skill.
+        skill: String,
+        /// Its arguments.
+        args: Value,
+        /// Error code.
+        code: String,
+        /// Detail.
+        message: String,
+    },
+    /// The step's skill was cancelled from outside the loop.
+    Cancelled {
+        /// Skill.
+        skill: String,
+    },
+    /// A wait ended.
+    Waited {
+        /// Seconds waited.
+        seconds: f64,
+    },
+    /// The guardrails refused an op.
+    GuardrailRejected {
+        /// The op.
+        op: Op,
+        /// Why.
+        reason: String,
+    },
+    /// The operator rejected an op.
+    OperatorRejected {
+        /// The op.
+        op: Op,
+        /// The operator's reason.
+        reason: String,
+    },
+    /// The task runs again after being set aside.
+    Resumed {
+        /// Why it had stopped.
+        after: String,
+    },
+}
+
+/// A running goal of this task, as the brain sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningGoalObs {
+    /// Goal id (for cancel ops).
+    pub goal_id: String,
+    /// Skill.
+    pub skill: String,
+    /// Arguments.
+    pub args: Value,
+    /// Latest feedback.
+    pub feedback: Option<NavFeedback>,
+}
+
+/// A higher-priority task waiting to take over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreemptObs {
+    /// Its id.
+    pub task_id: String,
+    /// What it is.
+    pub title: String,
+    /// Why it outranks the active task.
+    pub reason: String,
+}
+
+/// The observation (R1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Sim time.
+    pub time: f64,
+    /// Task id.
+    pub task_id: String,
+    /// Task kind (`goto`, `patrol`, `charge`).
+    pub task_kind: String,
+    /// Task in words.
+    pub title: String,
+    /// The plan.
+    pub plan: Vec<PlanStep>,
+    /// Step index it is on.
+    pub step: usize,
+    /// Iteration number of this decision.
+    pub iteration: u32,
+    /// Zone the robot is in.
+    pub zone: Option<String>,
+    /// Battery percent.
+    pub battery_pct: f64,
+    /// Whether it is charging.
+    pub charging: bool,
+    /// Battery percent at which charging is enough.
+    pub battery_resume_pct: f64,
+    /// Distance to the running base goal.
+    pub distance_to_target: Option<f64>,
+    /// This task's running goals.
+    pub running: Vec<RunningGoalObs>,
+    /// What happened since the last decision.
+    pub last_result: Option<LastResult>,
+    /// Consecutive failures of the current step's skill.
+    pub failures: u32,
+    /// Set when the running step makes no progress, with the evidence.
+    pub no_progress: Option<String>,
+    /// A higher-priority task waiting to take over.
+    pub preempt: Option<PreemptObs>,
+    /// Passages known to be blocked.
+    pub blocked_passages: Vec<String>,
+    /// Incidents in view.
+    pub incidents: Vec<Incident>,
+    /// Seconds to wait before retrying when no route exists.
+    pub replan_wait_s: f64,
+}
+
+impl Observation {
+    /// The step the task is on.
+    pub fn current_step(&self) -> Option<&PlanStep> {
+        self.plan.get(self.step)
+    }
+
+    /// Whether the current step is the last.
+    pub fn on_last_step(&self) -> bool {
+        self.step + 1 >= self.plan.len()
+    }
+}

@@ -1,0 +1,64 @@
+//! The built-in skills: moving the base and speaking.
+
+mod dock;
+mod navigate;
+mod speak;
+mod stop_base;
+
+use serde_json::Value;
+
+use super::{MainType, Recovery, Risk, Skill, SkillSpec, SubType};
+
+pub use dock::Dock;
+pub use navigate::NavigateTo;
+pub use speak::Speak;
+pub use stop_base::StopBase;
+
+/// One of each built-in skill.
+pub fn all() -> Vec<Box<dyn Skill>> {
+    vec![
+        Box::new(NavigateTo::new()),
+        Box::new(StopBase::new()),
+        Box::new(Dock::new()),
+        Box::new(Speak::new()),
+    ]
+}
+
+/// A spec with the defaults shared by the built-ins: local, control,
+/// low_write, preemptible, cancellable, version 1.0.
+fn spec(name: &str, description: &str, args_schema: Value) -> SkillSpec {
+    SkillSpec {
+        name: name.into(),
+        description: description.into(),
+        args_schema,
+        main_type: MainType::Local,
+        sub_type: SubType::Control,
+        risk: Risk::LowWrite,
+        resources: Vec::new(),
+        shared_resources: Vec::new(),
+        preemptible: true,
+        cancel_supported: true,
+        timeout_s: 30.0,
+        success_criteria: String::new(),
+        error_map: Vec::new(),
+        reply_templates: Vec::new(),
+        version: "1.0".into(),
+        dependencies: Vec::new(),
+        capabilities: Vec::new(),
+    }
+}
+
+/// The error map of skills that move the base (Nav2's recoveries, seed 003 §5.2).
+fn motion_error_map() -> Vec<(String, Recovery)> {
+    [
+        ("blocked", Recovery::Replan),
+        ("no_path", Recovery::Replan),
+        ("timeout", Recovery::Retry),
+        ("cancelled", Recovery::Retry),
+        ("invalid_goal", Recovery::AskHuman),
+        ("unavailable", Recovery::AskHuman),
+    ]
+    .into_iter()
+    .map(|(c, r)| (c.to_string(), r))
+    .collect()
+}

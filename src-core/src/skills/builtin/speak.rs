@@ -1,0 +1,50 @@
+//! `speak`: say something (text only for now; audio comes with the patrol skills).
+
+use serde_json::{Value, json};
+
+use super::super::{Skill, SkillContext, SkillError, SkillSpec, Started};
+use crate::protocol::SpeechTrack;
+
+/// Says a line of text.
+pub struct Speak {
+    spec: SkillSpec,
+}
+
+impl Speak {
+    /// The skill with its spec.
+    pub fn new() -> Self {
+        let mut spec = super::spec(
+            "speak",
+            "Say a short sentence to the people nearby.",
+            json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 500}},
+                "required": ["text"],
+                "additionalProperties": false
+            }),
+        );
+        spec.shared_resources = vec!["speaker".into()];
+        spec.timeout_s = 10.0;
+        spec.success_criteria = "the line was spoken".into();
+        spec.capabilities = vec!["speech".into()];
+        Self { spec }
+    }
+}
+
+impl Default for Speak {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Skill for Speak {
+    fn spec(&self) -> &SkillSpec {
+        &self.spec
+    }
+
+    fn start(&mut self, _goal_id: &str, args: &Value, ctx: &mut SkillContext<'_>) -> Result<Started, SkillError> {
+        let text = args.get("text").and_then(Value::as_str).unwrap_or_default().to_string();
+        ctx.speech.push((text.clone(), SpeechTrack::Answer));
+        Ok(Started::Done(json!({"spoken": text})))
+    }
+}
