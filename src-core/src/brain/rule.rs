@@ -205,3 +205,120 @@ fn finish_line(obs: &Observation) -> String {
         _ => format!("Done: {}.", obs.title),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::PlanStep;
+    use crate::react::observation::{PreemptObs, RunningGoalObs};
+
+    fn obs(kind: &str, zones: &[&str], step: usize, last: Option<LastResult>) -> Observation {
+        Observation {
+            time: 10.0,
+            task_id: "t1".into(),
+            task_kind: kind.into(),
+            title: "task".into(),
+            plan: zones.iter().map(|z| PlanStep::navigate(z)).collect(),
+            step,
+            iteration: 1,
+            zone: Some("kitchen".into()),
+            battery_pct: 50.0,
+            charging: false,
+            battery_resume_pct: 80.0,
+            distance_to_target: None,
+            running: Vec::new(),
+            last_result: last,
+            failures: 0,
+            no_progress: None,
+            preempt: None,
+            blocked_passages: Vec::new(),
+            incidents: Vec::new(),
+            replan_wait_s: 3.0,
+        }
+    }
+
+    fn failed(code: &str) -> Option<LastResult> {
+        Some(LastResult::Failed {
+            skill: "navigate_to".into(),
+            args: json!({"zone": "kitchen"}),
+            code: code.into(),
+            message: "m".into(),
+        })
+    }
+
+    fn registry() -> SkillRegistry {
+        SkillRegistry::with_builtins().unwrap()
+    }
+
+    #[test]
+    fn a_fresh_task_dispatches_its_first_step() {
+        let d = decide(&obs("goto", &["kitchen"], 0, None), &registry());
+        assert_eq!(d.decision_type, DecisionType::Continue);
+        assert_eq!(d.ops, vec![Op::Dispatch { skill: "navigate_to".into(), args: json!({"zone": "kitchen"}) }]);
+    }
+
+    #[test]
+    fn success_on_the_last_step_finishes_and_says_so() {
+        let last = Some(LastResult::Succeeded { skill: "navigate_to".into(), args: json!({"zone": "kitchen"}) });
+        let d = decide(&obs("goto", &["kitchen"], 1, last.clone()), &registry());
+        assert_eq!(d.decision_type, DecisionType::Finish);
+        assert!(matches!(&d.ops[0], Op::Dispatch { skill, .. } if skill == "speak"));
+        let d = decide(&obs("patrol", &["kitchen", "bedroom"], 1, last), &registry());
+        assert_eq!(d.decision_type, DecisionType::Continue);
+    }
+
+    #[test]
+    fn blocked_replans_and_no_path_waits_then_skips_on_patrol() {
+        let d = decide(&obs("goto", &["kitchen"], 0, failed("blocked")), &registry());
+        assert_eq!(d.decision_type, DecisionType::Replan);
+        assert!(matches!(d.ops[0], Op::Dispatch { .. }));
+        let d = decide(&obs("goto", &["kitchen"], 0, failed("no_path")), &registry());
+        assert_eq!(d.decision_type, DecisionType::Replan);
+        assert_eq!(d.ops, vec![Op::Wait { seconds: 3.0 }]);
+        let mut o = obs("patrol", &["kitchen", "bedroom"], 0, failed("no_path"));
+        o.failures = 2;
+        let d = decide(&o, &registry());
+        assert_eq!(d.plan_patch, Some(PlanPatch { skip_current: true }));
+        assert_eq!(d.ops, vec![Op::Dispatch { skill: "navigate_to".into(), args: json!({"zone": "bedroom"}) }]);
+        let d = decide(&obs("goto", &["kitchen"], 0, failed("timeout")), &registry());
+        assert_eq!(d.decision_type, DecisionType::Retry);
+        let d = decide(&obs("goto", &["kitchen"], 0, failed("invalid_goal")), &registry());
+        assert_eq!(d.decision_type, DecisionType::AskHuman);
+    }
+
+    #[test]
+    fn no_progress_cancels_and_replans() {
+        let mut o = obs("goto", &["kitchen"], 0, None);
+        o.running = vec![RunningGoalObs {
+            goal_id: "g1.0".into(),
+            skill: "navigate_to".into(),
+            args: json!({"zone": "kitchen"}),
+            feedback: None,
+        }];
+        assert_eq!(decide(&o, &registry()).decision_type, DecisionType::Continue);
+        o.no_progress = Some("stuck".into());
+        let d = decide(&o, &registry());
+        assert_eq!(d.decision_type, DecisionType::Replan);
+        assert_eq!(d.ops[0], Op::Cancel { goal_id: "g1.0".into() });
+    }
+
+    #[test]
+    fn preemption_and_operator_rejection_come_first() {
+        let mut o = obs("goto", &["kitchen"], 0, None);
+        o.preempt = Some(PreemptObs { task_id: "t2".into(), title: "go to bedroom".into(), reason: "r".into() });
+        assert_eq!(decide(&o, &registry()).decision_type, DecisionType::SwitchTask);
+        let last = Some(LastResult::OperatorRejected { op: Op::Wait { seconds: 1.0 }, reason: "no".into() });
+        assert_eq!(decide(&obs("goto", &["outside"], 0, last), &registry()).decision_type, DecisionType::Abort);
+    }
+
+    #[test]
+    fn charging_waits_until_the_resume_threshold() {
+        let mut o = obs("charge", &[], 0, None);
+        o.plan = vec![PlanStep { skill: "dock".into(), args: json!({}) }];
+        o.step = 1;
+        o.charging = true;
+        assert_eq!(decide(&o, &registry()).decision_type, DecisionType::Continue);
+        o.battery_pct = 80.0;
+        assert_eq!(decide(&o, &registry()).decision_type, DecisionType::Finish);
+    }
+}

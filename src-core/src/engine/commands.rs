@@ -178,7 +178,12 @@ impl Engine {
         }
         self.node(Node::ModeArbitrate);
         match stop {
-            Ok(_) => self.skill_event(&goal_id, "stop_base", &json!({}), SkillStatus::Dispatched, None, ""),
+            Ok(done) => {
+                self.skill_event(&goal_id, "stop_base", &json!({}), SkillStatus::Dispatched, None, "");
+                if let Some(c) = done {
+                    self.completion_event(&c);
+                }
+            }
             Err(e) => self.emit(EventKind::Error { code: "estop_failed".into(), message: e.to_string() }),
         }
         for c in cancelled {

@@ -38,8 +38,10 @@ impl Engine {
             Phase::Running { .. } if now >= task.react.next_check - 1e-9 => {
                 Some(Trigger::Check(task.react.progress.stalled(now, k.no_progress_window_s, k.no_progress_min_m)))
             }
-            Phase::Halted | Phase::AwaitingApproval { .. } => None,
-            Phase::Waiting { .. } | Phase::Running { .. } => preempt.then_some(Trigger::Check(None)),
+            Phase::Halted => None,
+            Phase::Waiting { .. } | Phase::Running { .. } | Phase::AwaitingApproval { .. } => {
+                preempt.then_some(Trigger::Check(None))
+            }
         };
         let Some(trigger) = trigger else { return };
         let id = task.id.clone();
