@@ -1,25 +1,101 @@
 //! The simulated apartment (DESIGN §7): world files, a grid planner, a
 //! differential-drive base with a path follower, a battery, fault injection,
 //! and the in-process [`crate::link::RobotLink`] that serves it.
+//!
+//! - [`world`] and [`world_file`]: the validated world and how it is read.
+//! - [`grid`] and [`planner`]: occupancy with blockages, A* with pruning.
+//! - [`base`] and [`battery`]: the body's physics.
+//! - [`goal`] and [`simulator`]: goals, recoveries, faults — the [`Sim`].
+//! - [`sim_link`]: the [`SimLink`] the kernel talks to.
 
+pub mod base;
+pub mod battery;
+pub mod goal;
+pub mod grid;
+pub mod planner;
+pub mod sim_link;
+pub mod simulator;
 pub mod world;
+pub mod world_file;
 
+pub use planner::{Path, PlanError, plan};
+pub use sim_link::SimLink;
+pub use simulator::Sim;
 pub use world::World;
 
-use std::path::Path;
+use std::path::{Path as FsPath, PathBuf};
+
+use thiserror::Error;
 
 use crate::source::SourceError;
 
+/// The worlds built into the binary: name and file text.
+const BUILTIN: &[(&str, &str)] = &[(
+    "apartment",
+    include_str!("../../assets/worlds/apartment.toml"),
+)];
+
+/// Why a world file could not be loaded.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum WorldError {
+    /// The file could not be read.
+    #[error("cannot read world file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// The file is malformed or inconsistent.
+    #[error("{0}")]
+    Invalid(#[from] SourceError),
+}
+
 impl World {
-    /// The built-in world called `name`, or the world file at that path.
+    /// Names of the built-in worlds.
+    pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+        BUILTIN.iter().map(|(name, _)| *name)
+    }
+
+    /// The built-in world called `name` (`apartment`).
+    pub fn builtin(name: &str) -> Option<World> {
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name)?;
+        let label = format!("<builtin {name}>");
+        World::from_toml_str(text, FsPath::new(&label)).ok()
+    }
+
+    /// Reads, parses and validates a world file.
+    pub fn load(path: &FsPath) -> Result<World, WorldError> {
+        let text = std::fs::read_to_string(path).map_err(|source| WorldError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(World::from_toml_str(&text, path)?)
+    }
+
+    /// The built-in world called `name_or_path`, or else the world file at
+    /// that path.
     pub fn resolve(name_or_path: &str) -> Result<World, SourceError> {
-        let _ = Path::new(name_or_path);
-        Err(SourceError {
-            file: name_or_path.into(),
-            line: 0,
-            col: 0,
-            field: String::new(),
-            message: "world loading is being written".into(),
+        if let Some(world) = World::builtin(name_or_path) {
+            return Ok(world);
+        }
+        let path = FsPath::new(name_or_path);
+        World::load(path).map_err(|e| match e {
+            WorldError::Invalid(e) => e,
+            WorldError::Read { source, .. } => {
+                let names: Vec<&str> = World::builtin_names().collect();
+                SourceError {
+                    file: path.to_path_buf(),
+                    line: 0,
+                    col: 0,
+                    field: String::new(),
+                    message: format!(
+                        "cannot read world file: {source} (and it is not a built-in world: {})",
+                        names.join(", ")
+                    ),
+                }
+            }
         })
     }
 }
