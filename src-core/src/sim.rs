@@ -99,3 +99,96 @@ impl World {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_apartment_parses_with_its_zones_and_passages() {
+        let w = World::builtin("apartment").unwrap();
+        assert_eq!(w.name, "apartment");
+        for zone in [
+            "kitchen",
+            "living_room",
+            "bedroom",
+            "hallway",
+            "entrance",
+            "charger",
+            "study",
+            "outside",
+        ] {
+            assert!(w.zone(zone).is_some(), "{zone}");
+        }
+        for (alias, zone) in [
+            ("厨房", "kitchen"),
+            ("客厅", "living_room"),
+            ("living room", "living_room"),
+            ("卧室", "bedroom"),
+            ("走廊", "hallway"),
+            ("门口", "entrance"),
+            ("玄关", "entrance"),
+            ("front door", "entrance"),
+            ("充电桩", "charger"),
+            ("充电座", "charger"),
+            ("dock", "charger"),
+            ("书房", "study"),
+            ("门外", "outside"),
+            ("外面", "outside"),
+        ] {
+            assert_eq!(
+                w.find_zone(alias).map(|z| z.name.as_str()),
+                Some(zone),
+                "{alias}"
+            );
+        }
+        assert!(w.zone("study").unwrap().restricted);
+        assert!(w.zone("outside").unwrap().outside);
+        let route = w.route("default").unwrap();
+        assert!(!route.iter().any(|z| z == "study" || z == "outside"));
+        assert_eq!(w.home_zone, "living_room");
+        assert!(
+            w.zone("charger")
+                .unwrap()
+                .rect
+                .contains(w.dock_pose.point())
+        );
+        for p in ["kitchen_door", "hall_door", "front_door"] {
+            assert!(w.passage(p).is_some(), "{p}");
+        }
+        let (wm, hm) = (w.width_m(), w.height_m());
+        assert!((14.0..=17.0).contains(&wm) && (8.0..=10.0).contains(&hm));
+    }
+
+    #[test]
+    fn resolve_takes_a_builtin_name_or_a_path() {
+        assert_eq!(World::resolve("apartment").unwrap().name, "apartment");
+        let e = World::resolve("no/such/world.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("no/such/world.toml: cannot read world file: "),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("(and it is not a built-in world: apartment)"),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("robobrain-world-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("bad.toml");
+        std::fs::write(&file, "name = \"x\"\nresolution = -1\n").unwrap();
+        let e = World::resolve(file.to_str().unwrap()).unwrap_err();
+        assert_eq!(e.field, "map", "{e}");
+        assert!(e.to_string().ends_with("missing field `map`"), "{e}");
+        std::fs::write(
+            &file,
+            BUILTIN[0].1.replace("resolution = 0.25", "resolution = 0"),
+        )
+        .unwrap();
+        let e = World::resolve(file.to_str().unwrap()).unwrap_err();
+        assert_eq!(e.field, "resolution");
+        assert!(e.line > 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -113,22 +113,22 @@ impl Path {
             from_seg,
             self.cumulative.get(from_seg).copied().unwrap_or(0.0),
         );
-        let mut best_d = f64::INFINITY;
+        let mut best_distance = f64::INFINITY;
         let end = (from_seg + window).min(self.points.len().saturating_sub(1));
         for seg in from_seg..end {
-            let (a, b) = (self.points[seg], self.points[seg + 1]);
-            let (dx, dy) = (b.x - a.x, b.y - a.y);
+            let (start, stop) = (self.points[seg], self.points[seg + 1]);
+            let (dx, dy) = (stop.x - start.x, stop.y - start.y);
             let len2 = dx * dx + dy * dy;
-            let t = if len2 > 0.0 {
-                (((p.x - a.x) * dx + (p.y - a.y) * dy) / len2).clamp(0.0, 1.0)
+            let along = if len2 > 0.0 {
+                (((p.x - start.x) * dx + (p.y - start.y) * dy) / len2).clamp(0.0, 1.0)
             } else {
                 0.0
             };
-            let q = Point::new(a.x + dx * t, a.y + dy * t);
-            let d = q.distance(p);
-            if d < best_d {
-                best_d = d;
-                best = (seg, self.cumulative[seg] + t * len2.sqrt());
+            let foot = Point::new(start.x + dx * along, start.y + dy * along);
+            let distance = foot.distance(p);
+            if distance < best_distance {
+                best_distance = distance;
+                best = (seg, self.cumulative[seg] + along * len2.sqrt());
             }
         }
         best
@@ -273,8 +273,8 @@ fn prune(grid: &Grid, from: Point, to: Point, cells: &[usize]) -> Vec<Point> {
         let mut needed = grid
             .clearance(cells[anchor])
             .min(grid.clearance(cells[best]));
-        for j in anchor + 2..=last {
-            needed = needed.min(grid.clearance(cells[j]));
+        for (j, &cell) in cells.iter().enumerate().skip(anchor + 2) {
+            needed = needed.min(grid.clearance(cell));
             if segment_clear(grid, vertex(anchor), vertex(j), needed) {
                 best = j;
             }

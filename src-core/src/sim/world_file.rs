@@ -589,7 +589,7 @@ fn check_reachable(
 mod tests {
     use super::*;
 
-    const SMALL: &str = r##"name = "small"
+    const SMALL: &str = r#"name = "small"
 resolution = 1.0
 map = """
 #######
@@ -625,7 +625,7 @@ loop = ["a", "b"]
 at = 5
 zone = "b"
 kind = "smoke"
-"##;
+"#;
 
     fn load(text: &str) -> Result<World, String> {
         World::from_toml_str(text, Path::new("w.toml")).map_err(|e| e.to_string())
