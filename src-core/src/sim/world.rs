@@ -42,8 +42,9 @@ pub struct ScriptedIncident {
     pub kind: String,
 }
 
-/// Limits of the differential-drive base.
+/// Limits of the differential-drive base (defaults: the apartment's robot).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct BaseLimits {
     /// Top forward speed, m/s.
     pub max_speed: f64,
@@ -55,8 +56,9 @@ pub struct BaseLimits {
     pub max_turn_accel: f64,
 }
 
-/// Battery model parameters.
+/// Battery model parameters (defaults: the apartment's robot).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct BatteryModel {
     /// Charge at start, percent.
     pub initial_pct: f64,
@@ -66,6 +68,28 @@ pub struct BatteryModel {
     pub drain_per_m: f64,
     /// Charge rate on the dock, percent per second.
     pub charge_per_s: f64,
+}
+
+impl Default for BaseLimits {
+    fn default() -> Self {
+        Self {
+            max_speed: 0.6,
+            max_turn_rate: 1.5,
+            max_accel: 0.5,
+            max_turn_accel: 3.0,
+        }
+    }
+}
+
+impl Default for BatteryModel {
+    fn default() -> Self {
+        Self {
+            initial_pct: 90.0,
+            idle_drain_per_s: 0.02,
+            drain_per_m: 0.4,
+            charge_per_s: 1.0,
+        }
+    }
 }
 
 /// A parsed and validated world.
@@ -126,4 +150,82 @@ impl World {
     pub fn passage(&self, name: &str) -> Option<&Passage> {
         self.passages.iter().find(|p| p.name == name)
     }
+
+    /// The zone a person means by `name`: its canonical name or any alias,
+    /// ignoring case, surrounding space, and `_`/`-` versus space
+    /// (`Living Room`, `living-room`, `客厅` all find `living_room`).
+    pub fn find_zone(&self, name: &str) -> Option<&Zone> {
+        let wanted = normalize_name(name);
+        self.zones.iter().find(|z| {
+            normalize_name(&z.name) == wanted
+                || z.aliases.iter().any(|a| normalize_name(a) == wanted)
+        })
+    }
+
+    /// Width of the map in metres.
+    pub fn width_m(&self) -> f64 {
+        self.width as f64 * self.resolution
+    }
+
+    /// Height of the map in metres.
+    pub fn height_m(&self) -> f64 {
+        self.height as f64 * self.resolution
+    }
+
+    /// The cell `(column, row)` holding `p`, or `None` off the map.
+    pub fn cell_of(&self, p: Point) -> Option<(usize, usize)> {
+        cell_of(self.resolution, self.width, self.height, p)
+    }
+
+    /// Whether `p` is on the map and not inside a wall.
+    pub fn is_free(&self, p: Point) -> bool {
+        self.cell_of(p)
+            .is_some_and(|(c, r)| !self.walls[r * self.width + c])
+    }
+
+    /// Row-major indices of the cells a passage covers: those whose centre
+    /// lies inside its rectangle.
+    pub fn passage_cells(&self, passage: &Passage) -> Vec<usize> {
+        cells_in_rect(self.resolution, self.width, self.height, passage.rect)
+    }
+}
+
+/// The cell `(column, row)` holding `p` on a `width` × `height` grid of
+/// `resolution`-metre cells, or `None` off the grid (or for a NaN).
+pub fn cell_of(resolution: f64, width: usize, height: usize, p: Point) -> Option<(usize, usize)> {
+    let c = (p.x / resolution).floor();
+    let r = (p.y / resolution).floor();
+    if c >= 0.0 && r >= 0.0 && c < width as f64 && r < height as f64 {
+        Some((c as usize, r as usize))
+    } else {
+        None
+    }
+}
+
+/// Row-major indices of the cells whose centre lies inside `rect`.
+pub fn cells_in_rect(resolution: f64, width: usize, height: usize, rect: Rect) -> Vec<usize> {
+    let mut cells = Vec::new();
+    for r in 0..height {
+        let y = (r as f64 + 0.5) * resolution;
+        if y < rect.y0 || y > rect.y1 {
+            continue;
+        }
+        for c in 0..width {
+            let x = (c as f64 + 0.5) * resolution;
+            if x >= rect.x0 && x <= rect.x1 {
+                cells.push(r * width + c);
+            }
+        }
+    }
+    cells
+}
+
+/// A name folded for matching: trimmed, lower-case, with `_` and `-` read
+/// as spaces and runs of spaces collapsed.
+pub fn normalize_name(name: &str) -> String {
+    name.split(|ch: char| ch.is_whitespace() || ch == '_' || ch == '-')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
