@@ -32,5 +32,9 @@ pub trait Brain: Send {
     fn kind(&self) -> BrainKind;
 
     /// Decides what to do next. `registry` lists the skills it may use.
-    fn decide(&mut self, observation: &Observation, registry: &SkillRegistry) -> Result<Decision, BrainError>;
+    fn decide(
+        &mut self,
+        observation: &Observation,
+        registry: &SkillRegistry,
+    ) -> Result<Decision, BrainError>;
 }

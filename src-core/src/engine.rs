@@ -23,8 +23,8 @@ use crate::config::Config;
 use crate::kernel::TaskQueue;
 use crate::link::{LinkReply, RobotLink, Telemetry};
 use crate::protocol::{
-    Activity, ApprovalView, BrainKind, Command, DecisionView, Event, EventKind, Mode, Node, Op, RobotView,
-    Snapshot,
+    Activity, ApprovalView, BrainKind, Command, DecisionView, Event, EventKind, Mode, Node, Op,
+    RobotView, Snapshot,
 };
 use crate::sim::World;
 use crate::skills::{SkillError, SkillRegistry, SkillRunner};
@@ -110,7 +110,11 @@ pub struct Engine {
 
 impl Engine {
     /// An engine over an existing robot link, with the rule brain and the built-in skills.
-    pub fn new(config: &Config, world: World, link: Box<dyn RobotLink>) -> Result<Self, EngineError> {
+    pub fn new(
+        config: &Config,
+        world: World,
+        link: Box<dyn RobotLink>,
+    ) -> Result<Self, EngineError> {
         let thread_id = config.thread_id.clone().unwrap_or_else(new_thread_id);
         let mut engine = Self {
             config: config.clone(),
@@ -119,7 +123,10 @@ impl Engine {
             brain: Box::new(RuleBrain::new()),
             registry: SkillRegistry::with_builtins()?,
             runner: SkillRunner::new(),
-            state: KernelState { mode_reason: "starting".into(), ..KernelState::default() },
+            state: KernelState {
+                mode_reason: "starting".into(),
+                ..KernelState::default()
+            },
             pending: Vec::new(),
             outbox: Vec::new(),
             replies: Vec::new(),
@@ -128,7 +135,9 @@ impl Engine {
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         engine.state.telemetry.pose = engine.world.start_pose;
         let snapshot = engine.snapshot();
-        engine.emit(EventKind::Snapshot { snapshot: Box::new(snapshot) });
+        engine.emit(EventKind::Snapshot {
+            snapshot: Box::new(snapshot),
+        });
         Ok(engine)
     }
 
@@ -278,10 +287,187 @@ impl Engine {
 }
 
 fn wall_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn new_thread_id() -> String {
     let ms = wall_ms();
     format!("th-{ms:x}-{}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{DecisionType, TaskStatus};
+
+    pub(crate) fn run(commands: &[(f64, Command)], until: f64) -> (Engine, Vec<Event>) {
+        let config = Config {
+            thread_id: Some("test".into()),
+            ..Config::default()
+        };
+        let world = World::builtin("apartment").unwrap();
+        let mut engine = Engine::simulated(&config, world).unwrap();
+        let mut events = Vec::new();
+        let mut pending: Vec<(f64, Command)> = commands.to_vec();
+        while engine.time() < until {
+            let now = engine.time();
+            pending.retain(|(at, cmd)| {
+                if *at <= now {
+                    engine.submit(cmd.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+            engine.tick(&mut events);
+        }
+        (engine, events)
+    }
+
+    pub(crate) fn decisions(events: &[Event]) -> Vec<DecisionType> {
+        events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Decision { decision_type, .. } => Some(*decision_type),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_goto_runs_to_the_end_and_events_are_numbered_without_gaps() {
+        let (engine, events) = run(
+            &[(
+                0.5,
+                Command::Say {
+                    text: "去厨房".into(),
+                },
+            )],
+            120.0,
+        );
+        for e in &events {
+            if !matches!(
+                e.kind,
+                EventKind::Telemetry { .. } | EventKind::Skill { .. }
+            ) {
+                eprintln!("{:7.1} {}", e.time, serde_json::to_string(&e.kind).unwrap());
+            }
+        }
+        let d = decisions(&events);
+        assert_eq!(d.first(), Some(&DecisionType::Continue));
+        assert_eq!(d.last(), Some(&DecisionType::Finish));
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1));
+        assert_eq!(
+            engine.state().queue.last().unwrap().status,
+            TaskStatus::Succeeded
+        );
+        assert_eq!(engine.state().telemetry.zone.as_deref(), Some("kitchen"));
+        assert!(engine.is_settled());
+    }
+
+    fn show(events: &[Event]) {
+        for e in events {
+            if !matches!(
+                e.kind,
+                EventKind::Telemetry { .. } | EventKind::Update { .. }
+            ) && !matches!(
+                &e.kind,
+                EventKind::Skill {
+                    status: crate::protocol::SkillStatus::Feedback,
+                    ..
+                }
+            ) {
+                eprintln!("{:7.1} {}", e.time, serde_json::to_string(&e.kind).unwrap());
+            }
+        }
+    }
+
+    fn say(at: f64, text: &str) -> (f64, Command) {
+        (at, Command::Say { text: text.into() })
+    }
+
+    fn inject(at: f64, fault: crate::link::Fault) -> (f64, Command) {
+        (at, Command::Inject { fault })
+    }
+
+    #[test]
+    fn blocked_on_the_way_replans_around() {
+        use crate::link::Fault;
+        let (engine, events) = run(
+            &[
+                say(0.5, "go to the kitchen"),
+                inject(
+                    3.0,
+                    Fault::Block {
+                        passage: "kitchen_door".into(),
+                    },
+                ),
+            ],
+            200.0,
+        );
+        show(&events);
+        let d = decisions(&events);
+        assert!(d.contains(&DecisionType::Replan), "{d:?}");
+        assert_eq!(d.last(), Some(&DecisionType::Finish));
+        assert_eq!(engine.state().telemetry.zone.as_deref(), Some("kitchen"));
+    }
+
+    #[test]
+    fn no_path_waits_retries_then_asks() {
+        use crate::link::Fault;
+        let (engine, events) = run(
+            &[
+                inject(
+                    0.2,
+                    Fault::Block {
+                        passage: "hall_door".into(),
+                    },
+                ),
+                say(0.5, "去卧室"),
+            ],
+            200.0,
+        );
+        show(&events);
+        let d = decisions(&events);
+        assert_eq!(d.last(), Some(&DecisionType::AskHuman), "{d:?}");
+        assert_eq!(
+            engine.state().queue.last().unwrap().status,
+            TaskStatus::WaitingHuman
+        );
+    }
+
+    #[test]
+    fn low_battery_preempts_to_the_charger_and_the_patrol_resumes() {
+        use crate::link::Fault;
+        let (engine, events) = run(
+            &[
+                inject(0.1, Fault::SetBattery { pct: 23.0 }),
+                say(0.5, "巡逻"),
+            ],
+            900.0,
+        );
+        show(&events);
+        let modes: Vec<Mode> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Mode { to, .. } => Some(*to),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            modes.windows(2).any(|w| w == [Mode::Charge, Mode::Exec]),
+            "{modes:?}"
+        );
+        assert!(
+            engine
+                .state()
+                .queue
+                .tasks()
+                .iter()
+                .all(|t| t.status == TaskStatus::Succeeded)
+        );
+    }
 }

@@ -80,7 +80,10 @@ impl Rect {
 
     /// The centre of the rectangle.
     pub fn center(&self) -> Point {
-        Point::new(f64::midpoint(self.x0, self.x1), f64::midpoint(self.y0, self.y1))
+        Point::new(
+            f64::midpoint(self.x0, self.x1),
+            f64::midpoint(self.y0, self.y1),
+        )
     }
 }
 

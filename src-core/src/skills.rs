@@ -102,7 +102,12 @@ pub trait Skill: Send {
     }
 
     /// Starts a goal.
-    fn start(&mut self, goal_id: &str, args: &Value, ctx: &mut SkillContext<'_>) -> Result<Started, SkillError>;
+    fn start(
+        &mut self,
+        goal_id: &str,
+        args: &Value,
+        ctx: &mut SkillContext<'_>,
+    ) -> Result<Started, SkillError>;
 
     /// Cancels a running goal.
     fn cancel(&mut self, goal_id: &str, ctx: &mut SkillContext<'_>) -> Result<(), SkillError> {

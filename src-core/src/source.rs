@@ -125,9 +125,10 @@ fn find_assignment(text: &str, from: usize, key: &str) -> Option<usize> {
     for line in text[from..].split_inclusive('\n') {
         let trimmed = line.trim_start();
         if let Some(rest) = trimmed.strip_prefix(key)
-            && rest.trim_start().starts_with('=') {
-                return Some(offset + (line.len() - trimmed.len()));
-            }
+            && rest.trim_start().starts_with('=')
+        {
+            return Some(offset + (line.len() - trimmed.len()));
+        }
         offset += line.len();
     }
     None

@@ -77,24 +77,73 @@ impl Intent {
     }
 }
 
-const ESTOP: &[&str] = &["急停", "紧急停止", "emergency stop", "e-stop", "estop", "e stop"];
+const ESTOP: &[&str] = &[
+    "急停",
+    "紧急停止",
+    "emergency stop",
+    "e-stop",
+    "estop",
+    "e stop",
+];
 const PATROL: &[&str] = &["巡逻", "巡检", "巡查", "patrol"];
-const CHARGE: &[&str] = &["去充电", "回去充电", "充电", "go charge", "go and charge", "recharge", "charge"];
-const COME_BACK: &[&str] = &["回来", "过来", "回家", "come back", "come here", "return home", "go home"];
+const CHARGE: &[&str] = &[
+    "去充电",
+    "回去充电",
+    "充电",
+    "go charge",
+    "go and charge",
+    "recharge",
+    "charge",
+];
+const COME_BACK: &[&str] = &[
+    "回来",
+    "过来",
+    "回家",
+    "come back",
+    "come here",
+    "return home",
+    "go home",
+];
 const RETRY: &[&str] = &["重试", "再试", "再来一次", "retry", "try again"];
-const CANCEL: &[&str] = &["取消", "算了", "不用了", "cancel", "abort", "never mind", "forget it"];
+const CANCEL: &[&str] = &[
+    "取消",
+    "算了",
+    "不用了",
+    "cancel",
+    "abort",
+    "never mind",
+    "forget it",
+];
 const PAUSE: &[&str] = &["暂停", "等一下", "等等", "pause", "hold on", "wait"];
 const RESUME: &[&str] = &["继续", "恢复", "resume", "continue", "go on", "carry on"];
 const STOP: &[&str] = &["停下", "停止", "别动", "停", "stop", "halt", "freeze"];
-const GOTO_EN: &[&str] = &["navigate to", "go to", "goto", "move to", "head to", "drive to", "walk to", "go into", "go"];
+const GOTO_EN: &[&str] = &[
+    "navigate to",
+    "go to",
+    "goto",
+    "move to",
+    "head to",
+    "drive to",
+    "walk to",
+    "go into",
+    "go",
+];
 const GOTO_ZH: &[&str] = &["前往", "回到", "走到", "去", "到"];
-const FILLERS: &[&str] = &["please", "请", "帮我", "你", "the", "now", "一下", "吧", "去", "看看", "里", "那里", "那边"];
+const FILLERS: &[&str] = &[
+    "please", "请", "帮我", "你", "the", "now", "一下", "吧", "去", "看看", "里", "那里", "那边",
+];
 
 /// Lower-cases, drops punctuation and folds white space.
 fn normalize(text: &str) -> String {
     let cleaned: String = text
         .chars()
-        .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' || c.is_whitespace() { c } else { ' ' })
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' || c.is_whitespace() {
+                c
+            } else {
+                ' '
+            }
+        })
         .collect::<String>()
         .to_lowercase();
     cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -177,7 +226,11 @@ fn strip_fillers(text: &str) -> String {
         let before = t.clone();
         for f in FILLERS {
             if f.chars().any(is_cjk) {
-                t = t.trim_start_matches(f).trim_end_matches(f).trim().to_string();
+                t = t
+                    .trim_start_matches(f)
+                    .trim_end_matches(f)
+                    .trim()
+                    .to_string();
             } else {
                 let words: Vec<&str> = t.split_whitespace().collect();
                 let keep: Vec<&str> = words.into_iter().filter(|w| w != f).collect();
@@ -200,7 +253,9 @@ pub fn parse_intent(utterance: &str, world: &World) -> Intent {
         return Intent::Estop;
     }
     if any(&text, PATROL) {
-        return Intent::Patrol { zones: zones_in(&text, world) };
+        return Intent::Patrol {
+            zones: zones_in(&text, world),
+        };
     }
     if any(&text, RETRY) {
         return Intent::Retry;

@@ -29,31 +29,59 @@ impl Brain for RuleBrain {
         BrainKind::Rule
     }
 
-    fn decide(&mut self, obs: &Observation, registry: &SkillRegistry) -> Result<Decision, BrainError> {
+    fn decide(
+        &mut self,
+        obs: &Observation,
+        registry: &SkillRegistry,
+    ) -> Result<Decision, BrainError> {
         Ok(decide(obs, registry))
     }
 }
 
 fn cancel_running(obs: &Observation) -> Vec<Op> {
-    obs.running.iter().map(|g| Op::Cancel { goal_id: g.goal_id.clone() }).collect()
+    obs.running
+        .iter()
+        .map(|g| Op::Cancel {
+            goal_id: g.goal_id.clone(),
+        })
+        .collect()
 }
 
 fn dispatch_current(obs: &Observation) -> Vec<Op> {
     obs.current_step()
-        .map(|s| Op::Dispatch { skill: s.skill.clone(), args: s.args.clone() })
+        .map(|s| Op::Dispatch {
+            skill: s.skill.clone(),
+            args: s.args.clone(),
+        })
         .into_iter()
         .collect()
 }
 
 fn describe_step(obs: &Observation) -> String {
     match obs.current_step() {
-        Some(s) => format!("step {}/{}: {} {}", obs.step + 1, obs.plan.len(), s.skill, s.args),
+        Some(s) => format!(
+            "step {}/{}: {}",
+            obs.step + 1,
+            obs.plan.len(),
+            describe_call(&s.skill, &s.args)
+        ),
         None => "no step left".into(),
     }
 }
 
+/// `navigate_to kitchen`, `dock`, or the skill with its JSON args.
+fn describe_call(skill: &str, args: &serde_json::Value) -> String {
+    match args.as_object() {
+        Some(o) if o.is_empty() => skill.to_string(),
+        Some(o) if o.len() == 1 && o.contains_key("zone") => format!("{skill} {}", target_of(args)),
+        _ => format!("{skill} {args}"),
+    }
+}
+
 fn target_of(args: &serde_json::Value) -> String {
-    args.get("zone").and_then(|z| z.as_str()).map_or_else(|| args.to_string(), str::to_string)
+    args.get("zone")
+        .and_then(|z| z.as_str())
+        .map_or_else(|| args.to_string(), str::to_string)
 }
 
 /// The rule brain's decision for `obs`.
@@ -62,45 +90,75 @@ pub fn decide(obs: &Observation, registry: &SkillRegistry) -> Decision {
     if let Some(p) = &obs.preempt {
         return Decision::new(
             D::SwitchTask,
-            format!("{} ({}) outranks {}: {}", p.task_id, p.title, obs.task_id, p.reason),
+            format!(
+                "{} ({}) outranks {}: {}",
+                p.task_id, p.title, obs.task_id, p.reason
+            ),
         )
         .with_ops(cancel_running(obs));
     }
     match &obs.last_result {
         Some(LastResult::OperatorRejected { reason, .. }) => {
-            let why = if reason.is_empty() { "no reason given".to_string() } else { reason.clone() };
-            return Decision::new(D::Abort, format!("the operator rejected the step ({why}): give the task up"))
-                .with_ops(cancel_running(obs));
+            let why = if reason.is_empty() {
+                "no reason given".to_string()
+            } else {
+                reason.clone()
+            };
+            return Decision::new(
+                D::Abort,
+                format!("the operator rejected the step ({why}): give the task up"),
+            )
+            .with_ops(cancel_running(obs));
         }
         Some(LastResult::GuardrailRejected { reason, .. }) => {
-            return Decision::new(D::AskHuman, format!("the guardrails refused the step: {reason}"));
+            return Decision::new(
+                D::AskHuman,
+                format!("the guardrails refused the step: {reason}"),
+            );
         }
         _ => {}
     }
     if obs.task_kind == "charge" && obs.current_step().is_none() {
         return charging(obs);
     }
-    if !obs.running.is_empty() && !matches!(obs.last_result, Some(LastResult::Succeeded { .. } | LastResult::Failed { .. })) {
+    if !obs.running.is_empty()
+        && !matches!(
+            obs.last_result,
+            Some(LastResult::Succeeded { .. } | LastResult::Failed { .. })
+        )
+    {
         return progress_check(obs);
     }
     match &obs.last_result {
         None => start(obs, D::Continue, "start"),
-        Some(LastResult::Resumed { after }) => start(obs, D::Continue, &format!("resume after {after}:")),
+        Some(LastResult::Resumed { after }) => {
+            start(obs, D::Continue, &format!("resume after {after}:"))
+        }
         Some(LastResult::Succeeded { skill, args }) => {
-            let done = format!("{skill} {} succeeded", target_of(args));
+            let done = format!("{} succeeded", describe_call(skill, args));
             if obs.current_step().is_none() {
-                Decision::new(D::Finish, format!("{done}; {} is done", obs.title)).with_ops([speak(&finish_line(obs))])
+                Decision::new(D::Finish, format!("{done}; {} is done", obs.title))
+                    .with_ops([speak(&finish_line(obs))])
             } else {
-                Decision::new(D::Continue, format!("{done}; next {}", describe_step(obs))).with_ops(dispatch_current(obs))
+                Decision::new(D::Continue, format!("{done}; next {}", describe_step(obs)))
+                    .with_ops(dispatch_current(obs))
             }
         }
-        Some(LastResult::Failed { skill, args, code, message }) => failed(obs, registry, skill, args, code, message),
-        Some(LastResult::Cancelled { skill }) => Decision::new(D::Retry, format!("{skill} was cancelled; start it again"))
-            .with_ops(dispatch_current(obs)),
-        Some(LastResult::Waited { seconds }) => {
-            Decision::new(D::Retry, format!("waited {seconds:.0} s; try {} again", describe_step(obs)))
+        Some(LastResult::Failed {
+            skill,
+            args,
+            code,
+            message,
+        }) => failed(obs, registry, skill, args, code, message),
+        Some(LastResult::Cancelled { skill }) => {
+            Decision::new(D::Retry, format!("{skill} was cancelled; start it again"))
                 .with_ops(dispatch_current(obs))
         }
+        Some(LastResult::Waited { seconds }) => Decision::new(
+            D::Retry,
+            format!("waited {seconds:.0} s; try {} again", describe_step(obs)),
+        )
+        .with_ops(dispatch_current(obs)),
         Some(LastResult::OperatorRejected { .. } | LastResult::GuardrailRejected { .. }) => {
             Decision::new(D::AskHuman, "unexpected state".to_string())
         }
@@ -109,7 +167,10 @@ pub fn decide(obs: &Observation, registry: &SkillRegistry) -> Decision {
 
 fn start(obs: &Observation, t: DecisionType, prefix: &str) -> Decision {
     if obs.current_step().is_none() {
-        return Decision::new(DecisionType::Finish, format!("nothing left to do for {}", obs.title));
+        return Decision::new(
+            DecisionType::Finish,
+            format!("nothing left to do for {}", obs.title),
+        );
     }
     Decision::new(t, format!("{prefix} {}", describe_step(obs))).with_ops(dispatch_current(obs))
 }
@@ -118,15 +179,29 @@ fn progress_check(obs: &Observation) -> Decision {
     if let Some(evidence) = &obs.no_progress {
         let mut ops = cancel_running(obs);
         ops.extend(dispatch_current(obs));
-        return Decision::new(DecisionType::Replan, format!("no progress ({evidence}): cancel and plan again"))
-            .with_ops(ops);
+        return Decision::new(
+            DecisionType::Replan,
+            format!("no progress ({evidence}): cancel and plan again"),
+        )
+        .with_ops(ops);
     }
     let goal = &obs.running[0];
     let detail = goal.feedback.as_ref().map_or_else(
         || "waiting for feedback".to_string(),
-        |f| format!("{:.1} m to go, ETA {:.0} s", f.distance_remaining, f.estimated_time_remaining),
+        |f| {
+            format!(
+                "{:.1} m to go, ETA {:.0} s",
+                f.distance_remaining, f.estimated_time_remaining
+            )
+        },
     );
-    Decision::new(DecisionType::Continue, format!("{} {} in progress: {detail}", goal.skill, target_of(&goal.args)))
+    Decision::new(
+        DecisionType::Continue,
+        format!(
+            "{} in progress: {detail}",
+            describe_call(&goal.skill, &goal.args)
+        ),
+    )
 }
 
 fn failed(
@@ -139,21 +214,33 @@ fn failed(
 ) -> Decision {
     use DecisionType as D;
     let target = target_of(args);
-    let recovery = registry.spec(skill).and_then(|s| s.recovery_for(code)).unwrap_or(Recovery::AskHuman);
+    let recovery = registry
+        .spec(skill)
+        .and_then(|s| s.recovery_for(code))
+        .unwrap_or(Recovery::AskHuman);
     match (recovery, code) {
         (Recovery::Replan, "blocked") => Decision::new(
             D::Replan,
-            format!("{skill} to {target} blocked ({message}); plan a new route around the obstruction"),
+            format!(
+                "{skill} to {target} blocked ({message}); plan a new route around the obstruction"
+            ),
         )
         .with_ops(dispatch_current(obs)),
         (Recovery::Replan, _) => {
-            if obs.task_kind == "patrol" && !obs.on_last_step() && obs.failures >= SKIP_AFTER_NO_PATH {
-                let next = obs.plan.get(obs.step + 1).map(|s| {
-                    Op::Dispatch { skill: s.skill.clone(), args: s.args.clone() }
+            if obs.task_kind == "patrol"
+                && !obs.on_last_step()
+                && obs.failures >= SKIP_AFTER_NO_PATH
+            {
+                let next = obs.plan.get(obs.step + 1).map(|s| Op::Dispatch {
+                    skill: s.skill.clone(),
+                    args: s.args.clone(),
                 });
                 return Decision::new(
                     D::Replan,
-                    format!("{target} unreachable {} times ({code}); skip it and go on with the patrol", obs.failures),
+                    format!(
+                        "{target} unreachable {} times ({code}); skip it and go on with the patrol",
+                        obs.failures
+                    ),
                 )
                 .with_patch(PlanPatch { skip_current: true })
                 .with_ops(next);
@@ -167,12 +254,15 @@ fn failed(
             )
             .with_ops([Op::Wait { seconds: obs.replan_wait_s }])
         }
-        (Recovery::Retry, _) => {
-            Decision::new(D::Retry, format!("{skill} to {target} failed ({code}); try again")).with_ops(dispatch_current(obs))
-        }
-        (Recovery::AskHuman, _) => {
-            Decision::new(D::AskHuman, format!("{skill} to {target} failed ({code}: {message}); I need help"))
-        }
+        (Recovery::Retry, _) => Decision::new(
+            D::Retry,
+            format!("{skill} to {target} failed ({code}); try again"),
+        )
+        .with_ops(dispatch_current(obs)),
+        (Recovery::AskHuman, _) => Decision::new(
+            D::AskHuman,
+            format!("{skill} to {target} failed ({code}: {message}); I need help"),
+        ),
     }
 }
 
@@ -180,27 +270,50 @@ fn charging(obs: &Observation) -> Decision {
     if obs.battery_pct >= obs.battery_resume_pct {
         return Decision::new(
             DecisionType::Finish,
-            format!("battery at {:.0}% ≥ {:.0}%: charged enough", obs.battery_pct, obs.battery_resume_pct),
+            format!(
+                "battery at {:.0}% ≥ {:.0}%: charged enough",
+                obs.battery_pct, obs.battery_resume_pct
+            ),
         );
     }
     if !obs.charging {
-        return Decision::new(DecisionType::Retry, "not charging although docked; dock again")
-            .with_ops([Op::Dispatch { skill: "dock".into(), args: json!({}) }]);
+        return Decision::new(
+            DecisionType::Retry,
+            "not charging although docked; dock again",
+        )
+        .with_ops([Op::Dispatch {
+            skill: "dock".into(),
+            args: json!({}),
+        }]);
     }
     Decision::new(
         DecisionType::Continue,
-        format!("charging: {:.0}% of {:.0}%", obs.battery_pct, obs.battery_resume_pct),
+        format!(
+            "charging: {:.0}% of {:.0}%",
+            obs.battery_pct, obs.battery_resume_pct
+        ),
     )
-    .with_ops([Op::Wait { seconds: CHARGE_CHECK_S }])
+    .with_ops([Op::Wait {
+        seconds: CHARGE_CHECK_S,
+    }])
 }
 
 fn speak(text: &str) -> Op {
-    Op::Dispatch { skill: "speak".into(), args: json!({ "text": text }) }
+    Op::Dispatch {
+        skill: "speak".into(),
+        args: json!({ "text": text }),
+    }
 }
 
 fn finish_line(obs: &Observation) -> String {
     match obs.task_kind.as_str() {
-        "goto" => format!("I have arrived: {}.", obs.zone.as_deref().unwrap_or("destination")),
+        "goto" => format!(
+            "I have arrived at the {}.",
+            obs.zone
+                .as_deref()
+                .unwrap_or("destination")
+                .replace('_', " ")
+        ),
         "patrol" => "Patrol complete. All normal.".into(),
         _ => format!("Done: {}.", obs.title),
     }
@@ -254,35 +367,65 @@ mod tests {
     fn a_fresh_task_dispatches_its_first_step() {
         let d = decide(&obs("goto", &["kitchen"], 0, None), &registry());
         assert_eq!(d.decision_type, DecisionType::Continue);
-        assert_eq!(d.ops, vec![Op::Dispatch { skill: "navigate_to".into(), args: json!({"zone": "kitchen"}) }]);
+        assert_eq!(
+            d.ops,
+            vec![Op::Dispatch {
+                skill: "navigate_to".into(),
+                args: json!({"zone": "kitchen"})
+            }]
+        );
     }
 
     #[test]
     fn success_on_the_last_step_finishes_and_says_so() {
-        let last = Some(LastResult::Succeeded { skill: "navigate_to".into(), args: json!({"zone": "kitchen"}) });
+        let last = Some(LastResult::Succeeded {
+            skill: "navigate_to".into(),
+            args: json!({"zone": "kitchen"}),
+        });
         let d = decide(&obs("goto", &["kitchen"], 1, last.clone()), &registry());
         assert_eq!(d.decision_type, DecisionType::Finish);
         assert!(matches!(&d.ops[0], Op::Dispatch { skill, .. } if skill == "speak"));
-        let d = decide(&obs("patrol", &["kitchen", "bedroom"], 1, last), &registry());
+        let d = decide(
+            &obs("patrol", &["kitchen", "bedroom"], 1, last),
+            &registry(),
+        );
         assert_eq!(d.decision_type, DecisionType::Continue);
     }
 
     #[test]
     fn blocked_replans_and_no_path_waits_then_skips_on_patrol() {
-        let d = decide(&obs("goto", &["kitchen"], 0, failed("blocked")), &registry());
+        let d = decide(
+            &obs("goto", &["kitchen"], 0, failed("blocked")),
+            &registry(),
+        );
         assert_eq!(d.decision_type, DecisionType::Replan);
         assert!(matches!(d.ops[0], Op::Dispatch { .. }));
-        let d = decide(&obs("goto", &["kitchen"], 0, failed("no_path")), &registry());
+        let d = decide(
+            &obs("goto", &["kitchen"], 0, failed("no_path")),
+            &registry(),
+        );
         assert_eq!(d.decision_type, DecisionType::Replan);
         assert_eq!(d.ops, vec![Op::Wait { seconds: 3.0 }]);
         let mut o = obs("patrol", &["kitchen", "bedroom"], 0, failed("no_path"));
         o.failures = 2;
         let d = decide(&o, &registry());
         assert_eq!(d.plan_patch, Some(PlanPatch { skip_current: true }));
-        assert_eq!(d.ops, vec![Op::Dispatch { skill: "navigate_to".into(), args: json!({"zone": "bedroom"}) }]);
-        let d = decide(&obs("goto", &["kitchen"], 0, failed("timeout")), &registry());
+        assert_eq!(
+            d.ops,
+            vec![Op::Dispatch {
+                skill: "navigate_to".into(),
+                args: json!({"zone": "bedroom"})
+            }]
+        );
+        let d = decide(
+            &obs("goto", &["kitchen"], 0, failed("timeout")),
+            &registry(),
+        );
         assert_eq!(d.decision_type, DecisionType::Retry);
-        let d = decide(&obs("goto", &["kitchen"], 0, failed("invalid_goal")), &registry());
+        let d = decide(
+            &obs("goto", &["kitchen"], 0, failed("invalid_goal")),
+            &registry(),
+        );
         assert_eq!(d.decision_type, DecisionType::AskHuman);
     }
 
@@ -295,29 +438,56 @@ mod tests {
             args: json!({"zone": "kitchen"}),
             feedback: None,
         }];
-        assert_eq!(decide(&o, &registry()).decision_type, DecisionType::Continue);
+        assert_eq!(
+            decide(&o, &registry()).decision_type,
+            DecisionType::Continue
+        );
         o.no_progress = Some("stuck".into());
         let d = decide(&o, &registry());
         assert_eq!(d.decision_type, DecisionType::Replan);
-        assert_eq!(d.ops[0], Op::Cancel { goal_id: "g1.0".into() });
+        assert_eq!(
+            d.ops[0],
+            Op::Cancel {
+                goal_id: "g1.0".into()
+            }
+        );
     }
 
     #[test]
     fn preemption_and_operator_rejection_come_first() {
         let mut o = obs("goto", &["kitchen"], 0, None);
-        o.preempt = Some(PreemptObs { task_id: "t2".into(), title: "go to bedroom".into(), reason: "r".into() });
-        assert_eq!(decide(&o, &registry()).decision_type, DecisionType::SwitchTask);
-        let last = Some(LastResult::OperatorRejected { op: Op::Wait { seconds: 1.0 }, reason: "no".into() });
-        assert_eq!(decide(&obs("goto", &["outside"], 0, last), &registry()).decision_type, DecisionType::Abort);
+        o.preempt = Some(PreemptObs {
+            task_id: "t2".into(),
+            title: "go to bedroom".into(),
+            reason: "r".into(),
+        });
+        assert_eq!(
+            decide(&o, &registry()).decision_type,
+            DecisionType::SwitchTask
+        );
+        let last = Some(LastResult::OperatorRejected {
+            op: Op::Wait { seconds: 1.0 },
+            reason: "no".into(),
+        });
+        assert_eq!(
+            decide(&obs("goto", &["outside"], 0, last), &registry()).decision_type,
+            DecisionType::Abort
+        );
     }
 
     #[test]
     fn charging_waits_until_the_resume_threshold() {
         let mut o = obs("charge", &[], 0, None);
-        o.plan = vec![PlanStep { skill: "dock".into(), args: json!({}) }];
+        o.plan = vec![PlanStep {
+            skill: "dock".into(),
+            args: json!({}),
+        }];
         o.step = 1;
         o.charging = true;
-        assert_eq!(decide(&o, &registry()).decision_type, DecisionType::Continue);
+        assert_eq!(
+            decide(&o, &registry()).decision_type,
+            DecisionType::Continue
+        );
         o.battery_pct = 80.0;
         assert_eq!(decide(&o, &registry()).decision_type, DecisionType::Finish);
     }

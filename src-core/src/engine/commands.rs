@@ -6,7 +6,9 @@ use super::Engine;
 use crate::brain::{Intent, parse_intent};
 use crate::kernel::TaskKind;
 use crate::link::LinkRequest;
-use crate::protocol::{Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus};
+use crate::protocol::{
+    Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus,
+};
 use crate::react::{LastResult, Phase};
 use crate::skills::SkillContext;
 
@@ -17,7 +19,10 @@ impl Engine {
             Command::Say { text } => self.say(&text),
             Command::Approve { approval_id } => self.approve(&approval_id, None),
             Command::Edit { approval_id, args } => self.approve(&approval_id, Some(&args)),
-            Command::Reject { approval_id, reason } => self.reject(&approval_id, &reason),
+            Command::Reject {
+                approval_id,
+                reason,
+            } => self.reject(&approval_id, &reason),
             Command::Pause => self.pause(),
             Command::Resume => self.resume(),
             Command::Stop => self.cancel_active("stopped by the operator"),
@@ -25,7 +30,10 @@ impl Engine {
             Command::StartPatrol { route } => self.start_patrol(route.as_deref()),
             Command::Inject { fault } => {
                 if let Err(e) = self.link.send(LinkRequest::Inject { fault }) {
-                    self.emit(EventKind::Error { code: "inject_refused".into(), message: e.to_string() });
+                    self.emit(EventKind::Error {
+                        code: "inject_refused".into(),
+                        message: e.to_string(),
+                    });
                 }
             }
             Command::Shutdown => self.shutdown(),
@@ -81,8 +89,17 @@ impl Engine {
 
     /// Queues a task: main priority when nothing else is open, user-interrupt otherwise.
     fn add_task(&mut self, kind: TaskKind, reason: &str) -> String {
-        let busy = self.state.queue.tasks().iter().any(super::super::kernel::task::Task::is_runnable);
-        let priority = if busy { Priority::UserInterrupt } else { Priority::Main };
+        let busy = self
+            .state
+            .queue
+            .tasks()
+            .iter()
+            .any(super::super::kernel::task::Task::is_runnable);
+        let priority = if busy {
+            Priority::UserInterrupt
+        } else {
+            Priority::Main
+        };
         let id = self.state.queue.push(kind, priority, self.state.time);
         self.task_event(&id, reason);
         id
@@ -99,7 +116,13 @@ impl Engine {
             return;
         };
         self.speak("OK, starting the patrol.", SpeechTrack::Template);
-        self.add_task(TaskKind::Patrol { route: Some(name.to_string()), zones }, &format!("patrol route {name}"));
+        self.add_task(
+            TaskKind::Patrol {
+                route: Some(name.to_string()),
+                zones,
+            },
+            &format!("patrol route {name}"),
+        );
     }
 
     fn pause(&mut self) {
@@ -115,7 +138,10 @@ impl Engine {
     fn resume(&mut self) {
         if self.state.estop {
             self.state.estop = false;
-            self.emit(EventKind::Log { level: "info".into(), message: "E-stop released by the operator".into() });
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: "E-stop released by the operator".into(),
+            });
         }
         let ids: Vec<(String, TaskStatus)> = self
             .state
@@ -127,10 +153,16 @@ impl Engine {
             .collect();
         for (id, status) in ids {
             if let Some(task) = self.state.queue.get_mut(&id) {
-                let after = if status == TaskStatus::Paused { "a pause" } else { "the operator said retry" };
+                let after = if status == TaskStatus::Paused {
+                    "a pause"
+                } else {
+                    "the operator said retry"
+                };
                 task.status = TaskStatus::Queued;
                 task.react.phase = Phase::Ready;
-                task.react.last = Some(LastResult::Resumed { after: after.into() });
+                task.react.last = Some(LastResult::Resumed {
+                    after: after.into(),
+                });
                 if status == TaskStatus::WaitingHuman {
                     task.failures.clear();
                     task.react.iteration = 0;
@@ -146,7 +178,15 @@ impl Engine {
             .queue
             .active_id()
             .map(str::to_string)
-            .or_else(|| self.state.queue.tasks().iter().rev().find(|t| !t.status.is_terminal()).map(|t| t.id.clone()));
+            .or_else(|| {
+                self.state
+                    .queue
+                    .tasks()
+                    .iter()
+                    .rev()
+                    .find(|t| !t.status.is_terminal())
+                    .map(|t| t.id.clone())
+            });
         match target {
             Some(id) => {
                 self.halt_task(&id, TaskStatus::Cancelled, why);
@@ -168,8 +208,21 @@ impl Engine {
             telemetry: &self.state.telemetry,
             speech: &mut speech,
         };
-        let stop = self.runner.dispatch(&mut self.registry, &mut ctx, &goal_id, "stop_base", &json!({}), None, self.state.time);
-        let running: Vec<String> = self.runner.running().iter().map(|g| g.goal_id.clone()).collect();
+        let stop = self.runner.dispatch(
+            &mut self.registry,
+            &mut ctx,
+            &goal_id,
+            "stop_base",
+            &json!({}),
+            None,
+            self.state.time,
+        );
+        let running: Vec<String> = self
+            .runner
+            .running()
+            .iter()
+            .map(|g| g.goal_id.clone())
+            .collect();
         let mut cancelled = Vec::new();
         for id in running {
             if let Ok(Some(c)) = self.runner.cancel(&mut self.registry, &mut ctx, &id) {
@@ -179,12 +232,22 @@ impl Engine {
         self.node(Node::ModeArbitrate);
         match stop {
             Ok(done) => {
-                self.skill_event(&goal_id, "stop_base", &json!({}), SkillStatus::Dispatched, None, "");
+                self.skill_event(
+                    &goal_id,
+                    "stop_base",
+                    &json!({}),
+                    SkillStatus::Dispatched,
+                    None,
+                    "",
+                );
                 if let Some(c) = done {
                     self.completion_event(&c);
                 }
             }
-            Err(e) => self.emit(EventKind::Error { code: "estop_failed".into(), message: e.to_string() }),
+            Err(e) => self.emit(EventKind::Error {
+                code: "estop_failed".into(),
+                message: e.to_string(),
+            }),
         }
         for c in cancelled {
             self.completion_event(&c);
@@ -197,6 +260,9 @@ impl Engine {
 
     /// Speaks a line (an event; audio comes with the speech skills).
     pub(super) fn speak(&mut self, text: &str, track: SpeechTrack) {
-        self.emit(EventKind::Speech { text: text.to_string(), track });
+        self.emit(EventKind::Speech {
+            text: text.to_string(),
+            track,
+        });
     }
 }

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use super::{Engine, PendingApproval};
 use crate::kernel::Task;
 use crate::protocol::{
-    ApprovalStatus, BrainKind, DecisionType, DecisionView, EventKind, Mode, Node, Op, SkillStatus, SpeechTrack,
-    TaskStatus, Verdict,
+    ApprovalStatus, BrainKind, DecisionType, DecisionView, EventKind, Mode, Node, Op, SkillStatus,
+    SpeechTrack, TaskStatus, Verdict,
 };
 use crate::react::guardrails::{GuardContext, Judged, judge};
 use crate::react::observation::{PreemptObs, RunningGoalObs};
@@ -28,16 +28,20 @@ impl Engine {
         if !matches!(self.state.mode, Mode::Exec | Mode::Charge) {
             return;
         }
-        let Some(task) = self.state.queue.active() else { return };
+        let Some(task) = self.state.queue.active() else {
+            return;
+        };
         let now = self.state.time;
         let k = &self.config.kernel;
         let preempt = self.state.preempt_for.is_some();
         let trigger = match &task.react.phase {
             Phase::Ready => Some(Trigger::Ready),
             Phase::Waiting { until, .. } if now >= *until - 1e-9 => Some(Trigger::Ready),
-            Phase::Running { .. } if now >= task.react.next_check - 1e-9 => {
-                Some(Trigger::Check(task.react.progress.stalled(now, k.no_progress_window_s, k.no_progress_min_m)))
-            }
+            Phase::Running { .. } if now >= task.react.next_check - 1e-9 => Some(Trigger::Check(
+                task.react
+                    .progress
+                    .stalled(now, k.no_progress_window_s, k.no_progress_min_m),
+            )),
             Phase::Halted => None,
             Phase::Waiting { .. } | Phase::Running { .. } | Phase::AwaitingApproval { .. } => {
                 preempt.then_some(Trigger::Check(None))
@@ -47,10 +51,15 @@ impl Engine {
         let id = task.id.clone();
         if let Some(task) = self.state.queue.get_mut(&id) {
             if let Phase::Waiting { since, until } = task.react.phase
-                && now >= until - 1e-9 && task.react.last.is_none() {
-                    task.react.last = Some(LastResult::Waited { seconds: until - since });
-                }
-            if let (Trigger::Check(Some(_)), Some(step)) = (&trigger, task.current_step().cloned()) {
+                && now >= until - 1e-9
+                && task.react.last.is_none()
+            {
+                task.react.last = Some(LastResult::Waited {
+                    seconds: until - since,
+                });
+            }
+            if let (Trigger::Check(Some(_)), Some(step)) = (&trigger, task.current_step().cloned())
+            {
                 *task.failures.entry(step.skill).or_insert(0) += 1;
             }
         }
@@ -65,7 +74,9 @@ impl Engine {
     fn iterate(&mut self, id: &str, no_progress: Option<String>) {
         // R1: observe.
         self.node(Node::BuildObservation);
-        let Some(obs) = self.observe(id, no_progress) else { return };
+        let Some(obs) = self.observe(id, no_progress) else {
+            return;
+        };
         self.emit(EventKind::Update {
             node: Node::BuildObservation,
             changed: json!({
@@ -76,12 +87,22 @@ impl Engine {
             }),
         });
         // R2: decide (the loop guards speak first; the brain never sees a tripped loop).
-        let guard = self.state.queue.get(id).and_then(|t| guards::tripped(t, obs.iteration, &self.config.kernel));
+        let guard = self
+            .state
+            .queue
+            .get(id)
+            .and_then(|t| guards::tripped(t, obs.iteration, &self.config.kernel));
         let (mut decision, brain) = match guard {
-            Some(reason) => (Decision::new(DecisionType::AskHuman, reason), BrainKind::Kernel),
+            Some(reason) => (
+                Decision::new(DecisionType::AskHuman, reason),
+                BrainKind::Kernel,
+            ),
             None => match self.brain.decide(&obs, &self.registry) {
                 Ok(d) => (d, self.brain.kind()),
-                Err(e) => (Decision::new(DecisionType::AskHuman, format!("the brain failed: {e}")), BrainKind::Kernel),
+                Err(e) => (
+                    Decision::new(DecisionType::AskHuman, format!("the brain failed: {e}")),
+                    BrainKind::Kernel,
+                ),
             },
         };
         if let Some(t) = self.state.queue.get_mut(id) {
@@ -89,8 +110,13 @@ impl Engine {
         }
         // The kernel's preemption is a hard rule: a brain that ignores it is overruled.
         if obs.preempt.is_some() && decision.decision_type != DecisionType::SwitchTask {
-            let reason = format!("kernel: a higher-priority task waits; {} overruled", decision.decision_type.as_str());
-            let cancels = obs.running.iter().map(|g| Op::Cancel { goal_id: g.goal_id.clone() });
+            let reason = format!(
+                "kernel: a higher-priority task waits; {} overruled",
+                decision.decision_type.as_str()
+            );
+            let cancels = obs.running.iter().map(|g| Op::Cancel {
+                goal_id: g.goal_id.clone(),
+            });
             decision = Decision::new(DecisionType::SwitchTask, reason).with_ops(cancels);
         }
         self.node(Node::Decide);
@@ -111,10 +137,11 @@ impl Engine {
         // R3: compile the plan patch.
         self.node(Node::CompileOps);
         if decision.plan_patch.as_ref().is_some_and(|p| p.skip_current)
-            && let Some(t) = self.state.queue.get_mut(id) {
-                t.cursor += 1;
-                t.failures.clear();
-            }
+            && let Some(t) = self.state.queue.get_mut(id)
+        {
+            t.cursor += 1;
+            t.failures.clear();
+        }
         // R4: guardrails.
         self.node(Node::Guardrails);
         let judged = self.judge(id, &decision.ops, false);
@@ -126,23 +153,39 @@ impl Engine {
                 reason: j.reason.clone(),
             });
         }
-        let rejected = judged.iter().find(|j| j.verdict == Verdict::Rejected).cloned();
-        let looping = matches!(decision.decision_type, DecisionType::Continue | DecisionType::Replan | DecisionType::Retry);
+        let rejected = judged
+            .iter()
+            .find(|j| j.verdict == Verdict::Rejected)
+            .cloned();
+        let looping = matches!(
+            decision.decision_type,
+            DecisionType::Continue | DecisionType::Replan | DecisionType::Retry
+        );
         if let (Some(r), true) = (&rejected, looping) {
             if let Some(t) = self.state.queue.get_mut(id) {
-                t.react.last = Some(LastResult::GuardrailRejected { op: r.op.clone(), reason: r.reason.clone() });
+                t.react.last = Some(LastResult::GuardrailRejected {
+                    op: r.op.clone(),
+                    reason: r.reason.clone(),
+                });
                 t.react.phase = Phase::Ready;
             }
             return;
         }
         // R5: the approval interrupt holds ops that need an operator.
         let mut approval = None;
-        for j in judged.iter().filter(|j| j.verdict == Verdict::NeedsApproval) {
+        for j in judged
+            .iter()
+            .filter(|j| j.verdict == Verdict::NeedsApproval)
+        {
             approval = Some(self.request_approval(id, j));
         }
         // R6: dispatch, the only node with side effects.
         self.node(Node::Dispatch);
-        let allowed: Vec<Op> = judged.into_iter().filter(|j| j.verdict == Verdict::Allowed).map(|j| j.op).collect();
+        let allowed: Vec<Op> = judged
+            .into_iter()
+            .filter(|j| j.verdict == Verdict::Allowed)
+            .map(|j| j.op)
+            .collect();
         let step_goal = self.dispatch_ops(id, &allowed);
         // R8: stop or loop.
         self.node(Node::StopOrLoop);
@@ -152,12 +195,21 @@ impl Engine {
     fn observe(&self, id: &str, no_progress: Option<String>) -> Option<Observation> {
         let task = self.state.queue.get(id)?;
         let t = &self.state.telemetry;
-        let preempt = self.state.preempt_for.as_deref().and_then(|p| self.state.queue.get(p)).map(|p| PreemptObs {
-            task_id: p.id.clone(),
-            title: p.title(),
-            reason: format!("priority {:?} > {:?}", p.priority, task.priority).to_lowercase(),
-        });
-        let failures = task.current_step().and_then(|s| task.failures.get(&s.skill)).copied().unwrap_or(0);
+        let preempt = self
+            .state
+            .preempt_for
+            .as_deref()
+            .and_then(|p| self.state.queue.get(p))
+            .map(|p| PreemptObs {
+                task_id: p.id.clone(),
+                title: p.title(),
+                reason: format!("priority {:?} > {:?}", p.priority, task.priority).to_lowercase(),
+            });
+        let failures = task
+            .current_step()
+            .and_then(|s| task.failures.get(&s.skill))
+            .copied()
+            .unwrap_or(0);
         Some(Observation {
             time: self.state.time,
             task_id: task.id.clone(),
@@ -209,7 +261,10 @@ impl Engine {
         self.state.approvals_created += 1;
         let id = format!("a{}", self.state.approvals_created);
         let risk = match &j.op {
-            Op::Dispatch { skill, .. } => self.registry.spec(skill).map_or("unknown", |s| s.risk.as_str()),
+            Op::Dispatch { skill, .. } => self
+                .registry
+                .spec(skill)
+                .map_or("unknown", |s| s.risk.as_str()),
             _ => "unknown",
         };
         let pending = PendingApproval {
@@ -233,7 +288,12 @@ impl Engine {
 
     /// Carries out allowed ops; returns the goal that carries the task's step, if one started.
     fn dispatch_ops(&mut self, task_id: &str, ops: &[Op]) -> Option<String> {
-        let step_skill = self.state.queue.get(task_id).and_then(Task::current_step).map(|s| s.skill.clone());
+        let step_skill = self
+            .state
+            .queue
+            .get(task_id)
+            .and_then(Task::current_step)
+            .map(|s| s.skill.clone());
         let mut step_goal = None;
         for (i, op) in ops.iter().enumerate() {
             match op {
@@ -241,12 +301,18 @@ impl Engine {
                 Op::Wait { seconds } => {
                     let since = self.state.time;
                     if let Some(t) = self.state.queue.get_mut(task_id) {
-                        t.react.phase = Phase::Waiting { since, until: since + seconds };
+                        t.react.phase = Phase::Waiting {
+                            since,
+                            until: since + seconds,
+                        };
                     }
                 }
                 Op::Dispatch { skill, args } => {
                     let goal_id = format!("g{}.{i}", self.state.step);
-                    let holds_base = self.registry.spec(skill).is_some_and(|s| !s.resources.is_empty());
+                    let holds_base = self
+                        .registry
+                        .spec(skill)
+                        .is_some_and(|s| !s.resources.is_empty());
                     if self.dispatch_one(task_id, &goal_id, skill, args)
                         && step_goal.is_none()
                         && (step_skill.as_deref() == Some(skill.as_str()) || holds_base)
@@ -269,7 +335,15 @@ impl Engine {
                 telemetry: &self.state.telemetry,
                 speech: &mut speech,
             };
-            self.runner.dispatch(&mut self.registry, &mut ctx, goal_id, skill, args, Some(task_id), self.state.time)
+            self.runner.dispatch(
+                &mut self.registry,
+                &mut ctx,
+                goal_id,
+                skill,
+                args,
+                Some(task_id),
+                self.state.time,
+            )
         };
         match result {
             Ok(done) => {
@@ -303,7 +377,13 @@ impl Engine {
     }
 
     /// R8: apply the decision's effect on the task and set the loop's next phase.
-    fn stop_or_loop(&mut self, id: &str, decision: &Decision, step_goal: Option<String>, approval: Option<String>) {
+    fn stop_or_loop(
+        &mut self,
+        id: &str,
+        decision: &Decision,
+        step_goal: Option<String>,
+        approval: Option<String>,
+    ) {
         let now = self.state.time;
         let check = self.config.kernel.progress_check_s;
         match decision.decision_type {
@@ -312,15 +392,24 @@ impl Engine {
             DecisionType::AskHuman => {
                 self.halt_task(id, TaskStatus::WaitingHuman, &decision.reason);
                 self.speak(
-                    &format!("I need help: {}. Say \"retry\" to try again or \"cancel\" to give up.", decision.reason),
+                    &format!(
+                        "I need help: {}. Say \"retry\" to try again or \"cancel\" to give up.",
+                        decision.reason
+                    ),
                     SpeechTrack::Answer,
                 );
             }
             DecisionType::SwitchTask => self.set_aside(id, &decision.reason),
             DecisionType::Continue | DecisionType::Replan | DecisionType::Retry => {
-                let running_step =
-                    self.runner.running().iter().find(|g| g.task_id.as_deref() == Some(id)).map(|g| g.goal_id.clone());
-                let Some(task) = self.state.queue.get_mut(id) else { return };
+                let running_step = self
+                    .runner
+                    .running()
+                    .iter()
+                    .find(|g| g.task_id.as_deref() == Some(id))
+                    .map(|g| g.goal_id.clone());
+                let Some(task) = self.state.queue.get_mut(id) else {
+                    return;
+                };
                 task.react.iteration += 1;
                 if let Some(approval_id) = approval {
                     task.react.phase = Phase::AwaitingApproval { approval_id };
@@ -335,7 +424,10 @@ impl Engine {
                     task.react.next_check = now + check;
                 } else if task.react.last.is_none() {
                     // Nothing runs and nothing was asked for: look again after a while.
-                    task.react.phase = Phase::Waiting { since: now, until: now + check };
+                    task.react.phase = Phase::Waiting {
+                        since: now,
+                        until: now + check,
+                    };
                 }
                 return;
             }
@@ -347,17 +439,32 @@ impl Engine {
 
     /// Approve (with `edit` = None) or edit-and-approve a pending approval.
     pub(super) fn approve(&mut self, approval_id: &str, edit: Option<&Value>) {
-        let Some(pending) = self.state.approvals.iter().find(|a| a.id == approval_id).cloned() else {
+        let Some(pending) = self
+            .state
+            .approvals
+            .iter()
+            .find(|a| a.id == approval_id)
+            .cloned()
+        else {
             self.unknown_approval(approval_id);
             return;
         };
         let op = match (&pending.op, &edit) {
-            (Op::Dispatch { skill, .. }, Some(args)) => Op::Dispatch { skill: skill.clone(), args: (*args).clone() },
+            (Op::Dispatch { skill, .. }, Some(args)) => Op::Dispatch {
+                skill: skill.clone(),
+                args: (*args).clone(),
+            },
             (op, _) => op.clone(),
         };
-        let verdict = self.judge(&pending.task_id, std::slice::from_ref(&op), true).remove(0);
+        let verdict = self
+            .judge(&pending.task_id, std::slice::from_ref(&op), true)
+            .remove(0);
         if verdict.verdict == Verdict::Rejected {
-            let status = if edit.is_some() { ApprovalStatus::EditRefused } else { ApprovalStatus::Rejected };
+            let status = if edit.is_some() {
+                ApprovalStatus::EditRefused
+            } else {
+                ApprovalStatus::Rejected
+            };
             self.emit(EventKind::Approval {
                 approval_id: pending.id.clone(),
                 task_id: pending.task_id.clone(),
@@ -367,17 +474,28 @@ impl Engine {
             });
             if edit.is_none() {
                 self.state.approvals.retain(|a| a.id != approval_id);
-                self.resolve_to_decision(&pending, LastResult::GuardrailRejected {
-                    op: pending.op.clone(),
-                    reason: verdict.reason,
-                });
+                self.resolve_to_decision(
+                    &pending,
+                    LastResult::GuardrailRejected {
+                        op: pending.op.clone(),
+                        reason: verdict.reason,
+                    },
+                );
             }
             return;
         }
         self.state.approvals.retain(|a| a.id != approval_id);
         self.node(Node::ApprovalInterrupt);
-        let status = if edit.is_some() { ApprovalStatus::Edited } else { ApprovalStatus::Approved };
-        let reason = if edit.is_some() { "edited and approved by the operator" } else { "approved by the operator" };
+        let status = if edit.is_some() {
+            ApprovalStatus::Edited
+        } else {
+            ApprovalStatus::Approved
+        };
+        let reason = if edit.is_some() {
+            "edited and approved by the operator"
+        } else {
+            "approved by the operator"
+        };
         self.emit(EventKind::Approval {
             approval_id: pending.id.clone(),
             task_id: pending.task_id.clone(),
@@ -387,11 +505,13 @@ impl Engine {
         });
         let task_id = pending.task_id.clone();
         // An edit of the step's own skill changes the plan, so success means the edited goal.
-        if let (Op::Dispatch { skill, args }, Some(task)) = (&op, self.state.queue.get_mut(&task_id))
+        if let (Op::Dispatch { skill, args }, Some(task)) =
+            (&op, self.state.queue.get_mut(&task_id))
             && let Some(step) = task.plan.get_mut(task.cursor)
-                && &step.skill == skill {
-                    step.args = args.clone();
-                }
+            && &step.skill == skill
+        {
+            step.args = args.clone();
+        }
         self.node(Node::Dispatch);
         let step_goal = self.dispatch_ops(&task_id, &[op]);
         let now = self.state.time;
@@ -414,7 +534,13 @@ impl Engine {
 
     /// Refuses a pending approval; the brain decides what follows.
     pub(super) fn reject(&mut self, approval_id: &str, reason: &str) {
-        let Some(pending) = self.state.approvals.iter().find(|a| a.id == approval_id).cloned() else {
+        let Some(pending) = self
+            .state
+            .approvals
+            .iter()
+            .find(|a| a.id == approval_id)
+            .cloned()
+        else {
             self.unknown_approval(approval_id);
             return;
         };
@@ -427,7 +553,13 @@ impl Engine {
             op: pending.op.clone(),
             reason: reason.to_string(),
         });
-        self.resolve_to_decision(&pending, LastResult::OperatorRejected { op: pending.op.clone(), reason: reason.into() });
+        self.resolve_to_decision(
+            &pending,
+            LastResult::OperatorRejected {
+                op: pending.op.clone(),
+                reason: reason.into(),
+            },
+        );
     }
 
     fn resolve_to_decision(&mut self, pending: &PendingApproval, last: LastResult) {
@@ -444,8 +576,14 @@ impl Engine {
         let message = if pending.is_empty() {
             format!("no pending approval `{approval_id}`: nothing is waiting for approval")
         } else {
-            format!("no pending approval `{approval_id}`; pending: {}", pending.join(", "))
+            format!(
+                "no pending approval `{approval_id}`; pending: {}",
+                pending.join(", ")
+            )
         };
-        self.emit(EventKind::Error { code: "unknown_approval".into(), message });
+        self.emit(EventKind::Error {
+            code: "unknown_approval".into(),
+            message,
+        });
     }
 }

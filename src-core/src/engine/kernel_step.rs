@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use super::Engine;
-use crate::kernel::{ArbitrationInput, TaskKind, arbitrate};
 use crate::kernel::arbitrate::Switch;
+use crate::kernel::{ArbitrationInput, TaskKind, arbitrate};
 use crate::link::{LinkReply, NavFeedback};
 use crate::protocol::{Activity, EventKind, Mode, Node, Priority, SkillStatus, TaskStatus};
 use crate::react::{LastResult, Phase};
@@ -19,13 +19,22 @@ impl Engine {
         for reply in replies.drain(..) {
             match &reply {
                 LinkReply::Telemetry { telemetry } => self.state.telemetry = telemetry.clone(),
-                LinkReply::FaultApplied { fault } => self.emit(EventKind::Fault { fault: fault.clone() }),
+                LinkReply::FaultApplied { fault } => self.emit(EventKind::Fault {
+                    fault: fault.clone(),
+                }),
                 _ => match self.runner.on_reply(&reply) {
                     Some(GoalUpdate::Feedback(goal)) => {
                         if let Some(f) = &goal.feedback {
                             self.on_feedback(goal.task_id.as_deref(), &goal.goal_id, f);
                         }
-                        self.skill_event(&goal.goal_id, &goal.skill, &goal.args, SkillStatus::Feedback, goal.feedback, "");
+                        self.skill_event(
+                            &goal.goal_id,
+                            &goal.skill,
+                            &goal.args,
+                            SkillStatus::Feedback,
+                            goal.feedback,
+                            "",
+                        );
                     }
                     Some(GoalUpdate::Ended(c)) => self.on_completion(&c),
                     None => {}
@@ -41,7 +50,8 @@ impl Engine {
                 telemetry: &self.state.telemetry,
                 speech: &mut speech,
             };
-            self.runner.expire(&mut self.registry, &mut ctx, self.state.time)
+            self.runner
+                .expire(&mut self.registry, &mut ctx, self.state.time)
         };
         for c in expired {
             self.on_completion(&c);
@@ -51,15 +61,20 @@ impl Engine {
     fn on_feedback(&mut self, task_id: Option<&str>, goal_id: &str, f: &NavFeedback) {
         let (now, keep) = (self.state.time, self.config.kernel.no_progress_window_s);
         if let Some(task) = task_id.and_then(|id| self.state.queue.get_mut(id))
-            && matches!(&task.react.phase, Phase::Running { goal_id: g } if g == goal_id) {
-                task.react.progress.record(now, f.distance_remaining, keep);
-            }
+            && matches!(&task.react.phase, Phase::Running { goal_id: g } if g == goal_id)
+        {
+            task.react.progress.record(now, f.distance_remaining, keep);
+        }
     }
 
     /// R7: a goal ended; if it was the task's step, record the result for the next decision.
     pub(super) fn on_completion(&mut self, c: &Completion) {
         self.completion_event(c);
-        let Some(task) = c.task_id.as_deref().and_then(|id| self.state.queue.get_mut(id)) else {
+        let Some(task) = c
+            .task_id
+            .as_deref()
+            .and_then(|id| self.state.queue.get_mut(id))
+        else {
             return;
         };
         if !matches!(&task.react.phase, Phase::Running { goal_id } if *goal_id == c.goal_id) {
@@ -70,7 +85,10 @@ impl Engine {
             GoalResult::Succeeded { .. } => {
                 task.failures.remove(&c.skill);
                 task.cursor += 1;
-                task.react.last = Some(LastResult::Succeeded { skill: c.skill.clone(), args: c.args.clone() });
+                task.react.last = Some(LastResult::Succeeded {
+                    skill: c.skill.clone(),
+                    args: c.args.clone(),
+                });
                 None
             }
             GoalResult::Failed { code, message } => {
@@ -84,7 +102,9 @@ impl Engine {
                 Some(format!("{} {}: {code} ({message})", c.skill, c.args))
             }
             GoalResult::Cancelled => {
-                task.react.last = Some(LastResult::Cancelled { skill: c.skill.clone() });
+                task.react.last = Some(LastResult::Cancelled {
+                    skill: c.skill.clone(),
+                });
                 None
             }
         };
@@ -101,10 +121,14 @@ impl Engine {
             (Activity::Alert, format!("{} seen in {}", i.kind, i.zone))
         } else {
             match self.state.queue.active() {
-                Some(task) if matches!(task.kind, TaskKind::Patrol { .. }) => {
-                    (Activity::Patrolling, format!("{} ({})", task.id, task.title()))
-                }
-                Some(task) => (Activity::Responding, format!("{} ({})", task.id, task.title())),
+                Some(task) if matches!(task.kind, TaskKind::Patrol { .. }) => (
+                    Activity::Patrolling,
+                    format!("{} ({})", task.id, task.title()),
+                ),
+                Some(task) => (
+                    Activity::Responding,
+                    format!("{} ({})", task.id, task.title()),
+                ),
                 None => (Activity::Idle, "no active task".into()),
             }
         };
@@ -112,12 +136,15 @@ impl Engine {
             let from = self.state.activity;
             self.state.activity = activity;
             self.node(Node::WorldUpdate);
-            self.emit(EventKind::Activity { from, to: activity, reason });
+            self.emit(EventKind::Activity {
+                from,
+                to: activity,
+                reason,
+            });
         }
-        let due = self
-            .state
-            .last_telemetry_at
-            .is_none_or(|at| self.state.time - at >= self.config.kernel.telemetry_interval_s - 1e-9);
+        let due = self.state.last_telemetry_at.is_none_or(|at| {
+            self.state.time - at >= self.config.kernel.telemetry_interval_s - 1e-9
+        });
         if due {
             self.state.last_telemetry_at = Some(self.state.time);
             let t = self.state.telemetry.clone();
@@ -149,7 +176,10 @@ impl Engine {
             };
             if verdict.need_charge_task {
                 self.node(Node::TaskQueueUpdate);
-                let id = self.state.queue.push(TaskKind::Charge, Priority::Battery, self.state.time);
+                let id =
+                    self.state
+                        .queue
+                        .push(TaskKind::Charge, Priority::Battery, self.state.time);
                 self.task_event(&id, &verdict.reason);
                 continue;
             }
@@ -158,7 +188,12 @@ impl Engine {
                 Switch::Activate(id) => self.activate(&id),
                 Switch::Preempt(id) => {
                     if let Some(old) = self.state.queue.active_id().map(str::to_string) {
-                        let title = self.state.queue.get(&id).map(super::super::kernel::task::Task::title).unwrap_or_default();
+                        let title = self
+                            .state
+                            .queue
+                            .get(&id)
+                            .map(super::super::kernel::task::Task::title)
+                            .unwrap_or_default();
                         self.set_aside(&old, &format!("preempted by {id} ({title})"));
                     }
                     self.activate(&id);
@@ -179,7 +214,9 @@ impl Engine {
         if self.state.preempt_for.as_deref() == Some(id) {
             self.state.preempt_for = None;
         }
-        let Some(task) = self.state.queue.get_mut(id) else { return };
+        let Some(task) = self.state.queue.get_mut(id) else {
+            return;
+        };
         let resumed = task.status == TaskStatus::Preempted;
         task.status = TaskStatus::Running;
         if !matches!(task.react.phase, Phase::Ready) {
@@ -196,7 +233,11 @@ impl Engine {
         self.node(Node::ModeArbitrate);
         self.state.mode = mode;
         self.state.mode_reason.clone_from(&reason);
-        self.emit(EventKind::Mode { from, to: mode, reason });
+        self.emit(EventKind::Mode {
+            from,
+            to: mode,
+            reason,
+        });
     }
 
     /// Sets a task aside to run later (preemption or E-stop): its goals are
@@ -206,7 +247,9 @@ impl Engine {
         if let Some(task) = self.state.queue.get_mut(id) {
             task.status = TaskStatus::Preempted;
             task.react.phase = Phase::Ready;
-            task.react.last = Some(LastResult::Resumed { after: why.to_string() });
+            task.react.last = Some(LastResult::Resumed {
+                after: why.to_string(),
+            });
         }
         if self.state.queue.active_id() == Some(id) {
             self.state.queue.set_active(None);
@@ -242,7 +285,13 @@ impl Engine {
         for goal_id in goals {
             self.cancel_goal(&goal_id);
         }
-        let withdrawn: Vec<_> = self.state.approvals.iter().filter(|a| a.task_id == id).cloned().collect();
+        let withdrawn: Vec<_> = self
+            .state
+            .approvals
+            .iter()
+            .filter(|a| a.task_id == id)
+            .cloned()
+            .collect();
         self.state.approvals.retain(|a| a.task_id != id);
         for a in withdrawn {
             self.emit(EventKind::Approval {
@@ -267,21 +316,29 @@ impl Engine {
         match self.runner.cancel(&mut self.registry, &mut ctx, goal_id) {
             Ok(Some(c)) => self.completion_event(&c),
             Ok(None) => {}
-            Err(e) => self.emit(EventKind::Error { code: "cancel_failed".into(), message: e.to_string() }),
+            Err(e) => self.emit(EventKind::Error {
+                code: "cancel_failed".into(),
+                message: e.to_string(),
+            }),
         }
     }
 
     pub(super) fn task_event(&mut self, id: &str, reason: &str) {
         if let Some(task) = self.state.queue.get(id) {
             let view = task.view();
-            self.emit(EventKind::Task { task: view, reason: reason.to_string() });
+            self.emit(EventKind::Task {
+                task: view,
+                reason: reason.to_string(),
+            });
         }
     }
 
     pub(super) fn completion_event(&mut self, c: &Completion) {
         let (status, error, message) = match &c.result {
             GoalResult::Succeeded { .. } => (SkillStatus::Succeeded, None, String::new()),
-            GoalResult::Failed { code, message } => (SkillStatus::Failed, Some(code.clone()), message.clone()),
+            GoalResult::Failed { code, message } => {
+                (SkillStatus::Failed, Some(code.clone()), message.clone())
+            }
             GoalResult::Cancelled => (SkillStatus::Cancelled, None, String::new()),
         };
         let mut ev = self.skill_kind(&c.goal_id, &c.skill, &c.args, status, None, &message);

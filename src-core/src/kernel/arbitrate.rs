@@ -61,7 +61,10 @@ pub fn arbitrate(input: &ArbitrationInput<'_>) -> Arbitration {
     if input.battery_pct <= input.battery_low_pct && !input.has_charge_task {
         let mut a = verdict(
             Mode::Charge,
-            format!("battery {:.1}% ≤ {:.0}%: charging preempts other work", input.battery_pct, input.battery_low_pct),
+            format!(
+                "battery {:.1}% ≤ {:.0}%: charging preempts other work",
+                input.battery_pct, input.battery_low_pct
+            ),
             Switch::Keep,
         );
         a.need_charge_task = true;
@@ -70,7 +73,9 @@ pub fn arbitrate(input: &ArbitrationInput<'_>) -> Arbitration {
     let active = input.active.filter(|t| t.is_runnable());
     let Some(best) = input.best else {
         let reason = match input.active {
-            Some(t) if t.status == TaskStatus::WaitingHuman => format!("{} is waiting for the operator", t.id),
+            Some(t) if t.status == TaskStatus::WaitingHuman => {
+                format!("{} is waiting for the operator", t.id)
+            }
             Some(t) if t.status == TaskStatus::Paused => format!("{} is paused", t.id),
             _ => "no task to run".into(),
         };
@@ -92,15 +97,26 @@ pub fn arbitrate(input: &ArbitrationInput<'_>) -> Arbitration {
         Switch::Keep | Switch::UserPreempt(_) => active.unwrap_or(best),
     };
     let (mode, reason) = if running.kind == TaskKind::Charge {
-        (Mode::Charge, format!("{} ({}) is running", running.id, running.title()))
+        (
+            Mode::Charge,
+            format!("{} ({}) is running", running.id, running.title()),
+        )
     } else {
-        (Mode::Exec, format!("{} ({}) is running", running.id, running.title()))
+        (
+            Mode::Exec,
+            format!("{} ({}) is running", running.id, running.title()),
+        )
     };
     verdict(mode, reason, switch)
 }
 
 fn verdict(mode: Mode, reason: String, switch: Switch) -> Arbitration {
-    Arbitration { mode, reason, need_charge_task: false, switch }
+    Arbitration {
+        mode,
+        reason,
+        need_charge_task: false,
+        switch,
+    }
 }
 
 #[cfg(test)]
@@ -127,7 +143,12 @@ mod tests {
 
     #[test]
     fn safety_beats_everything() {
-        let t = task("t1", TaskKind::Charge, Priority::Battery, TaskStatus::Running);
+        let t = task(
+            "t1",
+            TaskKind::Charge,
+            Priority::Battery,
+            TaskStatus::Running,
+        );
         let mut i = input(Some(&t), Some(&t));
         i.estop = true;
         i.battery_pct = 5.0;
@@ -139,7 +160,14 @@ mod tests {
 
     #[test]
     fn low_battery_asks_for_a_charge_task_once() {
-        let t = task("t1", TaskKind::Goto { zone: "kitchen".into() }, Priority::Main, TaskStatus::Running);
+        let t = task(
+            "t1",
+            TaskKind::Goto {
+                zone: "kitchen".into(),
+            },
+            Priority::Main,
+            TaskStatus::Running,
+        );
         let mut i = input(Some(&t), Some(&t));
         i.battery_pct = 19.9;
         let a = arbitrate(&i);
@@ -151,12 +179,31 @@ mod tests {
 
     #[test]
     fn battery_preempts_by_rule_and_users_through_the_loop() {
-        let main = task("t1", TaskKind::Goto { zone: "kitchen".into() }, Priority::Main, TaskStatus::Running);
-        let charge = task("t2", TaskKind::Charge, Priority::Battery, TaskStatus::Queued);
+        let main = task(
+            "t1",
+            TaskKind::Goto {
+                zone: "kitchen".into(),
+            },
+            Priority::Main,
+            TaskStatus::Running,
+        );
+        let charge = task(
+            "t2",
+            TaskKind::Charge,
+            Priority::Battery,
+            TaskStatus::Queued,
+        );
         let a = arbitrate(&input(Some(&main), Some(&charge)));
         assert_eq!(a.switch, Switch::Preempt("t2".into()));
         assert_eq!(a.mode, Mode::Charge);
-        let user = task("t3", TaskKind::Goto { zone: "bedroom".into() }, Priority::UserInterrupt, TaskStatus::Queued);
+        let user = task(
+            "t3",
+            TaskKind::Goto {
+                zone: "bedroom".into(),
+            },
+            Priority::UserInterrupt,
+            TaskStatus::Queued,
+        );
         let a = arbitrate(&input(Some(&main), Some(&user)));
         assert_eq!(a.switch, Switch::UserPreempt("t3".into()));
         assert_eq!(a.mode, Mode::Exec);
@@ -164,7 +211,14 @@ mod tests {
 
     #[test]
     fn nothing_runnable_is_idle_with_a_reason() {
-        let t = task("t1", TaskKind::Goto { zone: "kitchen".into() }, Priority::Main, TaskStatus::WaitingHuman);
+        let t = task(
+            "t1",
+            TaskKind::Goto {
+                zone: "kitchen".into(),
+            },
+            Priority::Main,
+            TaskStatus::WaitingHuman,
+        );
         let a = arbitrate(&input(Some(&t), None));
         assert_eq!(a.mode, Mode::Idle);
         assert_eq!(a.reason, "t1 is waiting for the operator");

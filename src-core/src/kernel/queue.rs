@@ -68,12 +68,18 @@ impl TaskQueue {
         self.tasks
             .iter()
             .filter(|t| t.is_runnable())
-            .max_by(|a, b| a.priority.cmp(&b.priority).then(b.created_at.total_cmp(&a.created_at)))
+            .max_by(|a, b| {
+                a.priority
+                    .cmp(&b.priority)
+                    .then(b.created_at.total_cmp(&a.created_at))
+            })
     }
 
     /// Whether any unfinished task is a charge task.
     pub fn has_charge_task(&self) -> bool {
-        self.tasks.iter().any(|t| t.kind == TaskKind::Charge && !t.status.is_terminal())
+        self.tasks
+            .iter()
+            .any(|t| t.kind == TaskKind::Charge && !t.status.is_terminal())
     }
 
     /// Every task, oldest first.
@@ -83,10 +89,17 @@ impl TaskQueue {
 
     /// Unfinished tasks first (active, then by priority), then finished ones, newest first.
     pub fn views(&self) -> Vec<TaskView> {
-        let mut open: Vec<&Task> = self.tasks.iter().filter(|t| !t.status.is_terminal()).collect();
+        let mut open: Vec<&Task> = self
+            .tasks
+            .iter()
+            .filter(|t| !t.status.is_terminal())
+            .collect();
         open.sort_by(|a, b| {
             let act = |t: &Task| Some(t.id.as_str()) == self.active.as_deref();
-            act(b).cmp(&act(a)).then(b.priority.cmp(&a.priority)).then(a.created_at.total_cmp(&b.created_at))
+            act(b)
+                .cmp(&act(a))
+                .then(b.priority.cmp(&a.priority))
+                .then(a.created_at.total_cmp(&b.created_at))
         });
         let done = self.tasks.iter().rev().filter(|t| t.status.is_terminal());
         open.into_iter().chain(done).map(Task::view).collect()
@@ -119,8 +132,20 @@ mod tests {
     #[test]
     fn higher_priority_wins_then_arrival_order() {
         let mut q = TaskQueue::new();
-        let a = q.push(TaskKind::Goto { zone: "kitchen".into() }, Priority::Main, 0.0);
-        let b = q.push(TaskKind::Goto { zone: "bedroom".into() }, Priority::Main, 1.0);
+        let a = q.push(
+            TaskKind::Goto {
+                zone: "kitchen".into(),
+            },
+            Priority::Main,
+            0.0,
+        );
+        let b = q.push(
+            TaskKind::Goto {
+                zone: "bedroom".into(),
+            },
+            Priority::Main,
+            1.0,
+        );
         assert_eq!(q.best_runnable().unwrap().id, a);
         let c = q.push(TaskKind::Charge, Priority::Battery, 2.0);
         assert_eq!(q.best_runnable().unwrap().id, c);
@@ -133,7 +158,13 @@ mod tests {
     #[test]
     fn paused_and_waiting_tasks_are_not_runnable() {
         let mut q = TaskQueue::new();
-        let a = q.push(TaskKind::Goto { zone: "kitchen".into() }, Priority::Main, 0.0);
+        let a = q.push(
+            TaskKind::Goto {
+                zone: "kitchen".into(),
+            },
+            Priority::Main,
+            0.0,
+        );
         q.get_mut(&a).unwrap().status = TaskStatus::Paused;
         assert!(q.best_runnable().is_none());
         q.get_mut(&a).unwrap().status = TaskStatus::WaitingHuman;

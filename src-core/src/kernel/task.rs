@@ -44,7 +44,10 @@ impl TaskKind {
         match self {
             Self::Goto { zone } => vec![PlanStep::navigate(zone)],
             Self::Patrol { zones, .. } => zones.iter().map(|z| PlanStep::navigate(z)).collect(),
-            Self::Charge => vec![PlanStep { skill: "dock".into(), args: json!({}) }],
+            Self::Charge => vec![PlanStep {
+                skill: "dock".into(),
+                args: json!({}),
+            }],
         }
     }
 
@@ -70,7 +73,10 @@ pub struct PlanStep {
 impl PlanStep {
     /// `navigate_to {zone}`.
     pub fn navigate(zone: &str) -> Self {
-        Self { skill: "navigate_to".into(), args: json!({ "zone": zone }) }
+        Self {
+            skill: "navigate_to".into(),
+            args: json!({ "zone": zone }),
+        }
     }
 }
 
@@ -126,7 +132,10 @@ impl Task {
 
     /// Whether the task can be made active.
     pub fn is_runnable(&self) -> bool {
-        matches!(self.status, TaskStatus::Queued | TaskStatus::Running | TaskStatus::Preempted)
+        matches!(
+            self.status,
+            TaskStatus::Queued | TaskStatus::Running | TaskStatus::Preempted
+        )
     }
 
     /// The task in words.

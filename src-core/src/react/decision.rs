@@ -31,7 +31,12 @@ pub struct Decision {
 impl Decision {
     /// A decision with no ops.
     pub fn new(decision_type: DecisionType, reason: impl Into<String>) -> Self {
-        Self { decision_type, reason: reason.into(), plan_patch: None, ops: Vec::new() }
+        Self {
+            decision_type,
+            reason: reason.into(),
+            plan_patch: None,
+            ops: Vec::new(),
+        }
     }
 
     /// The same decision with `ops` added.

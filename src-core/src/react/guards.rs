@@ -16,8 +16,12 @@ pub fn tripped(task: &Task, iteration: u32, config: &KernelConfig) -> Option<Str
     }
     let step = task.current_step()?;
     let failures = task.failures.get(&step.skill).copied().unwrap_or(0);
-    (failures >= config.max_skill_failures)
-        .then(|| format!("{} failed {failures} times in a row (cap {})", step.skill, config.max_skill_failures))
+    (failures >= config.max_skill_failures).then(|| {
+        format!(
+            "{} failed {failures} times in a row (cap {})",
+            step.skill, config.max_skill_failures
+        )
+    })
 }
 
 #[cfg(test)]
@@ -28,11 +32,29 @@ mod tests {
 
     #[test]
     fn caps_trip_at_their_limits() {
-        let config = KernelConfig { max_iterations: 3, max_skill_failures: 2, ..KernelConfig::default() };
-        let mut t = Task::new("t1".into(), TaskKind::Goto { zone: "kitchen".into() }, Priority::Main, 0.0);
+        let config = KernelConfig {
+            max_iterations: 3,
+            max_skill_failures: 2,
+            ..KernelConfig::default()
+        };
+        let mut t = Task::new(
+            "t1".into(),
+            TaskKind::Goto {
+                zone: "kitchen".into(),
+            },
+            Priority::Main,
+            0.0,
+        );
         assert_eq!(tripped(&t, 3, &config), None);
-        assert!(tripped(&t, 4, &config).unwrap().starts_with("iteration cap reached"));
+        assert!(
+            tripped(&t, 4, &config)
+                .unwrap()
+                .starts_with("iteration cap reached")
+        );
         t.failures.insert("navigate_to".into(), 2);
-        assert_eq!(tripped(&t, 1, &config).unwrap(), "navigate_to failed 2 times in a row (cap 2)");
+        assert_eq!(
+            tripped(&t, 1, &config).unwrap(),
+            "navigate_to failed 2 times in a row (cap 2)"
+        );
     }
 }

@@ -35,7 +35,12 @@ impl ProgressTracker {
         let Some(&(_, current)) = self.samples.last() else {
             return Some(format!("no feedback for {window_s:.0} s"));
         };
-        let then = self.samples.iter().rev().find(|(t, _)| *t <= now - window_s).map(|&(_, d)| d)?;
+        let then = self
+            .samples
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= now - window_s)
+            .map(|&(_, d)| d)?;
         let gained = then - current;
         (gained < min_m).then(|| {
             format!("distance to go {then:.1} m → {current:.1} m in the last {window_s:.0} s (less than {min_m} m)")

@@ -32,13 +32,21 @@ impl SkillRegistry {
     }
 
     /// Initializes and registers a skill.
-    pub fn register(&mut self, mut skill: Box<dyn Skill>, config: &Value) -> Result<(), SkillError> {
+    pub fn register(
+        &mut self,
+        mut skill: Box<dyn Skill>,
+        config: &Value,
+    ) -> Result<(), SkillError> {
         let name = skill.spec().name.clone();
         if self.position(&name).is_some() {
             return Err(SkillError::Duplicate(name));
         }
-        let validator = jsonschema::validator_for(&skill.spec().args_schema)
-            .map_err(|e| SkillError::BadSchema { skill: name.clone(), message: e.to_string() })?;
+        let validator = jsonschema::validator_for(&skill.spec().args_schema).map_err(|e| {
+            SkillError::BadSchema {
+                skill: name.clone(),
+                message: e.to_string(),
+            }
+        })?;
         skill.initialize(config)?;
         self.entries.push(Entry { validator, skill });
         Ok(())
@@ -75,7 +83,9 @@ impl SkillRegistry {
 
     /// Checks `args` against the schema and the skill's own checks.
     pub fn check(&self, name: &str, args: &Value, world: &World) -> Result<&SkillSpec, SkillError> {
-        let i = self.position(name).ok_or_else(|| SkillError::Unknown(name.to_string()))?;
+        let i = self
+            .position(name)
+            .ok_or_else(|| SkillError::Unknown(name.to_string()))?;
         let entry = &self.entries[i];
         if let Err(e) = entry.validator.validate(args) {
             return Err(SkillError::InvalidArgs {
@@ -96,17 +106,28 @@ impl SkillRegistry {
         args: &Value,
         ctx: &mut SkillContext<'_>,
     ) -> Result<Started, SkillError> {
-        let i = self.position(name).ok_or_else(|| SkillError::Unknown(name.to_string()))?;
+        let i = self
+            .position(name)
+            .ok_or_else(|| SkillError::Unknown(name.to_string()))?;
         self.entries[i].skill.start(goal_id, args, ctx)
     }
 
     /// Cancels a goal of `name`.
-    pub fn cancel(&mut self, name: &str, goal_id: &str, ctx: &mut SkillContext<'_>) -> Result<(), SkillError> {
-        let i = self.position(name).ok_or_else(|| SkillError::Unknown(name.to_string()))?;
+    pub fn cancel(
+        &mut self,
+        name: &str,
+        goal_id: &str,
+        ctx: &mut SkillContext<'_>,
+    ) -> Result<(), SkillError> {
+        let i = self
+            .position(name)
+            .ok_or_else(|| SkillError::Unknown(name.to_string()))?;
         self.entries[i].skill.cancel(goal_id, ctx)
     }
 
     fn position(&self, name: &str) -> Option<usize> {
-        self.entries.iter().position(|e| e.skill.spec().name == name)
+        self.entries
+            .iter()
+            .position(|e| e.skill.spec().name == name)
     }
 }

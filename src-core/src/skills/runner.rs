@@ -97,7 +97,9 @@ impl SkillRunner {
         task_id: Option<&str>,
         now: f64,
     ) -> Result<Option<Completion>, SkillError> {
-        let spec = registry.spec(skill).ok_or_else(|| SkillError::Unknown(skill.to_string()))?;
+        let spec = registry
+            .spec(skill)
+            .ok_or_else(|| SkillError::Unknown(skill.to_string()))?;
         let (timeout, resources) = (spec.timeout_s, spec.resources.clone());
         match registry.start(skill, goal_id, args, ctx)? {
             Started::Done(output) => Ok(Some(Completion {
@@ -149,33 +151,52 @@ impl SkillRunner {
             }
             LinkReply::Result { goal_id, outcome } => {
                 let result = match outcome {
-                    GoalOutcome::Succeeded { navigation_time } => {
-                        GoalResult::Succeeded { output: serde_json::json!({"navigation_time": navigation_time}) }
-                    }
-                    GoalOutcome::Failed { error, message } => {
-                        GoalResult::Failed { code: error.as_str().to_string(), message: message.clone() }
-                    }
+                    GoalOutcome::Succeeded { navigation_time } => GoalResult::Succeeded {
+                        output: serde_json::json!({"navigation_time": navigation_time}),
+                    },
+                    GoalOutcome::Failed { error, message } => GoalResult::Failed {
+                        code: error.as_str().to_string(),
+                        message: message.clone(),
+                    },
                     GoalOutcome::Canceled => GoalResult::Cancelled,
                 };
                 self.finish(goal_id, result)
             }
-            LinkReply::Rejected { goal_id, error, message } => self.finish(
+            LinkReply::Rejected {
                 goal_id,
-                GoalResult::Failed { code: error.as_str().to_string(), message: message.clone() },
+                error,
+                message,
+            } => self.finish(
+                goal_id,
+                GoalResult::Failed {
+                    code: error.as_str().to_string(),
+                    message: message.clone(),
+                },
             ),
             _ => None,
         }
     }
 
     /// Cancels every goal past its deadline and reports it failed with `timeout`.
-    pub fn expire(&mut self, registry: &mut SkillRegistry, ctx: &mut SkillContext<'_>, now: f64) -> Vec<Completion> {
+    pub fn expire(
+        &mut self,
+        registry: &mut SkillRegistry,
+        ctx: &mut SkillContext<'_>,
+        now: f64,
+    ) -> Vec<Completion> {
         let mut out = Vec::new();
         while let Some(i) = self.running.iter().position(|g| now >= g.deadline) {
             let goal = self.running.remove(i);
             // The goal is over for the brain whether or not the robot hears the cancel.
             let _ = registry.cancel(&goal.skill, &goal.goal_id, ctx);
             let message = format!("no result within {:.0} s", goal.deadline - goal.started_at);
-            out.push(Self::ended(goal, GoalResult::Failed { code: "timeout".into(), message }));
+            out.push(Self::ended(
+                goal,
+                GoalResult::Failed {
+                    code: "timeout".into(),
+                    message,
+                },
+            ));
         }
         out
     }
@@ -187,12 +208,18 @@ impl SkillRunner {
 
     /// The running goal holding `resource`, if any.
     pub fn holder_of(&self, resource: &str) -> Option<&RunningGoal> {
-        self.running.iter().find(|g| g.resources.iter().any(|r| r == resource))
+        self.running
+            .iter()
+            .find(|g| g.resources.iter().any(|r| r == resource))
     }
 
     /// Exclusive resources in use.
     pub fn busy(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.running.iter().flat_map(|g| g.resources.iter().cloned()).collect();
+        let mut v: Vec<String> = self
+            .running
+            .iter()
+            .flat_map(|g| g.resources.iter().cloned())
+            .collect();
         v.sort();
         v.dedup();
         v
@@ -221,6 +248,12 @@ impl SkillRunner {
     }
 
     fn ended(goal: RunningGoal, result: GoalResult) -> Completion {
-        Completion { goal_id: goal.goal_id, skill: goal.skill, args: goal.args, task_id: goal.task_id, result }
+        Completion {
+            goal_id: goal.goal_id,
+            skill: goal.skill,
+            args: goal.args,
+            task_id: goal.task_id,
+            result,
+        }
     }
 }

@@ -39,13 +39,23 @@ impl Skill for Dock {
         &self.spec
     }
 
-    fn start(&mut self, goal_id: &str, _args: &Value, ctx: &mut SkillContext<'_>) -> Result<Started, SkillError> {
-        ctx.link.send(LinkRequest::SendGoal { goal_id: goal_id.to_string(), kind: GoalKind::Dock })?;
+    fn start(
+        &mut self,
+        goal_id: &str,
+        _args: &Value,
+        ctx: &mut SkillContext<'_>,
+    ) -> Result<Started, SkillError> {
+        ctx.link.send(LinkRequest::SendGoal {
+            goal_id: goal_id.to_string(),
+            kind: GoalKind::Dock,
+        })?;
         Ok(Started::OnRobot)
     }
 
     fn cancel(&mut self, goal_id: &str, ctx: &mut SkillContext<'_>) -> Result<(), SkillError> {
-        ctx.link.send(LinkRequest::Cancel { goal_id: goal_id.to_string() })?;
+        ctx.link.send(LinkRequest::Cancel {
+            goal_id: goal_id.to_string(),
+        })?;
         Ok(())
     }
 }

@@ -33,7 +33,10 @@ impl NavigateTo {
         spec.timeout_s = 240.0;
         spec.success_criteria = "within 0.25 m of the target".into();
         spec.error_map = super::motion_error_map();
-        spec.reply_templates = vec!["OK, heading to #{zone}.".into(), "On my way to #{zone}.".into()];
+        spec.reply_templates = vec![
+            "OK, heading to #{zone}.".into(),
+            "On my way to #{zone}.".into(),
+        ];
         spec.capabilities = vec!["mobility".into()];
         Self { spec }
     }
@@ -44,7 +47,12 @@ impl NavigateTo {
                 skill: "navigate_to".into(),
                 message: format!(
                     "unknown zone `{zone}`; known zones: {}",
-                    world.zones.iter().map(|z| z.name.as_str()).collect::<Vec<_>>().join(", ")
+                    world
+                        .zones
+                        .iter()
+                        .map(|z| z.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             })?;
             return Ok((z.goal, Some(z.name.clone())));
@@ -76,7 +84,12 @@ impl Skill for NavigateTo {
         Self::target(args, world).map(|_| ())
     }
 
-    fn start(&mut self, goal_id: &str, args: &Value, ctx: &mut SkillContext<'_>) -> Result<Started, SkillError> {
+    fn start(
+        &mut self,
+        goal_id: &str,
+        args: &Value,
+        ctx: &mut SkillContext<'_>,
+    ) -> Result<Started, SkillError> {
         let (target, zone) = Self::target(args, ctx.world)?;
         ctx.link.send(LinkRequest::SendGoal {
             goal_id: goal_id.to_string(),
@@ -86,7 +99,9 @@ impl Skill for NavigateTo {
     }
 
     fn cancel(&mut self, goal_id: &str, ctx: &mut SkillContext<'_>) -> Result<(), SkillError> {
-        ctx.link.send(LinkRequest::Cancel { goal_id: goal_id.to_string() })?;
+        ctx.link.send(LinkRequest::Cancel {
+            goal_id: goal_id.to_string(),
+        })?;
         Ok(())
     }
 }

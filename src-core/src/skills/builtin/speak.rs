@@ -42,8 +42,17 @@ impl Skill for Speak {
         &self.spec
     }
 
-    fn start(&mut self, _goal_id: &str, args: &Value, ctx: &mut SkillContext<'_>) -> Result<Started, SkillError> {
-        let text = args.get("text").and_then(Value::as_str).unwrap_or_default().to_string();
+    fn start(
+        &mut self,
+        _goal_id: &str,
+        args: &Value,
+        ctx: &mut SkillContext<'_>,
+    ) -> Result<Started, SkillError> {
+        let text = args
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         ctx.speech.push((text.clone(), SpeechTrack::Answer));
         Ok(Started::Done(json!({"spoken": text})))
     }

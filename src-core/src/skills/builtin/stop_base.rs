@@ -39,8 +39,16 @@ impl Skill for StopBase {
         &self.spec
     }
 
-    fn start(&mut self, goal_id: &str, _args: &Value, ctx: &mut SkillContext<'_>) -> Result<Started, SkillError> {
-        ctx.link.send(LinkRequest::SendGoal { goal_id: goal_id.to_string(), kind: GoalKind::StopBase })?;
+    fn start(
+        &mut self,
+        goal_id: &str,
+        _args: &Value,
+        ctx: &mut SkillContext<'_>,
+    ) -> Result<Started, SkillError> {
+        ctx.link.send(LinkRequest::SendGoal {
+            goal_id: goal_id.to_string(),
+            kind: GoalKind::StopBase,
+        })?;
         Ok(Started::Done(json!({"stopped": true})))
     }
 }
