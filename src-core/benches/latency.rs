@@ -1,0 +1,126 @@
+//! Whole-run measurements that criterion's mean-centred reports do not give:
+//! E-stop latency percentiles through the async runtime, and simulated
+//! seconds per wall second in fast (lockstep) mode.
+//!
+//! Run with `cargo bench -p robobrain-core --bench latency`.
+
+#![allow(missing_docs, clippy::expect_used, clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
+use robobrain_core::link::{GoalKind, LinkError, LinkReply, LinkRequest, RobotLink};
+use robobrain_core::protocol::Command;
+use robobrain_core::runtime::{Pace, Runtime};
+use robobrain_core::sim::SimLink;
+
+/// Wraps the simulator and notes when a `stop_base` goal reaches the robot.
+struct StopWatch {
+    inner: SimLink,
+    stop_at: Arc<Mutex<Option<Instant>>>,
+    navigating: Arc<Mutex<bool>>,
+}
+
+impl RobotLink for StopWatch {
+    fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
+        if let LinkRequest::SendGoal { kind, .. } = &request {
+            match kind {
+                GoalKind::StopBase => *self.stop_at.lock().unwrap() = Some(Instant::now()),
+                GoalKind::Navigate { .. } => *self.navigating.lock().unwrap() = true,
+                GoalKind::Dock => {}
+            }
+        }
+        self.inner.send(request)
+    }
+    fn advance(&mut self, dt: f64) {
+        self.inner.advance(dt);
+    }
+    fn drain(&mut self, out: &mut Vec<LinkReply>) {
+        self.inner.drain(out);
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+async fn estop_once(config: &Config) -> Duration {
+    let stop_at = Arc::new(Mutex::new(None));
+    let navigating = Arc::new(Mutex::new(false));
+    let world = support::world();
+    let link = StopWatch {
+        inner: SimLink::new(world.clone(), config.seed),
+        stop_at: stop_at.clone(),
+        navigating: navigating.clone(),
+    };
+    let engine = Engine::new(config, world, Box::new(link)).expect("engine");
+    let runtime = Runtime::start(engine, Pace::RealTime { speed: 100.0 });
+    runtime.send(Command::Say { text: "go to the bedroom".into() }).await.unwrap();
+    while !*navigating.lock().unwrap() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let sent = Instant::now();
+    runtime.send(Command::EStop).await.unwrap();
+    let reached = loop {
+        if let Some(at) = *stop_at.lock().unwrap() {
+            break at;
+        }
+        tokio::task::yield_now().await;
+    };
+    runtime.shutdown().await;
+    reached.duration_since(sent)
+}
+
+fn estop_latency() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let config = Config { thread_id: Some("bench".into()), ..Config::default() };
+    let trials = 400;
+    let mut us: Vec<f64> = rt.block_on(async {
+        let mut v = Vec::with_capacity(trials);
+        for _ in 0..trials {
+            v.push(estop_once(&config).await.as_secs_f64() * 1e6);
+        }
+        v
+    });
+    us.sort_by(f64::total_cmp);
+    println!(
+        "estop_to_stop_base_dispatched (via Runtime::send, {trials} trials): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        percentile(&us, 0.5),
+        percentile(&us, 0.99),
+        us[us.len() - 1]
+    );
+}
+
+fn sim_speed() {
+    let config = Config { thread_id: Some("bench".into()), ..Config::default() };
+    let mut engine = Engine::simulated(&config, support::world()).expect("engine");
+    let sim_seconds = 3600.0;
+    let mut events = Vec::with_capacity(256);
+    let mut count = 0usize;
+    let start = Instant::now();
+    while engine.time() < sim_seconds {
+        if engine.is_settled() {
+            engine.submit(Command::Say { text: "patrol".into() });
+        }
+        engine.tick(&mut events);
+        count += events.len();
+        events.clear();
+    }
+    let wall = start.elapsed().as_secs_f64();
+    println!(
+        "sim_speed (fast lockstep, patrols back to back, {sim_seconds:.0} sim s, {count} events): {wall:.3} s wall = {:.0}× real time",
+        sim_seconds / wall
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; filters are not supported here.
+    sim_speed();
+    estop_latency();
+}

@@ -1,0 +1,79 @@
+//! Criterion benchmarks of the brain's hot paths.
+//!
+//! `react_iteration`: one ReAct iteration (observation → decision → compile →
+//! guardrails → dispatch → observe) with the rule brain and no persistence.
+//! Each tick of a patrol over an instant robot runs exactly one: the previous
+//! step's result is observed and the next step is dispatched.
+
+#![allow(missing_docs, clippy::expect_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use robobrain_core::engine::Engine;
+use robobrain_core::protocol::{Command, EventKind};
+
+fn react_iteration(c: &mut Criterion) {
+    c.bench_function("react_iteration/rule_brain_no_persistence", |b| {
+        b.iter_custom(|iters| {
+            let mut engine = support::instant_patrol(iters as usize + 2);
+            let mut events = Vec::with_capacity(64);
+            let start = Instant::now();
+            for _ in 0..iters {
+                engine.tick(&mut events);
+                events.clear();
+            }
+            start.elapsed()
+        });
+    });
+}
+
+fn sim_tick(c: &mut Criterion) {
+    c.bench_function("engine_tick/simulated_navigation", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut done = 0;
+            while done < iters {
+                let config = robobrain_core::config::Config { thread_id: Some("bench".into()), ..Default::default() };
+                let mut engine = Engine::simulated(&config, support::world()).expect("engine");
+                engine.submit(Command::Say { text: "patrol".into() });
+                let mut events = Vec::with_capacity(64);
+                let batch = (iters - done).min(2000);
+                let start = Instant::now();
+                for _ in 0..batch {
+                    engine.tick(&mut events);
+                    events.clear();
+                }
+                total += start.elapsed();
+                done += batch;
+            }
+            total
+        });
+    });
+}
+
+/// Sanity check that the iteration benchmark measures what it says.
+fn check_one_decision_per_tick() {
+    let mut engine = support::instant_patrol(10);
+    let mut events = Vec::new();
+    engine.tick(&mut events);
+    events.clear();
+    engine.tick(&mut events);
+    let decisions = events.iter().filter(|e| matches!(e.kind, EventKind::Decision { .. })).count();
+    let dispatched = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Skill { status: robobrain_core::protocol::SkillStatus::Dispatched, .. }))
+        .count();
+    assert_eq!((decisions, dispatched), (1, 1), "one tick must run one iteration with one dispatch");
+}
+
+fn benches(c: &mut Criterion) {
+    check_one_decision_per_tick();
+    react_iteration(c);
+    sim_tick(c);
+}
+
+criterion_group!(group, benches);
+criterion_main!(group);

@@ -1,0 +1,55 @@
+//! Shared pieces of the benchmarks: an instant robot and engine builders.
+
+use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
+use robobrain_core::link::{GoalKind, GoalOutcome, LinkError, LinkReply, LinkRequest, RobotLink, Telemetry};
+use robobrain_core::protocol::Command;
+use robobrain_core::sim::World;
+
+/// A robot that finishes every goal at once: the benchmark then measures the
+/// brain, not the physics.
+#[derive(Default)]
+pub struct InstantLink {
+    replies: Vec<LinkReply>,
+    telemetry: Telemetry,
+}
+
+impl RobotLink for InstantLink {
+    fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
+        if let LinkRequest::SendGoal { goal_id, kind } = request {
+            if !matches!(kind, GoalKind::StopBase) {
+                self.replies.push(LinkReply::Accepted { goal_id: goal_id.clone() });
+                self.replies.push(LinkReply::Result { goal_id, outcome: GoalOutcome::Succeeded { navigation_time: 1.0 } });
+            }
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, dt: f64) {
+        self.telemetry.time += dt;
+        self.telemetry.battery_pct = 90.0;
+    }
+
+    fn drain(&mut self, out: &mut Vec<LinkReply>) {
+        out.append(&mut self.replies);
+        out.push(LinkReply::Telemetry { telemetry: self.telemetry.clone() });
+    }
+}
+
+/// The built-in apartment.
+pub fn world() -> World {
+    World::resolve("apartment").expect("built-in world")
+}
+
+/// An engine over the instant robot, already running a patrol of `steps` waypoints.
+pub fn instant_patrol(steps: usize) -> Engine {
+    let config = Config { thread_id: Some("bench".into()), ..Config::default() };
+    let mut engine = Engine::new(&config, world(), Box::new(InstantLink::default())).expect("engine");
+    let zones = ["kitchen", "bedroom"];
+    let route: Vec<&str> = (0..steps).map(|i| zones[i % 2]).collect();
+    let text = format!("patrol {}", route.join(" and "));
+    engine.submit(Command::Say { text });
+    let mut sink = Vec::new();
+    engine.tick(&mut sink);
+    engine
+}
