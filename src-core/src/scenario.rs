@@ -15,7 +15,7 @@
 //! use robobrain_core::scenario;
 //! let s = scenario::load(std::path::Path::new("tests/scenarios/01_goto_success.toml"))?;
 //! let engine = scenario::prepare(&s)?;
-//! let result = scenario::run(&s, engine, &mut |_events| {});
+//! let result = scenario::run(&s, engine, &mut |_time, _events| {});
 //! println!("{}", result.report);
 //! # Ok(()) }
 //! ```
@@ -50,10 +50,10 @@ pub enum ScenarioError {
         source: std::io::Error,
     },
     /// The scenario (or its world) is malformed: file, line, field, expectation.
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] SourceError),
     /// The engine refused the scenario's configuration or world.
-    #[error("cannot start the engine: {0}")]
+    #[error(transparent)]
     Engine(#[from] EngineError),
 }
 

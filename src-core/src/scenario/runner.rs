@@ -231,12 +231,12 @@ fn command(
     })
 }
 
-/// Runs `scenario` on `engine` to its end, calling `observe` with each
-/// tick's events (to print or log them as they happen), and judges it.
+/// Runs `scenario` on `engine` to its end, calling `observe` with the sim
+/// time after each tick and that tick's events (to print or log them as they happen), and judges it.
 pub fn run(
     scenario: &Scenario,
     mut engine: Engine,
-    observe: &mut dyn FnMut(&[Event]),
+    observe: &mut dyn FnMut(f64, &[Event]),
 ) -> RunResult {
     let mut states: Vec<StepState> = scenario
         .steps
@@ -282,7 +282,7 @@ pub fn run(
             }
             jsons.push(json);
         }
-        observe(&batch);
+        observe(engine.time(), &batch);
         events.append(&mut batch);
 
         let now = engine.time();
@@ -358,6 +358,21 @@ fn step_checks(scenario: &Scenario, states: &[StepState]) -> Vec<Check> {
         .collect()
 }
 
+/// A fault in a few words: `block kitchen_door`, `set_battery 15`, `stall`.
+pub fn fault_words(fault: &Fault) -> String {
+    let mut words = Vec::new();
+    if let Ok(Value::Object(mut m)) = serde_json::to_value(fault) {
+        if let Some(Value::String(name)) = m.remove("fault") {
+            words.push(name);
+        }
+        words.extend(
+            m.values()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string)),
+        );
+    }
+    words.join(" ")
+}
+
 /// A step's action in a few words (`say "去厨房"`, `inject block kitchen_door`).
 pub fn describe(action: &Action) -> String {
     match action {
@@ -366,25 +381,7 @@ pub fn describe(action: &Action) -> String {
         Action::Approve(None) => "approve".into(),
         Action::Edit(args) => format!("edit {args}"),
         Action::Reject(reason) => format!("reject {reason:?}"),
-        Action::Inject(fault) => {
-            let mut v = serde_json::to_value(fault).unwrap_or(Value::Null);
-            let name = v
-                .as_object_mut()
-                .and_then(|m| m.remove("fault"))
-                .and_then(|f| f.as_str().map(str::to_string))
-                .unwrap_or_default();
-            let args: Vec<String> = v
-                .as_object()
-                .map(|m| {
-                    m.values()
-                        .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            format!("inject {name} {}", args.join(" "))
-                .trim_end()
-                .to_string()
-        }
+        Action::Inject(fault) => format!("inject {}", fault_words(fault)),
         Action::Patrol(Some(route)) => format!("patrol {route}"),
         other => other.verb().into(),
     }
