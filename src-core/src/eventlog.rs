@@ -85,10 +85,11 @@ impl<W: Write> EventLog<W> {
 
     /// Appends one tick's events and flushes.
     pub fn write_batch(&mut self, events: &[Event]) -> Result<(), EventLogError> {
-        self.write_batch_io(events).map_err(|source| EventLogError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        self.write_batch_io(events)
+            .map_err(|source| EventLogError::Io {
+                path: self.path.clone(),
+                source,
+            })
     }
 
     fn write_batch_io(&mut self, events: &[Event]) -> io::Result<()> {

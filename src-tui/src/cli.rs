@@ -22,6 +22,8 @@ use crate::pretty::{Style, Throttle, render};
 const DEMO: &str = include_str!("../../assets/scenarios/demo.toml");
 /// How the demo is named in errors.
 const DEMO_FILE: &str = "assets/scenarios/demo.toml";
+/// Help for `--log`.
+pub const LOG_HELP: &str = "Event log file (default: <runs_dir>/<thread_id>.jsonl)";
 /// Default demo pace, sim seconds per wall second.
 const DEMO_SPEED: f64 = 10.0;
 
@@ -54,8 +56,7 @@ pub enum Cmd {
         /// Sim seconds per wall second.
         #[arg(long, value_name = "N", default_value_t = DEMO_SPEED)]
         speed: f64,
-        /// Event log file (default: <runs_dir>/<thread_id>.jsonl).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", help = LOG_HELP)]
         log: Option<PathBuf>,
     },
     /// JSONL events on stdout; commands (JSON) or utterances on stdin.
@@ -93,7 +94,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             eprintln!("the console is not built yet; try `robobrain demo` or `robobrain --help`");
             Ok(ExitCode::from(2))
         }
-        Some(Cmd::Demo { fast, speed, log }) => demo(&cli.world, cli.seed, &config, fast, speed, log),
+        Some(Cmd::Demo { fast, speed, log }) => {
+            demo(cli.world.as_deref(), cli.seed, &config, fast, speed, log)
+        }
         Some(Cmd::Headless(args)) => headless::run(config, &args),
         Some(Cmd::Scenario {
             files,
@@ -101,7 +104,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             verbose,
         }) => {
             let dir = log_dir.unwrap_or_else(|| config.runs_dir.clone());
-            scenarios(&cli.world, cli.seed, &files, &dir, verbose)
+            scenarios(cli.world.as_deref(), cli.seed, &files, &dir, verbose)
         }
     }
 }
@@ -135,10 +138,10 @@ pub fn thread_id(prefix: &str) -> String {
 }
 
 /// Applies `--world` and `--seed` over a scenario's own.
-fn override_scenario(s: &mut Scenario, world: &Option<String>, seed: Option<u64>) {
+fn override_scenario(s: &mut Scenario, world: Option<&str>, seed: Option<u64>) {
     if let Some(w) = world {
-        s.world.clone_from(w);
-        s.config.world.clone_from(w);
+        s.world = w.to_string();
+        s.config.world = w.to_string();
     }
     if let Some(n) = seed {
         s.seed = n;
@@ -157,19 +160,19 @@ struct Watcher {
 
 impl Watcher {
     fn observe(&mut self, time: f64, events: &[Event]) {
-        if self.log_error.is_none() {
-            if let Err(e) = self.log.write_batch(events) {
-                self.log_error = Some(e);
-            }
+        if self.log_error.is_none()
+            && let Err(e) = self.log.write_batch(events)
+        {
+            self.log_error = Some(e);
         }
         if let Some((style, throttle)) = &mut self.print {
             let mut out = std::io::stdout().lock();
             for event in events {
-                if throttle.admit(event) {
-                    if let Some(line) = render(event, *style) {
-                        // A closed stdout must not stop the run or its log.
-                        let _ = writeln!(out, "{line}");
-                    }
+                if throttle.admit(event)
+                    && let Some(line) = render(event, *style)
+                {
+                    // A closed stdout must not stop the run or its log.
+                    let _ = writeln!(out, "{line}");
                 }
             }
             let _ = out.flush();
@@ -192,7 +195,7 @@ impl Watcher {
 }
 
 fn demo(
-    world: &Option<String>,
+    world: Option<&str>,
     seed: Option<u64>,
     config: &Config,
     fast: bool,
@@ -205,12 +208,18 @@ fn demo(
     );
     let mut s = scenario::parse(DEMO, Path::new(DEMO_FILE))?;
     override_scenario(&mut s, world, seed);
-    let tid = config.thread_id.clone().unwrap_or_else(|| thread_id("demo"));
+    let tid = config
+        .thread_id
+        .clone()
+        .unwrap_or_else(|| thread_id("demo"));
     s.config.thread_id = Some(tid.clone());
     let engine = scenario::prepare(&s)?;
     let path = log.unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
     let style = Style::detect();
-    println!("{}", style.paint("1", &format!("robobrain demo — {}", s.description.trim())));
+    println!(
+        "{}",
+        style.paint("1", &format!("robobrain demo — {}", s.description.trim()))
+    );
     println!("event log: {}", path.display());
     let mut watcher = Watcher {
         log: EventLog::create(&path)?,
@@ -230,7 +239,7 @@ fn demo(
 }
 
 fn scenarios(
-    world: &Option<String>,
+    world: Option<&str>,
     seed: Option<u64>,
     files: &[PathBuf],
     log_dir: &Path,
@@ -301,12 +310,23 @@ mod tests {
     #[test]
     fn global_flags_and_subcommands_parse() {
         let cli = Cli::try_parse_from([
-            "robobrain", "scenario", "a.toml", "b.toml", "--seed", "3", "--log-dir", "out",
+            "robobrain",
+            "scenario",
+            "a.toml",
+            "b.toml",
+            "--seed",
+            "3",
+            "--log-dir",
+            "out",
         ])
         .unwrap();
         assert_eq!(cli.seed, Some(3));
         match cli.command {
-            Some(Cmd::Scenario { files, log_dir, verbose }) => {
+            Some(Cmd::Scenario {
+                files,
+                log_dir,
+                verbose,
+            }) => {
                 assert_eq!(files.len(), 2);
                 assert_eq!(log_dir, Some(PathBuf::from("out")));
                 assert!(!verbose);

@@ -44,8 +44,7 @@ pub struct Args {
     /// Say this at start (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub say: Vec<String>,
-    /// Event log file (default: <runs_dir>/<thread_id>.jsonl).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help = crate::cli::LOG_HELP)]
     pub log: Option<PathBuf>,
 }
 
@@ -166,7 +165,11 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
                 }
             }
             Input::Event(Err(broadcast::error::RecvError::Lagged(n))) => {
-                error_line(None, "lagged", &format!("{n} events were dropped: the reader fell behind"));
+                error_line(
+                    None,
+                    "lagged",
+                    &format!("{n} events were dropped: the reader fell behind"),
+                );
             }
             Input::Event(Err(broadcast::error::RecvError::Closed)) => break,
             Input::Stdin(None) => stdin_open = false,
@@ -246,8 +249,8 @@ mod tests {
     #[test]
     fn stdin_lines_are_commands_utterances_or_errors() {
         assert_eq!(
-            parse_line(r#"{"cmd":"estop"}"#),
-            Line::Command(Command::EStop)
+            parse_line(r#"{"cmd":"pause"}"#),
+            Line::Command(Command::Pause)
         );
         assert_eq!(
             parse_line("  去厨房 "),

@@ -74,7 +74,11 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
             processed_locally,
         } => {
             let via = if *processed_locally { "" } else { " (model)" };
-            ("INTENT", BLUE, format!("{utterance:?} → {intent}{}{via}", args_text(args)))
+            (
+                "INTENT",
+                BLUE,
+                format!("{utterance:?} → {intent}{}{via}", args_text(args)),
+            )
         }
         EventKind::Decision {
             iteration,
@@ -103,11 +107,18 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
             (
                 "DECISION",
                 color,
-                format!("#{iteration} {} ({brain}){ops}{}", decision_type.as_str(), dash(reason)),
+                format!(
+                    "#{iteration} {} ({brain}){ops}{}",
+                    decision_type.as_str(),
+                    dash(reason)
+                ),
             )
         }
         EventKind::Guardrail {
-            op, verdict, reason, ..
+            op,
+            verdict,
+            reason,
+            ..
         } => match verdict {
             Verdict::Allowed => return None,
             Verdict::NeedsApproval => (
@@ -439,7 +450,10 @@ mod tests {
             message: "bad".into(),
         };
         let line = render(&ev(0.0, err), Style { color: true }).unwrap();
-        assert_eq!(line, "\x1b[1;31m[   0.0s] ERROR     invalid_command: bad\x1b[0m");
+        assert_eq!(
+            line,
+            "\x1b[1;31m[   0.0s] ERROR     invalid_command: bad\x1b[0m"
+        );
     }
 
     #[test]

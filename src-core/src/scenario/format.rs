@@ -481,7 +481,11 @@ pub fn parse(text: &str, file: &Path) -> Result<Scenario, SourceError> {
 /// A name without a slash or a `.toml` ending is a built-in world; anything
 /// else is a path relative to the scenario file's folder.
 fn resolve_world(world: &str, file: &Path) -> String {
-    let is_path = world.contains('/') || world.contains('\\') || world.ends_with(".toml");
+    let is_path = world.contains('/')
+        || world.contains('\\')
+        || Path::new(world)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     if !is_path || Path::new(world).is_absolute() {
         return world.to_string();
     }

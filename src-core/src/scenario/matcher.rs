@@ -142,7 +142,7 @@ fn scalar_matches(want: &Value, got: &Value) -> bool {
             hay.contains(&needle)
         }
         (Value::String(w), Value::Number(n)) => match (parse_cmp(w), n.as_f64()) {
-            (Some((op, x)), Some(v)) => op.holds(v, x),
+            (Some((op, x)), Some(v)) => op.holds(&v, &x),
             _ => *w == n.to_string(),
         },
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
@@ -166,7 +166,7 @@ pub enum Cmp {
 }
 
 impl Cmp {
-    fn holds<T: PartialOrd>(self, value: T, bound: T) -> bool {
+    fn holds<T: PartialOrd>(self, value: &T, bound: &T) -> bool {
         match self {
             Self::Eq => value == bound,
             Self::Ge => value >= bound,
@@ -246,7 +246,7 @@ impl Count {
 
     /// Whether `found` matching events satisfy the count.
     pub fn holds(self, found: u64) -> bool {
-        self.op.holds(found, self.n)
+        self.op.holds(&found, &self.n)
     }
 
     /// Whether any matching event at all fails the expectation (`0`, `<1`).
@@ -288,7 +288,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pat(kind: &str, m: Value) -> Pattern {
+    fn pat(kind: &str, m: &Value) -> Pattern {
         Pattern::new(kind, m.as_object().unwrap())
     }
 
@@ -302,31 +302,31 @@ mod tests {
     #[test]
     fn subset_match_ignores_unnamed_fields_and_checks_kind() {
         let ev = decision();
-        assert!(pat("decision", json!({})).matches(&ev));
-        assert!(pat("decision", json!({"decision_type": "REPLAN"})).matches(&ev));
-        assert!(!pat("decision", json!({"decision_type": "FINISH"})).matches(&ev));
-        assert!(!pat("skill", json!({})).matches(&ev));
-        assert!(!pat("decision", json!({"missing": "x"})).matches(&ev));
+        assert!(pat("decision", &json!({})).matches(&ev));
+        assert!(pat("decision", &json!({"decision_type": "REPLAN"})).matches(&ev));
+        assert!(!pat("decision", &json!({"decision_type": "FINISH"})).matches(&ev));
+        assert!(!pat("skill", &json!({})).matches(&ev));
+        assert!(!pat("decision", &json!({"missing": "x"})).matches(&ev));
     }
 
     #[test]
     fn dotted_keys_nested_tables_and_indices_reach_inside() {
         let ev = decision();
-        assert!(pat("decision", json!({"ops.0.skill": "navigate_to"})).matches(&ev));
-        assert!(pat("decision", json!({"ops.0.args.zone": "kitchen"})).matches(&ev));
+        assert!(pat("decision", &json!({"ops.0.skill": "navigate_to"})).matches(&ev));
+        assert!(pat("decision", &json!({"ops.0.args.zone": "kitchen"})).matches(&ev));
         assert!(
             pat(
                 "decision",
-                json!({"ops": {"0": {"args": {"zone": "kitchen"}}}})
+                &json!({"ops": {"0": {"args": {"zone": "kitchen"}}}})
             )
             .matches(&ev)
         );
-        assert!(!pat("decision", json!({"ops.1.skill": "navigate_to"})).matches(&ev));
+        assert!(!pat("decision", &json!({"ops.1.skill": "navigate_to"})).matches(&ev));
         let task = json!({"kind": "task", "task": {"id": "t1", "status": "succeeded"}});
         assert!(
             pat(
                 "task",
-                json!({"task.status": "succeeded", "task": {"id": "t1"}})
+                &json!({"task.status": "succeeded", "task": {"id": "t1"}})
             )
             .matches(&task)
         );
@@ -335,24 +335,24 @@ mod tests {
     #[test]
     fn leaves_support_contains_comparisons_alternatives_and_numbers() {
         let ev = decision();
-        assert!(pat("decision", json!({"reason": "~blocked"})).matches(&ev));
-        assert!(!pat("decision", json!({"reason": "~battery"})).matches(&ev));
-        assert!(pat("decision", json!({"ops": "~navigate_to"})).matches(&ev));
-        assert!(pat("decision", json!({"iteration": ">=2"})).matches(&ev));
-        assert!(!pat("decision", json!({"iteration": "<2"})).matches(&ev));
-        assert!(pat("decision", json!({"iteration": 2.0})).matches(&ev));
-        assert!(pat("decision", json!({"decision_type": ["RETRY", "REPLAN"]})).matches(&ev));
-        assert!(pat("decision", json!({"absent": null})).matches(&ev));
+        assert!(pat("decision", &json!({"reason": "~blocked"})).matches(&ev));
+        assert!(!pat("decision", &json!({"reason": "~battery"})).matches(&ev));
+        assert!(pat("decision", &json!({"ops": "~navigate_to"})).matches(&ev));
+        assert!(pat("decision", &json!({"iteration": ">=2"})).matches(&ev));
+        assert!(!pat("decision", &json!({"iteration": "<2"})).matches(&ev));
+        assert!(pat("decision", &json!({"iteration": 2.0})).matches(&ev));
+        assert!(pat("decision", &json!({"decision_type": ["RETRY", "REPLAN"]})).matches(&ev));
+        assert!(pat("decision", &json!({"absent": null})).matches(&ev));
         let tel = json!({"kind": "telemetry", "battery_pct": 19.5, "busy": ["base"]});
-        assert!(pat("telemetry", json!({"battery_pct": "<=20"})).matches(&tel));
-        assert!(pat("telemetry", json!({"busy": "base"})).matches(&tel));
+        assert!(pat("telemetry", &json!({"battery_pct": "<=20"})).matches(&tel));
+        assert!(pat("telemetry", &json!({"busy": "base"})).matches(&tel));
     }
 
     #[test]
     fn score_counts_passing_leaves() {
         let p = pat(
             "decision",
-            json!({"decision_type": "REPLAN", "brain": "kernel"}),
+            &json!({"decision_type": "REPLAN", "brain": "kernel"}),
         );
         assert_eq!(p.score(&decision()), 1);
         assert_eq!(
@@ -360,7 +360,7 @@ mod tests {
             "decision {brain=kernel, decision_type=REPLAN}"
         );
         assert_eq!(
-            pat("d", json!({"reason": "~x", "n": "<=2", "k": 1})).to_string(),
+            pat("d", &json!({"reason": "~x", "n": "<=2", "k": 1})).to_string(),
             "d {k=1, n<=2, reason~x}"
         );
     }
@@ -393,7 +393,7 @@ mod tests {
                 json!({"kind": "mode", "from": from, "to": to})
             })
             .collect();
-        let to = |m: &str| pat("mode", json!({ "to": m }));
+        let to = |m: &str| pat("mode", &json!({ "to": m }));
         assert_eq!(
             find_in_order(&[to("EXEC"), to("IDLE")], &evs),
             Ok(vec![0, 3])

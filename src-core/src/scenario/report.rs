@@ -189,7 +189,7 @@ fn nearest(pattern: &Pattern, events: &[&Value]) -> Vec<String> {
         return vec![format!("no `{}` events at all", pattern.kind)];
     }
     // Stable sort: best score first, earliest first among equals.
-    of_kind.sort_by(|a, b| b.0.cmp(&a.0));
+    of_kind.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
     let mut lines = vec![format!("nearest `{}` events:", pattern.kind)];
     lines.extend(of_kind.iter().take(NEAREST).map(|(_, ev)| brief(ev)));
     lines
@@ -298,7 +298,7 @@ fn task_status(want: &TaskExpect, events: &[Value], last: &Snapshot) -> (String,
     let id = want
         .id
         .clone()
-        .or_else(|| task_events.clone().filter_map(id_of).last());
+        .or_else(|| task_events.clone().filter_map(id_of).next_back());
     let Some(id) = id else {
         return ("task status (last task)".into(), "no task at all".into());
     };
@@ -313,7 +313,7 @@ fn task_status(want: &TaskExpect, events: &[Value], last: &Snapshot) -> (String,
     let from_events = task_events
         .filter(|e| id_of(e).as_deref() == Some(id.as_str()))
         .filter_map(|e| e.pointer("/task/status").and_then(Value::as_str))
-        .last()
+        .next_back()
         .map_or_else(|| format!("no task {id}"), str::to_string);
     (label, from_events)
 }

@@ -87,19 +87,19 @@ pub fn apply_start(scenario: &Scenario, world: &mut World) -> Result<(), SourceE
 
 /// Checks zone, passage and route names in `[final]` and step actions.
 fn check_names(scenario: &Scenario, world: &World) -> Result<(), SourceError> {
-    if let Some(z) = &scenario.final_state.zone {
-        if world.zone(&z.value).is_none() {
-            return Err(unknown(
-                scenario,
-                z,
-                "final.zone",
-                format!(
-                    "expected a zone ({}), found {:?}",
-                    zone_names(world),
-                    z.value
-                ),
-            ));
-        }
+    if let Some(z) = &scenario.final_state.zone
+        && world.zone(&z.value).is_none()
+    {
+        return Err(unknown(
+            scenario,
+            z,
+            "final.zone",
+            format!(
+                "expected a zone ({}), found {:?}",
+                zone_names(world),
+                z.value
+            ),
+        ));
     }
     for (i, step) in scenario.steps.iter().enumerate() {
         let field = format!("step[{}].{}", i + 1, step.action.value.verb());
@@ -273,11 +273,12 @@ pub fn run(
             let json = event.to_json();
             approvals.observe(&json);
             for (step, state) in scenario.steps.iter().zip(states.iter_mut()) {
-                if let Trigger::On(pattern) = &step.trigger {
-                    if state.due.is_none() && pattern.matches(&json) {
-                        state.due = Some((event.time + step.after, Some(json.clone())));
-                        state.triggered_at = Some(event.time);
-                    }
+                if let Trigger::On(pattern) = &step.trigger
+                    && state.due.is_none()
+                    && pattern.matches(&json)
+                {
+                    state.due = Some((event.time + step.after, Some(json.clone())));
+                    state.triggered_at = Some(event.time);
                 }
             }
             jsons.push(json);
