@@ -1,3 +1,10 @@
-//! The `robobrain` binary.
+//! The `robobrain` binary: `demo`, `headless` and `scenario` (the console
+//! comes later). Thin: the work is in `robobrain-core`.
 
-fn main() {}
+mod cli;
+mod headless;
+mod pretty;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,346 @@
+//! Command-line arguments and the `demo` and `scenario` subcommands.
+//!
+//! Exit codes: 0 when every expectation held, 1 when one failed, 2 when a
+//! file (scenario, world, config) is malformed or the run could not start.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use robobrain_core::config::Config;
+use robobrain_core::eventlog::{self, EventLog};
+use robobrain_core::protocol::Event;
+use robobrain_core::scenario::{self, Scenario};
+
+use crate::headless;
+use crate::pretty::{Style, Throttle, render};
+
+/// The demo scenario, embedded so `robobrain demo` works from anywhere.
+const DEMO: &str = include_str!("../../assets/scenarios/demo.toml");
+/// How the demo is named in errors.
+const DEMO_FILE: &str = "assets/scenarios/demo.toml";
+/// Help for `--log`.
+pub const LOG_HELP: &str = "Event log file (default: <runs_dir>/<thread_id>.jsonl)";
+/// Default demo pace, sim seconds per wall second.
+const DEMO_SPEED: f64 = 10.0;
+
+/// A robot brain you can watch think.
+#[derive(Debug, Parser)]
+#[command(name = "robobrain", version, about)]
+pub struct Cli {
+    /// Config file (default: ./robobrain.toml when present).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// World: a built-in name (`apartment`) or a world file.
+    #[arg(long, global = true, value_name = "NAME|PATH")]
+    pub world: Option<String>,
+    /// Simulation seed.
+    #[arg(long, global = true, value_name = "N")]
+    pub seed: Option<u64>,
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Option<Cmd>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// A headless patrol printed as a readable, coloured event log.
+    Demo {
+        /// As fast as possible (no pacing).
+        #[arg(long)]
+        fast: bool,
+        /// Sim seconds per wall second.
+        #[arg(long, value_name = "N", default_value_t = DEMO_SPEED)]
+        speed: f64,
+        #[arg(long, value_name = "FILE", help = LOG_HELP)]
+        log: Option<PathBuf>,
+    },
+    /// JSONL events on stdout; commands (JSON) or utterances on stdin.
+    Headless(headless::Args),
+    /// Run scenario files and report; exit 0 when all pass.
+    Scenario {
+        /// Scenario files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Folder for the runs' event logs (default: config `runs_dir`).
+        #[arg(long, value_name = "DIR")]
+        log_dir: Option<PathBuf>,
+        /// Print each run's event log as it happens.
+        #[arg(long)]
+        verbose: bool,
+    },
+}
+
+/// Parses the arguments, runs, and turns the outcome into an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let config = load_config(&cli)?;
+    match cli.command {
+        None => {
+            eprintln!("the console is not built yet; try `robobrain demo` or `robobrain --help`");
+            Ok(ExitCode::from(2))
+        }
+        Some(Cmd::Demo { fast, speed, log }) => {
+            demo(cli.world.as_deref(), cli.seed, &config, fast, speed, log)
+        }
+        Some(Cmd::Headless(args)) => headless::run(config, &args),
+        Some(Cmd::Scenario {
+            files,
+            log_dir,
+            verbose,
+        }) => {
+            let dir = log_dir.unwrap_or_else(|| config.runs_dir.clone());
+            scenarios(cli.world.as_deref(), cli.seed, &files, &dir, verbose)
+        }
+    }
+}
+
+/// Defaults, then the config file, then the environment, then the flags.
+fn load_config(cli: &Cli) -> Result<Config> {
+    let default = Path::new("robobrain.toml");
+    let mut config = match &cli.config {
+        Some(path) => Config::load(path)?,
+        None if default.exists() => Config::load(default)?,
+        None => Config::default(),
+    };
+    config
+        .apply_env(|name| std::env::var(name).ok())
+        .context("environment")?;
+    if let Some(world) = &cli.world {
+        config.world.clone_from(world);
+    }
+    if let Some(seed) = cli.seed {
+        config.seed = seed;
+    }
+    Ok(config)
+}
+
+/// A fresh thread id: `prefix-<unix seconds>`.
+pub fn thread_id(prefix: &str) -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{prefix}-{secs}")
+}
+
+/// Applies `--world` and `--seed` over a scenario's own.
+fn override_scenario(s: &mut Scenario, world: Option<&str>, seed: Option<u64>) {
+    if let Some(w) = world {
+        s.world = w.to_string();
+        s.config.world = w.to_string();
+    }
+    if let Some(n) = seed {
+        s.seed = n;
+        s.config.seed = n;
+    }
+}
+
+/// Prints each tick's events (throttled), writes them to the log, and keeps
+/// sim time at `speed` × wall time when paced.
+struct Watcher {
+    log: EventLog<std::fs::File>,
+    log_error: Option<eventlog::EventLogError>,
+    print: Option<(Style, Throttle)>,
+    pace: Option<(Instant, f64)>,
+}
+
+impl Watcher {
+    fn observe(&mut self, time: f64, events: &[Event]) {
+        if self.log_error.is_none()
+            && let Err(e) = self.log.write_batch(events)
+        {
+            self.log_error = Some(e);
+        }
+        if let Some((style, throttle)) = &mut self.print {
+            let mut out = std::io::stdout().lock();
+            for event in events {
+                if throttle.admit(event)
+                    && let Some(line) = render(event, *style)
+                {
+                    // A closed stdout must not stop the run or its log.
+                    let _ = writeln!(out, "{line}");
+                }
+            }
+            let _ = out.flush();
+        }
+        if let Some((start, speed)) = self.pace {
+            let due = Duration::from_secs_f64((time / speed).max(0.0));
+            if let Some(wait) = due.checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+    }
+
+    /// Fails when the log could not be written: a run must not go unrecorded.
+    fn finish(self) -> Result<PathBuf> {
+        if let Some(e) = self.log_error {
+            return Err(e).context("the event log could not be written");
+        }
+        Ok(self.log.path().to_path_buf())
+    }
+}
+
+fn demo(
+    world: Option<&str>,
+    seed: Option<u64>,
+    config: &Config,
+    fast: bool,
+    speed: f64,
+    log: Option<PathBuf>,
+) -> Result<ExitCode> {
+    anyhow::ensure!(
+        speed.is_finite() && speed > 0.0,
+        "--speed: expected a positive number of sim seconds per wall second, found {speed}"
+    );
+    let mut s = scenario::parse(DEMO, Path::new(DEMO_FILE))?;
+    override_scenario(&mut s, world, seed);
+    let tid = config
+        .thread_id
+        .clone()
+        .unwrap_or_else(|| thread_id("demo"));
+    s.config.thread_id = Some(tid.clone());
+    let engine = scenario::prepare(&s)?;
+    let path = log.unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
+    let style = Style::detect();
+    println!(
+        "{}",
+        style.paint("1", &format!("robobrain demo — {}", s.description.trim()))
+    );
+    println!("event log: {}", path.display());
+    let mut watcher = Watcher {
+        log: EventLog::create(&path)?,
+        log_error: None,
+        print: Some((style, Throttle::default())),
+        pace: (!fast).then(|| (Instant::now(), speed)),
+    };
+    let result = scenario::run(&s, engine, &mut |t, evs| watcher.observe(t, evs));
+    watcher.finish()?;
+    if result.passed {
+        println!("{}", style.paint("1;32", &result.report.summary()));
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{}", result.report);
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn scenarios(
+    world: Option<&str>,
+    seed: Option<u64>,
+    files: &[PathBuf],
+    log_dir: &Path,
+    verbose: bool,
+) -> Result<ExitCode> {
+    // Parse and prepare every file before running any: a malformed file
+    // means nothing starts.
+    let mut prepared = Vec::new();
+    let mut bad = 0;
+    for file in files {
+        let ready = scenario::load(file).and_then(|mut s| {
+            override_scenario(&mut s, world, seed);
+            s.config.thread_id = Some(s.config.thread_id.clone().unwrap_or_else(|| s.name.clone()));
+            scenario::prepare(&s).map(|engine| (s, engine))
+        });
+        match ready {
+            Ok(pair) => prepared.push(pair),
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad += 1;
+            }
+        }
+    }
+    if bad > 0 {
+        eprintln!("{bad} scenario file(s) could not be loaded; nothing was run");
+        return Ok(ExitCode::from(2));
+    }
+    let style = Style::detect();
+    let mut failed = 0;
+    for (s, engine) in prepared {
+        let tid = s.config.thread_id.clone().unwrap_or_else(|| s.name.clone());
+        let path = eventlog::default_path(log_dir, &tid);
+        let mut watcher = Watcher {
+            log: EventLog::create(&path)?,
+            log_error: None,
+            print: verbose.then(|| (style, Throttle::default())),
+            pace: None,
+        };
+        let result = scenario::run(&s, engine, &mut |t, evs| watcher.observe(t, evs));
+        let path = watcher.finish()?;
+        println!("{}", result.report);
+        println!("event log: {}\n", path.display());
+        if !result.passed {
+            failed += 1;
+        }
+    }
+    let total = files.len();
+    let line = format!("{} of {total} scenario(s) passed", total - failed);
+    if failed == 0 {
+        println!("{}", style.paint("1;32", &line));
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{}", style.paint("1;31", &line));
+        Ok(ExitCode::from(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_and_subcommands_parse() {
+        let cli = Cli::try_parse_from([
+            "robobrain",
+            "scenario",
+            "a.toml",
+            "b.toml",
+            "--seed",
+            "3",
+            "--log-dir",
+            "out",
+        ])
+        .unwrap();
+        assert_eq!(cli.seed, Some(3));
+        match cli.command {
+            Some(Cmd::Scenario {
+                files,
+                log_dir,
+                verbose,
+            }) => {
+                assert_eq!(files.len(), 2);
+                assert_eq!(log_dir, Some(PathBuf::from("out")));
+                assert!(!verbose);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["robobrain", "demo", "--fast"]).unwrap();
+        assert!(matches!(cli.command, Some(Cmd::Demo { fast: true, .. })));
+        assert!(Cli::try_parse_from(["robobrain", "scenario"]).is_err());
+    }
+
+    #[test]
+    fn the_embedded_demo_parses() {
+        let s = scenario::parse(DEMO, Path::new(DEMO_FILE)).unwrap();
+        assert!(!s.expects.is_empty());
+    }
+}

@@ -1,0 +1,275 @@
+//! `robobrain headless`: the async [`Runtime`] with JSONL events on stdout.
+//!
+//! Stdin is read a line at a time: a line starting with `{` is a `Command`
+//! as JSON, anything else is something said. A bad line gets an `error` JSON
+//! line on stderr naming the line and what was expected; the run goes on.
+//! The run stops at `--duration` sim seconds, or once stdin has ended and
+//! the robot has had nothing to do for [`SETTLE_S`] sim seconds.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
+use robobrain_core::eventlog::{self, EventLog};
+use robobrain_core::protocol::{Command, Event, Snapshot, TaskStatus};
+use robobrain_core::runtime::{Pace, Runtime};
+use robobrain_core::sim::World;
+use serde_json::json;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::cli::thread_id;
+
+/// Sim seconds of nothing to do, after stdin ends, before the run stops.
+pub const SETTLE_S: f64 = 2.0;
+/// Wall time between checks of the clock and the settled state.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Arguments of `robobrain headless`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// As fast as possible (no pacing).
+    #[arg(long)]
+    pub fast: bool,
+    /// Sim seconds per wall second.
+    #[arg(long, value_name = "N", default_value_t = 1.0)]
+    pub speed: f64,
+    /// Stop after this many sim seconds.
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Say this at start (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub say: Vec<String>,
+    #[arg(long, value_name = "FILE", help = crate::cli::LOG_HELP)]
+    pub log: Option<PathBuf>,
+}
+
+/// What a stdin line asks for.
+#[derive(Debug, PartialEq)]
+pub enum Line {
+    /// A command to send.
+    Command(Command),
+    /// Nothing (a blank line).
+    Blank,
+    /// A line that is not a command, with what was expected.
+    Bad(String),
+}
+
+/// Reads one stdin line: `{…}` is a command, other text is said.
+pub fn parse_line(line: &str) -> Line {
+    let text = line.trim();
+    if text.is_empty() {
+        return Line::Blank;
+    }
+    if !text.starts_with('{') {
+        return Line::Command(Command::Say { text: text.into() });
+    }
+    match serde_json::from_str(text) {
+        Ok(cmd) => Line::Command(cmd),
+        Err(e) => Line::Bad(format!(
+            "expected a command as JSON, e.g. {{\"cmd\":\"say\",\"text\":\"去厨房\"}} or {{\"cmd\":\"approve\",\"approval_id\":\"a1\"}}: {e}"
+        )),
+    }
+}
+
+/// Whether the robot has nothing left to do: no running skill, no approval
+/// waiting, no task queued, running or set aside.
+pub fn is_idle(s: &Snapshot) -> bool {
+    s.running.is_empty()
+        && s.approvals.is_empty()
+        && !s.tasks.iter().any(|t| {
+            matches!(
+                t.status,
+                TaskStatus::Queued | TaskStatus::Running | TaskStatus::Preempted
+            )
+        })
+}
+
+/// Runs headless on a single-threaded tokio runtime.
+pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
+    anyhow::ensure!(
+        args.speed.is_finite() && args.speed > 0.0,
+        "--speed: expected a positive number of sim seconds per wall second, found {}",
+        args.speed
+    );
+    if let Some(d) = args.duration {
+        anyhow::ensure!(
+            d.is_finite() && d > 0.0,
+            "--duration: expected positive sim seconds, found {d}"
+        );
+    }
+    let mut config = config;
+    let tid = config.thread_id.clone().unwrap_or_else(|| thread_id("run"));
+    config.thread_id = Some(tid.clone());
+    let world = World::resolve(&config.world)?;
+    let engine = Engine::simulated(&config, world)?;
+    let path = args
+        .log
+        .clone()
+        .unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
+    let log = EventLog::create(&path)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(drive(engine, args, log))
+}
+
+/// What woke the loop.
+enum Input {
+    Event(Result<Event, broadcast::error::RecvError>),
+    Stdin(Option<(usize, String)>),
+    Poll,
+}
+
+async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
+    let pace = if args.fast {
+        Pace::Fast
+    } else {
+        Pace::RealTime { speed: args.speed }
+    };
+    // On a current-thread runtime the engine's task cannot tick before we
+    // subscribe, so no event is missed.
+    let brain = Runtime::start(engine, pace);
+    let mut events = brain.subscribe();
+    for text in &args.say {
+        brain.send(Command::Say { text: text.clone() }).await?;
+    }
+    let (lines_tx, mut lines) = mpsc::channel(64);
+    tokio::spawn(read_stdin(lines_tx));
+
+    let limit = args.duration.unwrap_or(f64::INFINITY);
+    let mut stdin_open = true;
+    let mut idle_since: Option<f64> = None;
+    let mut last_command_at = 0.0;
+    let mut poll = tokio::time::interval(POLL);
+    let mut out = std::io::stdout();
+    loop {
+        let input = tokio::select! {
+            ev = events.recv() => Input::Event(ev),
+            line = lines.recv(), if stdin_open => Input::Stdin(line),
+            _ = poll.tick() => Input::Poll,
+        };
+        match input {
+            Input::Event(Ok(event)) => {
+                if event.time > limit + 1e-9 {
+                    break;
+                }
+                log.write_batch(std::slice::from_ref(&event))?;
+                if emit(&mut out, &event).is_err() {
+                    break; // stdout closed: nobody is listening.
+                }
+            }
+            Input::Event(Err(broadcast::error::RecvError::Lagged(n))) => {
+                error_line(
+                    None,
+                    "lagged",
+                    &format!("{n} events were dropped: the reader fell behind"),
+                );
+            }
+            Input::Event(Err(broadcast::error::RecvError::Closed)) => break,
+            Input::Stdin(None) => stdin_open = false,
+            Input::Stdin(Some((n, text))) => match parse_line(&text) {
+                Line::Command(cmd) => {
+                    last_command_at = brain.snapshot().time;
+                    brain.send(cmd).await?;
+                }
+                Line::Blank => {}
+                Line::Bad(why) => error_line(Some(n), "invalid_command", &why),
+            },
+            Input::Poll => {
+                let snap = brain.snapshot();
+                if snap.time >= limit {
+                    break;
+                }
+                if !stdin_open && is_idle(&snap) && snap.time >= last_command_at + SETTLE_S {
+                    let since = *idle_since.get_or_insert(snap.time);
+                    if snap.time - since >= SETTLE_S {
+                        break;
+                    }
+                } else {
+                    idle_since = None;
+                }
+            }
+        }
+    }
+    brain.shutdown().await;
+    // Events already broadcast before the engine stopped.
+    while let Ok(event) = events.try_recv() {
+        if event.time > limit + 1e-9 {
+            break;
+        }
+        log.write_batch(std::slice::from_ref(&event))?;
+        if emit(&mut out, &event).is_err() {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn emit(out: &mut std::io::Stdout, event: &Event) -> std::io::Result<()> {
+    let mut lock = out.lock();
+    serde_json::to_writer(&mut lock, event)?;
+    lock.write_all(b"\n")?;
+    lock.flush()
+}
+
+/// An `error` JSON line on stderr.
+fn error_line(line: Option<usize>, code: &str, message: &str) {
+    let message = match line {
+        Some(n) => format!("stdin line {n}: {message}"),
+        None => message.to_string(),
+    };
+    let mut v = json!({"kind": "error", "code": code, "message": message});
+    if let Some(n) = line {
+        v["line"] = json!(n);
+    }
+    eprintln!("{v}");
+}
+
+async fn read_stdin(tx: mpsc::Sender<(usize, String)>) {
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut n = 0;
+    while let Ok(Some(line)) = lines.next_line().await {
+        n += 1;
+        if tx.send((n, line)).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdin_lines_are_commands_utterances_or_errors() {
+        assert_eq!(
+            parse_line(r#"{"cmd":"pause"}"#),
+            Line::Command(Command::Pause)
+        );
+        assert_eq!(
+            parse_line("  去厨房 "),
+            Line::Command(Command::Say {
+                text: "去厨房".into()
+            })
+        );
+        assert_eq!(parse_line("   "), Line::Blank);
+        match parse_line(r#"{"cmd":"fly"}"#) {
+            Line::Bad(why) => {
+                assert!(why.starts_with("expected a command as JSON"), "{why}");
+                assert!(why.contains("unknown variant `fly`"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_empty_snapshot_is_idle() {
+        assert!(is_idle(&Snapshot::default()));
+    }
+}
