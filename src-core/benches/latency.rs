@@ -60,7 +60,12 @@ async fn estop_once(config: &Config) -> Duration {
     };
     let engine = Engine::new(config, world, Box::new(link)).expect("engine");
     let runtime = Runtime::start(engine, Pace::RealTime { speed: 100.0 });
-    runtime.send(Command::Say { text: "go to the bedroom".into() }).await.unwrap();
+    runtime
+        .send(Command::Say {
+            text: "go to the bedroom".into(),
+        })
+        .await
+        .unwrap();
     while !*navigating.lock().unwrap() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -78,8 +83,15 @@ async fn estop_once(config: &Config) -> Duration {
 }
 
 fn estop_latency() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let config = Config { thread_id: Some("bench".into()), ..Config::default() };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = Config {
+        thread_id: Some("bench".into()),
+        ..Config::default()
+    };
     let trials = 400;
     let mut us: Vec<f64> = rt.block_on(async {
         let mut v = Vec::with_capacity(trials);
@@ -98,7 +110,10 @@ fn estop_latency() {
 }
 
 fn sim_speed() {
-    let config = Config { thread_id: Some("bench".into()), ..Config::default() };
+    let config = Config {
+        thread_id: Some("bench".into()),
+        ..Config::default()
+    };
     let mut engine = Engine::simulated(&config, support::world()).expect("engine");
     let sim_seconds = 3600.0;
     let mut events = Vec::with_capacity(256);
@@ -106,7 +121,9 @@ fn sim_speed() {
     let start = Instant::now();
     while engine.time() < sim_seconds {
         if engine.is_settled() {
-            engine.submit(Command::Say { text: "patrol".into() });
+            engine.submit(Command::Say {
+                text: "patrol".into(),
+            });
         }
         engine.tick(&mut events);
         count += events.len();

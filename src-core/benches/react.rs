@@ -36,9 +36,14 @@ fn sim_tick(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             let mut done = 0;
             while done < iters {
-                let config = robobrain_core::config::Config { thread_id: Some("bench".into()), ..Default::default() };
+                let config = robobrain_core::config::Config {
+                    thread_id: Some("bench".into()),
+                    ..Default::default()
+                };
                 let mut engine = Engine::simulated(&config, support::world()).expect("engine");
-                engine.submit(Command::Say { text: "patrol".into() });
+                engine.submit(Command::Say {
+                    text: "patrol".into(),
+                });
                 let mut events = Vec::with_capacity(64);
                 let batch = (iters - done).min(2000);
                 let start = Instant::now();
@@ -61,12 +66,27 @@ fn check_one_decision_per_tick() {
     engine.tick(&mut events);
     events.clear();
     engine.tick(&mut events);
-    let decisions = events.iter().filter(|e| matches!(e.kind, EventKind::Decision { .. })).count();
+    let decisions = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Decision { .. }))
+        .count();
     let dispatched = events
         .iter()
-        .filter(|e| matches!(&e.kind, EventKind::Skill { status: robobrain_core::protocol::SkillStatus::Dispatched, .. }))
+        .filter(|e| {
+            matches!(
+                &e.kind,
+                EventKind::Skill {
+                    status: robobrain_core::protocol::SkillStatus::Dispatched,
+                    ..
+                }
+            )
+        })
         .count();
-    assert_eq!((decisions, dispatched), (1, 1), "one tick must run one iteration with one dispatch");
+    assert_eq!(
+        (decisions, dispatched),
+        (1, 1),
+        "one tick must run one iteration with one dispatch"
+    );
 }
 
 fn benches(c: &mut Criterion) {

@@ -1,8 +1,12 @@
 //! Shared pieces of the benchmarks: an instant robot and engine builders.
 
+#![allow(dead_code, clippy::expect_used)]
+
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
-use robobrain_core::link::{GoalKind, GoalOutcome, LinkError, LinkReply, LinkRequest, RobotLink, Telemetry};
+use robobrain_core::link::{
+    GoalKind, GoalOutcome, LinkError, LinkReply, LinkRequest, RobotLink, Telemetry,
+};
 use robobrain_core::protocol::Command;
 use robobrain_core::sim::World;
 
@@ -16,10 +20,19 @@ pub struct InstantLink {
 
 impl RobotLink for InstantLink {
     fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
-        if let LinkRequest::SendGoal { goal_id, kind } = request {
-            if !matches!(kind, GoalKind::StopBase) {
-                self.replies.push(LinkReply::Accepted { goal_id: goal_id.clone() });
-                self.replies.push(LinkReply::Result { goal_id, outcome: GoalOutcome::Succeeded { navigation_time: 1.0 } });
+        if let LinkRequest::SendGoal { goal_id, kind } = request
+            && !matches!(kind, GoalKind::StopBase)
+        {
+            {
+                self.replies.push(LinkReply::Accepted {
+                    goal_id: goal_id.clone(),
+                });
+                self.replies.push(LinkReply::Result {
+                    goal_id,
+                    outcome: GoalOutcome::Succeeded {
+                        navigation_time: 1.0,
+                    },
+                });
             }
         }
         Ok(())
@@ -32,7 +45,9 @@ impl RobotLink for InstantLink {
 
     fn drain(&mut self, out: &mut Vec<LinkReply>) {
         out.append(&mut self.replies);
-        out.push(LinkReply::Telemetry { telemetry: self.telemetry.clone() });
+        out.push(LinkReply::Telemetry {
+            telemetry: self.telemetry.clone(),
+        });
     }
 }
 
@@ -43,8 +58,12 @@ pub fn world() -> World {
 
 /// An engine over the instant robot, already running a patrol of `steps` waypoints.
 pub fn instant_patrol(steps: usize) -> Engine {
-    let config = Config { thread_id: Some("bench".into()), ..Config::default() };
-    let mut engine = Engine::new(&config, world(), Box::new(InstantLink::default())).expect("engine");
+    let config = Config {
+        thread_id: Some("bench".into()),
+        ..Config::default()
+    };
+    let mut engine =
+        Engine::new(&config, world(), Box::new(InstantLink::default())).expect("engine");
     let zones = ["kitchen", "bedroom"];
     let route: Vec<&str> = (0..steps).map(|i| zones[i % 2]).collect();
     let text = format!("patrol {}", route.join(" and "));

@@ -122,7 +122,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is malformed or a value is out of range.
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] SourceError),
     /// An environment variable holds a bad value.
     #[error("environment variable {name}: {message}")]

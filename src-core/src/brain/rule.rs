@@ -350,6 +350,7 @@ mod tests {
         }
     }
 
+    #[allow(clippy::unnecessary_wraps)]
     fn failed(code: &str) -> Option<LastResult> {
         Some(LastResult::Failed {
             skill: "navigate_to".into(),

@@ -200,6 +200,7 @@ impl Engine {
     pub(super) fn estop_now(&mut self) {
         self.state.estop = true;
         self.state.estops += 1;
+        self.set_mode(Mode::Safe, "E-stop pressed".into());
         let goal_id = format!("estop{}", self.state.estops);
         let mut speech = Vec::new();
         let mut ctx = SkillContext {
@@ -229,7 +230,7 @@ impl Engine {
                 cancelled.push(c);
             }
         }
-        self.node(Node::ModeArbitrate);
+        self.node(Node::Dispatch);
         match stop {
             Ok(done) => {
                 self.skill_event(
@@ -255,7 +256,6 @@ impl Engine {
         if let Some(id) = self.state.queue.active_id().map(str::to_string) {
             self.set_aside(&id, "E-stop");
         }
-        self.set_mode(Mode::Safe, "E-stop pressed".into());
     }
 
     /// Speaks a line (an event; audio comes with the speech skills).

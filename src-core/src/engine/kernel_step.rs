@@ -161,6 +161,7 @@ impl Engine {
 
     /// K4 and K5: hard-rule mode arbitration and the active task.
     pub(super) fn arbitrate(&mut self) {
+        let mut battery_reason = None;
         for _ in 0..2 {
             let verdict = {
                 let q = &self.state.queue;
@@ -181,7 +182,16 @@ impl Engine {
                         .queue
                         .push(TaskKind::Charge, Priority::Battery, self.state.time);
                 self.task_event(&id, &verdict.reason);
+                battery_reason = Some(verdict.reason);
                 continue;
+            }
+            // K4 decides the mode first; K5 then moves tasks.
+            if verdict.mode != self.state.mode {
+                let reason = match battery_reason {
+                    Some(why) => format!("{why}; {}", verdict.reason),
+                    None => verdict.reason.clone(),
+                };
+                self.set_mode(verdict.mode, reason);
             }
             match verdict.switch {
                 Switch::Keep => {}
@@ -199,10 +209,6 @@ impl Engine {
                     self.activate(&id);
                 }
                 Switch::UserPreempt(id) => self.state.preempt_for = Some(id),
-            }
-            let (mode, reason) = (verdict.mode, verdict.reason);
-            if mode != self.state.mode {
-                self.set_mode(mode, reason);
             }
             return;
         }
