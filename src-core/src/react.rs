@@ -34,6 +34,11 @@ pub enum Phase {
         /// Sim time to decide again.
         until: f64,
     },
+    /// The brain is thinking (R2 pending); the observation it was given.
+    Deciding {
+        /// What the brain was shown.
+        observation: Box<Observation>,
+    },
     /// An op waits for the operator (R5).
     AwaitingApproval {
         /// The approval.

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Brain, BrainError};
+use super::{Brain, Thinking};
 use crate::protocol::{BrainKind, DecisionType, Op};
 use crate::react::{Decision, LastResult, Observation, PlanPatch};
 use crate::skills::{Recovery, SkillRegistry};
@@ -29,12 +29,8 @@ impl Brain for RuleBrain {
         BrainKind::Rule
     }
 
-    fn decide(
-        &mut self,
-        obs: &Observation,
-        registry: &SkillRegistry,
-    ) -> Result<Decision, BrainError> {
-        Ok(decide(obs, registry))
+    fn decide(&mut self, obs: &Observation, registry: &SkillRegistry) -> Thinking {
+        Thinking::Done(Ok((decide(obs, registry), BrainKind::Rule)))
     }
 }
 

@@ -41,12 +41,20 @@ impl Engine {
     }
 
     fn say(&mut self, text: &str) {
-        let intent = parse_intent(text, &self.world);
+        // Local first; a brain that understands more gets what the rules could not parse.
+        let mut intent = parse_intent(text, &self.world);
+        let mut processed_locally = true;
+        if matches!(intent, Intent::Unknown | Intent::UnknownPlace { .. })
+            && let Some(understood) = self.brain.recognize(text, &self.world, &self.registry)
+        {
+            intent = understood;
+            processed_locally = false;
+        }
         self.emit(EventKind::Intent {
             utterance: text.to_string(),
             intent: intent.name().into(),
             args: intent.args(),
-            processed_locally: true,
+            processed_locally,
         });
         match intent {
             Intent::Goto { zone } => {

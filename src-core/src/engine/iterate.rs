@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{Engine, PendingApproval};
+use crate::brain::{BrainError, Thinking};
 use crate::kernel::Task;
 use crate::protocol::{
     ApprovalStatus, BrainKind, DecisionType, DecisionView, EventKind, Mode, Node, Op, SkillStatus,
@@ -34,6 +35,11 @@ impl Engine {
         let now = self.state.time;
         let k = &self.config.kernel;
         let preempt = self.state.preempt_for.is_some();
+        if matches!(task.react.phase, Phase::Deciding { .. }) {
+            let id = task.id.clone();
+            self.poll_brain(&id);
+            return;
+        }
         let trigger = match &task.react.phase {
             Phase::Ready => Some(Trigger::Ready),
             Phase::Waiting { until, .. } if now >= *until - 1e-9 => Some(Trigger::Ready),
@@ -42,7 +48,7 @@ impl Engine {
                     .progress
                     .stalled(now, k.no_progress_window_s, k.no_progress_min_m),
             )),
-            Phase::Halted => None,
+            Phase::Halted | Phase::Deciding { .. } => None,
             Phase::Waiting { .. } | Phase::Running { .. } | Phase::AwaitingApproval { .. } => {
                 preempt.then_some(Trigger::Check(None))
             }
@@ -92,22 +98,62 @@ impl Engine {
             .queue
             .get(id)
             .and_then(|t| guards::tripped(t, obs.iteration, &self.config.kernel));
-        let (mut decision, brain) = match guard {
-            Some(reason) => (
+        let thinking = match guard {
+            Some(reason) => Thinking::Done(Ok((
                 Decision::new(DecisionType::AskHuman, reason),
                 BrainKind::Kernel,
-            ),
-            None => match self.brain.decide(&obs, &self.registry) {
-                Ok(d) => (d, self.brain.kind()),
-                Err(e) => (
-                    Decision::new(DecisionType::AskHuman, format!("the brain failed: {e}")),
-                    BrainKind::Kernel,
-                ),
-            },
+            ))),
+            None => self.brain.decide(&obs, &self.registry),
         };
         if let Some(t) = self.state.queue.get_mut(id) {
             t.react.last = None;
         }
+        match thinking {
+            Thinking::Done(answer) => self.decided(id, &obs, answer),
+            Thinking::Pending => {
+                if let Some(t) = self.state.queue.get_mut(id) {
+                    t.react.phase = Phase::Deciding {
+                        observation: Box::new(obs),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Polls a brain that is still thinking about task `id`.
+    fn poll_brain(&mut self, id: &str) {
+        let mut events = Vec::new();
+        let thinking = self.brain.poll(&mut events);
+        for e in events {
+            self.emit(e);
+        }
+        if let Thinking::Done(answer) = thinking {
+            let Some(task) = self.state.queue.get_mut(id) else {
+                return;
+            };
+            let Phase::Deciding { observation } =
+                std::mem::replace(&mut task.react.phase, Phase::Ready)
+            else {
+                return;
+            };
+            self.decided(id, &observation, answer);
+        }
+    }
+
+    /// R2's answer arrived: R3–R8.
+    fn decided(
+        &mut self,
+        id: &str,
+        obs: &Observation,
+        answer: Result<(Decision, BrainKind), BrainError>,
+    ) {
+        let (mut decision, brain) = match answer {
+            Ok(d) => d,
+            Err(e) => (
+                Decision::new(DecisionType::AskHuman, format!("the brain failed: {e}")),
+                BrainKind::Kernel,
+            ),
+        };
         // The kernel's preemption is a hard rule: a brain that ignores it is overruled.
         if obs.preempt.is_some() && decision.decision_type != DecisionType::SwitchTask {
             let reason = format!(
