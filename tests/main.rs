@@ -63,6 +63,7 @@ scenario_tests! {
     scenario_07_iteration_cap => "07_iteration_cap.toml",
     scenario_08_repeated_failure => "08_repeated_failure.toml",
     scenario_09_no_progress => "09_no_progress.toml",
+    scenario_10_unknown_place_asks => "10_unknown_place_asks.toml",
 }
 
 #[test]

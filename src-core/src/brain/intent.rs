@@ -203,21 +203,21 @@ fn zones_in(text: &str, world: &World) -> Vec<String> {
     zones
 }
 
-/// The words after a go-to verb, with fillers stripped, or `None` without a verb.
-fn goto_phrase(text: &str) -> Option<String> {
+/// The words after each go-to verb found, fillers stripped (empty when none).
+fn goto_phrases(text: &str) -> Vec<String> {
+    let mut phrases = Vec::new();
+    let padded = format!(" {text} ");
     for verb in GOTO_EN {
-        let padded = format!(" {text} ");
         if let Some(pos) = padded.find(&format!(" {verb} ")) {
-            let rest = &padded[pos + verb.len() + 2..];
-            return Some(strip_fillers(rest));
+            phrases.push(strip_fillers(&padded[pos + verb.len() + 2..]));
         }
     }
     for verb in GOTO_ZH {
         if let Some(pos) = text.find(verb) {
-            return Some(strip_fillers(&text[pos + verb.len()..]));
+            phrases.push(strip_fillers(&text[pos + verb.len()..]));
         }
     }
-    None
+    phrases
 }
 
 fn strip_fillers(text: &str) -> String {
@@ -275,14 +275,19 @@ pub fn parse_intent(utterance: &str, world: &World) -> Intent {
     if any(&text, PAUSE) {
         return Intent::Pause;
     }
-    if let Some(phrase) = goto_phrase(&text) {
-        let zones = zones_in(&phrase, world);
-        return match zones.first() {
-            Some(z) if *z == world.charger_zone => Intent::Charge,
-            Some(z) => Intent::Goto { zone: z.clone() },
-            None if phrase.is_empty() => Intent::Unknown,
-            None => Intent::UnknownPlace { phrase },
+    let phrases = goto_phrases(&text);
+    if let Some(zone) = phrases
+        .iter()
+        .find_map(|p| zones_in(p, world).into_iter().next())
+    {
+        return if zone == world.charger_zone {
+            Intent::Charge
+        } else {
+            Intent::Goto { zone }
         };
+    }
+    if let Some(phrase) = phrases.into_iter().find(|p| !p.is_empty()) {
+        return Intent::UnknownPlace { phrase };
     }
     if any(&text, STOP) {
         return Intent::Stop;
@@ -291,5 +296,106 @@ pub fn parse_intent(utterance: &str, world: &World) -> Intent {
     match zones_in(&text, world).as_slice() {
         [z] if normalize(&text).chars().count() <= 20 => Intent::Goto { zone: z.clone() },
         _ => Intent::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn world() -> World {
+        World::builtin("apartment").unwrap()
+    }
+
+    fn goto(zone: &str) -> Intent {
+        Intent::Goto { zone: zone.into() }
+    }
+
+    #[test]
+    fn go_to_a_place_in_chinese_and_english() {
+        let w = world();
+        for (text, zone) in [
+            ("去厨房", "kitchen"),
+            ("到卧室去", "bedroom"),
+            ("请去客厅看看", "living_room"),
+            ("前往玄关", "entrance"),
+            ("去门外", "outside"),
+            ("go to the kitchen", "kitchen"),
+            ("Go to the living room, please.", "living_room"),
+            ("navigate to the bedroom", "bedroom"),
+            ("head to the front door", "entrance"),
+            ("go outside", "outside"),
+            ("厨房", "kitchen"),
+            ("kitchen", "kitchen"),
+        ] {
+            assert_eq!(parse_intent(text, &w), goto(zone), "{text}");
+        }
+    }
+
+    #[test]
+    fn control_words_in_both_languages() {
+        let w = world();
+        for (text, intent) in [
+            ("停下", Intent::Stop),
+            ("stop", Intent::Stop),
+            ("暂停", Intent::Pause),
+            ("pause", Intent::Pause),
+            ("继续", Intent::Resume),
+            ("resume", Intent::Resume),
+            ("go on", Intent::Resume),
+            ("去充电", Intent::Charge),
+            ("go charge", Intent::Charge),
+            ("go to the dock", Intent::Charge),
+            ("回来", Intent::ComeBack),
+            ("come back", Intent::ComeBack),
+            ("取消", Intent::Cancel),
+            ("cancel", Intent::Cancel),
+            ("重试", Intent::Retry),
+            ("try again", Intent::Retry),
+            ("急停", Intent::Estop),
+            ("emergency stop!", Intent::Estop),
+        ] {
+            assert_eq!(parse_intent(text, &w), intent, "{text}");
+        }
+    }
+
+    #[test]
+    fn patrols_keep_the_zones_in_the_order_said() {
+        let w = world();
+        assert_eq!(parse_intent("巡逻", &w), Intent::Patrol { zones: vec![] });
+        assert_eq!(
+            parse_intent("巡逻一次厨房和客厅", &w),
+            Intent::Patrol {
+                zones: vec!["kitchen".into(), "living_room".into()]
+            }
+        );
+        assert_eq!(
+            parse_intent("patrol the bedroom and the kitchen", &w),
+            Intent::Patrol {
+                zones: vec!["bedroom".into(), "kitchen".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_places_and_gibberish_are_not_guessed() {
+        let w = world();
+        assert_eq!(
+            parse_intent("去车库", &w),
+            Intent::UnknownPlace {
+                phrase: "车库".into()
+            }
+        );
+        assert_eq!(
+            parse_intent("go to the garage", &w),
+            Intent::UnknownPlace {
+                phrase: "garage".into()
+            }
+        );
+        assert_eq!(
+            parse_intent("what is the meaning of life", &w),
+            Intent::Unknown
+        );
+        assert_eq!(parse_intent("  ", &w), Intent::Unknown);
     }
 }
