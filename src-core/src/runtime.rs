@@ -1,5 +1,10 @@
 //! The async handle every face holds: `Command` in, `Event` out, `Snapshot`
-//! on demand. One task owns the [`Engine`]; nobody else touches its state.
+//! on demand. One thread owns the [`Engine`]; nobody else touches its state.
+//!
+//! The kernel runs on its own OS thread rather than as a task on the faces'
+//! async runtime, so that a command — above all an E-stop — wakes it within
+//! microseconds whatever the faces are doing (seed 003 §2.1: keep the safety
+//! path on its own executor). Faces still talk to it with `async` calls.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -15,12 +20,12 @@
 //! # Ok(()) }
 //! ```
 
-use std::time::Duration;
+use std::sync::mpsc as std_mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
-use tokio::sync::{broadcast, mpsc, watch};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{broadcast, watch};
 
 use crate::engine::Engine;
 use crate::protocol::{Command, Event, Snapshot};
@@ -45,59 +50,61 @@ pub enum RuntimeError {
     /// The runtime has stopped.
     #[error("the runtime has stopped")]
     Stopped,
+    /// The command queue is full (the kernel is not keeping up).
+    #[error("the command queue is full")]
+    Busy,
 }
 
 /// A running brain.
 pub struct Runtime {
-    commands: mpsc::Sender<Command>,
+    commands: std_mpsc::SyncSender<Command>,
     events: broadcast::Sender<Event>,
     snapshot: watch::Receiver<Snapshot>,
-    cancel: CancellationToken,
-    task: JoinHandle<()>,
+    thread: Option<JoinHandle<()>>,
 }
 
 /// Events buffered per subscriber before a slow one starts losing the oldest.
 const EVENT_BUFFER: usize = 8192;
-/// Commands buffered before `send` waits.
-const COMMAND_BUFFER: usize = 256;
-
-enum Input {
-    Command(Command),
-    Tick,
-    Closed,
-    Cancelled,
-}
+/// Commands buffered before `send` reports `Busy`.
+const COMMAND_BUFFER: usize = 1024;
 
 impl Runtime {
-    /// Starts the engine's task on the current tokio runtime.
+    /// Starts the engine on its own thread. Events emitted before a face
+    /// subscribes are not seen by it; use [`Runtime::start_subscribed`] to
+    /// see every event from the first (the snapshot).
     pub fn start(engine: Engine, pace: Pace) -> Self {
-        let (commands, rx) = mpsc::channel(COMMAND_BUFFER);
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
-        let (snap_tx, snapshot) = watch::channel(engine.snapshot());
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn(drive(
-            engine,
-            pace,
-            rx,
-            events.clone(),
-            snap_tx,
-            cancel.clone(),
-        ));
-        Self {
-            commands,
-            events,
-            snapshot,
-            cancel,
-            task,
-        }
+        Self::start_subscribed(engine, pace).0
     }
 
-    /// Sends a command; it is ingested at the start of the next tick.
+    /// Starts the engine with a subscriber attached before the first tick.
+    pub fn start_subscribed(engine: Engine, pace: Pace) -> (Self, broadcast::Receiver<Event>) {
+        let (commands, rx) = std_mpsc::sync_channel(COMMAND_BUFFER);
+        let (events, first) = broadcast::channel(EVENT_BUFFER);
+        let (snap_tx, snapshot) = watch::channel(engine.snapshot());
+        let out = events.clone();
+        let thread = std::thread::Builder::new()
+            .name("robobrain-kernel".into())
+            .spawn(move || drive(engine, pace, &rx, &out, &snap_tx))
+            .ok();
+        (
+            Self {
+                commands,
+                events,
+                snapshot,
+                thread,
+            },
+            first,
+        )
+    }
+
+    /// Sends a command; the kernel wakes for it at once (an E-stop reaches
+    /// the robot before the next tick).
+    #[allow(clippy::unused_async)]
     pub async fn send(&self, command: Command) -> Result<(), RuntimeError> {
-        self.commands
-            .send(command)
-            .await
-            .map_err(|_| RuntimeError::Stopped)
+        self.commands.try_send(command).map_err(|e| match e {
+            std_mpsc::TrySendError::Full(_) => RuntimeError::Busy,
+            std_mpsc::TrySendError::Disconnected(_) => RuntimeError::Stopped,
+        })
     }
 
     /// A receiver of every event from now on.
@@ -110,69 +117,58 @@ impl Runtime {
         self.snapshot.borrow().clone()
     }
 
-    /// Whether the engine's task has ended (after `Shutdown`).
+    /// Whether the kernel thread has ended (after `Shutdown`).
     pub fn is_finished(&self) -> bool {
-        self.task.is_finished()
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
-    /// Stops the engine's task and waits for it (at most two seconds, then aborts).
-    pub async fn shutdown(self) {
-        self.cancel.cancel();
-        let mut task = self.task;
-        if tokio::time::timeout(Duration::from_secs(2), &mut task)
-            .await
-            .is_err()
-        {
-            task.abort();
-        }
+    /// Stops the kernel and waits for it (at most two seconds).
+    pub async fn shutdown(mut self) {
+        let _ = self.commands.try_send(Command::Shutdown);
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        let joined = tokio::task::spawn_blocking(move || thread.join());
+        let _ = tokio::time::timeout(Duration::from_secs(2), joined).await;
     }
 }
 
-async fn drive(
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let _ = self.commands.try_send(Command::Shutdown);
+    }
+}
+
+/// The kernel thread: commands as they come, ticks on the clock.
+fn drive(
     mut engine: Engine,
     pace: Pace,
-    mut commands: mpsc::Receiver<Command>,
-    events: broadcast::Sender<Event>,
-    snapshot: watch::Sender<Snapshot>,
-    cancel: CancellationToken,
+    commands: &std_mpsc::Receiver<Command>,
+    events: &broadcast::Sender<Event>,
+    snapshot: &watch::Sender<Snapshot>,
 ) {
     let period = match pace {
-        Pace::Fast => None,
-        Pace::RealTime { speed } => Some(Duration::from_secs_f64(engine.dt() / speed.max(1e-3))),
+        Pace::Fast => Duration::ZERO,
+        Pace::RealTime { speed } => Duration::from_secs_f64(engine.dt() / speed.max(1e-3)),
     };
-    let mut interval = period.map(|p| {
-        let mut i = tokio::time::interval(p);
-        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        i
-    });
+    let mut next_tick = Instant::now() + period;
     let mut buf = Vec::new();
     loop {
-        let input = tokio::select! {
-            biased;
-            () = cancel.cancelled() => Input::Cancelled,
-            cmd = commands.recv() => cmd.map_or(Input::Closed, Input::Command),
-            () = next_tick(interval.as_mut()) => Input::Tick,
-        };
-        match input {
-            Input::Cancelled | Input::Closed | Input::Command(Command::Shutdown) => break,
-            Input::Command(cmd) => engine.submit(cmd),
-            Input::Tick => {
+        let wait = next_tick.saturating_duration_since(Instant::now());
+        match commands.recv_timeout(wait) {
+            Ok(Command::Shutdown) | Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+            Ok(command) => engine.submit(command),
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {
                 engine.tick(&mut buf);
                 for event in buf.drain(..) {
                     // No subscriber is not an error: events are also logged.
                     let _ = events.send(event);
                 }
                 snapshot.send_replace(engine.snapshot());
+                // A late tick is not made up for: the clock slips rather than bursts.
+                next_tick = (next_tick + period).max(Instant::now());
             }
         }
     }
-}
-
-async fn next_tick(interval: Option<&mut tokio::time::Interval>) {
-    match interval {
-        Some(i) => {
-            i.tick().await;
-        }
-        None => tokio::task::yield_now().await,
-    }
+    engine.shutdown();
 }

@@ -112,11 +112,55 @@ pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
     let log = EventLog::create(&path)?;
+    if args.fast {
+        return lockstep(engine, args, log);
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
+        .enable_io()
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(drive(engine, args, log))
+}
+
+/// `--fast`: nobody can answer at machine speed, so stdin is read to its end
+/// first and every command is given at t = 0; the engine then runs in
+/// lockstep (deterministic for a seed, no event dropped).
+fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
+    for text in &args.say {
+        engine.submit(Command::Say { text: text.clone() });
+    }
+    for (i, line) in std::io::stdin().lines().enumerate() {
+        let line = line.context("cannot read stdin")?;
+        match parse_line(&line) {
+            Line::Command(cmd) => engine.submit(cmd),
+            Line::Blank => {}
+            Line::Bad(why) => error_line(Some(i + 1), "invalid_command", &why),
+        }
+    }
+    let limit = args.duration.unwrap_or(f64::INFINITY);
+    let mut out = std::io::stdout();
+    let mut events = Vec::new();
+    let mut idle_since: Option<f64> = None;
+    while engine.time() + engine.dt() <= limit + 1e-9 {
+        engine.tick(&mut events);
+        log.write_batch(&events)?;
+        for event in events.drain(..) {
+            if emit(&mut out, &event).is_err() {
+                return Ok(ExitCode::SUCCESS); // stdout closed: nobody is listening.
+            }
+        }
+        if engine.is_settled() {
+            let since = *idle_since.get_or_insert(engine.time());
+            if engine.time() - since >= SETTLE_S {
+                break;
+            }
+        } else {
+            idle_since = None;
+        }
+    }
+    engine.shutdown();
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What woke the loop.
@@ -127,15 +171,9 @@ enum Input {
 }
 
 async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
-    let pace = if args.fast {
-        Pace::Fast
-    } else {
-        Pace::RealTime { speed: args.speed }
-    };
-    // On a current-thread runtime the engine's task cannot tick before we
-    // subscribe, so no event is missed.
-    let brain = Runtime::start(engine, pace);
-    let mut events = brain.subscribe();
+    let pace = Pace::RealTime { speed: args.speed };
+    // Subscribed before the first tick, so no event is missed.
+    let (brain, mut events) = Runtime::start_subscribed(engine, pace);
     for text in &args.say {
         brain.send(Command::Say { text: text.clone() }).await?;
     }
