@@ -485,14 +485,7 @@ impl Engine {
 
     /// Approve (with `edit` = None) or edit-and-approve a pending approval.
     pub(super) fn approve(&mut self, approval_id: &str, edit: Option<&Value>) {
-        let Some(pending) = self
-            .state
-            .approvals
-            .iter()
-            .find(|a| a.id == approval_id)
-            .cloned()
-        else {
-            self.unknown_approval(approval_id);
+        let Some(pending) = self.pending_approval(approval_id) else {
             return;
         };
         let op = match (&pending.op, &edit) {
@@ -580,14 +573,7 @@ impl Engine {
 
     /// Refuses a pending approval; the brain decides what follows.
     pub(super) fn reject(&mut self, approval_id: &str, reason: &str) {
-        let Some(pending) = self
-            .state
-            .approvals
-            .iter()
-            .find(|a| a.id == approval_id)
-            .cloned()
-        else {
-            self.unknown_approval(approval_id);
+        let Some(pending) = self.pending_approval(approval_id) else {
             return;
         };
         self.state.approvals.retain(|a| a.id != approval_id);
@@ -615,6 +601,20 @@ impl Engine {
                 task.react.phase = Phase::Ready;
             }
         }
+    }
+
+    /// The pending approval `approval_id`, or an `error` event listing the pending ones.
+    fn pending_approval(&mut self, approval_id: &str) -> Option<PendingApproval> {
+        let found = self
+            .state
+            .approvals
+            .iter()
+            .find(|a| a.id == approval_id)
+            .cloned();
+        if found.is_none() {
+            self.unknown_approval(approval_id);
+        }
+        found
     }
 
     fn unknown_approval(&mut self, approval_id: &str) {

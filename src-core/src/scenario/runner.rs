@@ -50,15 +50,6 @@ fn unknown(scenario: &Scenario, at: &Located<impl Sized>, field: &str, msg: Stri
     }
 }
 
-fn zone_names(world: &World) -> String {
-    world
-        .zones
-        .iter()
-        .map(|z| z.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Edits `world` so the robot starts as `[start]` says: at the goal point of
 /// its zone, with its battery charge.
 pub fn apply_start(scenario: &Scenario, world: &mut World) -> Result<(), SourceError> {
@@ -74,7 +65,7 @@ pub fn apply_start(scenario: &Scenario, world: &mut World) -> Result<(), SourceE
                 format!(
                     "expected a zone of world `{}` ({}), found {:?}",
                     world.name,
-                    zone_names(world),
+                    world.zone_list(),
                     z.value
                 ),
             )
@@ -96,7 +87,7 @@ fn check_names(scenario: &Scenario, world: &World) -> Result<(), SourceError> {
             "final.zone",
             format!(
                 "expected a zone ({}), found {:?}",
-                zone_names(world),
+                world.zone_list(),
                 z.value
             ),
         ));
@@ -118,7 +109,7 @@ fn check_names(scenario: &Scenario, world: &World) -> Result<(), SourceError> {
             {
                 Some(format!(
                     "expected a zone ({}), found {zone:?}",
-                    zone_names(world)
+                    world.zone_list()
                 ))
             }
             Action::Patrol(Some(route)) if world.route(route).is_none() => {

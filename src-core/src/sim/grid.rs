@@ -195,15 +195,23 @@ impl Grid {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn grid(rows: &[&str]) -> Grid {
+impl Grid {
+    /// A 1 m grid drawn as rows of `#` (wall) and `.` (free), for tests.
+    pub(crate) fn from_rows(rows: &[&str]) -> Grid {
         let walls = rows
             .iter()
             .flat_map(|r| r.chars().map(|ch| ch == '#'))
             .collect();
         Grid::from_walls(1.0, rows[0].len(), rows.len(), walls)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(rows: &[&str]) -> Grid {
+        Grid::from_rows(rows)
     }
 
     #[test]

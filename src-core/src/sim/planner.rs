@@ -303,11 +303,7 @@ mod tests {
     use super::*;
 
     fn grid(rows: &[&str]) -> Grid {
-        let walls = rows
-            .iter()
-            .flat_map(|r| r.chars().map(|ch| ch == '#'))
-            .collect();
-        Grid::from_walls(1.0, rows[0].len(), rows.len(), walls)
+        Grid::from_rows(rows)
     }
 
     #[test]

@@ -133,6 +133,15 @@ impl World {
         self.zones.iter().find(|z| z.name == name)
     }
 
+    /// Every zone's canonical name, comma-separated (for messages).
+    pub fn zone_list(&self) -> String {
+        self.zones
+            .iter()
+            .map(|z| z.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The zone containing `p`, if any (the first in file order).
     pub fn zone_at(&self, p: Point) -> Option<&Zone> {
         self.zones.iter().find(|z| z.rect.contains(p))

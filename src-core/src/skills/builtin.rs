@@ -1,25 +1,24 @@
 //! The built-in skills: moving the base and speaking.
 
-mod dock;
+mod base_goal;
 mod navigate;
 mod speak;
-mod stop_base;
 
 use serde_json::Value;
 
-use super::{MainType, Recovery, Risk, Skill, SkillSpec, SubType};
+use super::{MainType, Recovery, Risk, Skill, SkillContext, SkillError, SkillSpec, SubType};
+use crate::link::LinkRequest;
 
-pub use dock::Dock;
+pub use base_goal::BaseGoal;
 pub use navigate::NavigateTo;
 pub use speak::Speak;
-pub use stop_base::StopBase;
 
 /// One of each built-in skill.
 pub fn all() -> Vec<Box<dyn Skill>> {
     vec![
         Box::new(NavigateTo::new()),
-        Box::new(StopBase::new()),
-        Box::new(Dock::new()),
+        Box::new(BaseGoal::stop_base()),
+        Box::new(BaseGoal::dock()),
         Box::new(Speak::new()),
     ]
 }
@@ -61,4 +60,12 @@ fn motion_error_map() -> Vec<(String, Recovery)> {
     .into_iter()
     .map(|(c, r)| (c.to_string(), r))
     .collect()
+}
+
+/// Cancels a goal the robot runs.
+fn cancel_on_robot(goal_id: &str, ctx: &mut SkillContext<'_>) -> Result<(), SkillError> {
+    ctx.link.send(LinkRequest::Cancel {
+        goal_id: goal_id.to_string(),
+    })?;
+    Ok(())
 }
