@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The benchmarks behind docs/BENCHMARKS.md. Run through `./x bench`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
+
+echo "== criterion: ReAct iteration and engine tick"
+cargo bench -q -p robobrain-core --bench react -- --warm-up-time 2 --measurement-time 5
+
+echo "== whole-run: sim speed and E-stop latency"
+cargo bench -q -p robobrain-core --bench latency
+
+echo "== whole-run: robobrain demo (release)"
+cargo build -q --release --bin robobrain
+/usr/bin/time -f "demo --fast: %e s wall, peak RSS %M KiB" "$target/release/robobrain" demo --fast >/dev/null
+/usr/bin/time -f "demo (paced, as the README runs it): %e s wall, peak RSS %M KiB" "$target/release/robobrain" demo >/dev/null
