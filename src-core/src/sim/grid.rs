@@ -172,6 +172,16 @@ impl Grid {
         seen
     }
 
+    /// A grid of 1 m cells drawn as rows of `#` (wall) and anything else.
+    #[cfg(test)]
+    pub(crate) fn from_rows(rows: &[&str]) -> Self {
+        let walls = rows
+            .iter()
+            .flat_map(|r| r.chars().map(|ch| ch == '#'))
+            .collect();
+        Self::from_walls(1.0, rows[0].len(), rows.len(), walls)
+    }
+
     fn offset(&self, c: isize, r: isize) -> Option<usize> {
         (c >= 0 && r >= 0 && (c as usize) < self.width && (r as usize) < self.height)
             .then(|| r as usize * self.width + c as usize)
@@ -195,28 +205,12 @@ impl Grid {
 }
 
 #[cfg(test)]
-impl Grid {
-    /// A 1 m grid drawn as rows of `#` (wall) and `.` (free), for tests.
-    pub(crate) fn from_rows(rows: &[&str]) -> Grid {
-        let walls = rows
-            .iter()
-            .flat_map(|r| r.chars().map(|ch| ch == '#'))
-            .collect();
-        Grid::from_walls(1.0, rows[0].len(), rows.len(), walls)
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
-    fn grid(rows: &[&str]) -> Grid {
-        Grid::from_rows(rows)
-    }
-
     #[test]
     fn diagonal_moves_do_not_cut_corners() {
-        let g = grid(&["..", "#."]);
+        let g = Grid::from_rows(&["..", "#."]);
         let mut moves = Vec::new();
         g.for_each_move(0, |n, _| moves.push(n));
         assert_eq!(moves, vec![1], "no diagonal past the wall at (0, 1)");
@@ -224,7 +218,7 @@ mod tests {
 
     #[test]
     fn blocking_cells_cuts_reachability_and_unblocking_restores_it() {
-        let mut g = grid(&["...", "#.#", "..."]);
+        let mut g = Grid::from_rows(&["...", "#.#", "..."]);
         assert!(g.reachable_from(0)[7]);
         g.set_blocked(&[4], true);
         assert!(!g.reachable_from(0)[7]);
@@ -235,7 +229,7 @@ mod tests {
 
     #[test]
     fn clearance_marks_cells_beside_walls() {
-        let g = grid(&["#....", ".....", "....."]);
+        let g = Grid::from_rows(&["#....", ".....", "....."]);
         assert_eq!(g.clearance(0), CLEAR_NONE);
         assert_eq!(g.clearance(6), CLEAR_NEAR);
         assert_eq!(g.clearance(12), CLEAR_NEAR, "the map edge counts as a wall");

@@ -302,10 +302,6 @@ fn segment_clear(grid: &Grid, a: Point, b: Point, needed: u8) -> bool {
 mod tests {
     use super::*;
 
-    fn grid(rows: &[&str]) -> Grid {
-        Grid::from_rows(rows)
-    }
-
     #[test]
     fn open_floor_prunes_to_a_straight_line() {
         let g = Grid::from_walls(1.0, 10, 10, vec![false; 100]);
@@ -316,7 +312,7 @@ mod tests {
 
     #[test]
     fn paths_go_round_walls_and_fail_when_sealed() {
-        let g = grid(&[
+        let g = Grid::from_rows(&[
             "..........",
             "..........",
             "#########.",
@@ -328,7 +324,7 @@ mod tests {
         for w in p.points().windows(2) {
             assert!(segment_clear(&g, w[0], w[1], 1));
         }
-        let sealed = grid(&["....", "####", "...."]);
+        let sealed = Grid::from_rows(&["....", "####", "...."]);
         assert_eq!(
             plan(&sealed, Point::new(0.5, 0.5), Point::new(0.5, 2.5)),
             Err(PlanError::NoPath)

@@ -436,6 +436,25 @@ fn check_battery(battery: &BatteryModel, src: &Source<'_>) -> Result<(), SourceE
     Ok(())
 }
 
+/// The name of entry `index` of `table`, if it is a usable name.
+fn check_name<'a>(
+    name: &'a Spanned<String>,
+    table: &str,
+    index: usize,
+    example: &str,
+    src: &Source<'_>,
+) -> Result<&'a String, SourceError> {
+    let text = name.get_ref();
+    if text.is_empty() || text.contains(char::is_whitespace) {
+        return Err(src.at(
+            name.span(),
+            &format!("{table}.{index}.name"),
+            format!("expected a name without spaces, e.g. {example}, found {text:?}"),
+        ));
+    }
+    Ok(text)
+}
+
 fn check_zones(raw: &[RawZone], map: &MapInfo, src: &Source<'_>) -> Result<Vec<Zone>, SourceError> {
     if raw.is_empty() {
         return Err(src.at_key("zones", "expected at least one [[zones]] table"));
@@ -444,14 +463,7 @@ fn check_zones(raw: &[RawZone], map: &MapInfo, src: &Source<'_>) -> Result<Vec<Z
     let mut taken: Vec<(String, String)> = Vec::new();
     let mut zones = Vec::with_capacity(raw.len());
     for (i, z) in raw.iter().enumerate() {
-        let name = z.name.get_ref();
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(src.at(
-                z.name.span(),
-                &format!("zones.{i}.name"),
-                format!("expected a name without spaces, e.g. living_room, found {name:?}"),
-            ));
-        }
+        let name = check_name(&z.name, "zones", i, "living_room", src)?;
         let field = |key: &str| format!("zones.{name}.{key}");
         for (label, span) in std::iter::once((name, z.name.span()))
             .chain(z.aliases.iter().map(|a| (a.get_ref(), a.span())))
@@ -509,14 +521,7 @@ fn check_passages(
 ) -> Result<Vec<Passage>, SourceError> {
     let mut passages: Vec<Passage> = Vec::with_capacity(raw.len());
     for (i, p) in raw.iter().enumerate() {
-        let name = p.name.get_ref();
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(src.at(
-                p.name.span(),
-                &format!("passages.{i}.name"),
-                format!("expected a name without spaces, e.g. hall_door, found {name:?}"),
-            ));
-        }
+        let name = check_name(&p.name, "passages", i, "hall_door", src)?;
         if passages.iter().any(|q| &q.name == name) {
             return Err(src.at(
                 p.name.span(),
@@ -631,6 +636,12 @@ kind = "smoke"
         World::from_toml_str(text, Path::new("w.toml")).map_err(|e| e.to_string())
     }
 
+    /// The error for the small world with `from` replaced by `to`.
+    fn refused(from: &str, to: &str) -> String {
+        assert!(SMALL.contains(from), "{from}");
+        load(&SMALL.replace(from, to)).unwrap_err()
+    }
+
     #[test]
     fn a_small_world_parses() {
         let w = load(SMALL).unwrap();
@@ -649,73 +660,64 @@ kind = "smoke"
 
     #[test]
     fn ragged_rows_say_which_row_and_width() {
-        let text = SMALL.replace("#.#####\n", "#.####\n");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("#.#####\n", "#.####\n"),
             "w.toml:6:1: `map`: row 3 has 6 cells, expected 7 like row 1"
         );
     }
 
     #[test]
     fn unknown_map_characters_are_pointed_at() {
-        let text = SMALL.replace("#.....#\n#.#", "#..x..#\n#.#");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("#.....#\n#.#", "#..x..#\n#.#"),
             "w.toml:5:4: `map`: unknown map character 'x' at row 2, column 4; expected '#' (wall) or '.' (free)"
         );
     }
 
     #[test]
     fn zones_outside_the_map_are_refused() {
-        let text = SMALL.replace("rect = [0, 3, 7, 5]", "rect = [0, 3, 9, 5]");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("rect = [0, 3, 7, 5]", "rect = [0, 3, 9, 5]"),
             "w.toml:23:8: `zones.b.rect`: [0, 3, 9, 5] reaches outside the map, which spans x 0–7 m and y 0–5 m"
         );
     }
 
     #[test]
     fn goals_and_poses_inside_walls_are_refused() {
-        let text = SMALL.replace("goal = [4.5, 1.5]", "goal = [4.5, 0.5]");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("goal = [4.5, 1.5]", "goal = [4.5, 0.5]"),
             "w.toml:19:8: `zones.a.goal`: goal (4.5, 0.5) is inside a wall (map row 1, column 5)"
         );
-        let text = SMALL.replace("dock = { x = 5.5, y = 3.5", "dock = { x = 6.5, y = 3.5");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("dock = { x = 5.5, y = 3.5", "dock = { x = 6.5, y = 3.5"),
             "w.toml:13:8: `dock`: dock pose (6.5, 3.5) is inside a wall (map row 4, column 7)"
         );
     }
 
     #[test]
     fn routes_must_name_known_zones() {
-        let text = SMALL.replace("loop = [\"a\", \"b\"]", "loop = [\"a\", \"garage\"]");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("loop = [\"a\", \"b\"]", "loop = [\"a\", \"garage\"]"),
             "w.toml:31:14: `routes.loop`: unknown zone `garage`; expected one of: a, b"
         );
-        let text = SMALL.replace("home_zone = \"a\"", "home_zone = \"c\"");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("home_zone = \"a\"", "home_zone = \"c\""),
             "w.toml:10:13: `home_zone`: unknown zone `c`; expected one of: a, b"
         );
     }
 
     #[test]
     fn duplicate_names_and_aliases_are_refused() {
-        let text = SMALL.replace("name = \"b\"", "name = \"b\"\naliases = [\"Zone A\"]");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("name = \"b\"", "name = \"b\"\naliases = [\"Zone A\"]"),
             "w.toml:23:12: `zones.b.aliases`: \"Zone A\" is already a name or alias of zone `a`"
         );
     }
 
     #[test]
     fn unreachable_goals_are_refused() {
-        let text = SMALL.replace("#.#####\n#.....#", "#.#####\n###...#");
         assert_eq!(
-            load(&text).unwrap_err(),
+            refused("#.#####\n#.....#", "#.#####\n###...#"),
             "w.toml:24:8: `zones.b.goal`: goal (3.5, 3.5) cannot be reached from the start pose (1.5, 1.5) even with every passage open"
         );
     }
@@ -728,6 +730,14 @@ kind = "smoke"
         let text = SMALL.replace("resolution = 1.0\n", "");
         let e = load(&text).unwrap_err();
         assert!(e.contains("missing field `resolution`"), "{e}");
+    }
+
+    #[test]
+    fn names_must_not_hold_spaces() {
+        assert_eq!(
+            refused("name = \"gap\"", "name = \"the gap\""),
+            "w.toml:27:8: `passages.0.name`: expected a name without spaces, e.g. hall_door, found \"the gap\""
+        );
     }
 
     #[test]
