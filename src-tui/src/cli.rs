@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -17,7 +17,7 @@ use robobrain_core::eventlog::{self, EventLog};
 use robobrain_core::protocol::Event;
 use robobrain_core::scenario::{self, Scenario};
 
-use robobrain_tui::console;
+use robobrain_tui::{console, session};
 
 use crate::headless;
 use crate::pretty::{Style, Throttle, render};
@@ -162,14 +162,6 @@ fn load_config(cli: &Cli) -> Result<Config> {
     Ok(config)
 }
 
-/// A fresh thread id: `prefix-<unix seconds>`.
-pub fn thread_id(prefix: &str) -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    format!("{prefix}-{secs}")
-}
-
 /// Applies `--world` and `--seed` over a scenario's own.
 fn override_scenario(s: &mut Scenario, world: Option<&str>, seed: Option<u64>) {
     if let Some(w) = world {
@@ -244,7 +236,7 @@ fn demo(
     let tid = config
         .thread_id
         .clone()
-        .unwrap_or_else(|| thread_id("demo"));
+        .unwrap_or_else(|| session::fresh_thread_id("demo"));
     s.config.thread_id = Some(tid.clone());
     let engine = scenario::prepare(&s)?;
     let path = log.unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));

@@ -28,11 +28,9 @@ use ratatui::DefaultTerminal;
 use ratatui::crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event as Term};
 use ratatui::crossterm::execute;
 use robobrain_core::config::Config;
-use robobrain_core::engine::Engine;
-use robobrain_core::eventlog::{self, EventLog};
+use robobrain_core::eventlog::EventLog;
 use robobrain_core::protocol::Event;
 use robobrain_core::runtime::{Pace, Runtime};
-use robobrain_core::sim::World;
 use tokio::sync::{broadcast, mpsc};
 
 pub use app::{Action, App, Effect};
@@ -70,19 +68,7 @@ pub fn run(config: Config, options: &Options) -> Result<()> {
         "--speed: expected a positive number of sim seconds per wall second, found {}",
         options.speed
     );
-    let mut config = config;
-    let tid = config
-        .thread_id
-        .clone()
-        .unwrap_or_else(|| format!("console-{}", unix_secs()));
-    config.thread_id = Some(tid.clone());
-    let world = World::resolve(&config.world)?;
-    let engine = Engine::simulated(&config, world.clone())?;
-    let path = options
-        .log
-        .clone()
-        .unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
-    let log = EventLog::create(&path)?;
+    let session = crate::session::simulated(config, "console", options.log.as_deref())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .enable_io()
@@ -90,17 +76,17 @@ pub fn run(config: Config, options: &Options) -> Result<()> {
         .context("cannot start the async runtime")?;
     rt.block_on(async {
         let runtime = Runtime::start(
-            engine,
+            session.engine,
             Pace::RealTime {
                 speed: options.speed,
             },
         );
         let events = runtime.subscribe();
-        let mut app = App::new(world, runtime.snapshot(), options.color);
+        let mut app = App::new(session.world, runtime.snapshot(), options.color);
         let mut terminal = ratatui::init();
         // Paste (and some IME commits) arrive whole rather than as keys.
         let _ = execute!(std::io::stdout(), EnableBracketedPaste);
-        let result = drive(&mut terminal, &mut app, &runtime, events, log).await;
+        let result = drive(&mut terminal, &mut app, &runtime, events, session.log).await;
         let _ = execute!(std::io::stdout(), DisableBracketedPaste);
         ratatui::restore();
         runtime.shutdown().await;
@@ -234,12 +220,6 @@ fn spawn_reader(
             }
         }
     })
-}
-
-fn unix_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -4,3 +4,4 @@
 //! subcommands.
 
 pub mod console;
+pub mod session;

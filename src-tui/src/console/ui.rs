@@ -122,6 +122,23 @@ fn draw_header(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// Paints one panel of the layout.
+type Painter = fn(&App, &mut Frame, Rect, Theme);
+
+/// Stacks panels top to bottom in `area`, each with its height constraint.
+fn column(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    theme: Theme,
+    panels: &[(Constraint, Painter)],
+) {
+    let areas = Layout::vertical(panels.iter().map(|(c, _)| *c)).split(area);
+    for ((_, paint), rect) in panels.iter().zip(areas.iter()) {
+        paint(app, frame, *rect, theme);
+    }
+}
+
 fn draw_body(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     if area.width >= 140 {
         let [left, mid, right] = Layout::horizontal([
@@ -131,48 +148,49 @@ fn draw_body(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
         ])
         .areas(area);
         draw_left(app, frame, left, theme);
-        let [status, tasks, running, speech] = Layout::vertical([
-            Constraint::Length(8),
-            Constraint::Fill(2),
-            Constraint::Fill(1),
-            Constraint::Fill(2),
-        ])
-        .areas(mid);
-        draw_status(app, frame, status, theme);
-        draw_tasks(app, frame, tasks, theme);
-        draw_running(app, frame, running, theme);
-        draw_speech(app, frame, speech, theme);
-        let [tokens, devices, memory, log] = Layout::vertical([
-            Constraint::Fill(2),
-            Constraint::Fill(1),
-            Constraint::Fill(1),
-            Constraint::Fill(3),
-        ])
-        .areas(right);
-        draw_tokens(app, frame, tokens, theme);
-        draw_devices(app, frame, devices, theme);
-        draw_memory(app, frame, memory, theme);
-        draw_log(app, frame, log, theme);
+        column(
+            app,
+            frame,
+            mid,
+            theme,
+            &[
+                (Constraint::Length(8), draw_status),
+                (Constraint::Fill(2), draw_tasks),
+                (Constraint::Fill(1), draw_running),
+                (Constraint::Fill(2), draw_speech),
+            ],
+        );
+        column(
+            app,
+            frame,
+            right,
+            theme,
+            &[
+                (Constraint::Fill(2), draw_tokens),
+                (Constraint::Fill(1), draw_devices),
+                (Constraint::Fill(1), draw_memory),
+                (Constraint::Fill(3), draw_log),
+            ],
+        );
     } else {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(52), Constraint::Percentage(48)])
                 .areas(area);
         draw_left(app, frame, left, theme);
-        let [status, tasks, running, speech, tokens, log] = Layout::vertical([
-            Constraint::Length(7),
-            Constraint::Min(3),
-            Constraint::Min(2),
-            Constraint::Min(3),
-            Constraint::Min(2),
-            Constraint::Fill(1),
-        ])
-        .areas(right);
-        draw_status(app, frame, status, theme);
-        draw_tasks(app, frame, tasks, theme);
-        draw_running(app, frame, running, theme);
-        draw_speech(app, frame, speech, theme);
-        draw_tokens(app, frame, tokens, theme);
-        draw_log(app, frame, log, theme);
+        column(
+            app,
+            frame,
+            right,
+            theme,
+            &[
+                (Constraint::Length(7), draw_status),
+                (Constraint::Min(3), draw_tasks),
+                (Constraint::Min(2), draw_running),
+                (Constraint::Min(3), draw_speech),
+                (Constraint::Min(2), draw_tokens),
+                (Constraint::Fill(1), draw_log),
+            ],
+        );
     }
 }
 

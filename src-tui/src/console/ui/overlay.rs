@@ -4,7 +4,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
@@ -12,6 +12,7 @@ use super::Theme;
 use crate::console::app::{App, Overlay, Stage, op_words};
 use crate::console::forecast::NoForecast;
 use crate::console::keys::BINDINGS;
+use crate::console::line::LineEditor;
 use crate::console::slash::{COMMANDS, FAULTS};
 
 /// Draws whichever overlay is open.
@@ -149,13 +150,13 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
             error,
             sent,
         } => {
-            let label = "args (JSON): ";
-            let (shown, col) = editor.view(inner_width.saturating_sub(label.len() + 1));
-            cursor = Some((label.len() + col, lines.len()));
-            lines.push(Line::from(vec![
-                Span::styled(label, theme.warn()),
-                Span::raw(shown),
-            ]));
+            cursor = Some(field(
+                &mut lines,
+                "args (JSON): ",
+                editor,
+                inner_width,
+                theme.warn(),
+            ));
             if let Some(e) = error {
                 lines.push(Line::styled(format!("refused: {e}"), theme.bad()));
             } else if *sent {
@@ -167,13 +168,13 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
             lines.push(Line::styled("Enter send · Esc back", theme.dim()));
         }
         Stage::Reject { editor } => {
-            let label = "reason: ";
-            let (shown, col) = editor.view(inner_width.saturating_sub(label.len() + 1));
-            cursor = Some((label.len() + col, lines.len()));
-            lines.push(Line::from(vec![
-                Span::styled(label, theme.bad()),
-                Span::raw(shown),
-            ]));
+            cursor = Some(field(
+                &mut lines,
+                "reason: ",
+                editor,
+                inner_width,
+                theme.bad(),
+            ));
             lines.push(Line::styled("Enter reject · Esc back", theme.dim()));
         }
         Stage::Sent(what) => lines.push(Line::styled(
@@ -192,6 +193,23 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     {
         frame.set_cursor_position((inner.x + x as u16, inner.y + y as u16));
     }
+}
+
+/// Adds a labelled text field to `lines`; returns where its cursor goes
+/// (column, line) inside the prompt.
+fn field(
+    lines: &mut Vec<Line<'static>>,
+    label: &'static str,
+    editor: &LineEditor,
+    width: usize,
+    style: Style,
+) -> (usize, usize) {
+    let (shown, col) = editor.view(width.saturating_sub(label.len() + 1));
+    lines.push(Line::from(vec![
+        Span::styled(label, style),
+        Span::raw(shown),
+    ]));
+    (label.len() + col, lines.len() - 1)
 }
 
 fn help(frame: &mut Frame, area: Rect, theme: Theme) {
