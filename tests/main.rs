@@ -1,9 +1,11 @@
 //! End-to-end tests of the `robobrain` binary (the `e2e` test of the
 //! `robobrain-tui` crate): every scenario in `tests/scenarios/`, the demo,
-//! malformed scenario files, and the headless JSONL stream.
+//! malformed scenario files, the headless JSONL stream, and the console in
+//! tmux (`console.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod console;
 mod support;
 
 use std::path::Path;

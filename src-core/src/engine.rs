@@ -200,6 +200,7 @@ impl Engine {
                 zone: t.zone.clone(),
                 distance_to_target: t.distance_to_target,
                 busy: t.busy.clone(),
+                path: t.path.clone(),
             },
             tasks: s.queue.views(),
             running: self.runner.views(),

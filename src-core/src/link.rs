@@ -220,6 +220,9 @@ pub struct Telemetry {
     pub blocked_passages: Vec<String>,
     /// Incidents in the robot's current zone (what its sensors see).
     pub incidents_in_view: Vec<Incident>,
+    /// The running base goal's planned path, start first (empty when idle).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<Point>,
 }
 
 /// A message from the robot to the brain.

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::geometry::{Pose, Twist};
+use crate::geometry::{Point, Pose, Twist};
 use crate::link::{Fault, Incident, NavFeedback};
 
 /// A request from a face to the core.
@@ -378,6 +378,9 @@ pub struct RobotView {
     pub distance_to_target: Option<f64>,
     /// Resources in use.
     pub busy: Vec<String>,
+    /// The running base goal's planned path, start first (empty when idle).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<Point>,
 }
 
 /// Everything a face needs to paint its first frame.

@@ -1,4 +1,6 @@
 //! Command-line arguments and the `demo` and `scenario` subcommands.
+//! With no subcommand, `robobrain` opens the console on a terminal and runs
+//! the demo without one (a pipe, CI).
 //!
 //! Exit codes: 0 when every expectation held, 1 when one failed, 2 when a
 //! file (scenario, world, config) is malformed or the run could not start.
@@ -6,7 +8,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -14,6 +16,8 @@ use robobrain_core::config::Config;
 use robobrain_core::eventlog::{self, EventLog};
 use robobrain_core::protocol::Event;
 use robobrain_core::scenario::{self, Scenario};
+
+use robobrain_tui::{console, session};
 
 use crate::headless;
 use crate::pretty::{Style, Throttle, render};
@@ -48,6 +52,15 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
+    /// The operator console (the default on a terminal).
+    #[command(alias = "console")]
+    Tui {
+        /// Sim seconds per wall second.
+        #[arg(long, value_name = "N", default_value_t = 1.0)]
+        speed: f64,
+        #[arg(long, value_name = "FILE", help = LOG_HELP)]
+        log: Option<PathBuf>,
+    },
     /// A headless patrol printed as a readable, coloured event log.
     Demo {
         /// As fast as possible (no pacing).
@@ -90,10 +103,16 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     let config = load_config(&cli)?;
     match cli.command {
-        None => {
-            eprintln!("the console is not built yet; try `robobrain demo` or `robobrain --help`");
-            Ok(ExitCode::from(2))
-        }
+        None if console::has_terminal() => tui(config, 1.0, None),
+        None => demo(
+            cli.world.as_deref(),
+            cli.seed,
+            &config,
+            false,
+            DEMO_SPEED,
+            None,
+        ),
+        Some(Cmd::Tui { speed, log }) => tui(config, speed, log),
         Some(Cmd::Demo { fast, speed, log }) => {
             demo(cli.world.as_deref(), cli.seed, &config, fast, speed, log)
         }
@@ -107,6 +126,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             scenarios(cli.world.as_deref(), cli.seed, &files, &dir, verbose)
         }
     }
+}
+
+fn tui(config: Config, speed: f64, log: Option<PathBuf>) -> Result<ExitCode> {
+    anyhow::ensure!(
+        console::has_terminal(),
+        "the console needs a terminal; use `robobrain headless` or `robobrain demo` without one"
+    );
+    let options = console::Options {
+        speed,
+        log,
+        color: console::color_allowed(),
+    };
+    console::run(config, &options)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Defaults, then the config file, then the environment, then the flags.
@@ -127,14 +160,6 @@ fn load_config(cli: &Cli) -> Result<Config> {
         config.seed = seed;
     }
     Ok(config)
-}
-
-/// A fresh thread id: `prefix-<unix seconds>`.
-pub fn thread_id(prefix: &str) -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    format!("{prefix}-{secs}")
 }
 
 /// Applies `--world` and `--seed` over a scenario's own.
@@ -211,7 +236,7 @@ fn demo(
     let tid = config
         .thread_id
         .clone()
-        .unwrap_or_else(|| thread_id("demo"));
+        .unwrap_or_else(|| session::fresh_thread_id("demo"));
     s.config.thread_id = Some(tid.clone());
     let engine = scenario::prepare(&s)?;
     let path = log.unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
@@ -333,6 +358,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        let cli = Cli::try_parse_from(["robobrain", "tui", "--speed", "5"]).unwrap();
+        assert!(matches!(cli.command, Some(Cmd::Tui { speed, .. }) if speed == 5.0));
+        let cli = Cli::try_parse_from(["robobrain"]).unwrap();
+        assert!(cli.command.is_none());
         let cli = Cli::try_parse_from(["robobrain", "demo", "--fast"]).unwrap();
         assert!(matches!(cli.command, Some(Cmd::Demo { fast: true, .. })));
         assert!(Cli::try_parse_from(["robobrain", "scenario"]).is_err());

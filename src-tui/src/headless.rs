@@ -14,15 +14,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
-use robobrain_core::eventlog::{self, EventLog};
+use robobrain_core::eventlog::EventLog;
 use robobrain_core::protocol::{Command, Event, Snapshot, TaskStatus};
 use robobrain_core::runtime::{Pace, Runtime};
-use robobrain_core::sim::World;
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{broadcast, mpsc};
-
-use crate::cli::thread_id;
 
 /// Sim seconds of nothing to do, after stdin ends, before the run stops.
 pub const SETTLE_S: f64 = 2.0;
@@ -102,25 +99,16 @@ pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
             "--duration: expected positive sim seconds, found {d}"
         );
     }
-    let mut config = config;
-    let tid = config.thread_id.clone().unwrap_or_else(|| thread_id("run"));
-    config.thread_id = Some(tid.clone());
-    let world = World::resolve(&config.world)?;
-    let engine = Engine::simulated(&config, world)?;
-    let path = args
-        .log
-        .clone()
-        .unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
-    let log = EventLog::create(&path)?;
+    let session = robobrain_tui::session::simulated(config, "run", args.log.as_deref())?;
     if args.fast {
-        return lockstep(engine, args, log);
+        return lockstep(session.engine, args, session.log);
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .enable_io()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(drive(engine, args, log))
+    rt.block_on(drive(session.engine, args, session.log))
 }
 
 /// `--fast`: nobody can answer at machine speed, so stdin is read to its end

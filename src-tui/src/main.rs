@@ -1,5 +1,6 @@
-//! The `robobrain` binary: `demo`, `headless` and `scenario` (the console
-//! comes later). Thin: the work is in `robobrain-core`.
+//! The `robobrain` binary: the console (`tui`, the default on a terminal),
+//! `demo`, `headless` and `scenario`. Thin: the work is in `robobrain-core`
+//! and the console in this crate's library.
 
 mod cli;
 mod headless;

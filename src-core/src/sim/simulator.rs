@@ -231,6 +231,7 @@ impl Sim {
             stalled: self.stalled,
             blocked_passages: self.blocked_passages().map(str::to_string).collect(),
             incidents_in_view,
+            path: self.path().to_vec(),
         }
     }
 

@@ -1,0 +1,132 @@
+//! Console timings (whole-run style, percentiles printed):
+//!
+//! - first frame: world + engine + app built and one 120×40 frame drawn;
+//! - a full 200×60 frame of a busy console (full feeds, a patrol under way);
+//! - one event through `App::update`, and a 25 ms batch at 200 events/s
+//!   followed by its frame, which bounds event → screen latency together
+//!   with the frame period (`console::FRAME`).
+//!
+//! Run: `cargo bench -p robobrain-tui --bench console`.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
+use robobrain_core::link::Fault;
+use robobrain_core::protocol::{Command, Event};
+use robobrain_core::sim::World;
+use robobrain_tui::console::{Action, App, FRAME, ui};
+
+fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99), samples[samples.len() - 1])
+}
+
+fn report(name: &str, samples: Vec<Duration>) {
+    let n = samples.len();
+    let (p50, p99, max) = percentiles(samples);
+    println!("{name:<44} n={n:<6} p50 {p50:>10.2?}  p99 {p99:>10.2?}  max {max:>10.2?}");
+}
+
+/// A console 200 s into a patrol with a blocked door and low battery: every
+/// feed has history, the map has a path.
+fn busy() -> (Engine, App, Vec<Event>) {
+    let config = Config::default();
+    let world = World::resolve(&config.world).unwrap();
+    let mut engine = Engine::simulated(&config, world.clone()).unwrap();
+    let mut app = App::new(world, engine.snapshot(), true);
+    engine.submit(Command::Say {
+        text: "巡逻".into(),
+    });
+    let mut all = Vec::new();
+    let mut out = Vec::new();
+    for i in 0..2000 {
+        if i == 300 {
+            engine.submit(Command::Inject {
+                fault: Fault::Block {
+                    passage: "kitchen_door".into(),
+                },
+            });
+        }
+        if i == 900 {
+            engine.submit(Command::Inject {
+                fault: Fault::SetBattery { pct: 21.0 },
+            });
+        }
+        engine.tick(&mut out);
+        for e in out.drain(..) {
+            all.push(e.clone());
+            app.update(Action::Core(Box::new(e)));
+        }
+        app.update(Action::Snapshot(Box::new(engine.snapshot())));
+    }
+    (engine, app, all)
+}
+
+fn main() {
+    let mut firsts = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        let config = Config::default();
+        let world = World::resolve(&config.world).unwrap();
+        let engine = Engine::simulated(&config, world.clone()).unwrap();
+        let app = App::new(world, engine.snapshot(), true);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        terminal.draw(|f| ui::draw(&app, f)).unwrap();
+        firsts.push(t.elapsed());
+    }
+    report("first frame (engine + app + 120x40 draw)", firsts);
+
+    let (_engine, app, events) = busy();
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let mut frames = Vec::new();
+    for _ in 0..2000 {
+        let t = Instant::now();
+        terminal.draw(|f| ui::draw(&app, f)).unwrap();
+        frames.push(t.elapsed());
+    }
+    report("full frame 200x60, busy", frames);
+
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut small = Vec::new();
+    for _ in 0..2000 {
+        let t = Instant::now();
+        terminal.draw(|f| ui::draw(&app, f)).unwrap();
+        small.push(t.elapsed());
+    }
+    report("full frame 80x24, busy", small);
+
+    // Events replayed into a busy console: the cost of one update, and of
+    // a frame's worth at 200 events/s (5 events per 25 ms frame) plus the draw.
+    let (_engine, mut app, _) = busy();
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let per_frame = (200.0 * FRAME.as_secs_f64()).ceil() as usize;
+    let mut updates = Vec::new();
+    let mut batches = Vec::new();
+    for chunk in events.chunks(per_frame).take(4000) {
+        let t = Instant::now();
+        for e in chunk {
+            let u = Instant::now();
+            app.update(Action::Core(Box::new(e.clone())));
+            updates.push(u.elapsed());
+        }
+        terminal.draw(|f| ui::draw(&app, f)).unwrap();
+        batches.push(t.elapsed());
+    }
+    report("one event through App::update", updates);
+    let (_, p99, _) = percentiles(batches.clone());
+    report(
+        &format!("{per_frame} events + 200x60 frame (200 ev/s)"),
+        batches,
+    );
+    println!(
+        "event → screen at 200 events/s: at most {:?} frame period + {p99:.2?} (p99) = {:.2?}",
+        FRAME,
+        FRAME + p99
+    );
+}

@@ -1,0 +1,1021 @@
+//! The console's state and the one place it changes: [`App::update`] takes an
+//! [`Action`] (a key's meaning, an event from the core, a fresh snapshot) and
+//! returns what the driver must do ([`Effect`]). No IO here; rendering reads
+//! `&App` only (`ui.rs`).
+
+use std::collections::{HashMap, VecDeque};
+
+use robobrain_core::link::NavFeedback;
+use robobrain_core::protocol::{
+    ApprovalStatus, ApprovalView, BrainKind, Command, DecisionType, Event, EventKind, Op,
+    SkillStatus, Snapshot, SpeechTrack, TaskStatus, Verdict,
+};
+use robobrain_core::sim::World;
+use robobrain_core::skills::SkillRegistry;
+use serde_json::Value;
+
+use super::forecast::{Forecast, NoForecast, forecast};
+use super::line::{Edit, LineEditor};
+use super::slash::{self, Input};
+
+/// Lines kept per feed (timeline, log, speech, …); older ones scroll away.
+pub const FEED_CAP: usize = 1000;
+/// Sim seconds of battery history kept for the trend.
+const TREND_WINDOW_S: f64 = 60.0;
+/// Characters of streamed model text kept.
+const TOKEN_CAP: usize = 8000;
+
+/// What a key, an event or a timer means to the console.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// An event from the core.
+    Core(Box<Event>),
+    /// The core's current state.
+    Snapshot(Box<Snapshot>),
+    /// Change the line being edited (input, JSON field or reject reason).
+    Edit(Edit),
+    /// Start typing in the input line (from a panel), with this text.
+    Type(String),
+    /// Enter: send the input line, or submit the open editor.
+    Submit,
+    /// Recall the previous line sent.
+    HistoryPrev,
+    /// Recall the next line sent.
+    HistoryNext,
+    /// Move focus to the next panel.
+    FocusNext,
+    /// Move focus to the previous panel.
+    FocusPrev,
+    /// Scroll the focused panel by this many lines (positive: older).
+    Scroll(i32),
+    /// Scroll the focused panel to its oldest line.
+    ScrollOldest,
+    /// Scroll the focused panel back to its newest line.
+    ScrollNewest,
+    /// Show or hide the key bindings.
+    Help,
+    /// Close whatever is open (help, an editor, the prompt, a question).
+    Escape,
+    /// Emergency stop, from anywhere.
+    EStop,
+    /// Leave, asking first if work is under way.
+    Quit,
+    /// Yes, leave.
+    ConfirmQuit,
+    /// Approve the selected approval as proposed.
+    Approve,
+    /// Open the selected approval's arguments for editing.
+    EditArgs,
+    /// Start rejecting the selected approval (asks for a reason).
+    Reject,
+    /// Select the next pending approval.
+    NextApproval,
+    /// Select the previous pending approval.
+    PrevApproval,
+    /// Show the approval prompt again after it was hidden.
+    ShowApprovals,
+}
+
+/// What the driver must do after an update.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send this command to the core.
+    Send(Command),
+    /// Leave the console.
+    Quit,
+}
+
+/// The panels that take focus, in Tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Focus {
+    /// The input line.
+    Input,
+    /// The ReAct timeline.
+    Timeline,
+    /// The task queue.
+    Tasks,
+    /// Speech lines.
+    Speech,
+    /// Streamed model tokens.
+    Tokens,
+    /// Memory retrievals.
+    Memory,
+    /// The event log.
+    Log,
+}
+
+impl Focus {
+    /// Every focusable panel, in Tab order.
+    pub const ALL: [Focus; 7] = [
+        Focus::Input,
+        Focus::Timeline,
+        Focus::Tasks,
+        Focus::Speech,
+        Focus::Tokens,
+        Focus::Memory,
+        Focus::Log,
+    ];
+
+    fn index(self) -> usize {
+        Self::ALL.iter().position(|f| *f == self).unwrap_or(0)
+    }
+
+    fn step(self, by: isize) -> Self {
+        let n = Self::ALL.len() as isize;
+        Self::ALL[(self.index() as isize + by).rem_euclid(n) as usize]
+    }
+}
+
+/// What is drawn over the panels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    /// Nothing.
+    None,
+    /// The key bindings.
+    Help,
+    /// "Quit while a task runs?"
+    QuitConfirm,
+}
+
+/// Where the approval prompt is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stage {
+    /// Showing what will happen; waiting for approve / edit / reject.
+    View,
+    /// Editing the arguments as JSON; `error` is why the last try was refused.
+    Edit {
+        /// The JSON field.
+        editor: LineEditor,
+        /// Why the last edit was refused (locally or by the kernel's guardrails).
+        error: Option<String>,
+        /// Sent; waiting for the kernel's verdict.
+        sent: bool,
+    },
+    /// Typing the reason for a rejection.
+    Reject {
+        /// The reason field.
+        editor: LineEditor,
+    },
+    /// Approved or rejected; waiting for the kernel to confirm.
+    Sent(&'static str),
+}
+
+/// The approval prompt's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    /// Index into the snapshot's pending approvals.
+    pub selected: usize,
+    /// The approval the stage belongs to.
+    pub approval_id: Option<String>,
+    /// What the prompt is doing.
+    pub stage: Stage,
+    /// Hidden by Esc until a new approval arrives or Ctrl-A.
+    pub hidden: bool,
+}
+
+/// One line of the ReAct timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// An utterance was understood.
+    Heard {
+        /// What was said.
+        utterance: String,
+        /// What it was taken to mean.
+        intent: String,
+        /// Handled by the local parser (no model).
+        local: bool,
+    },
+    /// The brain decided.
+    Decided {
+        /// Task.
+        task_id: String,
+        /// Iteration within the task.
+        iteration: u32,
+        /// Decision type.
+        decision: DecisionType,
+        /// Why.
+        reason: String,
+        /// Which brain.
+        brain: BrainKind,
+    },
+    /// The guardrails judged an op.
+    Judged {
+        /// The op, in words.
+        op: String,
+        /// The verdict.
+        verdict: Verdict,
+        /// Why.
+        reason: String,
+    },
+    /// An approval changed.
+    Approval {
+        /// Approval id.
+        id: String,
+        /// New status.
+        status: ApprovalStatus,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// How loud a log line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Routine.
+    Info,
+    /// Worth a look.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// A line with the sim time it happened at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timed<T> {
+    /// Sim seconds.
+    pub time: f64,
+    /// The line.
+    pub item: T,
+}
+
+/// The latest navigation progress, kept after the goal ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Nav {
+    /// Skill name.
+    pub skill: String,
+    /// Where to (zone or args).
+    pub target: String,
+    /// Progress.
+    pub feedback: NavFeedback,
+    /// Last status.
+    pub status: SkillStatus,
+}
+
+/// The whole console state.
+pub struct App {
+    pub(crate) world: World,
+    registry: Option<SkillRegistry>,
+    pub(crate) snap: Snapshot,
+    pub(crate) color: bool,
+    pub(crate) mode_why: Option<Timed<String>>,
+    pub(crate) activity_why: Option<Timed<String>>,
+    pub(crate) timeline: VecDeque<Timed<Step>>,
+    pub(crate) speech: VecDeque<Timed<(SpeechTrack, String)>>,
+    pub(crate) tokens: String,
+    pub(crate) devices: Vec<(String, String)>,
+    pub(crate) memory: VecDeque<Timed<String>>,
+    pub(crate) log: VecDeque<Timed<(Level, String)>>,
+    pub(crate) battery: VecDeque<(f64, f64)>,
+    pub(crate) nav: Option<Nav>,
+    pub(crate) input: LineEditor,
+    pub(crate) notice: Option<(Level, String)>,
+    history: Vec<String>,
+    history_pos: Option<usize>,
+    pub(crate) focus: Focus,
+    scroll: HashMap<Focus, usize>,
+    pub(crate) overlay: Overlay,
+    pub(crate) prompt: Prompt,
+    pub(crate) forecasts: HashMap<String, Result<Forecast, NoForecast>>,
+    seen_approvals: Vec<String>,
+    pub(crate) estop_sent: bool,
+}
+
+impl App {
+    /// A console for `world`, painting `snapshot` first. `color` is false
+    /// under `NO_COLOR`. Edited arguments are checked against the built-in
+    /// skills' schemas before they are sent (the kernel checks them again).
+    pub fn new(world: World, snapshot: Snapshot, color: bool) -> Self {
+        let mut app = Self {
+            world,
+            registry: SkillRegistry::with_builtins().ok(),
+            snap: Snapshot::default(),
+            color,
+            mode_why: None,
+            activity_why: None,
+            timeline: VecDeque::new(),
+            speech: VecDeque::new(),
+            tokens: String::new(),
+            devices: Vec::new(),
+            memory: VecDeque::new(),
+            log: VecDeque::new(),
+            battery: VecDeque::new(),
+            nav: None,
+            input: LineEditor::default(),
+            notice: None,
+            history: Vec::new(),
+            history_pos: None,
+            focus: Focus::Input,
+            scroll: HashMap::new(),
+            overlay: Overlay::None,
+            prompt: Prompt {
+                selected: 0,
+                approval_id: None,
+                stage: Stage::View,
+                hidden: false,
+            },
+            forecasts: HashMap::new(),
+            seen_approvals: Vec::new(),
+            estop_sent: false,
+        };
+        app.set_snapshot(snapshot);
+        app
+    }
+
+    /// The state the panels paint.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    /// Lines a feed panel is scrolled back from its newest.
+    pub fn scroll_of(&self, focus: Focus) -> usize {
+        self.scroll.get(&focus).copied().unwrap_or(0)
+    }
+
+    /// Whether work is under way that quitting would abandon.
+    pub fn is_busy(&self) -> bool {
+        !self.snap.approvals.is_empty()
+            || !self.snap.running.is_empty()
+            || self.snap.tasks.iter().any(|t| !t.status.is_terminal())
+    }
+
+    /// Whether the approval prompt is on screen.
+    pub fn prompt_open(&self) -> bool {
+        !self.snap.approvals.is_empty() && !self.prompt.hidden && self.overlay == Overlay::None
+    }
+
+    /// The approval the prompt shows.
+    pub fn selected_approval(&self) -> Option<&ApprovalView> {
+        self.snap.approvals.get(
+            self.prompt
+                .selected
+                .min(self.snap.approvals.len().saturating_sub(1)),
+        )
+    }
+
+    /// Whether keys go to a text field (the input line or a prompt editor).
+    pub fn is_typing(&self) -> bool {
+        if self.prompt_open() {
+            matches!(self.prompt.stage, Stage::Edit { .. } | Stage::Reject { .. })
+        } else {
+            self.overlay == Overlay::None && self.focus == Focus::Input
+        }
+    }
+
+    /// Applies one action.
+    pub fn update(&mut self, action: Action) -> Option<Effect> {
+        match action {
+            Action::Core(event) => {
+                self.apply_event(*event);
+                None
+            }
+            Action::Snapshot(snap) => {
+                self.set_snapshot(*snap);
+                None
+            }
+            Action::Edit(edit) => {
+                if let Some(editor) = self.editor_mut() {
+                    editor.apply(edit);
+                }
+                None
+            }
+            Action::Type(text) => {
+                self.focus = Focus::Input;
+                self.input.apply(Edit::Insert(text));
+                None
+            }
+            Action::Submit => self.submit(),
+            Action::HistoryPrev | Action::HistoryNext => {
+                self.recall(action == Action::HistoryPrev);
+                None
+            }
+            Action::FocusNext | Action::FocusPrev => {
+                self.focus = self
+                    .focus
+                    .step(if action == Action::FocusNext { 1 } else { -1 });
+                None
+            }
+            Action::Scroll(by) => {
+                let s = self.scroll.entry(self.focus).or_default();
+                *s = s.saturating_add_signed(by as isize);
+                None
+            }
+            Action::ScrollOldest => {
+                self.scroll.insert(self.focus, usize::MAX / 2);
+                None
+            }
+            Action::ScrollNewest => {
+                self.scroll.insert(self.focus, 0);
+                None
+            }
+            Action::Help => {
+                self.overlay = if self.overlay == Overlay::Help {
+                    Overlay::None
+                } else {
+                    Overlay::Help
+                };
+                None
+            }
+            Action::Escape => {
+                self.escape();
+                None
+            }
+            Action::EStop => {
+                self.estop_sent = true;
+                self.notice = Some((Level::Warn, "E-STOP sent; /resume releases it".into()));
+                Some(Effect::Send(Command::EStop))
+            }
+            Action::Quit => {
+                if self.is_busy() && self.overlay != Overlay::QuitConfirm {
+                    self.overlay = Overlay::QuitConfirm;
+                    None
+                } else {
+                    Some(Effect::Quit)
+                }
+            }
+            Action::ConfirmQuit => Some(Effect::Quit),
+            Action::Approve => self.decide_selected(true),
+            Action::Reject => {
+                if self.selected_approval().is_some() {
+                    self.stage(Stage::Reject {
+                        editor: LineEditor::default(),
+                    });
+                }
+                None
+            }
+            Action::EditArgs => {
+                if let Some(Op::Dispatch { args, .. }) = self.selected_approval().map(|a| &a.op) {
+                    let editor = LineEditor::with_text(&args.to_string());
+                    self.stage(Stage::Edit {
+                        editor,
+                        error: None,
+                        sent: false,
+                    });
+                }
+                None
+            }
+            Action::NextApproval | Action::PrevApproval => {
+                let n = self.snap.approvals.len().max(1);
+                let by = if action == Action::NextApproval {
+                    1
+                } else {
+                    n - 1
+                };
+                self.prompt.selected = (self.prompt.selected + by) % n;
+                self.prompt.stage = Stage::View;
+                self.prompt.approval_id = self.selected_approval().map(|a| a.approval_id.clone());
+                None
+            }
+            Action::ShowApprovals => {
+                self.prompt.hidden = false;
+                if self.snap.approvals.is_empty() {
+                    self.notice = Some((Level::Info, "no approval is waiting".into()));
+                }
+                None
+            }
+        }
+    }
+
+    fn editor_mut(&mut self) -> Option<&mut LineEditor> {
+        if self.prompt_open() {
+            match &mut self.prompt.stage {
+                Stage::Edit { editor, sent, .. } => {
+                    *sent = false;
+                    Some(editor)
+                }
+                Stage::Reject { editor } => Some(editor),
+                Stage::View | Stage::Sent(_) => None,
+            }
+        } else {
+            self.history_pos = None;
+            Some(&mut self.input)
+        }
+    }
+
+    fn stage(&mut self, stage: Stage) {
+        self.prompt.approval_id = self.selected_approval().map(|a| a.approval_id.clone());
+        self.prompt.stage = stage;
+    }
+
+    fn escape(&mut self) {
+        if self.overlay != Overlay::None {
+            self.overlay = Overlay::None;
+        } else if self.prompt_open() {
+            if matches!(self.prompt.stage, Stage::View | Stage::Sent(_)) {
+                self.prompt.hidden = true;
+                self.notice = Some((
+                    Level::Info,
+                    "approval prompt hidden; Ctrl-A shows it again".into(),
+                ));
+            } else {
+                self.prompt.stage = Stage::View;
+            }
+        } else if self.focus == Focus::Input {
+            self.notice = None;
+            self.focus = Focus::Timeline;
+        } else {
+            self.focus = Focus::Input;
+        }
+    }
+
+    fn submit(&mut self) -> Option<Effect> {
+        if self.prompt_open() {
+            return match self.prompt.stage.clone() {
+                Stage::View => self.decide_selected(true),
+                Stage::Reject { editor } => {
+                    let reason = editor.text().trim().to_string();
+                    let id = self.selected_approval()?.approval_id.clone();
+                    self.prompt.stage = Stage::Sent("rejected");
+                    Some(Effect::Send(Command::Reject {
+                        approval_id: id,
+                        reason,
+                    }))
+                }
+                Stage::Edit { editor, .. } => self.submit_edit(editor.text()),
+                Stage::Sent(_) => None,
+            };
+        }
+        if self.focus != Focus::Input {
+            self.focus = Focus::Input;
+            return None;
+        }
+        let line = self.input.text().to_string();
+        match slash::parse(&line) {
+            Ok(input) => {
+                self.input.take();
+                if !line.trim().is_empty() {
+                    self.history.push(line.trim().to_string());
+                }
+                self.history_pos = None;
+                self.notice = None;
+                match input {
+                    Input::Send(cmd) => {
+                        if cmd == Command::EStop {
+                            return self.update(Action::EStop);
+                        }
+                        if cmd == Command::Resume {
+                            self.estop_sent = false;
+                        }
+                        Some(Effect::Send(cmd))
+                    }
+                    Input::Help => self.update(Action::Help),
+                    Input::Quit => self.update(Action::Quit),
+                    Input::Nothing => None,
+                }
+            }
+            Err(e) => {
+                // The line stays so it can be fixed.
+                self.notice = Some((Level::Error, e.to_string()));
+                None
+            }
+        }
+    }
+
+    fn submit_edit(&mut self, text: &str) -> Option<Effect> {
+        let approval = self.selected_approval()?.clone();
+        let refuse = |app: &mut Self, why: String| {
+            if let Stage::Edit { error, sent, .. } = &mut app.prompt.stage {
+                *error = Some(why);
+                *sent = false;
+            }
+            None
+        };
+        let args: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return refuse(self, format!("not valid JSON: {e}")),
+        };
+        if let (Op::Dispatch { skill, .. }, Some(registry)) = (&approval.op, &self.registry)
+            && registry.spec(skill).is_some()
+            && let Err(e) = registry.check(skill, &args, &self.world)
+        {
+            return refuse(self, e.to_string());
+        }
+        if let Stage::Edit { error, sent, .. } = &mut self.prompt.stage {
+            *error = None;
+            *sent = true;
+        }
+        Some(Effect::Send(Command::Edit {
+            approval_id: approval.approval_id,
+            args,
+        }))
+    }
+
+    fn decide_selected(&mut self, approve: bool) -> Option<Effect> {
+        if !self.prompt_open() {
+            return None;
+        }
+        let id = self.selected_approval()?.approval_id.clone();
+        self.stage(Stage::Sent(if approve { "approved" } else { "rejected" }));
+        Some(Effect::Send(Command::Approve { approval_id: id }))
+    }
+
+    fn recall(&mut self, older: bool) {
+        if self.history.is_empty() {
+            return;
+        }
+        let last = self.history.len() - 1;
+        let pos = match (self.history_pos, older) {
+            (None, true) => Some(last),
+            (Some(p), true) => Some(p.saturating_sub(1)),
+            (Some(p), false) if p < last => Some(p + 1),
+            (None | Some(_), false) => None,
+        };
+        self.history_pos = pos;
+        self.input = pos.map_or_else(LineEditor::default, |p| {
+            LineEditor::with_text(&self.history[p])
+        });
+    }
+
+    fn set_snapshot(&mut self, snap: Snapshot) {
+        if self.battery.back().is_none_or(|(t, _)| snap.time > *t) {
+            self.battery.push_back((snap.time, snap.robot.battery_pct));
+            while self
+                .battery
+                .front()
+                .is_some_and(|(t, _)| snap.time - t > TREND_WINDOW_S)
+            {
+                self.battery.pop_front();
+            }
+        }
+        if let Some(feedback) = snap.running.iter().find_map(|r| {
+            r.feedback
+                .as_ref()
+                .map(|f| (r.skill.clone(), target_of(&r.args), f.clone()))
+        }) {
+            self.nav = Some(Nav {
+                skill: feedback.0,
+                target: feedback.1,
+                feedback: feedback.2,
+                status: SkillStatus::Feedback,
+            });
+        }
+        for a in &snap.approvals {
+            if !self.seen_approvals.contains(&a.approval_id) {
+                self.seen_approvals.push(a.approval_id.clone());
+                self.prompt.hidden = false;
+                self.forecasts
+                    .insert(a.approval_id.clone(), forecast(&self.world, &snap, &a.op));
+            }
+        }
+        self.forecasts
+            .retain(|id, _| snap.approvals.iter().any(|a| &a.approval_id == id));
+        if snap.estop != self.snap.estop {
+            self.estop_sent = snap.estop;
+        }
+        self.snap = snap;
+        // Keep the prompt's stage only while its approval is still pending.
+        let still = self.prompt.approval_id.as_ref().and_then(|id| {
+            self.snap
+                .approvals
+                .iter()
+                .position(|a| &a.approval_id == id)
+        });
+        if let Some(i) = still {
+            self.prompt.selected = i;
+        } else {
+            self.prompt.approval_id = None;
+            self.prompt.stage = Stage::View;
+            self.prompt.selected = self
+                .prompt
+                .selected
+                .min(self.snap.approvals.len().saturating_sub(1));
+        }
+    }
+
+    fn apply_event(&mut self, event: Event) {
+        let time = event.time;
+        match event.kind {
+            EventKind::Snapshot { snapshot } => self.set_snapshot(*snapshot),
+            EventKind::Mode { from, to, reason } => {
+                let why = format!("{} → {}: {reason}", from.as_str(), to.as_str());
+                self.push_log(time, Level::Info, format!("mode {why}"));
+                self.mode_why = Some(Timed { time, item: why });
+            }
+            EventKind::Activity { from, to, reason } => {
+                let why = format!("{} → {}: {reason}", from.as_str(), to.as_str());
+                self.push_log(time, Level::Info, format!("activity {why}"));
+                self.activity_why = Some(Timed { time, item: why });
+            }
+            EventKind::Intent {
+                utterance,
+                intent,
+                processed_locally,
+                ..
+            } => self.push_step(
+                time,
+                Step::Heard {
+                    utterance,
+                    intent,
+                    local: processed_locally,
+                },
+            ),
+            EventKind::Decision {
+                task_id,
+                iteration,
+                decision_type,
+                reason,
+                brain,
+                ..
+            } => self.push_step(
+                time,
+                Step::Decided {
+                    task_id,
+                    iteration,
+                    decision: decision_type,
+                    reason,
+                    brain,
+                },
+            ),
+            EventKind::Guardrail {
+                op,
+                verdict,
+                reason,
+                ..
+            } => self.push_step(
+                time,
+                Step::Judged {
+                    op: op_words(&op),
+                    verdict,
+                    reason,
+                },
+            ),
+            EventKind::Approval {
+                approval_id,
+                status,
+                reason,
+                ..
+            } => {
+                if status == ApprovalStatus::EditRefused
+                    && self.prompt.approval_id.as_deref() == Some(approval_id.as_str())
+                    && let Stage::Edit { error, sent, .. } = &mut self.prompt.stage
+                {
+                    *error = Some(reason.clone());
+                    *sent = false;
+                }
+                self.push_step(
+                    time,
+                    Step::Approval {
+                        id: approval_id,
+                        status,
+                        reason,
+                    },
+                );
+            }
+            EventKind::Speech { text, track } => push_capped(
+                &mut self.speech,
+                Timed {
+                    time,
+                    item: (track, text),
+                },
+            ),
+            EventKind::Task { task, reason } => {
+                let level = match task.status {
+                    TaskStatus::Aborted | TaskStatus::WaitingHuman => Level::Warn,
+                    _ => Level::Info,
+                };
+                self.push_log(
+                    time,
+                    level,
+                    format!(
+                        "task {} {}: {} ({reason})",
+                        task.id,
+                        task.title,
+                        status_words(task.status)
+                    ),
+                );
+            }
+            EventKind::Skill {
+                goal_id,
+                skill,
+                status,
+                args,
+                feedback,
+                error,
+                message,
+            } => self.apply_skill(
+                time,
+                &goal_id,
+                &skill,
+                status,
+                &args,
+                feedback.as_ref(),
+                error.as_deref(),
+                &message,
+            ),
+            EventKind::Telemetry { battery_pct, .. } => {
+                if self.battery.back().is_none_or(|(t, _)| time > *t) {
+                    self.battery.push_back((time, battery_pct));
+                }
+            }
+            EventKind::Fault { fault } => {
+                let text = serde_json::to_value(&fault)
+                    .map_or_else(|_| format!("{fault:?}"), |v| compact_fields(&v, &[]));
+                self.push_log(time, Level::Warn, format!("fault injected: {text}"));
+            }
+            EventKind::Log { level, message } => {
+                let level = if level == "warn" {
+                    Level::Warn
+                } else {
+                    Level::Info
+                };
+                self.push_log(time, level, message);
+            }
+            EventKind::Error { code, message } => {
+                self.notice = Some((Level::Error, format!("{code}: {message}")));
+                self.push_log(time, Level::Error, format!("{code}: {message}"));
+            }
+            EventKind::Update { .. } => {}
+            #[allow(unreachable_patterns)]
+            _ => self.apply_json(&event_json(&event)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn apply_skill(
+        &mut self,
+        time: f64,
+        goal_id: &str,
+        skill: &str,
+        status: SkillStatus,
+        args: &Value,
+        feedback: Option<&NavFeedback>,
+        error: Option<&str>,
+        message: &str,
+    ) {
+        let target = target_of(args);
+        if let Some(f) = feedback.cloned().or_else(|| {
+            self.nav
+                .as_ref()
+                .filter(|n| n.skill == skill)
+                .map(|n| n.feedback.clone())
+        }) && matches!(skill, "navigate_to" | "dock")
+        {
+            self.nav = Some(Nav {
+                skill: skill.to_string(),
+                target: target.clone(),
+                feedback: f,
+                status,
+            });
+        }
+        if status == SkillStatus::Feedback {
+            return;
+        }
+        let (level, what) = match status {
+            SkillStatus::Failed => (
+                Level::Error,
+                format!("failed: {}", error.unwrap_or("error")),
+            ),
+            SkillStatus::Cancelled => (Level::Warn, "cancelled".to_string()),
+            SkillStatus::Succeeded => (Level::Info, "succeeded".to_string()),
+            SkillStatus::Dispatched | SkillStatus::Feedback => {
+                (Level::Info, "dispatched".to_string())
+            }
+        };
+        let detail = if message.is_empty() {
+            String::new()
+        } else {
+            format!(" — {message}")
+        };
+        self.push_log(
+            time,
+            level,
+            format!("skill {skill} {target} [{goal_id}] {what}{detail}"),
+        );
+    }
+
+    /// Event kinds this console does not know by type, read from their JSON:
+    /// model tokens, devices, memory, and anything newer, shown generically.
+    pub(crate) fn apply_json(&mut self, v: &Value) {
+        let time = v
+            .get("time")
+            .and_then(Value::as_f64)
+            .unwrap_or(self.snap.time);
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("event");
+        let text = ["text", "delta", "token"]
+            .iter()
+            .find_map(|k| v.get(*k).and_then(Value::as_str));
+        match kind {
+            "token" => {
+                if let Some(t) = text {
+                    self.tokens.push_str(t);
+                    if self.tokens.len() > TOKEN_CAP {
+                        let cut = self.tokens.len() - TOKEN_CAP;
+                        let at = (cut..self.tokens.len())
+                            .find(|i| self.tokens.is_char_boundary(*i))
+                            .unwrap_or(0);
+                        self.tokens.replace_range(..at, "");
+                    }
+                }
+            }
+            "device" => {
+                let id = ["device_id", "id", "name"]
+                    .iter()
+                    .find_map(|k| v.get(*k).and_then(Value::as_str))
+                    .unwrap_or("?")
+                    .to_string();
+                let line = compact_fields(v, &["device_id", "id"]);
+                match self.devices.iter_mut().find(|(d, _)| *d == id) {
+                    Some(slot) => slot.1 = line,
+                    None => self.devices.push((id, line)),
+                }
+            }
+            "memory" => push_capped(
+                &mut self.memory,
+                Timed {
+                    time,
+                    item: compact_fields(v, &[]),
+                },
+            ),
+            _ => self.push_log(
+                time,
+                Level::Info,
+                format!("{kind}: {}", compact_fields(v, &[])),
+            ),
+        }
+    }
+
+    fn push_step(&mut self, time: f64, step: Step) {
+        push_capped(&mut self.timeline, Timed { time, item: step });
+    }
+
+    fn push_log(&mut self, time: f64, level: Level, text: String) {
+        push_capped(
+            &mut self.log,
+            Timed {
+                time,
+                item: (level, text),
+            },
+        );
+    }
+
+    /// Battery change, percent per sim minute, over the recent window.
+    pub fn battery_trend(&self) -> Option<f64> {
+        let (t0, p0) = *self.battery.front()?;
+        let (t1, p1) = *self.battery.back()?;
+        (t1 - t0 >= 2.0).then(|| (p1 - p0) / (t1 - t0) * 60.0)
+    }
+}
+
+fn push_capped<T>(feed: &mut VecDeque<T>, item: T) {
+    if feed.len() >= FEED_CAP {
+        feed.pop_front();
+    }
+    feed.push_back(item);
+}
+
+/// An event's JSON without its envelope.
+fn event_json(event: &Event) -> Value {
+    event.to_json()
+}
+
+/// `key=value` pairs of an event's own fields, envelope left out.
+fn compact_fields(v: &Value, skip: &[&str]) -> String {
+    const ENVELOPE: [&str; 6] = ["seq", "time", "wall_ms", "thread_id", "step", "kind"];
+    let Some(map) = v.as_object() else {
+        return v.to_string();
+    };
+    map.iter()
+        .filter(|(k, _)| !ENVELOPE.contains(&k.as_str()) && !skip.contains(&k.as_str()))
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Where a skill goes, in words (`kitchen`, or its args).
+pub fn target_of(args: &Value) -> String {
+    args.get("zone")
+        .and_then(Value::as_str)
+        .map_or_else(|| compact_fields(args, &[]), str::to_string)
+}
+
+/// An op in words: `navigate_to kitchen`, `cancel g3`, `wait 3 s`.
+pub fn op_words(op: &Op) -> String {
+    match op {
+        Op::Dispatch { skill, args } => {
+            let t = target_of(args);
+            if t.is_empty() {
+                skill.clone()
+            } else {
+                format!("{skill} {t}")
+            }
+        }
+        Op::Cancel { goal_id } => format!("cancel {goal_id}"),
+        Op::Wait { seconds } => format!("wait {seconds:.0} s"),
+    }
+}
+
+/// A task status in words.
+pub fn status_words(s: TaskStatus) -> &'static str {
+    match s {
+        TaskStatus::Queued => "queued",
+        TaskStatus::Running => "running",
+        TaskStatus::Preempted => "preempted",
+        TaskStatus::Paused => "paused",
+        TaskStatus::WaitingHuman => "waiting for you",
+        TaskStatus::Succeeded => "succeeded",
+        TaskStatus::Aborted => "aborted",
+        TaskStatus::Cancelled => "cancelled",
+    }
+}

@@ -1,0 +1,197 @@
+//! What the input line means: an utterance, or a `/command`. Pure: text in,
+//! [`Input`] out, with a specific error for a command it cannot read.
+
+use robobrain_core::link::Fault;
+use robobrain_core::protocol::Command;
+use thiserror::Error;
+
+/// What a submitted line asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// Send this to the core.
+    Send(Command),
+    /// Show the key bindings.
+    Help,
+    /// Leave the console (asks first when a task is running).
+    Quit,
+    /// Nothing (a blank line).
+    Nothing,
+}
+
+/// Why a `/command` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SlashError {
+    /// Not a command the console knows.
+    #[error("unknown command `/{0}`; type /help for the list")]
+    Unknown(String),
+    /// A command with the wrong arguments.
+    #[error("usage: {0}")]
+    Usage(&'static str),
+    /// A number that is not one.
+    #[error("`{value}` is not a {what}")]
+    Number {
+        /// What was given.
+        value: String,
+        /// What was expected.
+        what: &'static str,
+    },
+}
+
+/// The `/commands`, for the help screen: (usage, what it does).
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("/estop", "emergency stop (also F12 or Ctrl-X)"),
+    ("/pause", "pause the active task"),
+    ("/resume", "resume, release an E-stop, retry a stuck task"),
+    ("/stop", "cancel the active task"),
+    ("/patrol [ROUTE]", "patrol a route of the world"),
+    ("/inject FAULT", "simulator fault, see below"),
+    ("/help", "this screen"),
+    ("/quit", "leave (asks while a task runs)"),
+];
+
+/// The faults `/inject` understands, for the help screen.
+pub const FAULTS: &str = "block PASSAGE · unblock PASSAGE · battery PCT · stall · unstall · incident ZONE KIND · clear ZONE · or the fault as JSON";
+
+const INJECT_USAGE: &str = "/inject block PASSAGE | unblock PASSAGE | battery PCT | stall | unstall | incident ZONE KIND | clear ZONE | {\"fault\":…}";
+
+/// Reads a submitted line.
+pub fn parse(line: &str) -> Result<Input, SlashError> {
+    let text = line.trim();
+    let Some(rest) = text.strip_prefix('/') else {
+        return Ok(if text.is_empty() {
+            Input::Nothing
+        } else {
+            Input::Send(Command::Say { text: text.into() })
+        });
+    };
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let args = args.trim();
+    let plain = |cmd: Command, usage: &'static str| {
+        if args.is_empty() {
+            Ok(Input::Send(cmd))
+        } else {
+            Err(SlashError::Usage(usage))
+        }
+    };
+    match name.to_lowercase().as_str() {
+        "estop" | "e-stop" => plain(Command::EStop, "/estop"),
+        "pause" => plain(Command::Pause, "/pause"),
+        "resume" => plain(Command::Resume, "/resume"),
+        "stop" => plain(Command::Stop, "/stop"),
+        "patrol" => Ok(Input::Send(Command::StartPatrol {
+            route: (!args.is_empty()).then(|| args.to_string()),
+        })),
+        "inject" => parse_fault(args).map(|fault| Input::Send(Command::Inject { fault })),
+        "help" | "?" => Ok(Input::Help),
+        "quit" | "q" | "exit" => Ok(Input::Quit),
+        other => Err(SlashError::Unknown(other.to_string())),
+    }
+}
+
+fn parse_fault(args: &str) -> Result<Fault, SlashError> {
+    if args.starts_with('{') {
+        return serde_json::from_str(args).map_err(|_| SlashError::Usage(INJECT_USAGE));
+    }
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let fault = match words.as_slice() {
+        ["block", p] => Fault::Block {
+            passage: (*p).into(),
+        },
+        ["unblock", p] => Fault::Unblock {
+            passage: (*p).into(),
+        },
+        ["battery", pct] => Fault::SetBattery {
+            pct: pct
+                .trim_end_matches('%')
+                .parse()
+                .ok()
+                .filter(|p: &f64| (0.0..=100.0).contains(p))
+                .ok_or_else(|| SlashError::Number {
+                    value: (*pct).into(),
+                    what: "battery percentage (0–100)",
+                })?,
+        },
+        ["stall"] => Fault::Stall,
+        ["unstall"] => Fault::Unstall,
+        ["incident", zone, kind] => Fault::Incident {
+            zone: (*zone).into(),
+            kind: (*kind).into(),
+        },
+        ["clear", zone] => Fault::ClearIncident {
+            zone: (*zone).into(),
+        },
+        _ => return Err(SlashError::Usage(INJECT_USAGE)),
+    };
+    Ok(fault)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utterances_and_commands_are_told_apart() {
+        assert_eq!(
+            parse(" 去厨房 ").unwrap(),
+            Input::Send(Command::Say {
+                text: "去厨房".into()
+            })
+        );
+        assert_eq!(parse("").unwrap(), Input::Nothing);
+        assert_eq!(parse("/estop").unwrap(), Input::Send(Command::EStop));
+        assert_eq!(parse("/Pause").unwrap(), Input::Send(Command::Pause));
+        assert_eq!(
+            parse("/patrol default").unwrap(),
+            Input::Send(Command::StartPatrol {
+                route: Some("default".into())
+            })
+        );
+        assert_eq!(parse("/help").unwrap(), Input::Help);
+        assert_eq!(parse("/quit").unwrap(), Input::Quit);
+    }
+
+    #[test]
+    fn faults_read_in_words_or_json() {
+        let inject = |s: &str| match parse(s).unwrap() {
+            Input::Send(Command::Inject { fault }) => fault,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            inject("/inject block kitchen_door"),
+            Fault::Block {
+                passage: "kitchen_door".into()
+            }
+        );
+        assert_eq!(
+            inject("/inject battery 15%"),
+            Fault::SetBattery { pct: 15.0 }
+        );
+        assert_eq!(
+            inject("/inject incident kitchen smoke"),
+            Fault::Incident {
+                zone: "kitchen".into(),
+                kind: "smoke".into()
+            }
+        );
+        assert_eq!(inject(r#"/inject {"fault":"stall"}"#), Fault::Stall);
+    }
+
+    #[test]
+    fn bad_commands_say_what_was_expected() {
+        assert_eq!(
+            parse("/fly").unwrap_err().to_string(),
+            "unknown command `/fly`; type /help for the list"
+        );
+        assert_eq!(
+            parse("/inject battery lots").unwrap_err().to_string(),
+            "`lots` is not a battery percentage (0–100)"
+        );
+        assert!(
+            parse("/inject wobble")
+                .unwrap_err()
+                .to_string()
+                .starts_with("usage: /inject block PASSAGE")
+        );
+        assert_eq!(parse("/stop now").unwrap_err().to_string(), "usage: /stop");
+    }
+}

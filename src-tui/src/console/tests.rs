@@ -1,0 +1,387 @@
+//! The console's screens, state by state, as insta snapshots of ratatui's
+//! `TestBackend`. The engine runs in lockstep (no clock, no terminal), its
+//! events and snapshots go through `App::update` exactly as the driver
+//! sends them, and commands the app asks for go back to the engine.
+//! Sim times and goal ids are filtered so a retuned core does not churn them.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
+use robobrain_core::protocol::{
+    Activity, ApprovalStatus, Command, DecisionType, Event, EventKind, Mode,
+};
+use robobrain_core::sim::World;
+use robobrain_core::skills::Risk;
+
+use super::app::{Action, App, Effect, Stage};
+use super::{keys, ui};
+
+struct Harness {
+    engine: Engine,
+    app: App,
+    sent: Vec<Command>,
+}
+
+impl Harness {
+    fn new(config: &Config) -> Self {
+        let mut config = config.clone();
+        config.thread_id = Some("console-test".into());
+        let world = World::resolve(&config.world).unwrap();
+        let engine = Engine::simulated(&config, world.clone()).unwrap();
+        let app = App::new(world, engine.snapshot(), true);
+        Self {
+            engine,
+            app,
+            sent: Vec::new(),
+        }
+    }
+
+    fn default() -> Self {
+        Self::new(&Config::default())
+    }
+
+    /// Sends a command as the console would (through `App::update`'s effect).
+    fn send(&mut self, cmd: Command) {
+        self.sent.push(cmd.clone());
+        self.engine.submit(cmd);
+    }
+
+    fn act(&mut self, action: Action) {
+        match self.app.update(action) {
+            Some(Effect::Send(cmd)) => self.send(cmd),
+            Some(Effect::Quit) | None => {}
+        }
+    }
+
+    fn press(&mut self, code: KeyCode) {
+        if let Some(a) = keys::action(&self.app, KeyEvent::new(code, KeyModifiers::NONE)) {
+            self.act(a);
+        }
+    }
+
+    fn type_line(&mut self, text: &str) {
+        for c in text.chars() {
+            self.press(KeyCode::Char(c));
+        }
+        self.press(KeyCode::Enter);
+    }
+
+    /// Ticks until `stop` matches an event (true) or `seconds` pass (false).
+    fn run_until(&mut self, seconds: f64, stop: impl Fn(&Event) -> bool) -> bool {
+        let end = self.engine.time() + seconds;
+        let mut out = Vec::new();
+        while self.engine.time() < end {
+            self.engine.tick(&mut out);
+            let hit = out.iter().any(&stop);
+            for e in out.drain(..) {
+                self.act(Action::Core(Box::new(e)));
+            }
+            self.act(Action::Snapshot(Box::new(self.engine.snapshot())));
+            if hit {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn run_for(&mut self, seconds: f64) {
+        self.run_until(seconds, |_| false);
+    }
+
+    fn screen(&self, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|f| ui::draw(&self.app, f)).unwrap();
+        terminal.backend().to_string()
+    }
+}
+
+/// Snapshots a screen with sim times, decimals and goal ids filtered.
+macro_rules! screen {
+    ($name:literal, $screen:expr) => {
+        insta::with_settings!({
+            filters => vec![
+                (r"\bg\d+\.\d+\b", "[goal]"),
+                (r"\d+\.\d+", "#.#"),
+            ],
+            prepend_module_to_snapshot => false,
+        }, {
+            insta::assert_snapshot!($name, $screen);
+        });
+    };
+}
+
+fn is_decision(e: &Event, d: DecisionType) -> bool {
+    matches!(&e.kind, EventKind::Decision { decision_type, .. } if *decision_type == d)
+}
+
+fn approvals_needed_for_moves() -> Config {
+    let mut config = Config::default();
+    config.policy.approve_risks = vec![Risk::LowWrite, Risk::HighWrite];
+    config
+}
+
+#[test]
+fn idle_at_the_smallest_supported_size() {
+    let mut h = Harness::default();
+    h.run_for(1.0);
+    let s = h.screen(80, 24);
+    assert!(s.contains("mode IDLE"), "{s}");
+    assert!(s.contains('→'), "the robot is on the map:\n{s}");
+    screen!("idle_80x24", s);
+}
+
+#[test]
+fn navigating_shows_the_path_the_eta_and_the_decisions() {
+    let mut h = Harness::default();
+    h.type_line("去厨房");
+    assert_eq!(
+        h.sent,
+        vec![Command::Say {
+            text: "去厨房".into()
+        }]
+    );
+    h.run_for(6.0);
+    let s = h.screen(120, 40);
+    assert!(s.contains("mode EXEC"), "{s}");
+    assert!(s.contains("navigate_to kitchen"), "{s}");
+    assert!(s.contains('·'), "the planned path is drawn:\n{s}");
+    assert!(s.contains("“去厨房” → goto"), "{s}");
+    screen!("navigating_120x40", s);
+}
+
+#[test]
+fn a_blocked_door_shows_the_replan() {
+    let mut h = Harness::default();
+    h.type_line("go to the kitchen");
+    h.run_for(2.5);
+    h.type_line("/inject block kitchen_door");
+    assert!(h.run_until(120.0, |e| is_decision(e, DecisionType::Replan)));
+    h.run_for(1.0);
+    let s = h.screen(120, 40);
+    assert!(s.contains("REPLAN"), "{s}");
+    assert!(s.contains('X'), "the blocked door is marked:\n{s}");
+    screen!("blocked_replan_120x40", s);
+}
+
+#[test]
+fn low_battery_preempts_to_charge() {
+    let mut h = Harness::default();
+    h.type_line("/inject battery 23");
+    h.type_line("巡逻");
+    assert!(h.run_until(600.0, |e| matches!(
+        &e.kind,
+        EventKind::Mode {
+            to: Mode::Charge,
+            ..
+        }
+    )));
+    h.run_for(3.0);
+    let s = h.screen(120, 40);
+    assert!(s.contains("mode CHARGE"), "{s}");
+    assert!(s.contains("preempted"), "{s}");
+    screen!("charge_preemption_120x40", s);
+}
+
+fn pending_approval() -> Harness {
+    let mut h = Harness::new(&approvals_needed_for_moves());
+    h.type_line("去厨房");
+    assert!(h.run_until(30.0, |e| matches!(
+        &e.kind,
+        EventKind::Approval {
+            status: ApprovalStatus::Requested,
+            ..
+        }
+    )));
+    h
+}
+
+#[test]
+fn an_approval_shows_what_will_happen() {
+    let h = pending_approval();
+    let s = h.screen(100, 30);
+    for want in [
+        "Approval 1 of 1",
+        "navigate_to kitchen",
+        "risk low_write",
+        "route: living_room",
+        "ETA",
+        "on arrival",
+        "[a] approve",
+    ] {
+        assert!(s.contains(want), "no {want:?} in\n{s}");
+    }
+    screen!("approval_pending_100x30", s);
+}
+
+#[test]
+fn approving_sends_the_command_and_the_task_finishes() {
+    let mut h = pending_approval();
+    h.press(KeyCode::Char('a'));
+    assert!(matches!(h.sent.last(), Some(Command::Approve { approval_id }) if approval_id == "a1"));
+    assert!(h.run_until(120.0, |e| is_decision(e, DecisionType::Finish)));
+    h.run_for(1.0);
+    assert!(!h.app.prompt_open());
+    assert_eq!(h.app.snapshot().robot.zone.as_deref(), Some("kitchen"));
+}
+
+#[test]
+fn a_refused_edit_keeps_the_prompt_with_the_error_inline() {
+    let mut h = pending_approval();
+    h.press(KeyCode::Char('e'));
+    // Clear the proposed args and type arguments that break the schema.
+    for _ in 0..40 {
+        h.press(KeyCode::Backspace);
+    }
+    h.type_line(r#"{"zone": 5}"#);
+    let s = h.screen(100, 30);
+    assert!(s.contains("refused: invalid args for `navigate_to`"), "{s}");
+    assert!(
+        !h.sent.iter().any(|c| matches!(c, Command::Edit { .. })),
+        "a locally refused edit is not sent"
+    );
+    screen!("edit_refused_100x30", s);
+    // An edit the kernel's guardrails refuse is shown the same way.
+    h.send(Command::Edit {
+        approval_id: "a1".into(),
+        args: serde_json::json!({"zone": "moon"}),
+    });
+    h.run_for(0.3);
+    match &h.app.prompt.stage {
+        Stage::Edit { error: Some(e), .. } => assert!(e.contains("moon"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(h.app.prompt_open());
+}
+
+#[test]
+fn several_approvals_queue_visibly_and_rejecting_asks_a_reason() {
+    let mut h = pending_approval();
+    // The kernel holds one op per task; a second task's approval joins the queue.
+    let mut snap = h.app.snapshot().clone();
+    let mut second = snap.approvals[0].clone();
+    second.approval_id = "a2".into();
+    second.task_id = "t2".into();
+    second.op = robobrain_core::protocol::Op::Dispatch {
+        skill: "navigate_to".into(),
+        args: serde_json::json!({"zone": "bedroom"}),
+    };
+    snap.approvals.push(second);
+    h.act(Action::Snapshot(Box::new(snap)));
+    let s = h.screen(100, 30);
+    assert!(s.contains("Approval 1 of 2"), "{s}");
+    assert!(s.contains("queue:"), "{s}");
+    h.press(KeyCode::Char(']'));
+    assert!(
+        h.screen(100, 30)
+            .contains("Approval 2 of 2 · a2 for task t2")
+    );
+    h.press(KeyCode::Char('r'));
+    h.type_line("not now");
+    assert_eq!(
+        h.sent.last(),
+        Some(&Command::Reject {
+            approval_id: "a2".into(),
+            reason: "not now".into()
+        })
+    );
+}
+
+#[test]
+fn alert_on_a_wide_terminal() {
+    let mut h = Harness::default();
+    h.run_for(0.5);
+    h.type_line("/inject incident living_room smoke");
+    assert!(h.run_until(10.0, |e| matches!(
+        &e.kind,
+        EventKind::Activity {
+            to: Activity::Alert,
+            ..
+        }
+    )));
+    h.run_for(1.0);
+    let s = h.screen(200, 60);
+    assert!(s.contains("ALERT"), "{s}");
+    assert!(s.contains('!'), "the incident is on the map:\n{s}");
+    screen!("alert_200x60", s);
+}
+
+#[test]
+fn help_lists_every_binding_at_80x24() {
+    let mut h = Harness::default();
+    h.press(KeyCode::Char('?'));
+    let s = h.screen(80, 24);
+    for (keys, _, _) in keys::BINDINGS {
+        assert!(s.contains(keys), "{keys} missing from\n{s}");
+    }
+    screen!("help_80x24", s);
+    h.press(KeyCode::Char('x'));
+    assert!(!h.screen(80, 24).contains("any key closes"));
+}
+
+#[test]
+fn estop_key_stops_and_quitting_a_running_task_asks_first() {
+    let mut h = Harness::default();
+    h.type_line("去厨房");
+    h.run_for(3.0);
+    h.press(KeyCode::F(12));
+    assert_eq!(h.sent.last(), Some(&Command::EStop));
+    h.run_for(0.5);
+    assert!(h.app.snapshot().estop);
+    assert!(h.screen(80, 24).contains("E-STOP"));
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.update(Action::Quit), None, "asks first");
+    assert!(h.screen(80, 24).contains("Quit?"));
+    assert_eq!(h.app.update(Action::ConfirmQuit), Some(Effect::Quit));
+}
+
+#[test]
+fn unknown_and_future_event_kinds_render_without_panicking() {
+    let mut h = Harness::default();
+    let ev = Event {
+        seq: 1,
+        time: 1.0,
+        wall_ms: 0,
+        thread_id: "t".into(),
+        step: 1,
+        kind: EventKind::Log {
+            level: "warn".into(),
+            message: "走廊有点暗".into(),
+        },
+    };
+    h.act(Action::Core(Box::new(ev)));
+    for v in [
+        serde_json::json!({"kind": "token", "time": 1.0, "purpose": "decide", "text": "思考中… thinking"}),
+        serde_json::json!({"kind": "device", "time": 1.0, "device_id": "lamp1", "state": "on"}),
+        serde_json::json!({"kind": "memory", "time": 1.0, "query": "kitchen", "why": "last room"}),
+        serde_json::json!({"kind": "quantum", "time": 1.0, "spin": "up"}),
+    ] {
+        h.app.apply_json(&v);
+    }
+    for (w, hgt) in [(80, 24), (120, 40), (200, 60), (20, 5), (1, 1)] {
+        let s = h.screen(w, hgt);
+        if w >= 120 {
+            assert!(s.contains("thinking"), "{s}");
+        }
+        if w >= 200 {
+            assert!(s.contains("lamp1"), "{s}");
+            assert!(s.contains("quantum: spin=up"), "{s}");
+        }
+    }
+}
+
+#[test]
+fn no_color_draws_no_colours() {
+    let mut h = Harness::default();
+    h.app.color = false;
+    h.run_for(1.0);
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    terminal.draw(|f| ui::draw(&h.app, f)).unwrap();
+    let buf = terminal.backend().buffer();
+    assert!(
+        buf.content()
+            .iter()
+            .all(|c| c.fg == ratatui::style::Color::Reset && c.bg == ratatui::style::Color::Reset)
+    );
+}
