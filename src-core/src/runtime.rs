@@ -64,6 +64,8 @@ const COMMAND_BUFFER: usize = 256;
 enum Input {
     Command(Command),
     Tick,
+    /// The brain has news (a streamed token, a decision) between ticks.
+    Brain,
     Closed,
     Cancelled,
 }
@@ -146,18 +148,24 @@ async fn drive(
         i
     });
     let mut buf = Vec::new();
+    let waker = engine.brain_waker();
     loop {
         let input = tokio::select! {
             biased;
             () = cancel.cancelled() => Input::Cancelled,
             cmd = commands.recv() => cmd.map_or(Input::Closed, Input::Command),
+            () = brain_news(waker.as_deref()) => Input::Brain,
             () = next_tick(interval.as_mut()) => Input::Tick,
         };
         match input {
             Input::Cancelled | Input::Closed | Input::Command(Command::Shutdown) => break,
             Input::Command(cmd) => engine.submit(cmd),
-            Input::Tick => {
-                engine.tick(&mut buf);
+            Input::Tick | Input::Brain => {
+                if matches!(input, Input::Tick) {
+                    engine.tick(&mut buf);
+                } else {
+                    engine.pump(&mut buf);
+                }
                 for event in buf.drain(..) {
                     // No subscriber is not an error: events are also logged.
                     let _ = events.send(event);
@@ -165,6 +173,14 @@ async fn drive(
                 snapshot.send_replace(engine.snapshot());
             }
         }
+    }
+}
+
+/// Resolves when the brain has news; never for a brain without a waker.
+async fn brain_news(waker: Option<&tokio::sync::Notify>) {
+    match waker {
+        Some(n) => n.notified().await,
+        None => std::future::pending().await,
     }
 }
 
