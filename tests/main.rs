@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod llm;
 mod support;
 
 use std::path::Path;
@@ -63,6 +64,7 @@ scenario_tests! {
     scenario_07_iteration_cap => "07_iteration_cap.toml",
     scenario_08_repeated_failure => "08_repeated_failure.toml",
     scenario_09_no_progress => "09_no_progress.toml",
+    scenario_10_llm_blocked_replan => "10_llm_blocked_replan.toml",
 }
 
 #[test]

@@ -10,8 +10,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use robobrain_core::brain;
 use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::{self, EventLog};
+use robobrain_core::llm::{mock_script, mock_server::MockServer};
 use robobrain_core::protocol::Event;
 use robobrain_core::scenario::{self, Scenario};
 
@@ -73,6 +76,16 @@ pub enum Cmd {
         #[arg(long)]
         verbose: bool,
     },
+    /// A local OpenAI-compatible chat endpoint that plays a script (replies,
+    /// recorded streams, faults): for tests, benchmarks and offline demos.
+    MockLlm {
+        /// The script (docs/providers.md describes the format).
+        #[arg(long, value_name = "FILE")]
+        script: PathBuf,
+        /// Address to listen on.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+        listen: String,
+    },
 }
 
 /// Parses the arguments, runs, and turns the outcome into an exit code.
@@ -106,7 +119,31 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let dir = log_dir.unwrap_or_else(|| config.runs_dir.clone());
             scenarios(cli.world.as_deref(), cli.seed, &files, &dir, verbose)
         }
+        Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
     }
+}
+
+/// Gives `engine` the brain the configuration asks for (the model brain when
+/// an endpoint is configured, else the rule brain) and logs which, and why.
+pub fn use_configured_brain(engine: &mut Engine, config: &Config) -> Result<()> {
+    let (brain, why) = brain::from_config(config).context("the model brain")?;
+    engine.set_brain(brain);
+    engine.log("info", &why);
+    Ok(())
+}
+
+fn mock_llm(script: &Path, listen: &str) -> Result<ExitCode> {
+    let script = mock_script::load(script)?;
+    let replies = script.replies.len();
+    let server = MockServer::start(script, listen)?;
+    println!(
+        "mock-llm: {replies} scripted repl{} at {} (OPENAI_BASE_URL={}); Ctrl-C stops",
+        if replies == 1 { "y" } else { "ies" },
+        server.addr(),
+        server.base_url()
+    );
+    server.wait();
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Defaults, then the config file, then the environment, then the flags.
@@ -213,7 +250,10 @@ fn demo(
         .clone()
         .unwrap_or_else(|| thread_id("demo"));
     s.config.thread_id = Some(tid.clone());
-    let engine = scenario::prepare(&s)?;
+    let mut engine = scenario::prepare(&s)?;
+    if s.brain == scenario::BrainChoice::Rule {
+        use_configured_brain(&mut engine, config)?;
+    }
     let path = log.unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
     let style = Style::detect();
     println!(

@@ -106,7 +106,8 @@ pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
     let tid = config.thread_id.clone().unwrap_or_else(|| thread_id("run"));
     config.thread_id = Some(tid.clone());
     let world = World::resolve(&config.world)?;
-    let engine = Engine::simulated(&config, world)?;
+    let mut engine = Engine::simulated(&config, world)?;
+    crate::cli::use_configured_brain(&mut engine, &config)?;
     let path = args
         .log
         .clone()
