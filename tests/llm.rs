@@ -75,6 +75,15 @@ fn first_decision(events: &[Value]) -> &Value {
     of_kind(events, "decision")[0]
 }
 
+/// Asserts some `log` event's message contains `needle`.
+fn assert_logged(events: &[Value], needle: &str) {
+    let all = logs(events);
+    assert!(
+        all.iter().any(|m| m.contains(needle)),
+        "no log contains {needle:?}: {all:?}"
+    );
+}
+
 fn logs(events: &[Value]) -> Vec<String> {
     of_kind(events, "log")
         .iter()
@@ -87,26 +96,26 @@ const GOOD: &str = r#"
 decision = { type = "CONTINUE", reason = "model: go", ops = [{ op = "dispatch", skill = "navigate_to", args = { zone = "kitchen" } }] }
 "#;
 
+/// Plays `before`, then a good decision, for "go to the kitchen" (5 sim s).
+fn then_good(name: &str, before: &str) -> (MockServer, Vec<Value>) {
+    let (server, dir) = mock(name, &format!("{before}\n{GOOD}"));
+    let events = run(&server, &dir, "去厨房", "", 5.0);
+    (server, events)
+}
+
 #[test]
 fn a_rate_limit_is_retried_after_retry_after_and_the_model_decides() {
-    let (server, dir) = mock(
+    let (_server, events) = then_good(
         "llm-429",
-        &format!("[[reply]]\nfault = \"rate_limit\"\nretry_after = 0.05\n{GOOD}"),
+        "[[reply]]\nfault = \"rate_limit\"\nretry_after = 0.05\n",
     );
-    let events = run(&server, &dir, "去厨房", "", 5.0);
     let d = first_decision(&events);
     assert_eq!(d["brain"], "model", "{d}");
     assert_eq!(d["reason"], "model: go");
     let call = of_kind(&events, "llm_call")[0];
     assert_eq!(call["outcome"], "ok");
     assert_eq!(call["attempts"], 2);
-    assert!(
-        logs(&events)
-            .iter()
-            .any(|m| m.contains("got 429; retrying in 0.05 s")),
-        "{:?}",
-        logs(&events)
-    );
+    assert_logged(&events, "got 429; retrying in 0.05 s");
 }
 
 #[test]
@@ -125,11 +134,9 @@ fn server_errors_exhaust_the_retries_then_the_rule_brain_decides() {
     let call = of_kind(&events, "llm_call")[0];
     assert_eq!(call["outcome"], "server_error");
     assert_eq!(call["attempts"], 3);
-    assert!(
-        logs(&events).iter().any(|m| m
-            == "model brain failed (server error (500) after 3 attempt(s)): the rule brain decides this one"),
-        "{:?}",
-        logs(&events)
+    assert_logged(
+        &events,
+        "model brain failed (server error (500) after 3 attempt(s)): the rule brain decides this one",
     );
     assert_eq!(
         server.received().len(),
@@ -183,11 +190,10 @@ fault = "cut"
 
 #[test]
 fn invalid_json_gets_one_repair_with_the_validators_message() {
-    let (server, dir) = mock(
+    let (server, events) = then_good(
         "llm-repair",
-        &format!("[[reply]]\ncontent = \"{{\\\"type\\\": \\\"CONTINUE\\\"\"\n{GOOD}"),
+        "[[reply]]\ncontent = \"{\\\"type\\\": \\\"CONTINUE\\\"\"\n",
     );
-    let events = run(&server, &dir, "去厨房", "", 5.0);
     let d = first_decision(&events);
     assert_eq!(d["brain"], "model");
     let calls = of_kind(&events, "llm_call");
@@ -200,11 +206,7 @@ fn invalid_json_gets_one_repair_with_the_validators_message() {
         text.starts_with("Your reply was rejected: the reply is not valid JSON"),
         "{text}"
     );
-    assert!(
-        logs(&events)
-            .iter()
-            .any(|m| m.starts_with("model reply rejected: the reply is not valid JSON"))
-    );
+    assert_logged(&events, "model reply rejected: the reply is not valid JSON");
 }
 
 #[test]
@@ -217,44 +219,31 @@ times = 2
     let (server, dir) = mock("llm-unknown-skill", bad);
     let events = run(&server, &dir, "去厨房", "", 5.0);
     assert_eq!(first_decision(&events)["brain"], "fallback");
-    let l = logs(&events);
-    assert!(
-        l.iter().any(|m| m
-            .starts_with("model reply rejected: ops[0]: unknown skill `fly`; skills: dock, navigate_to, speak, stop_base")),
-        "{l:?}"
+    assert_logged(
+        &events,
+        "model reply rejected: ops[0]: unknown skill `fly`; skills: dock, navigate_to, speak, stop_base",
     );
-    assert!(
-        l.iter()
-            .any(|m| m
-                .contains("the repaired reply was still unusable: ops[0]: unknown skill `fly`")),
-        "{l:?}"
+    assert_logged(
+        &events,
+        "the repaired reply was still unusable: ops[0]: unknown skill `fly`",
     );
 }
 
 #[test]
 fn a_schema_violation_is_repaired() {
-    let (server, dir) = mock(
+    let (_server, events) = then_good(
         "llm-schema",
-        &format!("[[reply]]\ndecision = {{ type = \"JUMP\", reason = \"x\" }}\n{GOOD}"),
+        "[[reply]]\ndecision = { type = \"JUMP\", reason = \"x\" }\n",
     );
-    let events = run(&server, &dir, "去厨房", "", 5.0);
     assert_eq!(first_decision(&events)["brain"], "model");
-    assert!(
-        logs(&events).iter().any(|m| m.contains("at `/type`")),
-        "{:?}",
-        logs(&events)
-    );
+    assert_logged(&events, "at `/type`");
     let bad_args = format!(
         "[[reply]]\ndecision = {{ type = \"CONTINUE\", reason = \"x\", ops = [{{ op = \"dispatch\", skill = \"navigate_to\", args = {{ zone = 3 }} }}] }}\n{GOOD}"
     );
     let (server, dir) = mock("llm-args", &bad_args);
     let events = run(&server, &dir, "去厨房", "", 5.0);
     assert_eq!(first_decision(&events)["brain"], "model");
-    assert!(
-        logs(&events)
-            .iter()
-            .any(|m| m.contains("invalid args for `navigate_to` at `/zone`"))
-    );
+    assert_logged(&events, "invalid args for `navigate_to` at `/zone`");
 }
 
 #[test]
@@ -276,17 +265,15 @@ fn a_model_that_keeps_failing_rests_and_the_rule_brain_decides_meanwhile() {
     // Two calls, then no more: the model rests.
     assert_eq!(of_kind(&events, "llm_call").len(), 2);
     assert_eq!(server.received().len(), 2);
-    assert!(
-        logs(&events)
-            .iter()
-            .any(|m| m.starts_with("the model failed 2 decisions in a row: it rests for 1000 s"))
+    assert_logged(
+        &events,
+        "the model failed 2 decisions in a row: it rests for 1000 s",
     );
 }
 
 #[test]
 fn an_endpoint_without_tools_is_asked_with_a_json_schema() {
-    let (server, dir) = mock("llm-negotiate", &format!("refuse = [\"tools\"]\n{GOOD}"));
-    let events = run(&server, &dir, "去厨房", "", 5.0);
+    let (server, events) = then_good("llm-negotiate", "refuse = [\"tools\"]\n");
     let d = first_decision(&events);
     assert_eq!(d["brain"], "model");
     let calls = of_kind(&events, "llm_call");
@@ -295,11 +282,7 @@ fn an_endpoint_without_tools_is_asked_with_a_json_schema() {
     let received = server.received();
     assert!(received[0].body.get("tools").is_some());
     assert_eq!(received[1].body["response_format"]["type"], "json_schema");
-    assert!(
-        logs(&events)
-            .iter()
-            .any(|m| m.starts_with("the endpoint refused tools"))
-    );
+    assert_logged(&events, "the endpoint refused tools");
 }
 
 #[test]

@@ -127,6 +127,10 @@ impl MockServer {
                         }
                     };
                     let _ = ready_tx.send(Ok(()));
+                    // Chunks leave at once (no Nagle delay), as from a real provider.
+                    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
                     let _ = axum::serve(listener, app)
                         .with_graceful_shutdown(async {
                             let _ = stopped.await;
