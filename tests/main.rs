@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod console;
+mod llm;
 mod support;
 
 use std::path::Path;
@@ -66,6 +67,7 @@ scenario_tests! {
     scenario_08_repeated_failure => "08_repeated_failure.toml",
     scenario_09_no_progress => "09_no_progress.toml",
     scenario_10_unknown_place_asks => "10_unknown_place_asks.toml",
+    scenario_11_llm_blocked_replan => "11_llm_blocked_replan.toml",
 }
 
 #[test]

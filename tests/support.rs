@@ -32,9 +32,19 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 /// Runs `robobrain ARGS…` with `stdin` piped in, colours off.
 pub fn robobrain(args: &[&str], stdin: &str) -> Output {
+    run_with(args, stdin, &[])
+}
+
+/// Runs `robobrain ARGS…` with these environment variables, stdin empty.
+pub fn robobrain_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    run_with(args, "", env)
+}
+
+fn run_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_robobrain"))
         .args(args)
         .current_dir(root())
+        .envs(env.iter().copied())
         .env("NO_COLOR", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -1,9 +1,17 @@
 //! Decision providers behind one trait. [`RuleBrain`] is deterministic,
-//! offline, the embedded default and the fallback for every other brain.
-//! Intent recognition (utterance → intent) lives beside it in [`intent`].
+//! offline, the embedded default and the fallback for every other brain;
+//! [`LlmBrain`] asks an OpenAI-compatible model and falls back to the rule
+//! brain when the model fails; [`ScriptedBrain`] plays decisions a scenario
+//! lists. Intent recognition (utterance → intent) lives beside them in
+//! [`intent`]. [`from_config`] picks the brain a run uses.
 
 pub mod intent;
+pub mod llm;
 pub mod rule;
+pub mod scripted;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use thiserror::Error;
 
@@ -13,7 +21,11 @@ use crate::sim::World;
 use crate::skills::SkillRegistry;
 
 pub use intent::{Intent, parse_intent};
+pub use llm::LlmBrain;
 pub use rule::RuleBrain;
+pub use scripted::ScriptedBrain;
+
+use crate::config::Config;
 
 /// Why a brain could not decide.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -66,4 +78,41 @@ pub trait Brain: Send {
         let _ = (utterance, world, registry);
         None
     }
+
+    /// Moves what the brain has to say outside a decision (model calls made
+    /// for intent recognition, notices) into `events`.
+    fn take_events(&mut self, events: &mut Vec<EventKind>) {
+        let _ = events;
+    }
+
+    /// Notified when a pending decision has news (a token, the answer), so
+    /// an async driver can poll at once rather than at its next tick.
+    fn waker(&self) -> Option<Arc<tokio::sync::Notify>> {
+        None
+    }
+
+    /// Blocks until a pending decision has news or `timeout` passes (for
+    /// lockstep drivers that must not advance time while the brain thinks).
+    fn wait(&mut self, timeout: Duration) {
+        let _ = timeout;
+    }
+}
+
+/// The brain `config` asks for: the model brain when an endpoint is
+/// configured (a base URL or an API key), else the rule brain. The second
+/// value says, in words, which and why (for the console and the log).
+pub fn from_config(config: &Config) -> Result<(Box<dyn Brain>, String), BrainError> {
+    if !config.llm.is_configured() {
+        return Ok((
+            Box::new(RuleBrain::new()),
+            "no model configured (OPENAI_BASE_URL / OPENAI_API_KEY unset): the rule brain decides, offline".into(),
+        ));
+    }
+    let brain = LlmBrain::new(&config.llm)?;
+    let why = format!(
+        "model brain: {} at {} (the rule brain stands in when it fails)",
+        config.llm.decision_model,
+        config.llm.effective_base_url()
+    );
+    Ok((Box::new(brain), why))
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::llm::LlmConfig;
 use crate::skills::spec::Risk;
 use crate::source::SourceError;
 
@@ -93,6 +94,8 @@ pub struct Config {
     pub kernel: KernelConfig,
     /// Approval policy.
     pub policy: PolicyConfig,
+    /// The model brain (`[llm]`).
+    pub llm: LlmConfig,
 }
 
 impl Default for Config {
@@ -105,6 +108,7 @@ impl Default for Config {
             runs_dir: PathBuf::from("runs"),
             kernel: KernelConfig::default(),
             policy: PolicyConfig::default(),
+            llm: LlmConfig::default(),
         }
     }
 }
@@ -152,8 +156,9 @@ impl Config {
         Self::from_toml_str(&text, path)
     }
 
-    /// Applies the environment overrides the seeds name (`PATROL_INTERVAL`,
-    /// `ACTION_TIMEOUT` are read by the skills that use them).
+    /// Applies the environment overrides: `ROBOBRAIN_SEED`, `ROBOBRAIN_WORLD`
+    /// and the model variables the seeds name (`OPENAI_API_KEY`,
+    /// `OPENAI_BASE_URL`, `QWEN_*_MODEL`, `ACTION_TIMEOUT`).
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         if let Some(v) = get("ROBOBRAIN_SEED") {
             self.seed = v.trim().parse().map_err(|_| ConfigError::Env {
@@ -164,6 +169,9 @@ impl Config {
         if let Some(v) = get("ROBOBRAIN_WORLD") {
             self.world = v;
         }
+        self.llm
+            .apply_env(&get)
+            .map_err(|(name, message)| ConfigError::Env { name, message })?;
         Ok(())
     }
 
@@ -222,7 +230,7 @@ impl Config {
                 format!("expected seconds ≥ 0, found {}", k.replan_wait_s),
             );
         }
-        Ok(())
+        self.llm.validate(text, file)
     }
 }
 

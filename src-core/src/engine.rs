@@ -152,6 +152,14 @@ impl Engine {
         self.brain = brain;
     }
 
+    /// Adds a `log` event (for drivers: which brain runs and why, say).
+    pub fn log(&mut self, level: &str, message: &str) {
+        self.emit(EventKind::Log {
+            level: level.to_string(),
+            message: message.to_string(),
+        });
+    }
+
     /// The skill registry, to register more skills.
     pub fn registry_mut(&mut self) -> &mut SkillRegistry {
         &mut self.registry
@@ -178,7 +186,57 @@ impl Engine {
         self.update_world();
         self.arbitrate();
         self.route();
+        self.brain_notes();
         out.append(&mut self.outbox);
+    }
+
+    /// Takes in what a thinking brain has to say (streamed tokens, the
+    /// decision and what follows from it) without advancing time, and
+    /// appends the events to `out`. Drivers call it between ticks when the
+    /// brain's [`Engine::brain_waker`] fires, or in lockstep while
+    /// [`Engine::is_thinking`].
+    pub fn pump(&mut self, out: &mut Vec<Event>) {
+        if let Some(id) = self.deciding_task() {
+            self.poll_brain(&id);
+        }
+        self.brain_notes();
+        out.append(&mut self.outbox);
+    }
+
+    /// Whether the active task waits for its brain's decision.
+    pub fn is_thinking(&self) -> bool {
+        self.deciding_task().is_some()
+    }
+
+    /// Blocks until the brain has news or `timeout` passes (lockstep drivers).
+    pub fn wait_brain(&mut self, timeout: std::time::Duration) {
+        self.brain.wait(timeout);
+    }
+
+    /// Notified when the brain has news, for async drivers (`None` for
+    /// brains that answer at once).
+    pub fn brain_waker(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        self.brain.waker()
+    }
+
+    fn deciding_task(&self) -> Option<String> {
+        if !matches!(self.state.mode, Mode::Exec | Mode::Charge) {
+            return None;
+        }
+        self.state
+            .queue
+            .active()
+            .filter(|t| matches!(t.react.phase, crate::react::Phase::Deciding { .. }))
+            .map(|t| t.id.clone())
+    }
+
+    /// Emits what the brain said outside a decision (model calls for intents, notices).
+    fn brain_notes(&mut self) {
+        let mut notes = Vec::new();
+        self.brain.take_events(&mut notes);
+        for kind in notes {
+            self.emit(kind);
+        }
     }
 
     /// The full current state.

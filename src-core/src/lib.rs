@@ -7,7 +7,8 @@
 //! - [`engine`]: one synchronous tick — kernel K1–K6, then the ReAct loop R1–R8.
 //! - [`kernel`]: hard rules: mode arbitration, the priority task queue, preemption.
 //! - [`react`]: the inner loop as a pure state machine, with guardrails and loop guards.
-//! - [`brain`]: decision providers (`RuleBrain`, `ScriptedBrain`) and intent parsing.
+//! - [`brain`]: decision providers (`RuleBrain`, `LlmBrain`, `ScriptedBrain`) and intent parsing.
+//! - [`llm`]: the OpenAI-compatible client, prompts, and the `mock-llm` server.
 //! - [`skills`]: the skill registry, specs, the goal runner and the built-in skills.
 //! - [`policy`]: which ops need an operator's approval.
 //! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action.
@@ -24,6 +25,7 @@ pub mod eventlog;
 pub mod geometry;
 pub mod kernel;
 pub mod link;
+pub mod llm;
 pub mod policy;
 pub mod protocol;
 pub mod react;

@@ -454,6 +454,36 @@ pub enum Node {
     StopOrLoop,
 }
 
+/// One model call, as accounted in `llm_call` events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmCallView {
+    /// What it was for (`decide`, `repair`, `intent`, …).
+    pub purpose: String,
+    /// The model.
+    pub model: String,
+    /// `ok`, or the error's kind (`timeout`, `rate_limited`, `server_error`,
+    /// `refused`, `connection`, `stream_error`, `truncated`, `bad_reply`).
+    pub outcome: String,
+    /// HTTP attempts made (1 + retries).
+    pub attempts: u32,
+    /// Wall milliseconds from request to the last byte.
+    pub latency_ms: u64,
+    /// Wall milliseconds to the first streamed token, when streamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_ms: Option<u64>,
+    /// Prompt tokens, as the endpoint reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens, as the endpoint reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    /// How the reply was asked for (`tools`, `json_schema`, `json`).
+    pub structured: String,
+    /// What went wrong, when something did.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
 /// What happened. The `kind` tag names the event in JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -592,6 +622,15 @@ pub enum EventKind {
         /// The fault.
         fault: Fault,
     },
+    /// Text a model is writing, as it streams.
+    Token {
+        /// What the call is for (`decide`, `repair`, `intent`, `summary`).
+        purpose: String,
+        /// The new text (content, or a tool call's arguments).
+        text: String,
+    },
+    /// One model call ended: its usage and latency, kept for the audit.
+    LlmCall(Box<LlmCallView>),
     /// A note for the log.
     Log {
         /// `info`, `warn` or `debug`.
@@ -625,6 +664,8 @@ impl EventKind {
             Self::Speech { .. } => "speech",
             Self::Telemetry { .. } => "telemetry",
             Self::Fault { .. } => "fault",
+            Self::Token { .. } => "token",
+            Self::LlmCall(_) => "llm_call",
             Self::Log { .. } => "log",
             Self::Error { .. } => "error",
         }
@@ -706,5 +747,37 @@ mod tests {
         assert_eq!(v["seq"], 3);
         let back: Event = serde_json::from_value(v).unwrap();
         assert_eq!(back, ev);
+    }
+
+    #[test]
+    fn model_calls_and_tokens_have_their_documented_json() {
+        let call = EventKind::LlmCall(Box::new(LlmCallView {
+            purpose: "decide".into(),
+            model: "qwen-max".into(),
+            outcome: "ok".into(),
+            attempts: 1,
+            latency_ms: 12,
+            first_token_ms: Some(3),
+            prompt_tokens: Some(900),
+            completion_tokens: Some(40),
+            structured: "tools".into(),
+            error: String::new(),
+        }));
+        let v = serde_json::to_value(&call).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"kind": "llm_call", "purpose": "decide", "model": "qwen-max",
+                "outcome": "ok", "attempts": 1, "latency_ms": 12, "first_token_ms": 3,
+                "prompt_tokens": 900, "completion_tokens": 40, "structured": "tools"})
+        );
+        assert_eq!(serde_json::from_value::<EventKind>(v).unwrap(), call);
+        let token = EventKind::Token {
+            purpose: "decide".into(),
+            text: "{\"ty".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&token).unwrap(),
+            serde_json::json!({"kind": "token", "purpose": "decide", "text": "{\"ty"})
+        );
     }
 }

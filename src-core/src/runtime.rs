@@ -65,6 +65,8 @@ pub struct Runtime {
 
 /// Events buffered per subscriber before a slow one starts losing the oldest.
 const EVENT_BUFFER: usize = 8192;
+/// How often a thinking brain is polled for streamed tokens between ticks.
+const BRAIN_POLL: Duration = Duration::from_micros(500);
 /// Commands buffered before `send` reports `Busy`.
 const COMMAND_BUFFER: usize = 1024;
 
@@ -154,21 +156,41 @@ fn drive(
     let mut next_tick = Instant::now() + period;
     let mut buf = Vec::new();
     loop {
-        let wait = next_tick.saturating_duration_since(Instant::now());
+        let mut wait = next_tick.saturating_duration_since(Instant::now());
+        if engine.is_thinking() {
+            // A model is streaming: look for its tokens between ticks.
+            wait = wait.min(BRAIN_POLL);
+        }
         match commands.recv_timeout(wait) {
             Ok(Command::Shutdown) | Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
             Ok(command) => engine.submit(command),
+            Err(std_mpsc::RecvTimeoutError::Timeout) if Instant::now() < next_tick => {
+                engine.pump(&mut buf);
+                publish(&mut engine, &mut buf, events, snapshot);
+            }
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
                 engine.tick(&mut buf);
-                for event in buf.drain(..) {
-                    // No subscriber is not an error: events are also logged.
-                    let _ = events.send(event);
-                }
-                snapshot.send_replace(engine.snapshot());
+                publish(&mut engine, &mut buf, events, snapshot);
                 // A late tick is not made up for: the clock slips rather than bursts.
                 next_tick = (next_tick + period).max(Instant::now());
             }
         }
     }
     engine.shutdown();
+}
+
+fn publish(
+    engine: &mut Engine,
+    buf: &mut Vec<Event>,
+    events: &broadcast::Sender<Event>,
+    snapshot: &watch::Sender<Snapshot>,
+) {
+    if buf.is_empty() {
+        return;
+    }
+    for event in buf.drain(..) {
+        // No subscriber is not an error: events are also logged.
+        let _ = events.send(event);
+    }
+    snapshot.send_replace(engine.snapshot());
 }

@@ -29,10 +29,12 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::brain::BrainError;
 use crate::engine::EngineError;
+use crate::llm::mock_server::MockError;
 use crate::source::SourceError;
 
-pub use format::{Action, Scenario, Step, Trigger, parse};
+pub use format::{Action, BrainChoice, Scenario, Step, Trigger, parse};
 pub use matcher::{Count, Pattern};
 pub use report::{Check, EndReason, Report};
 pub use runner::{RunResult, prepare, run};
@@ -55,6 +57,22 @@ pub enum ScenarioError {
     /// The engine refused the scenario's configuration or world.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The brain could not be set up.
+    #[error("{}: brain: {source}", file.display())]
+    Brain {
+        /// The scenario file.
+        file: PathBuf,
+        /// Why.
+        source: BrainError,
+    },
+    /// The scenario's mock model could not start.
+    #[error("{}: mock_llm: {source}", file.display())]
+    Mock {
+        /// The scenario file.
+        file: PathBuf,
+        /// Why.
+        source: MockError,
+    },
 }
 
 /// Reads and parses a scenario file.

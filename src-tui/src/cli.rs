@@ -12,8 +12,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use robobrain_core::brain;
 use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::{self, EventLog};
+use robobrain_core::llm::{mock_script, mock_server::MockServer};
 use robobrain_core::protocol::Event;
 use robobrain_core::scenario::{self, Scenario};
 
@@ -86,6 +89,16 @@ pub enum Cmd {
         #[arg(long)]
         verbose: bool,
     },
+    /// A local OpenAI-compatible chat endpoint that plays a script (replies,
+    /// recorded streams, faults): for tests, benchmarks and offline demos.
+    MockLlm {
+        /// The script (docs/providers.md describes the format).
+        #[arg(long, value_name = "FILE")]
+        script: PathBuf,
+        /// Address to listen on.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+        listen: String,
+    },
 }
 
 /// Parses the arguments, runs, and turns the outcome into an exit code.
@@ -125,6 +138,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let dir = log_dir.unwrap_or_else(|| config.runs_dir.clone());
             scenarios(cli.world.as_deref(), cli.seed, &files, &dir, verbose)
         }
+        Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
     }
 }
 
@@ -139,6 +153,29 @@ fn tui(config: Config, speed: f64, log: Option<PathBuf>) -> Result<ExitCode> {
         color: console::color_allowed(),
     };
     console::run(config, &options)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Gives `engine` the brain the configuration asks for (the model brain when
+/// an endpoint is configured, else the rule brain) and logs which, and why.
+pub fn use_configured_brain(engine: &mut Engine, config: &Config) -> Result<()> {
+    let (brain, why) = brain::from_config(config).context("the model brain")?;
+    engine.set_brain(brain);
+    engine.log("info", &why);
+    Ok(())
+}
+
+fn mock_llm(script: &Path, listen: &str) -> Result<ExitCode> {
+    let script = mock_script::load(script)?;
+    let replies = script.replies.len();
+    let server = MockServer::start(script, listen)?;
+    println!(
+        "mock-llm: {replies} scripted repl{} at {} (OPENAI_BASE_URL={}); Ctrl-C stops",
+        if replies == 1 { "y" } else { "ies" },
+        server.addr(),
+        server.base_url()
+    );
+    server.wait();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -238,7 +275,10 @@ fn demo(
         .clone()
         .unwrap_or_else(|| session::fresh_thread_id("demo"));
     s.config.thread_id = Some(tid.clone());
-    let engine = scenario::prepare(&s)?;
+    let mut engine = scenario::prepare(&s)?;
+    if s.brain == scenario::BrainChoice::Rule {
+        use_configured_brain(&mut engine, config)?;
+    }
     let path = log.unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
     let style = Style::detect();
     println!(

@@ -99,7 +99,9 @@ pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
             "--duration: expected positive sim seconds, found {d}"
         );
     }
-    let session = robobrain_tui::session::simulated(config, "run", args.log.as_deref())?;
+    let brain_config = config.clone();
+    let mut session = robobrain_tui::session::simulated(config, "run", args.log.as_deref())?;
+    crate::cli::use_configured_brain(&mut session.engine, &brain_config)?;
     if args.fast {
         return lockstep(session.engine, args, session.log);
     }
@@ -131,7 +133,13 @@ fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -
     let mut events = Vec::new();
     let mut idle_since: Option<f64> = None;
     while engine.time() + engine.dt() <= limit + 1e-9 {
-        engine.tick(&mut events);
+        if engine.is_thinking() {
+            // Lockstep: sim time stands still while a model thinks.
+            engine.wait_brain(std::time::Duration::from_millis(20));
+            engine.pump(&mut events);
+        } else {
+            engine.tick(&mut events);
+        }
         log.write_batch(&events)?;
         for event in events.drain(..) {
             if emit(&mut out, &event).is_err() {

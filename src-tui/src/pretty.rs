@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 
 use robobrain_core::protocol::{
-    DecisionType, Event, EventKind, Op, SkillStatus, TaskStatus, Verdict,
+    DecisionType, Event, EventKind, LlmCallView, Op, SkillStatus, TaskStatus, Verdict,
 };
 use robobrain_core::scenario::runner::fault_words;
 use serde_json::Value;
@@ -66,7 +66,10 @@ pub fn render(event: &Event, style: Style) -> Option<String> {
 
 fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
     Some(match kind {
-        EventKind::Snapshot { .. } | EventKind::Update { .. } => return None,
+        // Tokens stream too fast for lines; the console shows them as they come.
+        EventKind::Snapshot { .. } | EventKind::Update { .. } | EventKind::Token { .. } => {
+            return None;
+        }
         EventKind::Intent {
             utterance,
             intent,
@@ -242,6 +245,37 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
             ("TELEMETRY", DIM, parts.join(", "))
         }
         EventKind::Fault { fault } => ("FAULT", BOLD_RED, fault_words(fault)),
+        EventKind::LlmCall(call) => {
+            let LlmCallView {
+                purpose,
+                model,
+                outcome,
+                attempts,
+                latency_ms,
+                prompt_tokens,
+                completion_tokens,
+                error,
+                ..
+            } = call.as_ref();
+            let tokens = match (prompt_tokens, completion_tokens) {
+                (Some(p), Some(c)) => format!(", {p}+{c} tokens"),
+                _ => String::new(),
+            };
+            let color = if outcome == "ok" { DIM } else { YELLOW };
+            let tries = if *attempts > 1 {
+                format!(", {attempts} attempts")
+            } else {
+                String::new()
+            };
+            (
+                "MODEL",
+                color,
+                format!(
+                    "{purpose} {model}: {outcome} in {latency_ms} ms{tries}{tokens}{}",
+                    dash(error)
+                ),
+            )
+        }
         EventKind::Log { level, message } => match level.as_str() {
             "debug" => return None,
             "warn" => ("LOG", YELLOW, format!("warn: {message}")),

@@ -50,6 +50,8 @@ impl Engine {
             intent = understood;
             processed_locally = false;
         }
+        // The model call (if one was made) is accounted before its result.
+        self.brain_notes();
         self.emit(EventKind::Intent {
             utterance: text.to_string(),
             intent: intent.name().into(),

@@ -121,7 +121,7 @@ impl Engine {
     }
 
     /// Polls a brain that is still thinking about task `id`.
-    fn poll_brain(&mut self, id: &str) {
+    pub(super) fn poll_brain(&mut self, id: &str) {
         let mut events = Vec::new();
         let thinking = self.brain.poll(&mut events);
         for e in events {

@@ -18,6 +18,7 @@ use super::matcher::{Count, Pattern};
 use crate::config::Config;
 use crate::link::Fault;
 use crate::protocol::{Activity, Mode, TaskStatus};
+use crate::react::Decision;
 use crate::source::{SourceError, line_col};
 
 /// Every event `kind` an `on` trigger or an expectation may name.
@@ -35,6 +36,8 @@ pub const EVENT_KINDS: &[&str] = &[
     "speech",
     "telemetry",
     "fault",
+    "token",
+    "llm_call",
     "log",
     "error",
 ];
@@ -92,6 +95,24 @@ pub struct Scenario {
     pub orders: Vec<OrderExpectation>,
     /// Expectations on the final state.
     pub final_state: FinalExpect,
+    /// Which brain decides.
+    pub brain: BrainChoice,
+}
+
+/// Which brain a scenario runs (`brain = "rule" | "llm" | "scripted"`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum BrainChoice {
+    /// The rule brain (the default).
+    #[default]
+    Rule,
+    /// The model brain, against a `mock-llm` script the run starts (`mock_llm`,
+    /// already joined to the scenario's folder) or `[config.llm] base_url`.
+    Llm {
+        /// The mock script.
+        mock: Option<PathBuf>,
+    },
+    /// The scripted brain with the `[[decision]]` list, in order.
+    Scripted(Vec<Decision>),
 }
 
 /// The robot's state at start (`[start]`).
@@ -255,6 +276,10 @@ struct RawScenario {
     expect_order: Vec<Spanned<RawOrder>>,
     #[serde(rename = "final", default)]
     final_state: RawFinal,
+    brain: Option<Spanned<String>>,
+    mock_llm: Option<Spanned<String>>,
+    #[serde(default)]
+    decision: Vec<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -456,6 +481,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Scenario, SourceError> {
         .map(|(i, o)| order(&cx, o, &format!("expect_order[{}]", i + 1)))
         .collect::<Result<Vec<_>, _>>()?;
     let final_state = final_expect(&cx, raw.final_state)?;
+    let brain = brain_choice(&cx, raw.brain.as_ref(), raw.mock_llm, raw.decision)?;
 
     let name = raw.name.unwrap_or_else(|| {
         file.file_stem()
@@ -475,7 +501,66 @@ pub fn parse(text: &str, file: &Path) -> Result<Scenario, SourceError> {
         expects,
         orders,
         final_state,
+        brain,
     })
+}
+
+/// `brain`, `mock_llm` and `[[decision]]`, checked against each other.
+fn brain_choice(
+    cx: &Ctx<'_>,
+    brain: Option<&Spanned<String>>,
+    mock: Option<Spanned<String>>,
+    decisions: Vec<Spanned<toml::Value>>,
+) -> Result<BrainChoice, SourceError> {
+    let name = brain.map_or("rule", |b| b.get_ref().as_str());
+    if let Some(m) = &mock
+        && name != "llm"
+    {
+        return Err(cx.err(
+            &m.span(),
+            "mock_llm",
+            format!("a mock model needs brain = \"llm\", found brain = {name:?}"),
+        ));
+    }
+    if let Some(d) = decisions.first()
+        && name != "scripted"
+    {
+        return Err(cx.err(
+            &d.span(),
+            "decision[1]",
+            format!("[[decision]] needs brain = \"scripted\", found brain = {name:?}"),
+        ));
+    }
+    match name {
+        "rule" => Ok(BrainChoice::Rule),
+        "llm" => Ok(BrainChoice::Llm {
+            mock: mock.map(|m| {
+                let dir = cx.file.parent().unwrap_or_else(|| Path::new(""));
+                dir.join(m.get_ref())
+            }),
+        }),
+        "scripted" => {
+            let mut list = Vec::new();
+            for (i, d) in decisions.into_iter().enumerate() {
+                let span = d.span();
+                let json = serde_json::to_value(d.into_inner()).unwrap_or(Value::Null);
+                let decision: Decision = serde_json::from_value(json).map_err(|e| {
+                    cx.err(
+                        &span,
+                        &format!("decision[{}]", i + 1),
+                        format!("expected a decision (type, reason, ops, plan_patch): {e}"),
+                    )
+                })?;
+                list.push(decision);
+            }
+            Ok(BrainChoice::Scripted(list))
+        }
+        other => Err(cx.err(
+            &brain.map_or(0..0, Spanned::span),
+            "brain",
+            format!("expected \"rule\", \"llm\" or \"scripted\", found {other:?}"),
+        )),
+    }
 }
 
 /// A name without a slash or a `.toml` ending is a built-in world; anything
@@ -937,7 +1022,7 @@ battery = [10, 100]
         );
         assert_eq!(
             p("[[step]]\non = { kind = \"skil\" }\nstop = true\n").unwrap_err(),
-            "s.toml:2:15: `step[1].on.kind`: expected an event kind (one of snapshot, update, intent, decision, guardrail, mode, activity, task, skill, approval, speech, telemetry, fault, log, error), found \"skil\""
+            "s.toml:2:15: `step[1].on.kind`: expected an event kind (one of snapshot, update, intent, decision, guardrail, mode, activity, task, skill, approval, speech, telemetry, fault, token, llm_call, log, error), found \"skil\""
         );
         assert_eq!(
             p("[[step]]\nsay = \"x\"\n").unwrap_err(),
@@ -975,6 +1060,49 @@ battery = [10, 100]
         assert!(
             e.starts_with("s.toml:2:15: `final.task_status`: expected a task status"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn brains_and_scripted_decisions_parse_and_are_checked() {
+        let s = p(r#"
+brain = "scripted"
+
+[[decision]]
+type = "REPLAN"
+reason = "scripted"
+ops = [{ op = "wait", seconds = 2 }]
+"#)
+        .unwrap();
+        let BrainChoice::Scripted(list) = &s.brain else {
+            panic!("{:?}", s.brain)
+        };
+        assert_eq!(list[0].decision_type, crate::protocol::DecisionType::Replan);
+        let s = p("brain = \"llm\"\nmock_llm = \"mock/a.toml\"\n").unwrap();
+        assert_eq!(
+            s.brain,
+            BrainChoice::Llm {
+                mock: Some(PathBuf::from("mock/a.toml"))
+            }
+        );
+        assert_eq!(
+            p("brain = \"gpt\"\n").unwrap_err(),
+            "s.toml:1:9: `brain`: expected \"rule\", \"llm\" or \"scripted\", found \"gpt\""
+        );
+        assert_eq!(
+            p("[[decision]]\ntype = \"FINISH\"\nreason = \"x\"\n").unwrap_err(),
+            "s.toml:1:1: `decision[1]`: [[decision]] needs brain = \"scripted\", found brain = \"rule\""
+        );
+        let e =
+            p("brain = \"scripted\"\n[[decision]]\ntype = \"JUMP\"\nreason = \"x\"\n").unwrap_err();
+        assert!(
+            e.starts_with("s.toml:2:1: `decision[1]`: expected a decision (type, reason, ops, plan_patch): unknown variant `JUMP`"),
+            "{e}"
+        );
+        assert!(
+            p("mock_llm = \"m.toml\"\n")
+                .unwrap_err()
+                .contains("a mock model needs brain = \"llm\"")
         );
     }
 }

@@ -9,10 +9,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::ScenarioError;
-use super::format::{Action, Located, Scenario, Trigger};
+use super::format::{Action, BrainChoice, Located, Scenario, Trigger};
 use super::report::{Check, EndReason, Report, evaluate};
+use crate::brain::{Brain, LlmBrain, ScriptedBrain};
 use crate::engine::Engine;
 use crate::link::Fault;
+use crate::llm::mock_script;
+use crate::llm::mock_server::MockServer;
 use crate::protocol::{Command, Event};
 use crate::sim::World;
 use crate::source::SourceError;
@@ -31,13 +34,60 @@ pub struct RunResult {
     pub report: Report,
 }
 
+/// Wall time a lockstep run waits for a thinking brain before looking again.
+const BRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Resolves the scenario's world, applies `[start]`, checks the names the
-/// scenario uses against the world, and builds the engine.
+/// scenario uses against the world, builds the engine and gives it the
+/// scenario's brain (starting its mock model, if it has one).
 pub fn prepare(scenario: &Scenario) -> Result<Engine, ScenarioError> {
     let mut world = World::resolve(&scenario.world)?;
     apply_start(scenario, &mut world)?;
     check_names(scenario, &world)?;
-    Ok(Engine::simulated(&scenario.config, world)?)
+    let mut engine = Engine::simulated(&scenario.config, world)?;
+    if let Some(brain) = brain_for(scenario)? {
+        engine.set_brain(brain);
+    }
+    Ok(engine)
+}
+
+/// The scenario's brain (`None`: the engine's rule brain).
+fn brain_for(scenario: &Scenario) -> Result<Option<Box<dyn Brain>>, ScenarioError> {
+    let brain_err = |source| ScenarioError::Brain {
+        file: scenario.file.clone(),
+        source,
+    };
+    match &scenario.brain {
+        BrainChoice::Rule => Ok(None),
+        BrainChoice::Scripted(decisions) => Ok(Some(Box::new(ScriptedBrain::new(
+            decisions.iter().cloned(),
+        )))),
+        BrainChoice::Llm { mock: None } => {
+            if !scenario.config.llm.is_configured() {
+                return Err(brain_err(crate::brain::BrainError::Unavailable(
+                    "brain = \"llm\" needs mock_llm = \"SCRIPT\" or [config.llm] base_url".into(),
+                )));
+            }
+            Ok(Some(Box::new(
+                LlmBrain::new(&scenario.config.llm).map_err(brain_err)?,
+            )))
+        }
+        BrainChoice::Llm { mock: Some(path) } => {
+            let script = mock_script::load(path)?;
+            let server =
+                MockServer::start(script, "127.0.0.1:0").map_err(|source| ScenarioError::Mock {
+                    file: scenario.file.clone(),
+                    source,
+                })?;
+            let mut llm = scenario.config.llm.clone();
+            llm.base_url = Some(server.base_url());
+            llm.api_key
+                .get_or_insert_with(|| crate::llm::Secret::new("mock-llm-key"));
+            let mut brain = LlmBrain::new(&llm).map_err(brain_err)?;
+            brain.keep_alive(Box::new(server));
+            Ok(Some(Box::new(brain)))
+        }
+    }
 }
 
 fn unknown(scenario: &Scenario, at: &Located<impl Sized>, field: &str, msg: String) -> SourceError {
@@ -259,7 +309,14 @@ pub fn run(
             }
         }
 
-        engine.tick(&mut batch);
+        if engine.is_thinking() {
+            // Sim time stands still while the brain thinks: the run stays
+            // deterministic however slow the model is.
+            engine.wait_brain(BRAIN_WAIT);
+            engine.pump(&mut batch);
+        } else {
+            engine.tick(&mut batch);
+        }
         for event in &batch {
             let json = event.to_json();
             approvals.observe(&json);

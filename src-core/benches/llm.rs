@@ -1,0 +1,188 @@
+//! The model brain's own costs, against `mock-llm` on loopback with zero
+//! latency (whole-run percentiles; criterion's mean-centred report does not
+//! give p99):
+//!
+//! - overhead: what `LlmBrain` adds around a call — building the request
+//!   (`decide`) and parsing and validating the reply (the `poll` that returns
+//!   the decision) — without the HTTP round trip;
+//! - token latency: from the moment mock-llm writes a streamed chunk to the
+//!   moment its `token` event reaches a subscriber of the async runtime.
+//!
+//! Run with `cargo bench -p robobrain-core --bench llm`.
+
+#![allow(missing_docs, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use robobrain_core::brain::{Brain, LlmBrain, Thinking};
+use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
+use robobrain_core::llm::mock_script;
+use robobrain_core::llm::mock_server::MockServer;
+use robobrain_core::llm::{LlmConfig, Secret};
+use robobrain_core::protocol::{Command, EventKind};
+use robobrain_core::react::Observation;
+use robobrain_core::runtime::{Pace, Runtime};
+use robobrain_core::skills::SkillRegistry;
+
+const DECISION: &str = r#"decision = { type = "CONTINUE", reason = "the step runs; keep going towards the kitchen", ops = [{ op = "dispatch", skill = "navigate_to", args = { zone = "kitchen" } }] }"#;
+
+/// Keeps the loop turning: every progress check asks the model again.
+const KEEP_GOING: &str = r#"decision = { type = "CONTINUE", reason = "nothing has changed; keep watching the patrol", ops = [] }"#;
+
+fn server(extra: &str, decision: &str) -> MockServer {
+    let text = format!("{extra}\n[[reply]]\n{decision}\ntimes = 1000000\n");
+    let script = mock_script::parse(&text, Path::new("bench-mock.toml")).unwrap();
+    MockServer::start(script, "127.0.0.1:0").unwrap()
+}
+
+fn llm_config(server: &MockServer, stream: bool) -> LlmConfig {
+    LlmConfig {
+        base_url: Some(server.base_url()),
+        api_key: Some(Secret::new("bench")),
+        stream,
+        ..LlmConfig::default()
+    }
+}
+
+fn observation() -> Observation {
+    serde_json::from_value(serde_json::json!({
+        "time": 12.5, "task_id": "t1", "task_kind": "goto", "title": "go to kitchen",
+        "plan": [{"skill": "navigate_to", "args": {"zone": "kitchen"}}], "step": 0,
+        "iteration": 2, "zone": "hall", "battery_pct": 87.25, "charging": false,
+        "battery_resume_pct": 80.0, "distance_to_target": 3.5, "running": [],
+        "last_result": {"result": "failed", "skill": "navigate_to", "args": {"zone": "kitchen"},
+                        "code": "blocked", "message": "kitchen_door is blocked"},
+        "failures": 1, "no_progress": null, "preempt": null,
+        "blocked_passages": ["kitchen_door"], "incidents": [], "replan_wait_s": 3.0
+    }))
+    .unwrap()
+}
+
+fn percentiles(label: &str, mut xs: Vec<f64>) {
+    xs.sort_by(f64::total_cmp);
+    let p = |q: f64| xs[((xs.len() as f64 - 1.0) * q).round() as usize];
+    println!(
+        "{label}: n = {}, p50 = {:.3} ms, p90 = {:.3} ms, p99 = {:.3} ms, max = {:.3} ms",
+        xs.len(),
+        p(0.5),
+        p(0.9),
+        p(0.99),
+        xs[xs.len() - 1]
+    );
+}
+
+fn overhead(stream: bool, n: usize) {
+    let server = server("", DECISION);
+    let mut brain = LlmBrain::new(&llm_config(&server, stream)).unwrap();
+    let registry = SkillRegistry::with_builtins().unwrap();
+    let obs = observation();
+    let mut overhead = Vec::with_capacity(n);
+    let mut round_trip = Vec::with_capacity(n);
+    let mut events = Vec::new();
+    for i in 0..n + 20 {
+        let t0 = Instant::now();
+        assert!(matches!(brain.decide(&obs, &registry), Thinking::Pending));
+        let build = t0.elapsed();
+        // Wait for the whole reply, draining streamed tokens as they come.
+        let parse = loop {
+            brain.wait(Duration::from_secs(5));
+            let t = Instant::now();
+            let answer = brain.poll(&mut events);
+            let spent = t.elapsed();
+            match answer {
+                Thinking::Pending => {}
+                Thinking::Done(Ok(_)) => break spent,
+                Thinking::Done(Err(e)) => panic!("{e}"),
+            }
+        };
+        events.clear();
+        if i >= 20 {
+            overhead.push((build + parse).as_secs_f64() * 1e3);
+            round_trip.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let mode = if stream { "streamed" } else { "plain" };
+    percentiles(
+        &format!("brain overhead, {mode} (build + parse + validate)"),
+        overhead,
+    );
+    percentiles(
+        &format!("whole call, {mode} (for reference: loopback HTTP included)"),
+        round_trip,
+    );
+}
+
+fn token_latency(decisions: usize) {
+    let server = server("chunk_chars = 4\nchunk_delay_ms = 2", KEEP_GOING);
+    let config = Config {
+        thread_id: Some("bench-llm".into()),
+        ..Config::default()
+    };
+    let mut kernel = config.kernel.clone();
+    kernel.progress_check_s = 0.2;
+    kernel.max_iterations = 100_000;
+    let config = Config { kernel, ..config };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let latencies = rt.block_on(async {
+        let mut engine = Engine::simulated(&config, support::world()).unwrap();
+        engine.set_brain(Box::new(LlmBrain::new(&llm_config(&server, true)).unwrap()));
+        let runtime = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
+        let mut events = runtime.subscribe();
+        runtime
+            .send(Command::Say {
+                text: "巡逻".into(),
+            })
+            .await
+            .unwrap();
+        let mut received = Vec::new();
+        let mut calls = 0;
+        while calls < decisions {
+            let Ok(Ok(event)) = tokio::time::timeout(Duration::from_secs(10), events.recv()).await
+            else {
+                break;
+            };
+            match event.kind {
+                EventKind::Token { text, .. } => received.push((text, Instant::now())),
+                EventKind::LlmCall(_) => calls += 1,
+                _ => {}
+            }
+        }
+        runtime.shutdown().await;
+        received
+    });
+    // Match each token event to the chunk that carried it, in order.
+    let sent: Vec<_> = server
+        .sent()
+        .into_iter()
+        .filter(|s| !s.text.is_empty())
+        .collect();
+    let xs: Vec<f64> = latencies
+        .iter()
+        .zip(&sent)
+        .map(|((text, at), s)| {
+            assert_eq!(
+                text, &s.text,
+                "token events arrive in the order they were sent"
+            );
+            at.duration_since(s.at).as_secs_f64() * 1e3
+        })
+        .collect();
+    percentiles("streamed chunk written → token event at a subscriber", xs);
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    overhead(false, 300);
+    overhead(true, 300);
+    token_latency(40);
+}

@@ -1,0 +1,280 @@
+//! One OpenAI-compatible chat client over async-openai: base URL and key from
+//! [`LlmConfig`], a deadline per call, retries with backoff and jitter on 429,
+//! 5xx and connection errors (our own tower service, so every attempt is
+//! counted and `Retry-After` is obeyed), streaming, and the accounting of
+//! each call. Request and reply bodies are plain JSON (async-openai's `byot`
+//! methods): the endpoint's quirks are handled by [`super::accumulate`], not
+//! by strict types.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::accumulate::{Accumulator, Completion};
+use super::retry::{Backoff, Retryable, classify_status, parse_retry_after};
+use super::{LlmConfig, LlmError};
+use crate::rng::SplitMix64;
+
+/// A retry that happened during a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryNote {
+    /// What failed (`429`, `503`, `connection`).
+    pub cause: String,
+    /// How long the client waited before trying again.
+    pub delay: Duration,
+}
+
+/// What one call cost and how it went.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CallStats {
+    /// HTTP attempts made.
+    pub attempts: u32,
+    /// Wall time from request to the last byte.
+    pub latency: Duration,
+    /// Wall time to the first streamed token.
+    pub first_token: Option<Duration>,
+    /// Retries, in order.
+    pub retries: Vec<RetryNote>,
+}
+
+/// The reply of one call, with its accounting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    /// The reply, or why there is none.
+    pub reply: Result<Completion, LlmError>,
+    /// The accounting.
+    pub stats: CallStats,
+}
+
+/// The client. Cheap to clone; every call gets its own attempt counter.
+#[derive(Clone)]
+pub struct LlmClient {
+    http: reqwest::Client,
+    config: OpenAIConfig,
+    backoff: Backoff,
+    timeout: Duration,
+}
+
+impl LlmClient {
+    /// A client for `config`'s endpoint.
+    pub fn new(config: &LlmConfig) -> Result<Self, LlmError> {
+        let timeout = Duration::from_secs_f64(config.timeout_s);
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .build()
+            .map_err(|e| LlmError::Setup(e.to_string()))?;
+        let mut openai = OpenAIConfig::new().with_api_base(config.effective_base_url());
+        // A keyless local server (Ollama, llama.cpp) still gets a harmless bearer.
+        openai = openai.with_api_key(
+            config
+                .api_key
+                .as_ref()
+                .map_or("none", |k| k.expose())
+                .to_string(),
+        );
+        Ok(Self {
+            http,
+            config: openai,
+            backoff: Backoff {
+                max_retries: config.max_retries,
+                base: Duration::from_millis(config.backoff_ms),
+                max: Duration::from_millis(config.backoff_max_ms),
+            },
+            timeout,
+        })
+    }
+
+    /// Sends a chat-completions request (`body` is the JSON request; its
+    /// `stream` flag decides the transport) and returns the whole reply.
+    /// `on_text` gets each piece of choice 0's text as it streams.
+    pub async fn chat(&self, body: Value, on_text: &mut (dyn FnMut(&str) + Send)) -> CallResult {
+        let started = Instant::now();
+        let notes = Arc::new(Mutex::new(Attempts::default()));
+        let client =
+            Client::build(self.http.clone(), self.config.clone()).with_http_service(RetryService {
+                http: self.http.clone(),
+                backoff: self.backoff,
+                notes: notes.clone(),
+            });
+        let mut first_token = None;
+        let streamed = body.get("stream").and_then(Value::as_bool) == Some(true);
+        let call = async {
+            if streamed {
+                let mut stream = client
+                    .chat()
+                    .create_stream_byot::<Value, Value>(body)
+                    .await
+                    .map_err(map_error)?;
+                let mut acc = Accumulator::new();
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk.map_err(map_error)?;
+                    let delta = acc.push_chunk(&chunk);
+                    if !delta.text.is_empty() {
+                        first_token.get_or_insert_with(|| started.elapsed());
+                        on_text(&delta.text);
+                    }
+                }
+                Ok(acc.finish())
+            } else {
+                let reply: Value = client.chat().create_byot(body).await.map_err(map_error)?;
+                let mut acc = Accumulator::new();
+                acc.push_completion(&reply);
+                Ok(acc.finish())
+            }
+        };
+        let reply = match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(completion)) => check_complete(completion),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(LlmError::Timeout {
+                seconds: self.timeout.as_secs_f64(),
+            }),
+        };
+        let attempts = std::mem::take(&mut *notes.lock().unwrap_or_else(PoisonError::into_inner));
+        CallResult {
+            reply: reply.map_err(|e| e.after_attempts(attempts.count)),
+            stats: CallStats {
+                attempts: attempts.count,
+                latency: started.elapsed(),
+                first_token,
+                retries: attempts.retries,
+            },
+        }
+    }
+}
+
+/// A reply whose stream ended before any choice said why is truncated.
+fn check_complete(completion: Completion) -> Result<Completion, LlmError> {
+    match completion.choices.get(&0) {
+        Some(c) if c.finish_reason.is_some() => Ok(completion),
+        Some(_) => Err(LlmError::Truncated),
+        None => Err(LlmError::BadReply("the reply has no choices".into())),
+    }
+}
+
+#[derive(Debug, Default)]
+struct Attempts {
+    count: u32,
+    retries: Vec<RetryNote>,
+}
+
+/// The HTTP layer under async-openai: sends, and retries what is worth retrying.
+#[derive(Clone)]
+struct RetryService {
+    http: reqwest::Client,
+    backoff: Backoff,
+    notes: Arc<Mutex<Attempts>>,
+}
+
+impl RetryService {
+    fn note(&self, retry: Option<RetryNote>) {
+        let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
+        notes.count += 1;
+        if let Some(r) = retry {
+            notes.retries.push(r);
+        }
+    }
+
+    async fn send(self, factory: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
+        let mut rng = SplitMix64::new(jitter_seed());
+        let mut retry = 0;
+        loop {
+            let request = factory.build().await?;
+            let outcome = self.http.execute(request).await;
+            let (cause, retry_after) = match &outcome {
+                Ok(response) => {
+                    let after = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(parse_retry_after);
+                    match classify_status(response.status().as_u16(), after) {
+                        Retryable::Yes { retry_after } => {
+                            (response.status().as_u16().to_string(), retry_after)
+                        }
+                        Retryable::No => (String::new(), None),
+                    }
+                }
+                Err(e) if e.is_connect() => ("connection".to_string(), None),
+                Err(_) => (String::new(), None),
+            };
+            if cause.is_empty() || retry >= self.backoff.max_retries {
+                self.note(None);
+                return outcome.map_err(OpenAIError::Reqwest);
+            }
+            let delay = self.backoff.delay(retry, retry_after, rng.next_f64());
+            self.note(Some(RetryNote { cause, delay }));
+            tokio::time::sleep(delay).await;
+            retry += 1;
+        }
+    }
+}
+
+impl tower::Service<HttpRequestFactory> for RetryService {
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<reqwest::Response, OpenAIError>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
+        Box::pin(self.clone().send(factory))
+    }
+}
+
+fn jitter_seed() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(7, |d| d.as_nanos() as u64)
+}
+
+/// Keeps at most `n` characters of a server's message.
+fn clip(text: &str, n: usize) -> String {
+    let t = text.trim();
+    if t.chars().count() <= n {
+        t.to_string()
+    } else {
+        format!("{}…", t.chars().take(n).collect::<String>())
+    }
+}
+
+fn map_error(e: OpenAIError) -> LlmError {
+    match e {
+        OpenAIError::ApiError(api) => {
+            let status = api.status_code.as_u16();
+            let message = clip(&api.api_error.message, 300);
+            match status {
+                429 => LlmError::RateLimited { attempts: 0 },
+                500..=599 => LlmError::Server {
+                    status,
+                    attempts: 0,
+                },
+                _ => LlmError::Refused { status, message },
+            }
+        }
+        OpenAIError::Reqwest(e) if e.is_connect() => {
+            LlmError::Connection(clip(&e.to_string(), 300))
+        }
+        OpenAIError::Reqwest(e) if e.is_timeout() => {
+            LlmError::Connection(clip(&e.to_string(), 300))
+        }
+        OpenAIError::Reqwest(e) => LlmError::Stream(clip(&e.to_string(), 300)),
+        OpenAIError::JSONDeserialize(e, _) => {
+            LlmError::BadReply(format!("the endpoint sent a body that is not JSON: {e}"))
+        }
+        OpenAIError::StreamError(e) => LlmError::Stream(clip(&e.to_string(), 300)),
+        other => LlmError::Stream(clip(&other.to_string(), 300)),
+    }
+}

@@ -1,0 +1,290 @@
+//! The `[llm]` configuration: where the model lives, which model plays which
+//! role, and how patient the client is. The API key is a [`Secret`]: it is
+//! never serialised, printed or logged.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::SourceError;
+
+/// A value that must never be shown: `Debug` and `Display` print `[redacted]`,
+/// and it is never serialised.
+#[derive(Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that needs it (the HTTP header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// How the decision is asked for in structured form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Structured {
+    /// Try tool calling, then a JSON-schema response format, then plain JSON,
+    /// stepping down when the endpoint refuses (remembered per run).
+    #[default]
+    Auto,
+    /// A forced `decide` tool call.
+    Tools,
+    /// `response_format: json_schema`.
+    JsonSchema,
+    /// Plain JSON described in the prompt (works with any chat endpoint).
+    Json,
+}
+
+impl Structured {
+    /// The name as written in config and events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Tools => "tools",
+            Self::JsonSchema => "json_schema",
+            Self::Json => "json",
+        }
+    }
+}
+
+/// The model brain's settings (`[llm]`).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// OpenAI-compatible base URL (`…/v1`); env `OPENAI_BASE_URL`.
+    pub base_url: Option<String>,
+    /// API key; env `OPENAI_API_KEY`. Never serialised or shown.
+    #[serde(skip_serializing)]
+    pub api_key: Option<Secret>,
+    /// Model that decides (seed 000: `qwen-max`); env `QWEN_MAX_MODEL`.
+    pub decision_model: String,
+    /// Model that looks at images; env `QWEN_VL_MODEL`.
+    pub vision_model: String,
+    /// Model that speaks and listens; env `QWEN_OMNI_MODEL`.
+    pub omni_model: String,
+    /// Model that writes summaries; env `ROBOBRAIN_SUMMARY_MODEL`.
+    pub summary_model: String,
+    /// Wall seconds one model call may take, retries included; env `ACTION_TIMEOUT`.
+    pub timeout_s: f64,
+    /// Retries on 429, 5xx and connection errors.
+    pub max_retries: u32,
+    /// First backoff delay, milliseconds (doubles per retry, with jitter).
+    pub backoff_ms: u64,
+    /// Longest backoff delay, milliseconds.
+    pub backoff_max_ms: u64,
+    /// How the decision is asked for.
+    pub structured: Structured,
+    /// Stream tokens as the model writes them.
+    pub stream: bool,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Consecutive failed decisions after which the model rests.
+    pub cooldown_after: u32,
+    /// Sim seconds the model rests; the rule brain decides meanwhile.
+    pub cooldown_s: f64,
+    /// Folder of prompt templates overriding the built-in ones (`decide_system.txt`, …).
+    pub prompts_dir: Option<String>,
+    /// Ask the model what the rule parser did not understand.
+    pub recognize_intents: bool,
+}
+
+impl fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("decision_model", &self.decision_model)
+            .field("timeout_s", &self.timeout_s)
+            .field("structured", &self.structured)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            api_key: None,
+            decision_model: "qwen-max".into(),
+            vision_model: "qwen-vl-plus".into(),
+            omni_model: "qwen-omni-flash".into(),
+            summary_model: "qwen-max".into(),
+            timeout_s: 10.0,
+            max_retries: 2,
+            backoff_ms: 200,
+            backoff_max_ms: 4000,
+            structured: Structured::Auto,
+            stream: true,
+            temperature: 0.0,
+            cooldown_after: 3,
+            cooldown_s: 60.0,
+            prompts_dir: None,
+            recognize_intents: true,
+        }
+    }
+}
+
+impl LlmConfig {
+    /// Whether a model endpoint is configured (a base URL or an API key).
+    pub fn is_configured(&self) -> bool {
+        self.base_url.as_deref().is_some_and(|u| !u.is_empty())
+            || self.api_key.as_ref().is_some_and(|k| !k.is_empty())
+    }
+
+    /// The base URL in use (OpenAI's when none is set).
+    pub fn effective_base_url(&self) -> &str {
+        self.base_url
+            .as_deref()
+            .filter(|u| !u.is_empty())
+            .unwrap_or("https://api.openai.com/v1")
+    }
+
+    /// Applies the seed's environment variables.
+    pub fn apply_env(
+        &mut self,
+        get: &impl Fn(&str) -> Option<String>,
+    ) -> Result<(), (String, String)> {
+        if let Some(v) = get("OPENAI_BASE_URL") {
+            self.base_url = Some(v);
+        }
+        if let Some(v) = get("OPENAI_API_KEY") {
+            self.api_key = Some(Secret::new(v));
+        }
+        for (name, slot) in [
+            ("QWEN_MAX_MODEL", &mut self.decision_model),
+            ("QWEN_VL_MODEL", &mut self.vision_model),
+            ("QWEN_OMNI_MODEL", &mut self.omni_model),
+            ("ROBOBRAIN_SUMMARY_MODEL", &mut self.summary_model),
+        ] {
+            if let Some(v) = get(name) {
+                *slot = v;
+            }
+        }
+        if let Some(v) = get("ACTION_TIMEOUT") {
+            match v.trim().parse::<f64>() {
+                Ok(s) if s.is_finite() && s > 0.0 => self.timeout_s = s,
+                _ => {
+                    return Err((
+                        "ACTION_TIMEOUT".into(),
+                        format!("expected positive seconds, found {v:?}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks ranges; `text` locates the key in `file`.
+    pub fn validate(&self, text: &str, file: &Path) -> Result<(), SourceError> {
+        let err = |key: &str, msg: String| Err(SourceError::at_key(file, text, key, msg));
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return err(
+                "llm.timeout_s",
+                format!("expected positive seconds, found {}", self.timeout_s),
+            );
+        }
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return err(
+                "llm.temperature",
+                format!("expected a number in [0, 2], found {}", self.temperature),
+            );
+        }
+        if self.backoff_max_ms < self.backoff_ms {
+            return err(
+                "llm.backoff_max_ms",
+                format!(
+                    "expected at least backoff_ms ({}), found {}",
+                    self.backoff_ms, self.backoff_max_ms
+                ),
+            );
+        }
+        if !(self.cooldown_s.is_finite() && self.cooldown_s >= 0.0) {
+            return err(
+                "llm.cooldown_s",
+                format!("expected seconds ≥ 0, found {}", self.cooldown_s),
+            );
+        }
+        if let Some(url) = &self.base_url
+            && !url.is_empty()
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return err(
+                "llm.base_url",
+                format!("expected an http:// or https:// URL, found {url:?}"),
+            );
+        }
+        for (key, model) in [
+            ("llm.decision_model", &self.decision_model),
+            ("llm.vision_model", &self.vision_model),
+            ("llm.omni_model", &self.omni_model),
+            ("llm.summary_model", &self.summary_model),
+        ] {
+            if model.trim().is_empty() {
+                return err(key, "expected a model name, found an empty string".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_is_never_shown_or_serialised() {
+        let c = LlmConfig {
+            api_key: Some(Secret::new("sk-very-secret")),
+            ..LlmConfig::default()
+        };
+        assert!(!format!("{c:?}").contains("sk-very"));
+        assert_eq!(format!("{}", Secret::new("sk-x")), "[redacted]");
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("sk-very"), "{json}");
+    }
+
+    #[test]
+    fn the_seed_variables_override() {
+        let mut c = LlmConfig::default();
+        let env = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+            "OPENAI_API_KEY" => Some("k".to_string()),
+            "QWEN_MAX_MODEL" => Some("qwen-plus".to_string()),
+            "ACTION_TIMEOUT" => Some("2.5".to_string()),
+            _ => None,
+        };
+        c.apply_env(&env).unwrap();
+        assert_eq!(c.decision_model, "qwen-plus");
+        assert_eq!(c.timeout_s, 2.5);
+        assert!(c.is_configured());
+        let bad = |name: &str| (name == "ACTION_TIMEOUT").then(|| "soon".to_string());
+        let (name, msg) = c.apply_env(&bad).unwrap_err();
+        assert_eq!(name, "ACTION_TIMEOUT");
+        assert_eq!(msg, "expected positive seconds, found \"soon\"");
+    }
+}

@@ -1,0 +1,351 @@
+//! The script `robobrain mock-llm` plays: settings, then one `[[reply]]` per
+//! request, in order. Parsing is pure (text in, [`Script`] out) and refuses
+//! a bad file with its name, line, field and what was expected.
+//!
+//! ```toml
+//! chunk_chars = 4          # characters per streamed chunk
+//! chunk_delay_ms = 0       # wall milliseconds between chunks
+//! refuse = ["tools"]       # request features answered with 400 (tools, json_schema, json_object)
+//!
+//! [[reply]]                # a decision: a `decide` tool call when the request
+//! decision = { type = "REPLAN", reason = "door blocked", ops = [] }   # offers one, else JSON text
+//!
+//! [[reply]]
+//! content = "plain text"   # or tool_calls = [{ name = "navigate_to", arguments = { zone = "kitchen" } }]
+//! latency_ms = 200         # wait before answering
+//! choices = 2              # several choices with the same reply
+//!
+//! [[reply]]
+//! fault = "rate_limit"     # rate_limit (429, retry_after), server_error (500), hang,
+//! retry_after = 1          # garbage (not JSON), cut (the stream stops mid-reply)
+//!
+//! [[reply]]
+//! replay = "recorded.sse"  # a recorded body (SSE or one chunk a line), relative to the script
+//! ```
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+use toml::Spanned;
+
+use crate::source::SourceError;
+
+/// What a reply says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// A decision: a `decide` tool call if the request offers that tool,
+    /// else the decision as JSON text.
+    Decision(Value),
+    /// Plain text.
+    Content(String),
+    /// Tool calls: (name, arguments).
+    ToolCalls(Vec<(String, Value)>),
+    /// A recorded body, sent as it was.
+    Replay(String),
+}
+
+/// A failure to play.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fault {
+    /// 429 with `Retry-After` seconds.
+    RateLimit {
+        /// Seconds.
+        retry_after: f64,
+    },
+    /// 500.
+    ServerError,
+    /// No answer at all (past any client's timeout).
+    Hang,
+    /// 200 with a body that is not JSON.
+    Garbage,
+    /// The stream stops halfway through the reply, connection dropped.
+    Cut,
+}
+
+/// One scripted reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// Line of its `[[reply]]`.
+    pub line: usize,
+    /// What it says (absent for pure faults).
+    pub body: Option<Body>,
+    /// A fault instead of (or, for `cut`, in the middle of) the reply.
+    pub fault: Option<Fault>,
+    /// Wall milliseconds before answering.
+    pub latency_ms: u64,
+    /// How many choices.
+    pub choices: u32,
+    /// How many requests this reply answers.
+    pub times: u32,
+}
+
+/// A parsed script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// Characters per streamed chunk.
+    pub chunk_chars: usize,
+    /// Wall milliseconds between streamed chunks.
+    pub chunk_delay_ms: u64,
+    /// Request features answered with 400.
+    pub refuse: Vec<String>,
+    /// Replies, in order.
+    pub replies: Vec<Reply>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScript {
+    chunk_chars: Option<Spanned<i64>>,
+    chunk_delay_ms: Option<u64>,
+    #[serde(default)]
+    refuse: Vec<Spanned<String>>,
+    #[serde(default)]
+    reply: Vec<Spanned<RawReply>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolCall {
+    name: String,
+    #[serde(default)]
+    arguments: Option<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReply {
+    decision: Option<toml::Value>,
+    content: Option<String>,
+    tool_calls: Option<Vec<RawToolCall>>,
+    replay: Option<String>,
+    fault: Option<Spanned<String>>,
+    retry_after: Option<f64>,
+    latency_ms: Option<u64>,
+    choices: Option<Spanned<i64>>,
+    times: Option<Spanned<i64>>,
+}
+
+/// Request features a script may refuse.
+pub const FEATURES: &[&str] = &["tools", "json_schema", "json_object"];
+/// Faults a reply may play.
+pub const FAULTS: &[&str] = &["rate_limit", "server_error", "hang", "garbage", "cut"];
+
+/// Reads and parses a script file.
+pub fn load(path: &Path) -> Result<Script, SourceError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SourceError {
+        file: path.to_path_buf(),
+        line: 0,
+        col: 0,
+        field: String::new(),
+        message: format!("cannot read the script: {e}"),
+    })?;
+    parse(&text, path)
+}
+
+/// Parses a script; `file` names it in errors and anchors `replay` paths.
+pub fn parse(text: &str, file: &Path) -> Result<Script, SourceError> {
+    let raw: RawScript =
+        toml::from_str(text).map_err(|e| SourceError::from_toml(file, text, &e))?;
+    let err = |span: Range<usize>, field: &str, msg: String| {
+        SourceError::at_offset(file, text, span.start, field, msg)
+    };
+    let chunk_chars = match raw.chunk_chars {
+        Some(n) if *n.get_ref() < 1 => {
+            return Err(err(
+                n.span(),
+                "chunk_chars",
+                format!("expected at least 1, found {}", n.get_ref()),
+            ));
+        }
+        Some(n) => *n.get_ref() as usize,
+        None => 4,
+    };
+    for f in &raw.refuse {
+        if !FEATURES.contains(&f.get_ref().as_str()) {
+            return Err(err(
+                f.span(),
+                "refuse",
+                format!(
+                    "expected one of {}, found {:?}",
+                    FEATURES.join(", "),
+                    f.get_ref()
+                ),
+            ));
+        }
+    }
+    let dir = file.parent().unwrap_or_else(|| Path::new(""));
+    let mut replies = Vec::new();
+    for (i, r) in raw.reply.into_iter().enumerate() {
+        let field = format!("reply[{}]", i + 1);
+        let span = r.span();
+        let r = r.into_inner();
+        let fault = match &r.fault {
+            None => None,
+            Some(f) => Some(match f.get_ref().as_str() {
+                "rate_limit" => Fault::RateLimit {
+                    retry_after: r.retry_after.unwrap_or(1.0).max(0.0),
+                },
+                "server_error" => Fault::ServerError,
+                "hang" => Fault::Hang,
+                "garbage" => Fault::Garbage,
+                "cut" => Fault::Cut,
+                other => {
+                    return Err(err(
+                        f.span(),
+                        &format!("{field}.fault"),
+                        format!("expected one of {}, found {other:?}", FAULTS.join(", ")),
+                    ));
+                }
+            }),
+        };
+        let mut bodies = Vec::new();
+        if let Some(d) = r.decision {
+            bodies.push(Body::Decision(
+                serde_json::to_value(d).unwrap_or(Value::Null),
+            ));
+        }
+        if let Some(c) = r.content {
+            bodies.push(Body::Content(c));
+        }
+        if let Some(calls) = r.tool_calls {
+            bodies.push(Body::ToolCalls(
+                calls
+                    .into_iter()
+                    .map(|c| {
+                        let args = c
+                            .arguments
+                            .map_or(Value::Object(serde_json::Map::new()), |a| {
+                                serde_json::to_value(a).unwrap_or(Value::Null)
+                            });
+                        (c.name, args)
+                    })
+                    .collect(),
+            ));
+        }
+        if let Some(path) = r.replay {
+            let full = dir.join(&path);
+            let body = std::fs::read_to_string(&full).map_err(|e| {
+                err(
+                    span.clone(),
+                    &format!("{field}.replay"),
+                    format!("cannot read {}: {e}", full.display()),
+                )
+            })?;
+            bodies.push(Body::Replay(body));
+        }
+        if bodies.len() > 1 {
+            return Err(err(
+                span,
+                &field,
+                "expected one of decision, content, tool_calls or replay, found several".into(),
+            ));
+        }
+        let body = bodies.pop();
+        match (&body, fault) {
+            (None, None) => {
+                return Err(err(
+                    span,
+                    &field,
+                    "expected a decision, content, tool_calls, replay or fault".into(),
+                ));
+            }
+            (None, Some(Fault::Cut)) => {
+                return Err(err(
+                    span,
+                    &format!("{field}.fault"),
+                    "`cut` cuts a reply: give the decision, content or tool_calls it cuts".into(),
+                ));
+            }
+            _ => {}
+        }
+        let count = |v: Option<Spanned<i64>>, name: &str| match v {
+            Some(n) if *n.get_ref() < 1 => Err(err(
+                n.span(),
+                &format!("{field}.{name}"),
+                format!("expected at least 1, found {}", n.get_ref()),
+            )),
+            Some(n) => Ok(*n.get_ref() as u32),
+            None => Ok(1),
+        };
+        replies.push(Reply {
+            line: crate::source::line_col(text, span.start).0,
+            body,
+            fault,
+            latency_ms: r.latency_ms.unwrap_or(0),
+            choices: count(r.choices, "choices")?,
+            times: count(r.times, "times")?,
+        });
+    }
+    Ok(Script {
+        file: file.to_path_buf(),
+        chunk_chars,
+        chunk_delay_ms: raw.chunk_delay_ms.unwrap_or(0),
+        refuse: raw.refuse.into_iter().map(Spanned::into_inner).collect(),
+        replies,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> Result<Script, String> {
+        parse(text, Path::new("mock.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn replies_and_faults_parse() {
+        let s = p(r#"
+chunk_chars = 2
+refuse = ["tools"]
+
+[[reply]]
+decision = { type = "FINISH", reason = "done" }
+
+[[reply]]
+fault = "rate_limit"
+retry_after = 0.5
+times = 2
+
+[[reply]]
+tool_calls = [{ name = "navigate_to", arguments = { zone = "kitchen" } }]
+fault = "cut"
+"#)
+        .unwrap();
+        assert_eq!(s.chunk_chars, 2);
+        assert_eq!(s.replies.len(), 3);
+        assert_eq!(s.replies[0].line, 5);
+        assert_eq!(
+            s.replies[1].fault,
+            Some(Fault::RateLimit { retry_after: 0.5 })
+        );
+        assert_eq!(s.replies[1].times, 2);
+        assert!(matches!(s.replies[2].body, Some(Body::ToolCalls(_))));
+    }
+
+    #[test]
+    fn bad_scripts_name_the_line_and_field() {
+        assert_eq!(
+            p("[[reply]]\nfault = \"explode\"\n").unwrap_err(),
+            "mock.toml:2:9: `reply[1].fault`: expected one of rate_limit, server_error, hang, garbage, cut, found \"explode\""
+        );
+        assert_eq!(
+            p("[[reply]]\nlatency_ms = 3\n").unwrap_err(),
+            "mock.toml:1:1: `reply[1]`: expected a decision, content, tool_calls, replay or fault"
+        );
+        assert!(
+            p("refuse = [\"vision\"]\n")
+                .unwrap_err()
+                .starts_with("mock.toml:1:11: `refuse`")
+        );
+        assert!(
+            p("[[reply]]\ncontents = \"x\"\n")
+                .unwrap_err()
+                .contains("unknown field")
+        );
+    }
+}

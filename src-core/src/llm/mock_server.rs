@@ -1,0 +1,596 @@
+//! `robobrain mock-llm`: a real HTTP server on loopback that speaks the
+//! OpenAI chat-completions protocol — plain JSON and SSE streaming, tool
+//! calls, several choices — and plays a [`Script`]: per request the next
+//! reply, a recorded stream, or a fault (429 with `Retry-After`, 500, a hang,
+//! a body that is not JSON, a stream cut mid-reply). Tests and benchmarks
+//! point the real client at it; people use it for offline demos.
+//!
+//! The server runs on its own thread with its own runtime, so synchronous
+//! callers (the scenario runner, tests) can start it too. It keeps a log of
+//! the request bodies it received (never their headers: no key is stored)
+//! and of when each streamed chunk left, for the latency benchmark.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body as HttpBody, Bytes};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::mock_script::{Body, Fault, Reply, Script};
+
+/// A request the server received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    /// The JSON body.
+    pub body: Value,
+    /// Which `[[reply]]` answered it (from 0), if any did.
+    pub reply: Option<usize>,
+    /// When it arrived.
+    pub at: Instant,
+}
+
+/// A streamed chunk that left the server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    /// The request it answers (index into [`MockServer::received`]).
+    pub request: usize,
+    /// The text of choice 0 it carries.
+    pub text: String,
+    /// When it was written.
+    pub at: Instant,
+}
+
+#[derive(Default)]
+struct Log {
+    received: Vec<Received>,
+    sent: Vec<Sent>,
+    /// (reply index, times used).
+    cursor: (usize, u32),
+}
+
+struct Shared {
+    script: Script,
+    log: Mutex<Log>,
+}
+
+impl Shared {
+    fn log(&self) -> std::sync::MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A running mock server; dropping it stops the server.
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MockError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The IO error.
+        source: std::io::Error,
+    },
+}
+
+impl MockServer {
+    /// Starts serving `script` on `addr` (`127.0.0.1:0` picks a free port).
+    pub fn start(script: Script, addr: &str) -> Result<Self, MockError> {
+        let bind_err = |source| MockError::Bind {
+            addr: addr.to_string(),
+            source,
+        };
+        let std_listener = std::net::TcpListener::bind(addr).map_err(bind_err)?;
+        std_listener.set_nonblocking(true).map_err(bind_err)?;
+        let local = std_listener.local_addr().map_err(bind_err)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(bind_err)?;
+        let shared = Arc::new(Shared {
+            script,
+            log: Mutex::new(Log::default()),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/chat/completions", post(chat))
+            .route("/v1/models", get(models))
+            .route("/models", get(models))
+            .with_state(shared.clone());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("robobrain-mock-llm".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(std_listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    // Chunks leave at once (no Nagle delay), as from a real provider.
+                    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(async {
+                            let _ = stopped.await;
+                        })
+                        .await;
+                });
+                // Hung replies must not keep the thread alive.
+                runtime.shutdown_background();
+            })
+            .map_err(bind_err)?;
+        ready_rx
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the server thread died")))
+            .map_err(bind_err)?;
+        Ok(Self {
+            addr: local,
+            shared,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL to give a client (`http://127.0.0.1:PORT/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The requests received so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.shared.log().received.clone()
+    }
+
+    /// The streamed chunks sent so far.
+    pub fn sent(&self) -> Vec<Sent> {
+        self.shared.log().sent.clone()
+    }
+
+    /// Blocks until the server stops (for `robobrain mock-llm`).
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // Not joined: a hung reply ends with the runtime, in the background.
+        self.thread.take();
+    }
+}
+
+async fn models() -> Response {
+    json_response(
+        StatusCode::OK,
+        &json!({"object": "list", "data": [{"id": "mock", "object": "model", "owned_by": "robobrain"}]}),
+    )
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    raw_response(status, "application/json", body.to_string())
+}
+
+fn raw_response(status: StatusCode, content_type: &str, body: String) -> Response {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(HttpBody::from(body))
+        .unwrap_or_default()
+}
+
+fn error_body(message: &str, kind: &str) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+}
+
+/// The request feature the script refuses, if the request uses one.
+fn refused_feature(script: &Script, request: &Value) -> Option<&'static str> {
+    let uses = |feature: &str| match feature {
+        "tools" => request.get("tools").is_some_and(|t| !t.is_null()),
+        "json_schema" | "json_object" => {
+            request
+                .pointer("/response_format/type")
+                .and_then(Value::as_str)
+                == Some(feature)
+        }
+        _ => false,
+    };
+    super::mock_script::FEATURES
+        .iter()
+        .find(|f| script.refuse.iter().any(|r| r == *f) && uses(f))
+        .copied()
+}
+
+async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &error_body(
+                    &format!("mock-llm: the body is not JSON: {e}"),
+                    "invalid_request_error",
+                ),
+            );
+        }
+    };
+    let refused = refused_feature(&shared.script, &request);
+    let (number, picked) = {
+        let mut log = shared.log();
+        let picked = if refused.is_some() {
+            None
+        } else {
+            let (i, used) = log.cursor;
+            shared.script.replies.get(i).map(|r| {
+                log.cursor = if used + 1 >= r.times {
+                    (i + 1, 0)
+                } else {
+                    (i, used + 1)
+                };
+                (i, r.clone())
+            })
+        };
+        log.received.push(Received {
+            body: request.clone(),
+            reply: picked.as_ref().map(|(i, _)| *i),
+            at: Instant::now(),
+        });
+        (log.received.len() - 1, picked)
+    };
+    if let Some(feature) = refused {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &error_body(
+                &format!("mock-llm: this endpoint does not support {feature}"),
+                "invalid_request_error",
+            ),
+        );
+    }
+    let Some((_, reply)) = picked else {
+        return json_response(
+            StatusCode::CONFLICT,
+            &error_body(
+                &format!(
+                    "mock-llm: the script has no more replies ({} played)",
+                    shared.script.replies.len()
+                ),
+                "script_exhausted",
+            ),
+        );
+    };
+    if reply.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(reply.latency_ms)).await;
+    }
+    let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
+    match reply.fault {
+        Some(Fault::RateLimit { retry_after }) => {
+            let mut r = json_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                &error_body("mock-llm: rate limit reached", "rate_limit_error"),
+            );
+            if let Ok(v) = header::HeaderValue::from_str(&format!("{retry_after}")) {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return r;
+        }
+        Some(Fault::ServerError) => {
+            return json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &error_body("mock-llm: internal error", "server_error"),
+            );
+        }
+        Some(Fault::Hang) => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            return json_response(
+                StatusCode::GATEWAY_TIMEOUT,
+                &error_body("mock-llm: hung", "server_error"),
+            );
+        }
+        Some(Fault::Garbage) => {
+            return if streamed {
+                raw_response(
+                    StatusCode::OK,
+                    "text/event-stream",
+                    "data: {\"choices\": [ {garbage\n\n".into(),
+                )
+            } else {
+                raw_response(
+                    StatusCode::OK,
+                    "application/json",
+                    "{\"id\": \"x\", garbage".into(),
+                )
+            };
+        }
+        Some(Fault::Cut) | None => {}
+    }
+    let cut = reply.fault == Some(Fault::Cut);
+    if streamed || matches!(reply.body, Some(Body::Replay(_))) {
+        let mut frames = match &reply.body {
+            Some(Body::Replay(text)) => replay_frames(text),
+            _ => stream_frames(&reply, &request, shared.script.chunk_chars),
+        };
+        if cut {
+            frames.truncate((frames.len() / 2).max(2));
+        }
+        stream_response(shared, number, frames, cut)
+    } else {
+        json_response(StatusCode::OK, &completion(&reply, &request))
+    }
+}
+
+/// Sends SSE frames one by one (paced by `chunk_delay_ms`), logging each;
+/// a `cut` stream ends with an error, which drops the connection mid-body.
+fn stream_response(
+    shared: Arc<Shared>,
+    request: usize,
+    frames: Vec<(String, String)>,
+    cut: bool,
+) -> Response {
+    let delay = Duration::from_millis(shared.script.chunk_delay_ms);
+    let state = (frames.into_iter(), shared, false);
+    let stream =
+        futures_util::stream::unfold(state, move |(mut frames, shared, done)| async move {
+            if done {
+                return None;
+            }
+            match frames.next() {
+                Some((data, text)) => {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    shared.log().sent.push(Sent {
+                        request,
+                        text,
+                        at: Instant::now(),
+                    });
+                    let frame: Result<Bytes, std::io::Error> =
+                        Ok(Bytes::from(format!("data: {data}\n\n")));
+                    Some((frame, (frames, shared, false)))
+                }
+                None if cut => {
+                    // Let what was sent reach the client before the connection drops.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Some((
+                        Err(std::io::Error::other("mock-llm: stream cut")),
+                        (frames, shared, true),
+                    ))
+                }
+                None => None,
+            }
+        });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(HttpBody::from_stream(stream))
+        .unwrap_or_default()
+}
+
+/// A recorded body's events, as (data, text of choice 0).
+fn replay_frames(body: &str) -> Vec<(String, String)> {
+    let mut frames: Vec<(String, String)> = body
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let data = line.strip_prefix("data:").map_or(line, str::trim_start);
+            (data.starts_with('{') || data == "[DONE]").then(|| (data.to_string(), String::new()))
+        })
+        .collect();
+    if frames.last().is_none_or(|(d, _)| d != "[DONE]") {
+        frames.push(("[DONE]".into(), String::new()));
+    }
+    frames
+}
+
+/// What a reply says, as (content, tool calls as (id, name, arguments text)).
+fn message_parts(reply: &Reply, request: &Value) -> (String, Vec<(String, String, String)>) {
+    let offers_decide = request
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|tools| {
+            tools
+                .iter()
+                .any(|t| t.pointer("/function/name").and_then(Value::as_str) == Some("decide"))
+        });
+    match &reply.body {
+        Some(Body::Decision(d)) if offers_decide => (
+            String::new(),
+            vec![("call_mock_0".into(), "decide".into(), d.to_string())],
+        ),
+        Some(Body::Decision(d)) => (d.to_string(), Vec::new()),
+        Some(Body::Content(c)) => (c.clone(), Vec::new()),
+        Some(Body::ToolCalls(calls)) => (
+            String::new(),
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, args))| (format!("call_mock_{i}"), name.clone(), args.to_string()))
+                .collect(),
+        ),
+        Some(Body::Replay(_)) | None => (String::new(), Vec::new()),
+    }
+}
+
+fn usage(request: &Value, content: &str, calls: &[(String, String, String)]) -> Value {
+    let prompt = request.to_string().chars().count().div_ceil(4);
+    let written =
+        content.chars().count() + calls.iter().map(|c| c.2.chars().count()).sum::<usize>();
+    let completion = written.div_ceil(4);
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+}
+
+fn model_of(request: &Value) -> &str {
+    request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock")
+}
+
+/// A plain `chat.completion` body.
+fn completion(reply: &Reply, request: &Value) -> Value {
+    let (content, calls) = message_parts(reply, request);
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    let message = if calls.is_empty() {
+        json!({"role": "assistant", "content": content})
+    } else {
+        let tool_calls: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+            .collect();
+        json!({"role": "assistant", "content": null, "tool_calls": tool_calls})
+    };
+    let choices: Vec<Value> = (0..reply.choices)
+        .map(|i| json!({"index": i, "message": message, "finish_reason": finish}))
+        .collect();
+    json!({
+        "id": "chatcmpl-mock", "object": "chat.completion", "created": 0,
+        "model": model_of(request), "choices": choices,
+        "usage": usage(request, &content, &calls),
+    })
+}
+
+fn pieces(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(n.max(1)).map(|c| c.iter().collect()).collect()
+}
+
+/// The SSE frames of a reply, as (data, text of choice 0).
+fn stream_frames(reply: &Reply, request: &Value, chunk_chars: usize) -> Vec<(String, String)> {
+    let (content, calls) = message_parts(reply, request);
+    let model = model_of(request);
+    let chunk = |choice: u32, delta: Value, finish: Option<&str>| {
+        json!({
+            "id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [{"index": choice, "delta": delta, "finish_reason": finish}],
+        })
+        .to_string()
+    };
+    let mut frames = Vec::new();
+    for choice in 0..reply.choices {
+        let text_of = |t: &str| {
+            if choice == 0 {
+                t.to_string()
+            } else {
+                String::new()
+            }
+        };
+        frames.push((
+            chunk(choice, json!({"role": "assistant", "content": ""}), None),
+            String::new(),
+        ));
+        for piece in pieces(&content, chunk_chars) {
+            frames.push((
+                chunk(choice, json!({"content": piece}), None),
+                text_of(&piece),
+            ));
+        }
+        for (i, (id, name, args)) in calls.iter().enumerate() {
+            let head = json!({"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]});
+            frames.push((chunk(choice, head, None), String::new()));
+            for piece in pieces(args, chunk_chars) {
+                let d = json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]});
+                frames.push((chunk(choice, d, None), text_of(&piece)));
+            }
+        }
+        let finish = if calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        frames.push((chunk(choice, json!({}), Some(finish)), String::new()));
+    }
+    let usage_chunk = json!({
+        "id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [], "usage": usage(request, &content, &calls),
+    });
+    frames.push((usage_chunk.to_string(), String::new()));
+    frames.push(("[DONE]".into(), String::new()));
+    frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::accumulate::{Accumulator, chunks_of};
+    use crate::llm::mock_script::parse;
+    use std::path::Path;
+
+    fn script(text: &str) -> Script {
+        parse(text, Path::new("mock.toml")).unwrap()
+    }
+
+    #[test]
+    fn streamed_frames_rebuild_into_the_reply() {
+        let s = script(
+            "[[reply]]\ntool_calls = [{ name = \"navigate_to\", arguments = { zone = \"kitchen\" } }]\nchoices = 2\n",
+        );
+        let frames = stream_frames(&s.replies[0], &json!({"model": "m"}), 3);
+        let body = frames.iter().fold(String::new(), |mut body, (d, _)| {
+            body.push_str("data: ");
+            body.push_str(d);
+            body.push_str("\n\n");
+            body
+        });
+        let mut acc = Accumulator::new();
+        for c in chunks_of(&body) {
+            acc.push_chunk(&c);
+        }
+        let c = acc.finish();
+        assert_eq!(c.choices.len(), 2);
+        let call = &c.choices[&1].tool_calls[0];
+        assert_eq!(call.name, "navigate_to");
+        assert_eq!(call.arguments, "{\"zone\":\"kitchen\"}");
+        assert_eq!(c.choices[&0].finish_reason.as_deref(), Some("tool_calls"));
+        assert!(c.usage.is_some());
+    }
+
+    #[test]
+    fn a_decision_is_a_tool_call_only_when_the_request_offers_decide() {
+        let s = script("[[reply]]\ndecision = { type = \"FINISH\", reason = \"done\" }\n");
+        let with_tool = json!({"tools": [{"type": "function", "function": {"name": "decide"}}]});
+        let (content, calls) = message_parts(&s.replies[0], &with_tool);
+        assert!(content.is_empty());
+        assert_eq!(calls[0].1, "decide");
+        let (content, calls) = message_parts(&s.replies[0], &json!({}));
+        assert!(calls.is_empty());
+        assert_eq!(
+            serde_json::from_str::<Value>(&content).unwrap()["type"],
+            "FINISH"
+        );
+    }
+}
