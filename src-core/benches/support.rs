@@ -56,18 +56,23 @@ pub fn world() -> World {
     World::resolve("apartment").expect("built-in world")
 }
 
-/// An engine over the instant robot, already running a patrol of `steps` waypoints.
+/// An engine over the instant robot, already running a patrol of `steps`
+/// waypoints (kitchen and bedroom in turn, so every step is a new goal).
 pub fn instant_patrol(steps: usize) -> Engine {
-    let config = Config {
+    let mut config = Config {
         thread_id: Some("bench".into()),
         ..Config::default()
     };
-    let mut engine =
-        Engine::new(&config, world(), Box::new(InstantLink::default())).expect("engine");
+    // A long patrol is the point here, not the loop guard.
+    config.kernel.max_iterations = u32::MAX;
+    let mut world = world();
     let zones = ["kitchen", "bedroom"];
-    let route: Vec<&str> = (0..steps).map(|i| zones[i % 2]).collect();
-    let text = format!("patrol {}", route.join(" and "));
-    engine.submit(Command::Say { text });
+    let route: Vec<String> = (0..steps).map(|i| zones[i % 2].to_string()).collect();
+    world.routes.push(("bench".into(), route));
+    let mut engine = Engine::new(&config, world, Box::new(InstantLink::default())).expect("engine");
+    engine.submit(Command::StartPatrol {
+        route: Some("bench".into()),
+    });
     let mut sink = Vec::new();
     engine.tick(&mut sink);
     engine
