@@ -529,4 +529,46 @@ mod tests {
                 .all(|t| t.status == TaskStatus::Succeeded)
         );
     }
+
+    #[test]
+    fn a_user_task_waiting_when_the_battery_runs_low_does_not_make_the_loop_flap() {
+        use crate::link::Fault;
+        // A goto runs; a patrol is queued over it (user interrupt), then the battery drops.
+        let (engine, events) = run(
+            &[
+                say(0.5, "go to the bedroom"),
+                say(2.0, "巡逻"),
+                inject(2.0, Fault::SetBattery { pct: 15.0 }),
+            ],
+            120.0,
+        );
+        let switches = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    &e.kind,
+                    EventKind::Decision {
+                        decision_type: DecisionType::SwitchTask,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert!(
+            switches <= 2,
+            "the loop flapped: {switches} SWITCH_TASK decisions"
+        );
+        assert!(
+            engine.state().step < 5_000,
+            "step ran away: {}",
+            engine.state().step
+        );
+        assert!(events.iter().any(|e| matches!(
+            &e.kind,
+            EventKind::Mode {
+                to: Mode::Charge,
+                ..
+            }
+        )));
+    }
 }

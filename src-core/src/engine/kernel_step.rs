@@ -193,6 +193,12 @@ impl Engine {
                 };
                 self.set_mode(verdict.mode, reason);
             }
+            // The user-preemption flag is recomputed every tick: a stale one
+            // (its task now outranked by a charge task) would make the loop
+            // switch back and forth.
+            if !matches!(verdict.switch, Switch::UserPreempt(_)) {
+                self.state.preempt_for = None;
+            }
             match verdict.switch {
                 Switch::Keep => {}
                 Switch::Activate(id) => self.activate(&id),
