@@ -129,23 +129,15 @@ mod tests {
     use super::*;
     use crate::protocol::TaskStatus;
 
+    fn goto(zone: &str) -> TaskKind {
+        TaskKind::Goto { zone: zone.into() }
+    }
+
     #[test]
     fn higher_priority_wins_then_arrival_order() {
         let mut q = TaskQueue::new();
-        let a = q.push(
-            TaskKind::Goto {
-                zone: "kitchen".into(),
-            },
-            Priority::Main,
-            0.0,
-        );
-        let b = q.push(
-            TaskKind::Goto {
-                zone: "bedroom".into(),
-            },
-            Priority::Main,
-            1.0,
-        );
+        let a = q.push(goto("kitchen"), Priority::Main, 0.0);
+        let b = q.push(goto("bedroom"), Priority::Main, 1.0);
         assert_eq!(q.best_runnable().unwrap().id, a);
         let c = q.push(TaskKind::Charge, Priority::Battery, 2.0);
         assert_eq!(q.best_runnable().unwrap().id, c);
@@ -158,13 +150,7 @@ mod tests {
     #[test]
     fn paused_and_waiting_tasks_are_not_runnable() {
         let mut q = TaskQueue::new();
-        let a = q.push(
-            TaskKind::Goto {
-                zone: "kitchen".into(),
-            },
-            Priority::Main,
-            0.0,
-        );
+        let a = q.push(goto("kitchen"), Priority::Main, 0.0);
         q.get_mut(&a).unwrap().status = TaskStatus::Paused;
         assert!(q.best_runnable().is_none());
         q.get_mut(&a).unwrap().status = TaskStatus::WaitingHuman;
