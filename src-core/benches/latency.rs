@@ -8,7 +8,6 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use robobrain_core::config::Config;
@@ -17,20 +16,28 @@ use robobrain_core::link::{GoalKind, LinkError, LinkReply, LinkRequest, RobotLin
 use robobrain_core::protocol::Command;
 use robobrain_core::runtime::{Pace, Runtime};
 use robobrain_core::sim::SimLink;
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
-/// Wraps the simulator and notes when a `stop_base` goal reaches the robot.
+/// Wraps the simulator and reports when a navigation starts and when a
+/// `stop_base` goal reaches the robot. The bench awaits these reports rather
+/// than polling for them: a polling loop on a two-core machine competes with
+/// the kernel thread for a core and measures the scheduler, not the brain.
 struct StopWatch {
     inner: SimLink,
-    stop_at: Arc<Mutex<Option<Instant>>>,
-    navigating: Arc<Mutex<bool>>,
+    stop_at: UnboundedSender<Instant>,
+    navigating: UnboundedSender<()>,
 }
 
 impl RobotLink for StopWatch {
     fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
         if let LinkRequest::SendGoal { kind, .. } = &request {
             match kind {
-                GoalKind::StopBase => *self.stop_at.lock().unwrap() = Some(Instant::now()),
-                GoalKind::Navigate { .. } => *self.navigating.lock().unwrap() = true,
+                GoalKind::StopBase => {
+                    let _ = self.stop_at.send(Instant::now());
+                }
+                GoalKind::Navigate { .. } => {
+                    let _ = self.navigating.send(());
+                }
                 GoalKind::Dock => {}
             }
         }
@@ -50,13 +57,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 async fn estop_once(config: &Config) -> Duration {
-    let stop_at = Arc::new(Mutex::new(None));
-    let navigating = Arc::new(Mutex::new(false));
+    let (stop_at, mut stopped) = unbounded_channel();
+    let (navigating, mut started) = unbounded_channel();
     let world = support::world();
     let link = StopWatch {
         inner: SimLink::new(world.clone(), config.seed),
-        stop_at: stop_at.clone(),
-        navigating: navigating.clone(),
+        stop_at,
+        navigating,
     };
     let engine = Engine::new(config, world, Box::new(link)).expect("engine");
     let runtime = Runtime::start(engine, Pace::RealTime { speed: 100.0 });
@@ -66,18 +73,11 @@ async fn estop_once(config: &Config) -> Duration {
         })
         .await
         .unwrap();
-    while !*navigating.lock().unwrap() {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    started.recv().await.expect("navigation started");
     tokio::time::sleep(Duration::from_millis(5)).await;
     let sent = Instant::now();
     runtime.send(Command::EStop).await.unwrap();
-    let reached = loop {
-        if let Some(at) = *stop_at.lock().unwrap() {
-            break at;
-        }
-        tokio::task::yield_now().await;
-    };
+    let reached = stopped.recv().await.expect("stop_base sent");
     runtime.shutdown().await;
     reached.duration_since(sent)
 }

@@ -51,7 +51,7 @@ fn llm_config(server: &MockServer, stream: bool) -> LlmConfig {
 fn observation() -> Observation {
     serde_json::from_value(serde_json::json!({
         "time": 12.5, "task_id": "t1", "task_kind": "goto", "title": "go to kitchen",
-        "plan": [{"skill": "navigate_to", "args": {"zone": "kitchen"}}], "step": 0,
+        "plan": [{"skill": "navigate_to", "args": {"zone": "kitchen"}}], "step": 0, "plan_len": 1,
         "iteration": 2, "zone": "hall", "battery_pct": 87.25, "charging": false,
         "battery_resume_pct": 80.0, "distance_to_target": 3.5, "running": [],
         "last_result": {"result": "failed", "skill": "navigate_to", "args": {"zone": "kitchen"},

@@ -58,7 +58,7 @@ fn describe_step(obs: &Observation) -> String {
         Some(s) => format!(
             "step {}/{}: {}",
             obs.step + 1,
-            obs.plan.len(),
+            obs.plan_len,
             describe_call(&s.skill, &s.args)
         ),
         None => "no step left".into(),
@@ -227,7 +227,7 @@ fn failed(
                 && !obs.on_last_step()
                 && obs.failures >= SKIP_AFTER_NO_PATH
             {
-                let next = obs.plan.get(obs.step + 1).map(|s| Op::Dispatch {
+                let next = obs.next_step().map(|s| Op::Dispatch {
                     skill: s.skill.clone(),
                     args: s.args.clone(),
                 });
@@ -327,8 +327,13 @@ mod tests {
             task_id: "t1".into(),
             task_kind: kind.into(),
             title: "task".into(),
-            plan: zones.iter().map(|z| PlanStep::navigate(z)).collect(),
+            plan: zones
+                .iter()
+                .skip(step)
+                .map(|z| PlanStep::navigate(z))
+                .collect(),
             step,
+            plan_len: zones.len(),
             iteration: 1,
             zone: Some("kitchen".into()),
             battery_pct: 50.0,
@@ -475,10 +480,8 @@ mod tests {
     #[test]
     fn charging_waits_until_the_resume_threshold() {
         let mut o = obs("charge", &[], 0, None);
-        o.plan = vec![PlanStep {
-            skill: "dock".into(),
-            args: json!({}),
-        }];
+        o.plan = Vec::new();
+        o.plan_len = 1;
         o.step = 1;
         o.charging = true;
         assert_eq!(

@@ -58,6 +58,7 @@ mod tests {
         let obs: Observation = serde_json::from_value(serde_json::json!({
             "time": 1.0, "task_id": "t1", "task_kind": "goto", "title": "go to kitchen",
             "plan": [{"skill": "navigate_to", "args": {"zone": "kitchen"}}], "step": 0,
+            "plan_len": 1,
             "iteration": 1, "zone": null, "battery_pct": 90.0, "charging": false,
             "battery_resume_pct": 80.0, "distance_to_target": null, "running": [],
             "last_result": null, "failures": 0, "no_progress": null, "preempt": null,

@@ -11,7 +11,7 @@ use crate::protocol::{
     SpeechTrack, TaskStatus, Verdict,
 };
 use crate::react::guardrails::{GuardContext, Judged, judge};
-use crate::react::observation::{PreemptObs, RunningGoalObs};
+use crate::react::observation::{PLAN_WINDOW, PreemptObs, RunningGoalObs};
 use crate::react::{Decision, LastResult, Observation, Phase, guards};
 use crate::skills::SkillContext;
 
@@ -261,8 +261,9 @@ impl Engine {
             task_id: task.id.clone(),
             task_kind: task.kind.name().into(),
             title: task.title(),
-            plan: task.plan.clone(),
+            plan: task.plan_ahead(PLAN_WINDOW),
             step: task.cursor,
+            plan_len: task.plan.len(),
             iteration: task.react.iteration + 1,
             zone: t.zone.clone(),
             battery_pct: t.battery_pct,

@@ -55,9 +55,23 @@ impl TaskKind {
     pub fn title(&self) -> String {
         match self {
             Self::Goto { zone } => format!("go to {zone}"),
-            Self::Patrol { zones, .. } => format!("patrol: {}", zones.join(" → ")),
+            Self::Patrol { zones, .. } => patrol_title(zones),
             Self::Charge => "charge".into(),
         }
+    }
+}
+
+/// How many zones a patrol's title names before it abbreviates.
+const TITLE_ZONES: usize = 6;
+
+/// `patrol: kitchen → bedroom`, or for a long route the first zones and how
+/// many more follow.
+fn patrol_title(zones: &[String]) -> String {
+    let shown = zones.len().min(TITLE_ZONES);
+    let named = zones[..shown].join(" → ");
+    match zones.len() - shown {
+        0 => format!("patrol: {named}"),
+        more => format!("patrol: {named} → … (+{more} more)"),
     }
 }
 
@@ -130,6 +144,16 @@ impl Task {
         self.plan.get(self.cursor)
     }
 
+    /// The step it is on and the ones after it, at most `n` in all.
+    pub fn plan_ahead(&self, n: usize) -> Vec<PlanStep> {
+        self.plan
+            .iter()
+            .skip(self.cursor)
+            .take(n)
+            .cloned()
+            .collect()
+    }
+
     /// Whether the task can be made active.
     pub fn is_runnable(&self) -> bool {
         matches!(
@@ -155,5 +179,37 @@ impl Task {
             steps: self.plan.len(),
             deadline: self.deadline,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patrol(n: usize) -> TaskKind {
+        TaskKind::Patrol {
+            zones: (0..n).map(|i| format!("z{i}")).collect(),
+            route: None,
+        }
+    }
+
+    #[test]
+    fn a_long_patrol_has_a_short_title() {
+        assert_eq!(patrol(2).title(), "patrol: z0 → z1");
+        assert_eq!(
+            patrol(100).title(),
+            "patrol: z0 → z1 → z2 → z3 → z4 → z5 → … (+94 more)"
+        );
+    }
+
+    #[test]
+    fn the_plan_ahead_starts_at_the_cursor_and_is_bounded() {
+        let mut task = Task::new("t1".into(), patrol(20), Priority::Main, 0.0);
+        task.cursor = 17;
+        let ahead = task.plan_ahead(8);
+        assert_eq!(ahead.len(), 3);
+        assert_eq!(ahead[0], PlanStep::navigate("z17"));
+        task.cursor = 2;
+        assert_eq!(task.plan_ahead(8).len(), 8);
     }
 }

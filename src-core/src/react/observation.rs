@@ -85,6 +85,9 @@ pub struct PreemptObs {
     pub reason: String,
 }
 
+/// How many plan steps an observation shows, from the current one on.
+pub const PLAN_WINDOW: usize = 8;
+
 /// The observation (R1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
@@ -96,10 +99,14 @@ pub struct Observation {
     pub task_kind: String,
     /// Task in words.
     pub title: String,
-    /// The plan.
+    /// The plan ahead: the step the task is on and at most
+    /// [`PLAN_WINDOW`]` - 1` after it (a summary, like the rest: a long patrol
+    /// does not grow every observation).
     pub plan: Vec<PlanStep>,
-    /// Step index it is on.
+    /// Index of the step it is on (`plan[0]` when a step is left).
     pub step: usize,
+    /// Number of steps in the whole plan.
+    pub plan_len: usize,
     /// Iteration number of this decision.
     pub iteration: u32,
     /// Zone the robot is in.
@@ -133,11 +140,16 @@ pub struct Observation {
 impl Observation {
     /// The step the task is on.
     pub fn current_step(&self) -> Option<&PlanStep> {
-        self.plan.get(self.step)
+        self.plan.first()
+    }
+
+    /// The step after the current one.
+    pub fn next_step(&self) -> Option<&PlanStep> {
+        self.plan.get(1)
     }
 
     /// Whether the current step is the last.
     pub fn on_last_step(&self) -> bool {
-        self.step + 1 >= self.plan.len()
+        self.step + 1 >= self.plan_len
     }
 }
