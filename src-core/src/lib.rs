@@ -16,6 +16,7 @@
 //! - [`source`]: file:line:col errors for the files people write.
 //! - [`config`]: layered configuration with precise errors.
 //! - [`eventlog`]: the JSONL event log every run writes.
+//! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 
 pub mod brain;
 pub mod config;
@@ -33,3 +34,4 @@ pub mod scenario;
 pub mod sim;
 pub mod skills;
 pub mod source;
+pub mod store;

@@ -166,6 +166,9 @@ async fn drive(
             }
         }
     }
+    // Commits what is left and, if the thread is done, marks it finished.
+    engine.close();
+    snapshot.send_replace(engine.snapshot());
 }
 
 async fn next_tick(interval: Option<&mut tokio::time::Interval>) {

@@ -13,12 +13,14 @@ pub mod battery;
 pub mod goal;
 pub mod grid;
 pub mod planner;
+pub mod server;
 pub mod sim_link;
 pub mod simulator;
 pub mod world;
 pub mod world_file;
 
 pub use planner::{Path, PlanError, plan};
+pub use server::{SimServer, SimServerError};
 pub use sim_link::SimLink;
 pub use simulator::Sim;
 pub use world::World;

@@ -40,6 +40,18 @@ pub struct Cli {
     /// Simulation seed.
     #[arg(long, global = true, value_name = "N")]
     pub seed: Option<u64>,
+    /// Durable thread id: the run is checkpointed in the database under it.
+    #[arg(long, global = true, value_name = "ID")]
+    pub thread: Option<String>,
+    /// Continue `--thread ID` from its last checkpoint.
+    #[arg(long, global = true, requires = "thread")]
+    pub resume: bool,
+    /// Database file (default: config `[store] db`, else <runs_dir>/robobrain.db).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// A robot in another process, e.g. tcp://127.0.0.1:7000 (`robobrain sim --listen`).
+    #[arg(long, global = true, value_name = "URL")]
+    pub robot: Option<String>,
     /// What to run.
     #[command(subcommand)]
     pub command: Option<Cmd>,
@@ -61,6 +73,14 @@ pub enum Cmd {
     },
     /// JSONL events on stdout; commands (JSON) or utterances on stdin.
     Headless(headless::Args),
+    /// List durable threads, or show one thread's event history.
+    Threads {
+        /// `show ID` prints the thread's events.
+        #[command(subcommand)]
+        show: Option<crate::threads::Show>,
+    },
+    /// Run the simulated robot as its own process, serving the robot link over TCP.
+    Sim(crate::simserve::Args),
     /// Run scenario files and report; exit 0 when all pass.
     Scenario {
         /// Scenario files.
@@ -89,6 +109,17 @@ pub fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let config = load_config(&cli)?;
+    let durable = Durability {
+        resume: cli.resume,
+        robot: cli.robot.clone(),
+        record: cli.thread.is_some() || cli.db.is_some(),
+    };
+    if !matches!(cli.command, Some(Cmd::Headless(_))) {
+        anyhow::ensure!(
+            !cli.resume && cli.robot.is_none(),
+            "--resume and --robot work with `robobrain headless` (demo and scenario replay a script from its start)"
+        );
+    }
     match cli.command {
         None => {
             eprintln!("the console is not built yet; try `robobrain demo` or `robobrain --help`");
@@ -97,7 +128,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Demo { fast, speed, log }) => {
             demo(cli.world.as_deref(), cli.seed, &config, fast, speed, log)
         }
-        Some(Cmd::Headless(args)) => headless::run(config, &args),
+        Some(Cmd::Headless(args)) => headless::run(config, &args, &durable),
+        Some(Cmd::Threads { show }) => crate::threads::run(&config, show.as_ref()),
+        Some(Cmd::Sim(args)) => crate::simserve::run(&config, &args),
         Some(Cmd::Scenario {
             files,
             log_dir,
@@ -126,7 +159,28 @@ fn load_config(cli: &Cli) -> Result<Config> {
     if let Some(seed) = cli.seed {
         config.seed = seed;
     }
+    if let Some(thread) = &cli.thread {
+        anyhow::ensure!(
+            !thread.is_empty() && !thread.contains(char::is_whitespace),
+            "--thread: expected an id without spaces, found {thread:?}"
+        );
+        config.thread_id = Some(thread.clone());
+    }
+    if let Some(db) = &cli.db {
+        config.store.db = Some(db.clone());
+    }
     Ok(config)
+}
+
+/// What the durability flags ask of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Durability {
+    /// `--resume`.
+    pub resume: bool,
+    /// `--robot URL`.
+    pub robot: Option<String>,
+    /// Whether to record the run in the database (`--thread` or `--db`).
+    pub record: bool,
 }
 
 /// A fresh thread id: `prefix-<unix seconds>`.

@@ -15,14 +15,17 @@ use anyhow::{Context, Result};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::{self, EventLog};
-use robobrain_core::protocol::{Command, Event, Snapshot, TaskStatus};
+use robobrain_core::link::RobotLink;
+use robobrain_core::link::tcp::TcpLink;
+use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
 use robobrain_core::runtime::{Pace, Runtime};
 use robobrain_core::sim::World;
+use robobrain_core::store::Store;
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::cli::thread_id;
+use crate::cli::{Durability, thread_id};
 
 /// Sim seconds of nothing to do, after stdin ends, before the run stops.
 pub const SETTLE_S: f64 = 2.0;
@@ -90,7 +93,7 @@ pub fn is_idle(s: &Snapshot) -> bool {
 }
 
 /// Runs headless on a single-threaded tokio runtime.
-pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
+pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     anyhow::ensure!(
         args.speed.is_finite() && args.speed > 0.0,
         "--speed: expected a positive number of sim seconds per wall second, found {}",
@@ -106,7 +109,28 @@ pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
     let tid = config.thread_id.clone().unwrap_or_else(|| thread_id("run"));
     config.thread_id = Some(tid.clone());
     let world = World::resolve(&config.world)?;
-    let engine = Engine::simulated(&config, world)?;
+    let link: Box<dyn RobotLink> = match &durable.robot {
+        Some(url) => Box::new(TcpLink::connect(url)?),
+        None => Box::new(robobrain_core::sim::SimLink::new(
+            world.clone(),
+            config.seed,
+        )),
+    };
+    let mut engine = Engine::new(&config, world, link)?;
+    if durable.record || durable.resume {
+        let path = config.db_path();
+        let store = Store::open(&path, config.store.synchronous)?;
+        engine.attach_store(store, &config.store, durable.resume)?;
+        eprintln!(
+            "thread {tid}: {} in {}",
+            if durable.resume {
+                "resumed"
+            } else {
+                "recording"
+            },
+            path.display()
+        );
+    }
     let path = args
         .log
         .clone()
@@ -148,6 +172,7 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
     let mut last_command_at = 0.0;
     let mut poll = tokio::time::interval(POLL);
     let mut out = std::io::stdout();
+    let mut halted = None;
     loop {
         let input = tokio::select! {
             ev = events.recv() => Input::Event(ev),
@@ -158,6 +183,11 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
             Input::Event(Ok(event)) => {
                 if event.time > limit + 1e-9 {
                     break;
+                }
+                if let EventKind::Error { code, message } = &event.kind
+                    && code == "store_failed"
+                {
+                    halted = Some(message.clone());
                 }
                 log.write_batch(std::slice::from_ref(&event))?;
                 if emit(&mut out, &event).is_err() {
@@ -182,6 +212,9 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
                 Line::Bad(why) => error_line(Some(n), "invalid_command", &why),
             },
             Input::Poll => {
+                if halted.is_some() {
+                    break;
+                }
                 let snap = brain.snapshot();
                 if snap.time >= limit {
                     break;
@@ -207,6 +240,9 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
         if emit(&mut out, &event).is_err() {
             break;
         }
+    }
+    if let Some(why) = halted {
+        anyhow::bail!("the thread was paused: {why}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -209,11 +209,13 @@ impl Engine {
         self.state.estop = true;
         self.state.estops += 1;
         self.set_mode(Mode::Safe, "E-stop pressed".into());
-        let goal_id = format!("estop{}", self.state.estops);
+        self.node(Node::Dispatch);
+        let goal_id = format!("{}/estop{}", self.thread_id, self.state.estops);
+        self.ledger_dispatch(&goal_id, self.state.step, 0, "stop_base");
         let mut speech = Vec::new();
         let mut ctx = SkillContext {
             world: &self.world,
-            link: self.link.as_mut(),
+            link: &mut self.held,
             telemetry: &self.state.telemetry,
             speech: &mut speech,
         };
@@ -238,7 +240,6 @@ impl Engine {
                 cancelled.push(c);
             }
         }
-        self.node(Node::Dispatch);
         match stop {
             Ok(done) => {
                 self.skill_event(

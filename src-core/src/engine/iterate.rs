@@ -354,7 +354,9 @@ impl Engine {
                     }
                 }
                 Op::Dispatch { skill, args } => {
-                    let goal_id = format!("g{}.{i}", self.state.step);
+                    let step = self.state.step;
+                    let goal_id = crate::store::ledger::goal_id(&self.thread_id, step, i);
+                    self.ledger_dispatch(&goal_id, step, i, skill);
                     let holds_base = self
                         .registry
                         .spec(skill)
@@ -377,7 +379,7 @@ impl Engine {
         let result = {
             let mut ctx = SkillContext {
                 world: &self.world,
-                link: self.link.as_mut(),
+                link: &mut self.held,
                 telemetry: &self.state.telemetry,
                 speech: &mut speech,
             };

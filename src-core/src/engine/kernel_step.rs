@@ -10,35 +10,35 @@ use crate::protocol::{Activity, EventKind, Mode, Node, Priority, SkillStatus, Ta
 use crate::react::{LastResult, Phase};
 use crate::skills::SkillContext;
 use crate::skills::runner::{Completion, GoalResult, GoalUpdate};
+use crate::store::LedgerStatus;
 
 impl Engine {
     /// K2: telemetry, feedback and results from the robot; skill time limits.
     pub(super) fn sync_robot(&mut self) {
         let mut replies = std::mem::take(&mut self.replies);
         self.link.drain(&mut replies);
+        if self.link.take_reconnected() {
+            self.reconcile();
+        }
         for reply in replies.drain(..) {
             match &reply {
                 LinkReply::Telemetry { telemetry } => self.state.telemetry = telemetry.clone(),
                 LinkReply::FaultApplied { fault } => self.emit(EventKind::Fault {
                     fault: fault.clone(),
                 }),
-                _ => match self.runner.on_reply(&reply) {
-                    Some(GoalUpdate::Feedback(goal)) => {
-                        if let Some(f) = &goal.feedback {
-                            self.on_feedback(goal.task_id.as_deref(), &goal.goal_id, f);
-                        }
-                        self.skill_event(
-                            &goal.goal_id,
-                            &goal.skill,
-                            &goal.args,
-                            SkillStatus::Feedback,
-                            goal.feedback,
-                            "",
-                        );
+                LinkReply::Refused { message } => self.emit(EventKind::Error {
+                    code: "robot_refused".into(),
+                    message: message.clone(),
+                }),
+                LinkReply::Accepted { goal_id } => {
+                    self.ledger_update(goal_id, LedgerStatus::Accepted, None);
+                }
+                LinkReply::GoalStatus { goal_id, status } => {
+                    if self.is_reconciling(goal_id) {
+                        self.reconciled(goal_id, status);
                     }
-                    Some(GoalUpdate::Ended(c)) => self.on_completion(&c),
-                    None => {}
-                },
+                }
+                _ => self.apply_goal_reply(&reply),
             }
         }
         self.replies = replies;
@@ -46,7 +46,7 @@ impl Engine {
             let mut speech = Vec::new();
             let mut ctx = SkillContext {
                 world: &self.world,
-                link: self.link.as_mut(),
+                link: &mut self.held,
                 telemetry: &self.state.telemetry,
                 speech: &mut speech,
             };
@@ -55,6 +55,27 @@ impl Engine {
         };
         for c in expired {
             self.on_completion(&c);
+        }
+    }
+
+    /// Feedback or an end for a running goal.
+    pub(super) fn apply_goal_reply(&mut self, reply: &LinkReply) {
+        match self.runner.on_reply(reply) {
+            Some(GoalUpdate::Feedback(goal)) => {
+                if let Some(f) = &goal.feedback {
+                    self.on_feedback(goal.task_id.as_deref(), &goal.goal_id, f);
+                }
+                self.skill_event(
+                    &goal.goal_id,
+                    &goal.skill,
+                    &goal.args,
+                    SkillStatus::Feedback,
+                    goal.feedback,
+                    "",
+                );
+            }
+            Some(GoalUpdate::Ended(c)) => self.on_completion(&c),
+            None => {}
         }
     }
 
@@ -315,7 +336,7 @@ impl Engine {
         let mut speech = Vec::new();
         let mut ctx = SkillContext {
             world: &self.world,
-            link: self.link.as_mut(),
+            link: &mut self.held,
             telemetry: &self.state.telemetry,
             speech: &mut speech,
         };
@@ -340,6 +361,11 @@ impl Engine {
     }
 
     pub(super) fn completion_event(&mut self, c: &Completion) {
+        self.ledger_update(
+            &c.goal_id,
+            LedgerStatus::Done,
+            Some(Self::ledger_result(&c.result)),
+        );
         let (status, error, message) = match &c.result {
             GoalResult::Succeeded { .. } => (SkillStatus::Succeeded, None, String::new()),
             GoalResult::Failed { code, message } => {
