@@ -65,13 +65,7 @@ fn react_iteration_durable(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let path = db("iter");
             let mut engine = durable_patrol(&path, iters as usize + 2);
-            let mut events = Vec::with_capacity(64);
-            let start = Instant::now();
-            for _ in 0..iters {
-                engine.tick(&mut events);
-                events.clear();
-            }
-            start.elapsed()
+            support::time_ticks(&mut engine, iters)
         });
     });
 }

@@ -10,7 +10,8 @@
 //! - [`brain`]: decision providers (`RuleBrain`, `ScriptedBrain`) and intent parsing.
 //! - [`skills`]: the skill registry, specs, the goal runner and the built-in skills.
 //! - [`policy`]: which ops need an operator's approval.
-//! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action.
+//! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
+//!   in process (`SimLink`) or over TCP (`TcpLink`).
 //! - [`sim`]: the simulated apartment: world files, planner, base, battery, faults.
 //! - [`scenario`]: scripted headless runs with expectations and a report.
 //! - [`source`]: file:line:col errors for the files people write.

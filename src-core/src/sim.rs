@@ -7,6 +7,8 @@
 //! - [`base`] and [`battery`]: the body's physics.
 //! - [`goal`] and [`simulator`]: goals, recoveries, faults — the [`Sim`].
 //! - [`sim_link`]: the [`SimLink`] the kernel talks to.
+//! - [`server`]: the [`SimServer`] behind `robobrain sim --listen`, the robot
+//!   as its own process for the `TcpLink`.
 
 pub mod base;
 pub mod battery;

@@ -387,3 +387,128 @@ impl Engine {
         self.runner.running().is_empty() && self.state.queue.best_runnable().is_none()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::protocol::{Command, Event, SkillStatus};
+    use crate::sim::World;
+    use crate::store::Synchronous;
+
+    fn temp_db(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rb-durable-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("robobrain.db")
+    }
+
+    fn durable_engine(path: &std::path::Path, resume: bool) -> Engine {
+        let config = Config {
+            thread_id: Some("t".into()),
+            ..Config::default()
+        };
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let store = Store::open(path, Synchronous::Normal).unwrap();
+        engine
+            .attach_store(store, &StoreConfig::default(), resume)
+            .unwrap();
+        engine
+    }
+
+    fn tick_until(engine: &mut Engine, events: &mut Vec<Event>, f: impl Fn(&Event) -> bool) {
+        for _ in 0..3000 {
+            let from = events.len();
+            engine.tick(events);
+            if events[from..].iter().any(&f) {
+                return;
+            }
+        }
+        panic!("never happened");
+    }
+
+    fn dispatched(e: &Event) -> bool {
+        matches!(
+            &e.kind,
+            EventKind::Skill {
+                status: SkillStatus::Dispatched,
+                ..
+            }
+        )
+    }
+
+    #[test]
+    fn a_goal_the_robot_never_received_is_sent_once_after_the_resume() {
+        let path = temp_db("unknown");
+        let mut engine = durable_engine(&path, false);
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        let mut events = Vec::new();
+        tick_until(&mut engine, &mut events, dispatched);
+        let last_seq = events.last().unwrap().seq;
+        // The brain dies; the robot (a fresh in-process sim) never heard of the goal.
+        drop(engine);
+        let mut engine = durable_engine(&path, true);
+        let mut after = Vec::new();
+        tick_until(
+            &mut engine,
+            &mut after,
+            |e| matches!(&e.kind, EventKind::Log { message, .. } if message.contains("never reached the robot; sent now")),
+        );
+        tick_until(&mut engine, &mut after, |e| {
+            matches!(
+                &e.kind,
+                EventKind::Skill {
+                    status: SkillStatus::Succeeded,
+                    ..
+                }
+            )
+        });
+        assert_eq!(after[0].seq, last_seq + 1, "events continue without a gap");
+        let again: Vec<_> = after
+            .iter()
+            .filter(|e| {
+                dispatched(e)
+                    && matches!(&e.kind, EventKind::Skill { skill, .. } if skill == "navigate_to")
+            })
+            .collect();
+        assert!(
+            again.is_empty(),
+            "the navigation is not dispatched anew: {again:?}"
+        );
+        let store = Store::open(&path, Synchronous::Normal).unwrap();
+        let ledger = store.ledger("t").unwrap();
+        let nav: Vec<_> = ledger.iter().filter(|l| l.skill == "navigate_to").collect();
+        assert_eq!(nav.len(), 1, "{ledger:?}");
+        assert_eq!(nav[0].status, LedgerStatus::Done);
+        assert!(nav[0].goal_id.starts_with("t/g"));
+    }
+
+    #[test]
+    fn a_commit_that_fails_halts_the_thread_and_records_no_side_effect() {
+        let path = temp_db("halt");
+        let mut engine = durable_engine(&path, false);
+        let mut events = Vec::new();
+        engine.tick(&mut events);
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        events.clear();
+        engine.tick(&mut events);
+        let halted = engine.halted().unwrap().to_string();
+        assert!(halted.contains("locked by another process"), "{halted}");
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Error { code, message } if code == "store_failed" && message.contains("the thread is paused"))));
+        assert_eq!(engine.state().mode, Mode::Safe);
+        // No tick runs while halted.
+        let step = engine.state().step;
+        engine.tick(&mut events);
+        assert_eq!(engine.state().step, step);
+        other.execute_batch("ROLLBACK").unwrap();
+        let store = Store::open(&path, Synchronous::Normal).unwrap();
+        assert!(store.ledger("t").unwrap().is_empty());
+    }
+}
