@@ -2,9 +2,11 @@
 //! checkpoint. Pure functions over `serde_json::Value`, no IO.
 //!
 //! A delta is a list of `[pointer, value]` pairs (RFC 6901 JSON pointers).
-//! Objects with the same keys and arrays with the same length are compared
-//! member by member; anything else that differs is replaced whole. Applying
-//! the pairs in order to the old value gives the new one.
+//! Objects with the same keys are compared member by member, and so are
+//! arrays over their common length; elements appended to an array are
+//! `[".../-", element]` pairs (RFC 6901's "past the end"). Anything else that
+//! differs is replaced whole. Applying the pairs in order to the old value
+//! gives the new one.
 
 use serde_json::{Map, Value};
 
@@ -30,7 +32,7 @@ fn walk(old: &Value, new: &Value, path: &mut String, out: &mut Vec<(String, Valu
                 }
             }
         }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+        (Value::Array(a), Value::Array(b)) if a.len() <= b.len() => {
             for (i, (va, vb)) in a.iter().zip(b).enumerate() {
                 if va != vb {
                     let len = path.len();
@@ -40,14 +42,18 @@ fn walk(old: &Value, new: &Value, path: &mut String, out: &mut Vec<(String, Valu
                     path.truncate(len);
                 }
             }
+            for vb in &b[a.len()..] {
+                out.push((format!("{path}/-"), vb.clone()));
+            }
         }
         _ if old == new => {}
         _ => out.push((path.clone(), new.clone())),
     }
 }
 
+/// Same keys, and none that reads as "append" (`-`) in a pointer.
 fn same_keys(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    a.len() == b.len() && a.keys().all(|k| b.contains_key(k))
+    a.len() == b.len() && !a.contains_key("-") && a.keys().all(|k| b.contains_key(k))
 }
 
 /// Why a delta does not fit the value it is applied to.
@@ -60,6 +66,13 @@ pub fn apply(base: &mut Value, changes: &[(String, Value)]) -> Result<(), DeltaE
     for (path, value) in changes {
         if path.is_empty() {
             *base = value.clone();
+            continue;
+        }
+        if let Some(parent) = path.strip_suffix("/-") {
+            base.pointer_mut(parent)
+                .and_then(Value::as_array_mut)
+                .ok_or_else(|| DeltaError(path.clone()))?
+                .push(value.clone());
             continue;
         }
         let slot = base
@@ -85,7 +98,7 @@ mod tests {
         assert_eq!(
             d,
             vec![
-                ("/list".to_string(), json!([1, 2, 3])),
+                ("/list/-".to_string(), json!(3)),
                 ("/queue/tasks/0/cursor".to_string(), json!(1)),
                 (
                     "/tele".to_string(),
@@ -98,6 +111,17 @@ mod tests {
         apply(&mut rebuilt, &d).unwrap();
         assert_eq!(rebuilt, new);
         assert!(diff(&new, &new).is_empty());
+    }
+
+    #[test]
+    fn a_shorter_array_is_replaced_whole() {
+        let old = json!({"a": [1, 2, 3]});
+        let new = json!({"a": [1]});
+        let d = diff(&old, &new);
+        assert_eq!(d, vec![("/a".to_string(), json!([1]))]);
+        let mut rebuilt = old;
+        apply(&mut rebuilt, &d).unwrap();
+        assert_eq!(rebuilt, new);
     }
 
     #[test]
