@@ -66,6 +66,21 @@ impl Engine {
                     .map_err(|e| decode("the running goals", e))?;
                 count = r.count;
                 last = Some(r.state);
+                // A brain that was thinking when the process died holds no
+                // answer now; nothing was sent yet, so it is simply asked again.
+                let thinking: Vec<String> = self
+                    .state
+                    .queue
+                    .tasks()
+                    .iter()
+                    .filter(|t| matches!(t.react.phase, crate::react::Phase::Deciding { .. }))
+                    .map(|t| t.id.clone())
+                    .collect();
+                for id in thinking {
+                    if let Some(t) = self.state.queue.get_mut(&id) {
+                        t.react.phase = crate::react::Phase::Ready;
+                    }
+                }
             }
         } else {
             store.create_thread(&thread, self.state.mode.as_str())?;
