@@ -405,7 +405,7 @@ fn recorded_provider_streams_rebuild_exactly() {
 }
 
 /// The key set in the environment never reaches stdout, stderr, the event
-/// log or an error — even when every model call fails.
+/// log, the thread database or an error — even when every model call fails.
 #[test]
 fn the_api_key_never_appears_in_anything_a_run_writes() {
     let (server, dir) = mock(
@@ -413,8 +413,18 @@ fn the_api_key_never_appears_in_anything_a_run_writes() {
         "[[reply]]\nfault = \"server_error\"\ntimes = 1000\n",
     );
     let log = dir.join("demo.jsonl");
+    let db = dir.join("threads.db");
     let out = crate::support::robobrain_env(
-        &["demo", "--fast", "--log", log.to_str().unwrap()],
+        &[
+            "demo",
+            "--fast",
+            "--log",
+            log.to_str().unwrap(),
+            "--thread",
+            "key-test",
+            "--db",
+            db.to_str().unwrap(),
+        ],
         &[
             ("OPENAI_API_KEY", KEY),
             ("OPENAI_BASE_URL", &server.base_url()),
@@ -428,10 +438,22 @@ fn the_api_key_never_appears_in_anything_a_run_writes() {
         "the model was asked and failed"
     );
     assert!(written.contains("server error (500)"));
+    // The database and its write-ahead log, as bytes: the events are in it.
+    let mut stored = Vec::new();
+    for suffix in ["", "-wal"] {
+        let file = format!("{}{suffix}", db.display());
+        stored.extend(std::fs::read(&file).unwrap_or_default());
+    }
+    let stored = String::from_utf8_lossy(&stored).into_owned();
+    assert!(
+        stored.contains("server error (500)"),
+        "the run was recorded in the database"
+    );
     for (what, text) in [
         ("stdout", &out.stdout),
         ("stderr", &out.stderr),
         ("event log", &written),
+        ("thread database", &stored),
     ] {
         assert!(!text.contains(KEY), "the API key appears in {what}");
         assert!(

@@ -19,13 +19,7 @@ fn react_iteration(c: &mut Criterion) {
     c.bench_function("react_iteration/rule_brain_no_persistence", |b| {
         b.iter_custom(|iters| {
             let mut engine = support::instant_patrol(iters as usize + 2);
-            let mut events = Vec::with_capacity(64);
-            let start = Instant::now();
-            for _ in 0..iters {
-                engine.tick(&mut events);
-                events.clear();
-            }
-            start.elapsed()
+            support::time_ticks(&mut engine, iters)
         });
     });
 }

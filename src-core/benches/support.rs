@@ -77,3 +77,14 @@ pub fn instant_patrol(steps: usize) -> Engine {
     engine.tick(&mut sink);
     engine
 }
+
+/// Times `iters` ticks of `engine` (each runs one ReAct iteration on a patrol).
+pub fn time_ticks(engine: &mut Engine, iters: u64) -> std::time::Duration {
+    let mut events = Vec::with_capacity(64);
+    let start = std::time::Instant::now();
+    for _ in 0..iters {
+        engine.tick(&mut events);
+        events.clear();
+    }
+    start.elapsed()
+}

@@ -96,6 +96,8 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// The model brain (`[llm]`).
     pub llm: LlmConfig,
+    /// The durable store (`[store]`): database file, durability, retention.
+    pub store: crate::store::StoreConfig,
 }
 
 impl Default for Config {
@@ -109,6 +111,7 @@ impl Default for Config {
             kernel: KernelConfig::default(),
             policy: PolicyConfig::default(),
             llm: LlmConfig::default(),
+            store: crate::store::StoreConfig::default(),
         }
     }
 }
@@ -145,6 +148,14 @@ impl Config {
             toml::from_str(text).map_err(|e| SourceError::from_toml(file, text, &e))?;
         config.validate(text, file)?;
         Ok(config)
+    }
+
+    /// The database file: `[store] db`, or `<runs_dir>/robobrain.db`.
+    pub fn db_path(&self) -> PathBuf {
+        self.store
+            .db
+            .clone()
+            .unwrap_or_else(|| self.runs_dir.join("robobrain.db"))
     }
 
     /// Reads, parses and validates a config file.
@@ -223,6 +234,16 @@ impl Config {
             if v.is_nan() || v <= 0.0 {
                 return err(key, format!("expected positive seconds, found {v}"));
             }
+        }
+        if self.store.keep_checkpoints == 0 {
+            return err(
+                "store.keep_checkpoints",
+                "expected at least 1 (the newest checkpoint is what a resume needs), found 0"
+                    .into(),
+            );
+        }
+        if self.store.full_every == 0 {
+            return err("store.full_every", "expected at least 1, found 0".into());
         }
         if k.replan_wait_s.is_nan() || k.replan_wait_s < 0.0 {
             return err(

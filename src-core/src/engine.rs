@@ -9,11 +9,15 @@
 //! - `commands.rs`: K1, turning commands and utterances into tasks and interrupts.
 //! - `kernel_step.rs`: K2–K5, telemetry, results, activity, mode arbitration, preemption.
 //! - `iterate.rs`: K6 and R1–R8, one ReAct iteration and the approval interrupt.
+//! - `durable.rs`: the per-tick commit, the side-effect ledger, resume and
+//!   reconciliation with the robot (only with a [`crate::store::Store`] attached).
 
 mod commands;
+mod durable;
 mod iterate;
 mod kernel_step;
 
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -21,13 +25,13 @@ use serde::{Deserialize, Serialize};
 use crate::brain::{Brain, RuleBrain};
 use crate::config::Config;
 use crate::kernel::TaskQueue;
-use crate::link::{LinkReply, RobotLink, Telemetry};
+use crate::link::{LinkReply, LinkRequest, Outbox, RobotLink, Telemetry};
 use crate::protocol::{
     Activity, ApprovalView, BrainKind, Command, DecisionView, Event, EventKind, Mode, Node, Op,
-    RobotView, Snapshot,
+    RobotView, Snapshot, SpeechTrack,
 };
 use crate::sim::World;
-use crate::skills::{SkillError, SkillRegistry, SkillRunner};
+use crate::skills::{SkillContext, SkillError, SkillRegistry, SkillRunner};
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -98,14 +102,22 @@ pub struct Engine {
     config: Config,
     world: World,
     link: Box<dyn RobotLink>,
+    /// Requests a tick wants sent, held until the tick is on record.
+    held: Outbox,
     brain: Box<dyn Brain>,
     registry: SkillRegistry,
     runner: SkillRunner,
     state: KernelState,
     pending: Vec<Command>,
     outbox: Vec<Event>,
+    /// Events on record (or with no store), ready for the face.
+    ready: Vec<Event>,
     replies: Vec<LinkReply>,
     thread_id: String,
+    durable: Option<durable::Durable>,
+    /// Goals asked about after a resume or a reconnect, with the request
+    /// to send if the robot never heard of them.
+    reconciling: BTreeMap<String, Option<LinkRequest>>,
 }
 
 impl Engine {
@@ -120,6 +132,7 @@ impl Engine {
             config: config.clone(),
             world,
             link,
+            held: Outbox::default(),
             brain: Box::new(RuleBrain::new()),
             registry: SkillRegistry::with_builtins()?,
             runner: SkillRunner::new(),
@@ -129,8 +142,11 @@ impl Engine {
             },
             pending: Vec::new(),
             outbox: Vec::new(),
+            ready: Vec::new(),
             replies: Vec::new(),
             thread_id,
+            durable: None,
+            reconciling: BTreeMap::new(),
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         engine.state.telemetry.pose = engine.world.start_pose;
@@ -170,13 +186,23 @@ impl Engine {
     pub fn submit(&mut self, command: Command) {
         if command == Command::EStop {
             self.estop_now();
+            self.commit_and_flush(false);
         } else {
             self.pending.push(command);
         }
     }
 
     /// Runs one tick and appends what happened to `out`.
+    ///
+    /// With a store attached, the tick's events, checkpoint and ledger rows
+    /// are committed before anything it sends leaves for the robot; a halted
+    /// engine (see [`Engine::halted`]) does nothing.
     pub fn tick(&mut self, out: &mut Vec<Event>) {
+        if self.halted().is_some() {
+            out.append(&mut self.ready);
+            out.append(&mut self.outbox);
+            return;
+        }
         for command in std::mem::take(&mut self.pending) {
             self.ingest(command);
         }
@@ -187,6 +213,14 @@ impl Engine {
         self.arbitrate();
         self.route();
         self.brain_notes();
+        self.deliver(out);
+    }
+
+    /// Commits what this tick or pump did (with a store) and hands its
+    /// events to `out`; requests to the robot leave only after the commit.
+    fn deliver(&mut self, out: &mut Vec<Event>) {
+        self.commit_and_flush(false);
+        out.append(&mut self.ready);
         out.append(&mut self.outbox);
     }
 
@@ -196,11 +230,13 @@ impl Engine {
     /// brain's [`Engine::brain_waker`] fires, or in lockstep while
     /// [`Engine::is_thinking`].
     pub fn pump(&mut self, out: &mut Vec<Event>) {
-        if let Some(id) = self.deciding_task() {
+        if self.halted().is_none()
+            && let Some(id) = self.deciding_task()
+        {
             self.poll_brain(&id);
         }
         self.brain_notes();
-        out.append(&mut self.outbox);
+        self.deliver(out);
     }
 
     /// Whether the active task waits for its brain's decision.
@@ -312,6 +348,7 @@ impl Engine {
     pub fn is_settled(&self) -> bool {
         self.pending.is_empty()
             && self.outbox.is_empty()
+            && self.ready.is_empty()
             && self.runner.running().is_empty()
             && self.state.approvals.is_empty()
             && self.state.queue.best_runnable().is_none()
@@ -322,9 +359,33 @@ impl Engine {
         self.brain.kind()
     }
 
-    /// Cleans up every skill (call once when the run ends).
+    /// Cleans up every skill (call once when the run ends); same as [`Engine::close`].
     pub fn shutdown(&mut self) {
-        self.registry.cleanup_all();
+        self.close();
+    }
+
+    /// Runs `f` over the skill runner and registry with a context whose
+    /// robot requests wait in the outbox until the tick is on record (the
+    /// last argument is the sim time); returns what `f` returned and the
+    /// lines the skills asked to speak.
+    fn with_skills<R>(
+        &mut self,
+        f: impl FnOnce(&mut SkillRunner, &mut SkillRegistry, &mut SkillContext<'_>, f64) -> R,
+    ) -> (R, Vec<(String, SpeechTrack)>) {
+        let mut speech = Vec::new();
+        let mut ctx = SkillContext {
+            world: &self.world,
+            link: &mut self.held,
+            telemetry: &self.state.telemetry,
+            speech: &mut speech,
+        };
+        let result = f(
+            &mut self.runner,
+            &mut self.registry,
+            &mut ctx,
+            self.state.time,
+        );
+        (result, speech)
     }
 
     fn emit(&mut self, kind: EventKind) {

@@ -11,12 +11,14 @@
 //! - [`llm`]: the OpenAI-compatible client, prompts, and the `mock-llm` server.
 //! - [`skills`]: the skill registry, specs, the goal runner and the built-in skills.
 //! - [`policy`]: which ops need an operator's approval.
-//! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action.
+//! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
+//!   in process (`SimLink`) or over TCP (`TcpLink`).
 //! - [`sim`]: the simulated apartment: world files, planner, base, battery, faults.
 //! - [`scenario`]: scripted headless runs with expectations and a report.
 //! - [`source`]: file:line:col errors for the files people write.
 //! - [`config`]: layered configuration with precise errors.
 //! - [`eventlog`]: the JSONL event log every run writes.
+//! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 
 pub mod brain;
 pub mod config;
@@ -35,3 +37,4 @@ pub mod scenario;
 pub mod sim;
 pub mod skills;
 pub mod source;
+pub mod store;

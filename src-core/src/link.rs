@@ -8,6 +8,8 @@
 //! goal X"). The in-process simulator ([`crate::sim::SimLink`]) is one
 //! implementation; a simulator in another process or a real robot is another.
 
+pub mod tcp;
+
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -274,6 +276,12 @@ pub enum LinkReply {
         /// The fault.
         fault: Fault,
     },
+    /// A request was refused before it did anything (a remote robot's
+    /// answer where an in-process link returns a [`LinkError`]).
+    Refused {
+        /// Why.
+        message: String,
+    },
 }
 
 /// Why a link could not carry a request.
@@ -310,4 +318,44 @@ pub trait RobotLink: Send {
     fn is_connected(&self) -> bool {
         true
     }
+
+    /// True once after the link came back from a loss: replies may have
+    /// been missed, so the brain asks about every goal it still tracks.
+    fn take_reconnected(&mut self) -> bool {
+        false
+    }
+}
+
+/// Requests held back until the tick that produced them is on record.
+///
+/// The engine hands this to skills instead of the real link; after the
+/// tick's commit (events, checkpoint, ledger `started` rows) the requests
+/// go to the robot in order. A brain killed before the commit sent nothing;
+/// one killed after it finds every goal in the ledger.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    requests: Vec<LinkRequest>,
+}
+
+impl Outbox {
+    /// The held requests, oldest first; the outbox is left empty.
+    pub fn take(&mut self) -> Vec<LinkRequest> {
+        std::mem::take(&mut self.requests)
+    }
+
+    /// The held requests.
+    pub fn requests(&self) -> &[LinkRequest] {
+        &self.requests
+    }
+}
+
+impl RobotLink for Outbox {
+    fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
+        self.requests.push(request);
+        Ok(())
+    }
+
+    fn advance(&mut self, _dt: f64) {}
+
+    fn drain(&mut self, _out: &mut Vec<LinkReply>) {}
 }

@@ -176,7 +176,9 @@ fn drive(
             }
         }
     }
-    engine.shutdown();
+    // Commits what is left and, if the thread is done, marks it finished.
+    engine.close();
+    snapshot.send_replace(engine.snapshot());
 }
 
 fn publish(

@@ -7,18 +7,22 @@
 //! - [`base`] and [`battery`]: the body's physics.
 //! - [`goal`] and [`simulator`]: goals, recoveries, faults — the [`Sim`].
 //! - [`sim_link`]: the [`SimLink`] the kernel talks to.
+//! - [`server`]: the [`SimServer`] behind `robobrain sim --listen`, the robot
+//!   as its own process for the `TcpLink`.
 
 pub mod base;
 pub mod battery;
 pub mod goal;
 pub mod grid;
 pub mod planner;
+pub mod server;
 pub mod sim_link;
 pub mod simulator;
 pub mod world;
 pub mod world_file;
 
 pub use planner::{Path, PlanError, plan};
+pub use server::{SimServer, SimServerError};
 pub use sim_link::SimLink;
 pub use simulator::Sim;
 pub use world::World;

@@ -20,7 +20,8 @@ use robobrain_core::llm::{mock_script, mock_server::MockServer};
 use robobrain_core::protocol::Event;
 use robobrain_core::scenario::{self, Scenario};
 
-use robobrain_tui::{console, session};
+use robobrain_tui::console;
+use robobrain_tui::session::{self, Durability};
 
 use crate::headless;
 use crate::pretty::{Style, Throttle, render};
@@ -47,6 +48,18 @@ pub struct Cli {
     /// Simulation seed.
     #[arg(long, global = true, value_name = "N")]
     pub seed: Option<u64>,
+    /// Durable thread id: the run is checkpointed in the database under it.
+    #[arg(long, global = true, value_name = "ID")]
+    pub thread: Option<String>,
+    /// Continue `--thread ID` from its last checkpoint.
+    #[arg(long, global = true, requires = "thread")]
+    pub resume: bool,
+    /// Database file (default: config `[store] db`, else <runs_dir>/robobrain.db).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// A robot in another process, e.g. tcp://127.0.0.1:7000 (`robobrain sim --listen`).
+    #[arg(long, global = true, value_name = "URL")]
+    pub robot: Option<String>,
     /// What to run.
     #[command(subcommand)]
     pub command: Option<Cmd>,
@@ -77,6 +90,14 @@ pub enum Cmd {
     },
     /// JSONL events on stdout; commands (JSON) or utterances on stdin.
     Headless(headless::Args),
+    /// List durable threads, or show one thread's event history.
+    Threads {
+        /// `show ID` prints the thread's events.
+        #[command(subcommand)]
+        show: Option<crate::threads::Show>,
+    },
+    /// Run the simulated robot as its own process, serving the robot link over TCP.
+    Sim(crate::simserve::Args),
     /// Run scenario files and report; exit 0 when all pass.
     Scenario {
         /// Scenario files.
@@ -115,21 +136,45 @@ pub fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let config = load_config(&cli)?;
+    let durable = Durability {
+        resume: cli.resume,
+        robot: cli.robot.clone(),
+        record: cli.thread.is_some() || cli.db.is_some(),
+    };
+    if !matches!(cli.command, Some(Cmd::Headless(_) | Cmd::Tui { .. }) | None) {
+        anyhow::ensure!(
+            !cli.resume && cli.robot.is_none(),
+            "--resume and --robot work with `robobrain headless` and `robobrain tui` (demo and scenario replay a script from its start)"
+        );
+    }
     match cli.command {
-        None if console::has_terminal() => tui(config, 1.0, None),
+        None if console::has_terminal() => tui(config, 1.0, None, durable),
         None => demo(
             cli.world.as_deref(),
             cli.seed,
             &config,
-            false,
-            DEMO_SPEED,
-            None,
+            DemoOptions {
+                fast: false,
+                speed: DEMO_SPEED,
+                log: None,
+                record: durable.record,
+            },
         ),
-        Some(Cmd::Tui { speed, log }) => tui(config, speed, log),
-        Some(Cmd::Demo { fast, speed, log }) => {
-            demo(cli.world.as_deref(), cli.seed, &config, fast, speed, log)
-        }
-        Some(Cmd::Headless(args)) => headless::run(config, &args),
+        Some(Cmd::Tui { speed, log }) => tui(config, speed, log, durable),
+        Some(Cmd::Demo { fast, speed, log }) => demo(
+            cli.world.as_deref(),
+            cli.seed,
+            &config,
+            DemoOptions {
+                fast,
+                speed,
+                log,
+                record: durable.record,
+            },
+        ),
+        Some(Cmd::Headless(args)) => headless::run(config, &args, &durable),
+        Some(Cmd::Threads { show }) => crate::threads::run(&config, show.as_ref()),
+        Some(Cmd::Sim(args)) => crate::simserve::run(&config, &args),
         Some(Cmd::Scenario {
             files,
             log_dir,
@@ -142,7 +187,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn tui(config: Config, speed: f64, log: Option<PathBuf>) -> Result<ExitCode> {
+fn tui(config: Config, speed: f64, log: Option<PathBuf>, durable: Durability) -> Result<ExitCode> {
     anyhow::ensure!(
         console::has_terminal(),
         "the console needs a terminal; use `robobrain headless` or `robobrain demo` without one"
@@ -151,6 +196,7 @@ fn tui(config: Config, speed: f64, log: Option<PathBuf>) -> Result<ExitCode> {
         speed,
         log,
         color: console::color_allowed(),
+        durable,
     };
     console::run(config, &options)?;
     Ok(ExitCode::SUCCESS)
@@ -195,6 +241,16 @@ fn load_config(cli: &Cli) -> Result<Config> {
     }
     if let Some(seed) = cli.seed {
         config.seed = seed;
+    }
+    if let Some(thread) = &cli.thread {
+        anyhow::ensure!(
+            !thread.is_empty() && !thread.contains(char::is_whitespace),
+            "--thread: expected an id without spaces, found {thread:?}"
+        );
+        config.thread_id = Some(thread.clone());
+    }
+    if let Some(db) = &cli.db {
+        config.store.db = Some(db.clone());
     }
     Ok(config)
 }
@@ -256,14 +312,26 @@ impl Watcher {
     }
 }
 
+/// How the demo runs: its pace, its log, whether it is recorded.
+struct DemoOptions {
+    fast: bool,
+    speed: f64,
+    log: Option<PathBuf>,
+    record: bool,
+}
+
 fn demo(
     world: Option<&str>,
     seed: Option<u64>,
     config: &Config,
-    fast: bool,
-    speed: f64,
-    log: Option<PathBuf>,
+    options: DemoOptions,
 ) -> Result<ExitCode> {
+    let DemoOptions {
+        fast,
+        speed,
+        log,
+        record,
+    } = options;
     anyhow::ensure!(
         speed.is_finite() && speed > 0.0,
         "--speed: expected a positive number of sim seconds per wall second, found {speed}"
@@ -278,6 +346,9 @@ fn demo(
     let mut engine = scenario::prepare(&s)?;
     if s.brain == scenario::BrainChoice::Rule {
         use_configured_brain(&mut engine, config)?;
+    }
+    if record {
+        session::record(&mut engine, config, false)?;
     }
     let path = log.unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
     let style = Style::detect();

@@ -48,6 +48,9 @@ pub struct Options {
     pub log: Option<PathBuf>,
     /// Colours on (off under `NO_COLOR`).
     pub color: bool,
+    /// `--thread`/`--resume`/`--robot`: record, resume, or drive a robot in
+    /// another process.
+    pub durable: crate::session::Durability,
 }
 
 /// Whether stdin and stdout are both terminals (the console needs both).
@@ -68,7 +71,8 @@ pub fn run(config: Config, options: &Options) -> Result<()> {
         "--speed: expected a positive number of sim seconds per wall second, found {}",
         options.speed
     );
-    let session = crate::session::simulated(config, "console", options.log.as_deref())?;
+    let session =
+        crate::session::open(config, "console", options.log.as_deref(), &options.durable)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .enable_io()

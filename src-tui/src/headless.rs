@@ -15,11 +15,13 @@ use anyhow::{Context, Result};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::EventLog;
-use robobrain_core::protocol::{Command, Event, Snapshot, TaskStatus};
+use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
 use robobrain_core::runtime::{Pace, Runtime};
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{broadcast, mpsc};
+
+use robobrain_tui::session::{self, Durability};
 
 /// Sim seconds of nothing to do, after stdin ends, before the run stops.
 pub const SETTLE_S: f64 = 2.0;
@@ -87,7 +89,7 @@ pub fn is_idle(s: &Snapshot) -> bool {
 }
 
 /// Runs headless on a single-threaded tokio runtime.
-pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
+pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     anyhow::ensure!(
         args.speed.is_finite() && args.speed > 0.0,
         "--speed: expected a positive number of sim seconds per wall second, found {}",
@@ -100,7 +102,7 @@ pub fn run(config: Config, args: &Args) -> Result<ExitCode> {
         );
     }
     let brain_config = config.clone();
-    let mut session = robobrain_tui::session::simulated(config, "run", args.log.as_deref())?;
+    let mut session = session::open(config, "run", args.log.as_deref(), durable)?;
     crate::cli::use_configured_brain(&mut session.engine, &brain_config)?;
     if args.fast {
         return lockstep(session.engine, args, session.log);
@@ -146,6 +148,11 @@ fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -
                 return Ok(ExitCode::SUCCESS); // stdout closed: nobody is listening.
             }
         }
+        if let Some(why) = engine.halted() {
+            let why = why.to_string();
+            engine.shutdown();
+            anyhow::bail!("the thread was paused: {why}");
+        }
         if engine.is_settled() {
             let since = *idle_since.get_or_insert(engine.time());
             if engine.time() - since >= SETTLE_S {
@@ -182,6 +189,7 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
     let mut last_command_at = 0.0;
     let mut poll = tokio::time::interval(POLL);
     let mut out = std::io::stdout();
+    let mut halted = None;
     loop {
         let input = tokio::select! {
             ev = events.recv() => Input::Event(ev),
@@ -192,6 +200,11 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
             Input::Event(Ok(event)) => {
                 if event.time > limit + 1e-9 {
                     break;
+                }
+                if let EventKind::Error { code, message } = &event.kind
+                    && code == "store_failed"
+                {
+                    halted = Some(message.clone());
                 }
                 log.write_batch(std::slice::from_ref(&event))?;
                 if emit(&mut out, &event).is_err() {
@@ -216,6 +229,9 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
                 Line::Bad(why) => error_line(Some(n), "invalid_command", &why),
             },
             Input::Poll => {
+                if halted.is_some() {
+                    break;
+                }
                 let snap = brain.snapshot();
                 if snap.time >= limit {
                     break;
@@ -241,6 +257,9 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
         if emit(&mut out, &event).is_err() {
             break;
         }
+    }
+    if let Some(why) = halted {
+        anyhow::bail!("the thread was paused: {why}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,8 @@
 mod cli;
 mod headless;
 mod pretty;
+mod simserve;
+mod threads;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -5,6 +5,7 @@
 //! line. Colours are plain ANSI codes, off when `NO_COLOR` is set or stdout
 //! is not a terminal.
 
+use robobrain_core::store::ledger::short_goal_id;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 
@@ -306,7 +307,7 @@ fn args_text(args: &Value) -> String {
 fn op_text(op: &Op) -> String {
     match op {
         Op::Dispatch { skill, args } => format!("dispatch {skill}{}", args_text(args)),
-        Op::Cancel { goal_id } => format!("cancel {goal_id}"),
+        Op::Cancel { goal_id } => format!("cancel {}", short_goal_id(goal_id)),
         Op::Wait { seconds } => format!("wait {seconds} s"),
     }
 }

@@ -10,7 +10,6 @@ use crate::protocol::{
     Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus,
 };
 use crate::react::{LastResult, Phase};
-use crate::skills::SkillContext;
 
 impl Engine {
     pub(super) fn ingest(&mut self, command: Command) {
@@ -211,36 +210,18 @@ impl Engine {
         self.state.estop = true;
         self.state.estops += 1;
         self.set_mode(Mode::Safe, "E-stop pressed".into());
-        let goal_id = format!("estop{}", self.state.estops);
-        let mut speech = Vec::new();
-        let mut ctx = SkillContext {
-            world: &self.world,
-            link: self.link.as_mut(),
-            telemetry: &self.state.telemetry,
-            speech: &mut speech,
-        };
-        let stop = self.runner.dispatch(
-            &mut self.registry,
-            &mut ctx,
-            &goal_id,
-            "stop_base",
-            &json!({}),
-            None,
-            self.state.time,
-        );
-        let running: Vec<String> = self
-            .runner
-            .running()
-            .iter()
-            .map(|g| g.goal_id.clone())
-            .collect();
-        let mut cancelled = Vec::new();
-        for id in running {
-            if let Ok(Some(c)) = self.runner.cancel(&mut self.registry, &mut ctx, &id) {
-                cancelled.push(c);
-            }
-        }
         self.node(Node::Dispatch);
+        let goal_id = format!("{}/estop{}", self.thread_id, self.state.estops);
+        self.ledger_dispatch(&goal_id, self.state.step, 0, "stop_base");
+        let ((stop, cancelled), _speech) = self.with_skills(|runner, registry, ctx, now| {
+            let stop = runner.dispatch(registry, ctx, &goal_id, "stop_base", &json!({}), None, now);
+            let running: Vec<String> = runner.running().iter().map(|g| g.goal_id.clone()).collect();
+            let cancelled: Vec<_> = running
+                .iter()
+                .filter_map(|id| runner.cancel(registry, ctx, id).ok().flatten())
+                .collect();
+            (stop, cancelled)
+        });
         match stop {
             Ok(done) => {
                 self.skill_event(

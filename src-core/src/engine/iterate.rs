@@ -13,7 +13,6 @@ use crate::protocol::{
 use crate::react::guardrails::{GuardContext, Judged, judge};
 use crate::react::observation::{PLAN_WINDOW, PreemptObs, RunningGoalObs};
 use crate::react::{Decision, LastResult, Observation, Phase, guards};
-use crate::skills::SkillContext;
 
 /// What woke the loop.
 enum Trigger {
@@ -355,7 +354,9 @@ impl Engine {
                     }
                 }
                 Op::Dispatch { skill, args } => {
-                    let goal_id = format!("g{}.{i}", self.state.step);
+                    let step = self.state.step;
+                    let goal_id = crate::store::ledger::goal_id(&self.thread_id, step, i);
+                    self.ledger_dispatch(&goal_id, step, i, skill);
                     let holds_base = self
                         .registry
                         .spec(skill)
@@ -374,24 +375,9 @@ impl Engine {
 
     /// Starts one skill goal; returns whether it is now running on the robot.
     fn dispatch_one(&mut self, task_id: &str, goal_id: &str, skill: &str, args: &Value) -> bool {
-        let mut speech = Vec::new();
-        let result = {
-            let mut ctx = SkillContext {
-                world: &self.world,
-                link: self.link.as_mut(),
-                telemetry: &self.state.telemetry,
-                speech: &mut speech,
-            };
-            self.runner.dispatch(
-                &mut self.registry,
-                &mut ctx,
-                goal_id,
-                skill,
-                args,
-                Some(task_id),
-                self.state.time,
-            )
-        };
+        let (result, speech) = self.with_skills(|runner, registry, ctx, now| {
+            runner.dispatch(registry, ctx, goal_id, skill, args, Some(task_id), now)
+        });
         match result {
             Ok(done) => {
                 self.skill_event(goal_id, skill, args, SkillStatus::Dispatched, None, "");

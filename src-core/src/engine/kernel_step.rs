@@ -8,53 +8,64 @@ use crate::kernel::{ArbitrationInput, TaskKind, arbitrate};
 use crate::link::{LinkReply, NavFeedback};
 use crate::protocol::{Activity, EventKind, Mode, Node, Priority, SkillStatus, TaskStatus};
 use crate::react::{LastResult, Phase};
-use crate::skills::SkillContext;
+use crate::skills::SkillRunner;
 use crate::skills::runner::{Completion, GoalResult, GoalUpdate};
+use crate::store::LedgerStatus;
 
 impl Engine {
     /// K2: telemetry, feedback and results from the robot; skill time limits.
     pub(super) fn sync_robot(&mut self) {
         let mut replies = std::mem::take(&mut self.replies);
         self.link.drain(&mut replies);
+        if self.link.take_reconnected() {
+            self.reconcile();
+        }
         for reply in replies.drain(..) {
             match &reply {
                 LinkReply::Telemetry { telemetry } => self.state.telemetry = telemetry.clone(),
                 LinkReply::FaultApplied { fault } => self.emit(EventKind::Fault {
                     fault: fault.clone(),
                 }),
-                _ => match self.runner.on_reply(&reply) {
-                    Some(GoalUpdate::Feedback(goal)) => {
-                        if let Some(f) = &goal.feedback {
-                            self.on_feedback(goal.task_id.as_deref(), &goal.goal_id, f);
-                        }
-                        self.skill_event(
-                            &goal.goal_id,
-                            &goal.skill,
-                            &goal.args,
-                            SkillStatus::Feedback,
-                            goal.feedback,
-                            "",
-                        );
+                LinkReply::Refused { message } => self.emit(EventKind::Error {
+                    code: "robot_refused".into(),
+                    message: message.clone(),
+                }),
+                LinkReply::Accepted { goal_id } => {
+                    self.ledger_update(goal_id, LedgerStatus::Accepted, None);
+                }
+                LinkReply::GoalStatus { goal_id, status } => {
+                    if self.is_reconciling(goal_id) {
+                        self.reconciled(goal_id, status);
                     }
-                    Some(GoalUpdate::Ended(c)) => self.on_completion(&c),
-                    None => {}
-                },
+                }
+                _ => self.apply_goal_reply(&reply),
             }
         }
         self.replies = replies;
-        let expired = {
-            let mut speech = Vec::new();
-            let mut ctx = SkillContext {
-                world: &self.world,
-                link: self.link.as_mut(),
-                telemetry: &self.state.telemetry,
-                speech: &mut speech,
-            };
-            self.runner
-                .expire(&mut self.registry, &mut ctx, self.state.time)
-        };
+        let (expired, _speech) = self.with_skills(SkillRunner::expire);
         for c in expired {
             self.on_completion(&c);
+        }
+    }
+
+    /// Feedback or an end for a running goal.
+    pub(super) fn apply_goal_reply(&mut self, reply: &LinkReply) {
+        match self.runner.on_reply(reply) {
+            Some(GoalUpdate::Feedback(goal)) => {
+                if let Some(f) = &goal.feedback {
+                    self.on_feedback(goal.task_id.as_deref(), &goal.goal_id, f);
+                }
+                self.skill_event(
+                    &goal.goal_id,
+                    &goal.skill,
+                    &goal.args,
+                    SkillStatus::Feedback,
+                    goal.feedback,
+                    "",
+                );
+            }
+            Some(GoalUpdate::Ended(c)) => self.on_completion(&c),
+            None => {}
         }
     }
 
@@ -318,14 +329,9 @@ impl Engine {
 
     /// Cancels one goal and reports it.
     pub(super) fn cancel_goal(&mut self, goal_id: &str) {
-        let mut speech = Vec::new();
-        let mut ctx = SkillContext {
-            world: &self.world,
-            link: self.link.as_mut(),
-            telemetry: &self.state.telemetry,
-            speech: &mut speech,
-        };
-        match self.runner.cancel(&mut self.registry, &mut ctx, goal_id) {
+        let (cancelled, _speech) =
+            self.with_skills(|runner, registry, ctx, _| runner.cancel(registry, ctx, goal_id));
+        match cancelled {
             Ok(Some(c)) => self.completion_event(&c),
             Ok(None) => {}
             Err(e) => self.emit(EventKind::Error {
@@ -346,6 +352,11 @@ impl Engine {
     }
 
     pub(super) fn completion_event(&mut self, c: &Completion) {
+        self.ledger_update(
+            &c.goal_id,
+            LedgerStatus::Done,
+            Some(Self::ledger_result(&c.result)),
+        );
         let (status, error, message) = match &c.result {
             GoalResult::Succeeded { .. } => (SkillStatus::Succeeded, None, String::new()),
             GoalResult::Failed { code, message } => {

@@ -349,6 +349,8 @@ pub fn run(
         }
     };
 
+    // Cleans the skills up and, with a store attached, closes the thread.
+    engine.shutdown();
     let mut checks = step_checks(scenario, &states);
     checks.extend(evaluate(scenario, &jsons, &engine.snapshot()));
     let report = Report {

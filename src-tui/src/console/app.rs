@@ -3,6 +3,7 @@
 //! returns what the driver must do ([`Effect`]). No IO here; rendering reads
 //! `&App` only (`ui.rs`).
 
+use robobrain_core::store::ledger::short_goal_id;
 use std::collections::{HashMap, VecDeque};
 
 use robobrain_core::link::NavFeedback;
@@ -878,7 +879,10 @@ impl App {
         self.push_log(
             time,
             level,
-            format!("skill {skill} {target} [{goal_id}] {what}{detail}"),
+            format!(
+                "skill {skill} {target} [{}] {what}{detail}",
+                short_goal_id(goal_id)
+            ),
         );
     }
 
@@ -1001,7 +1005,7 @@ pub fn op_words(op: &Op) -> String {
                 format!("{skill} {t}")
             }
         }
-        Op::Cancel { goal_id } => format!("cancel {goal_id}"),
+        Op::Cancel { goal_id } => format!("cancel {}", short_goal_id(goal_id)),
         Op::Wait { seconds } => format!("wait {seconds:.0} s"),
     }
 }

@@ -1,0 +1,144 @@
+//! Durable execution costs (docs/benchmarks/durable.md).
+//!
+//! - `react_iteration/rule_brain_durable_wal_normal`: one ReAct iteration
+//!   whose tick commits its events, a checkpoint and a ledger row to SQLite
+//!   (WAL, `synchronous=NORMAL`) before the goal is sent. Compare with
+//!   `react_iteration/rule_brain_no_persistence` in `react.rs`.
+//! - Printed once: checkpoint bytes per iteration, and the time to resume a
+//!   thread of 1 000+ steps up to its first dispatch.
+
+#![allow(missing_docs, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
+use robobrain_core::protocol::{Command, EventKind, SkillStatus};
+use robobrain_core::store::{Store, StoreConfig, Synchronous};
+
+const THREAD: &str = "bench";
+
+fn db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rb-bench-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join("robobrain.db")
+}
+
+fn open_engine(path: &Path, resume: bool) -> Engine {
+    let config = Config {
+        thread_id: Some(THREAD.into()),
+        ..Config::default()
+    };
+    let mut engine = Engine::new(
+        &config,
+        support::world(),
+        Box::new(support::InstantLink::default()),
+    )
+    .expect("engine");
+    let store = Store::open(path, Synchronous::Normal).expect("store");
+    engine
+        .attach_store(store, &StoreConfig::default(), resume)
+        .expect("attach");
+    engine
+}
+
+fn is_decision(e: &robobrain_core::protocol::Event) -> bool {
+    matches!(e.kind, EventKind::Decision { .. })
+}
+
+fn is_dispatch(e: &robobrain_core::protocol::Event) -> bool {
+    matches!(
+        &e.kind,
+        EventKind::Skill {
+            status: SkillStatus::Dispatched,
+            ..
+        }
+    )
+}
+
+/// Ticks until `n` ReAct iterations ran, giving the robot a new two-stop
+/// patrol whenever it runs out of work; returns the time taken.
+fn run_iterations(engine: &mut Engine, n: u64) -> Duration {
+    let mut events = Vec::with_capacity(64);
+    let mut done = 0;
+    let start = Instant::now();
+    while done < n {
+        if engine.is_settled() {
+            engine.submit(Command::Say {
+                text: "patrol kitchen and bedroom".into(),
+            });
+        }
+        engine.tick(&mut events);
+        done += events.iter().filter(|e| is_decision(e)).count() as u64;
+        events.clear();
+    }
+    start.elapsed()
+}
+
+fn react_iteration_durable(c: &mut Criterion) {
+    c.bench_function("react_iteration/rule_brain_durable_wal_normal", |b| {
+        b.iter_custom(|iters| {
+            let path = db("iter");
+            let mut engine = open_engine(&path, false);
+            run_iterations(&mut engine, iters)
+        });
+    });
+}
+
+/// Checkpoint bytes per iteration, and resume time of a 1 000-step thread.
+fn figures() {
+    let path = db("figures");
+    let iterations = 400;
+    let mut engine = open_engine(&path, false);
+    let elapsed = run_iterations(&mut engine, iterations);
+    let step = engine.state().step;
+    drop(engine);
+    let store = Store::open(&path, Synchronous::Normal).expect("store");
+    let (count, bytes) = store.checkpoint_bytes(THREAD).expect("bytes");
+    drop(store);
+    println!(
+        "{iterations} iterations in {elapsed:?} ({:?} each, ticks between included); checkpoints: {count}, {bytes} bytes, {:.0} bytes/iteration (full every {})",
+        elapsed / iterations as u32,
+        bytes as f64 / iterations as f64,
+        StoreConfig::default().full_every
+    );
+    assert!(step >= 1000, "a thread of 1 000+ steps (has {step})");
+    let mut samples = Vec::new();
+    for _ in 0..15 {
+        let start = Instant::now();
+        let mut engine = open_engine(&path, true);
+        let mut events = Vec::new();
+        loop {
+            if engine.is_settled() {
+                engine.submit(Command::Say {
+                    text: "patrol kitchen and bedroom".into(),
+                });
+            }
+            engine.tick(&mut events);
+            if events.iter().any(is_dispatch) {
+                break;
+            }
+            events.clear();
+        }
+        samples.push(start.elapsed());
+    }
+    samples.sort();
+    println!(
+        "resume of a {step}-step thread to its first dispatch: median {:?}, max {:?}",
+        samples[samples.len() / 2],
+        samples[samples.len() - 1]
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    figures();
+    react_iteration_durable(c);
+}
+
+criterion_group!(group, benches);
+criterion_main!(group);

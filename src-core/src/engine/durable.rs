@@ -1,0 +1,529 @@
+//! The durable side of the engine: the per-tick commit, the ledger around
+//! dispatch, resume from a checkpoint and reconciliation with the robot.
+//!
+//! The rule that makes a resume safe: nothing a tick wants to send leaves
+//! the [`Outbox`](crate::link::Outbox) until the tick's events, checkpoint
+//! and ledger `started` rows are committed. So after a kill, a goal the
+//! robot may have received always has a ledger row, and the checkpoint the
+//! brain restores already counts it as running; the robot is then asked
+//! about each open row by goal id before anything is sent again.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::Engine;
+use crate::link::{GoalStatus, LinkReply, LinkRequest, RobotLink};
+use crate::protocol::{EventKind, Mode};
+use crate::skills::runner::GoalResult;
+use crate::store::{
+    CheckpointBody, Commit, LedgerEntry, LedgerStatus, Store, StoreConfig, StoreError, ThreadRow,
+    delta,
+};
+
+/// The store and what the current tick owes it.
+pub(super) struct Durable {
+    store: Store,
+    config: StoreConfig,
+    /// The last checkpoint written, to compute the next delta.
+    last: Option<Value>,
+    /// Checkpoints written for this thread so far.
+    count: u64,
+    /// Goals dispatched this tick: goal id → (step, op index, skill).
+    dispatched: BTreeMap<String, (u64, u32, String)>,
+    /// Ledger rows that moved on this tick.
+    updates: Vec<(String, LedgerStatus, Option<Value>)>,
+    /// Open ledger rows by goal id, with the exact request sent.
+    open: BTreeMap<String, LinkRequest>,
+    /// The write that failed; the thread is halted until a restart.
+    failed: Option<String>,
+}
+
+impl Engine {
+    /// Records this run in `store`: a new thread, or (with `resume`) the
+    /// thread's last checkpoint restored and its open side effects
+    /// reconciled with the robot before anything is sent again.
+    pub fn attach_store(
+        &mut self,
+        mut store: Store,
+        config: &StoreConfig,
+        resume: bool,
+    ) -> Result<(), StoreError> {
+        let thread = self.thread_id.clone();
+        let mut last = None;
+        let mut count = 0;
+        if resume {
+            store.thread(&thread)?;
+            if let Some(r) = store.restore(&thread)? {
+                let decode = |what: &str, e: serde_json::Error| StoreError::Decode {
+                    path: store.path().to_path_buf(),
+                    what: format!("{what} in the checkpoint of thread `{thread}`"),
+                    detail: e.to_string(),
+                };
+                self.state = serde_json::from_value(r.state["state"].clone())
+                    .map_err(|e| decode("the kernel state", e))?;
+                self.runner = serde_json::from_value(r.state["runner"].clone())
+                    .map_err(|e| decode("the running goals", e))?;
+                count = r.count;
+                last = Some(r.state);
+                // A brain that was thinking when the process died holds no
+                // answer now; nothing was sent yet, so it is simply asked again.
+                let thinking: Vec<String> = self
+                    .state
+                    .queue
+                    .tasks()
+                    .iter()
+                    .filter(|t| matches!(t.react.phase, crate::react::Phase::Deciding { .. }))
+                    .map(|t| t.id.clone())
+                    .collect();
+                for id in thinking {
+                    if let Some(t) = self.state.queue.get_mut(&id) {
+                        t.react.phase = crate::react::Phase::Ready;
+                    }
+                }
+            }
+        } else {
+            store.create_thread(&thread, self.state.mode.as_str())?;
+        }
+        let open = store
+            .open_ledger(&thread)?
+            .into_iter()
+            .map(|l| (l.goal_id, l.request))
+            .collect();
+        self.durable = Some(Durable {
+            store,
+            config: config.clone(),
+            last,
+            count,
+            dispatched: BTreeMap::new(),
+            updates: Vec::new(),
+            open,
+            failed: None,
+        });
+        if resume {
+            self.outbox.clear();
+            let snapshot = self.snapshot();
+            self.emit(EventKind::Snapshot {
+                snapshot: Box::new(snapshot),
+            });
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: format!(
+                    "resumed thread {thread} at step {}, event {}",
+                    self.state.step, self.state.seq
+                ),
+            });
+            // The same prompt as before the restart, with the same id.
+            for a in self.state.approvals.clone() {
+                self.emit(EventKind::Approval {
+                    approval_id: a.id,
+                    task_id: a.task_id,
+                    status: crate::protocol::ApprovalStatus::Requested,
+                    op: a.op,
+                    reason: a.reason,
+                });
+            }
+            self.reconcile();
+        }
+        // The first checkpoint of a process is full, so it stands alone.
+        self.commit_and_flush(true);
+        Ok(())
+    }
+
+    /// Why the thread stopped recording, if it did. A halted engine runs no
+    /// more ticks: a thread pauses rather than running unrecorded.
+    pub fn halted(&self) -> Option<&str> {
+        self.durable.as_ref().and_then(|d| d.failed.as_deref())
+    }
+
+    /// Ends the run: commits what is left and, when nothing is left to do,
+    /// marks the thread finished and applies the checkpoint retention.
+    pub fn close(&mut self) {
+        self.commit_and_flush(false);
+        let settled = self.is_settled();
+        let value = self.checkpoint_value();
+        let thread = self.thread_id.clone();
+        if let Some(d) = self.durable.as_mut()
+            && d.failed.is_none()
+            && settled
+            && let Err(e) = d.store.finish(&thread, &value, d.config.keep_checkpoints)
+        {
+            d.failed = Some(e.to_string());
+        }
+        self.registry.cleanup_all();
+    }
+
+    /// Notes a goal about to be sent by the dispatch node `step`, op `op`.
+    pub(super) fn ledger_dispatch(&mut self, goal_id: &str, step: u64, op: usize, skill: &str) {
+        if let Some(d) = self.durable.as_mut() {
+            d.dispatched
+                .insert(goal_id.to_string(), (step, op as u32, skill.to_string()));
+        }
+    }
+
+    /// Notes that a goal moved on (accepted, or done with its result).
+    pub(super) fn ledger_update(
+        &mut self,
+        goal_id: &str,
+        status: LedgerStatus,
+        result: Option<Value>,
+    ) {
+        if let Some(d) = self.durable.as_mut()
+            && (d.open.contains_key(goal_id) || d.dispatched.contains_key(goal_id))
+        {
+            if status == LedgerStatus::Done {
+                d.open.remove(goal_id);
+            }
+            d.updates.push((goal_id.to_string(), status, result));
+        }
+    }
+
+    /// The result of a finished goal, as the ledger stores it.
+    pub(super) fn ledger_result(result: &GoalResult) -> Value {
+        serde_json::to_value(result).unwrap_or(Value::Null)
+    }
+
+    /// Asks the robot about every goal this brain tracks: running goals and
+    /// open ledger rows. The answers come back as `GoalStatus` replies.
+    pub(super) fn reconcile(&mut self) {
+        let mut ids: BTreeMap<String, Option<LinkRequest>> = self
+            .runner
+            .running()
+            .iter()
+            .map(|g| (g.goal_id.clone(), None))
+            .collect();
+        if let Some(d) = &self.durable {
+            for (id, request) in &d.open {
+                ids.insert(id.clone(), Some(request.clone()));
+            }
+        }
+        for (goal_id, request) in ids {
+            self.reconciling.insert(goal_id.clone(), request);
+            let _ = self.held.send(LinkRequest::QueryGoal { goal_id });
+        }
+    }
+
+    /// Whether the brain asked the robot about `goal_id` and awaits the answer.
+    pub(super) fn is_reconciling(&self, goal_id: &str) -> bool {
+        self.reconciling.contains_key(goal_id)
+    }
+
+    /// The robot's answer about a goal this brain asked after.
+    pub(super) fn reconciled(&mut self, goal_id: &str, status: &GoalStatus) {
+        let request = self.reconciling.remove(goal_id).flatten();
+        let tracked = self.runner.running().iter().any(|g| g.goal_id == goal_id);
+        let note = match (status, tracked) {
+            (GoalStatus::Unknown, true) => {
+                if let Some(request) = request {
+                    // The robot never heard of it: this is its first delivery.
+                    let _ = self.held.send(request);
+                    "never reached the robot; sent now"
+                } else {
+                    let result = GoalResult::Failed {
+                        code: "lost".into(),
+                        message: "the robot has no record of this goal".into(),
+                    };
+                    self.finish_lost(goal_id, result);
+                    "unknown to the robot and not in the ledger; reported lost"
+                }
+            }
+            (GoalStatus::Unknown, false) => {
+                self.ledger_update(
+                    goal_id,
+                    LedgerStatus::Done,
+                    Some(json!({"status": "not_sent"})),
+                );
+                "never reached the robot and is no longer wanted"
+            }
+            (GoalStatus::Running, true) => {
+                self.ledger_update(goal_id, LedgerStatus::Accepted, None);
+                "still running on the robot"
+            }
+            (GoalStatus::Running, false) => {
+                let _ = self.held.send(LinkRequest::Cancel {
+                    goal_id: goal_id.to_string(),
+                });
+                self.ledger_update(
+                    goal_id,
+                    LedgerStatus::Done,
+                    Some(json!({"status": "cancelled"})),
+                );
+                "running on the robot but no longer wanted; cancelled"
+            }
+            (GoalStatus::Finished { outcome }, _) => {
+                let reply = LinkReply::Result {
+                    goal_id: goal_id.to_string(),
+                    outcome: outcome.clone(),
+                };
+                if tracked {
+                    self.apply_goal_reply(&reply);
+                } else {
+                    self.ledger_update(
+                        goal_id,
+                        LedgerStatus::Done,
+                        serde_json::to_value(outcome).ok(),
+                    );
+                }
+                "finished on the robot while the brain was away"
+            }
+        };
+        self.emit(EventKind::Log {
+            level: "info".into(),
+            message: format!("reconcile {goal_id}: {note}"),
+        });
+    }
+
+    fn finish_lost(&mut self, goal_id: &str, result: GoalResult) {
+        let reply = match result {
+            GoalResult::Failed { message, .. } => LinkReply::Rejected {
+                goal_id: goal_id.to_string(),
+                error: crate::link::NavErrorCode::Unavailable,
+                message,
+            },
+            _ => return,
+        };
+        self.apply_goal_reply(&reply);
+    }
+
+    /// The state a checkpoint holds.
+    pub(super) fn checkpoint_value(&self) -> Value {
+        json!({"state": self.state, "runner": self.runner})
+    }
+
+    /// Commits the tick's record, then sends what the tick held back.
+    /// Without a store the requests go at once. When the commit fails the
+    /// requests are dropped unsent and the engine halts.
+    pub(super) fn commit_and_flush(&mut self, force_full: bool) {
+        if let Some(d) = &self.durable {
+            if d.failed.is_some() {
+                self.held.take();
+                return;
+            }
+            let changed = !self.outbox.is_empty()
+                || !self.held.requests().is_empty()
+                || !d.updates.is_empty()
+                || force_full;
+            if changed && let Err(e) = self.commit(force_full) {
+                let message = e.to_string();
+                self.held.take();
+                if let Some(d) = self.durable.as_mut() {
+                    d.failed = Some(message.clone());
+                }
+                self.set_mode(Mode::Safe, "the thread cannot be recorded".into());
+                self.emit(EventKind::Error {
+                    code: "store_failed".into(),
+                    message: format!("{message}; the thread is paused and nothing more is sent"),
+                });
+                return;
+            }
+        }
+        self.ready.append(&mut self.outbox);
+        for request in self.held.take() {
+            // A request that cannot go is reconciled after the link comes back.
+            let _ = self.link.send(request);
+        }
+    }
+
+    fn commit(&mut self, force_full: bool) -> Result<(), StoreError> {
+        let value = self.checkpoint_value();
+        let thread = self.thread_id.clone();
+        let row = ThreadRow {
+            status: if self.state.approvals.is_empty() {
+                if self.is_settled_now() {
+                    "idle"
+                } else {
+                    "running"
+                }
+            } else {
+                "awaiting_approval"
+            }
+            .into(),
+            mode: self.state.mode.as_str().into(),
+            pending_approval: self.state.approvals.first().map(|a| a.id.clone()),
+        };
+        let Some(d) = self.durable.as_mut() else {
+            return Ok(());
+        };
+        let full =
+            force_full || d.last.is_none() || d.count % u64::from(d.config.full_every.max(1)) == 0;
+        let checkpoint = match (&d.last, full) {
+            (Some(last), false) => {
+                let changes = delta::diff(last, &value);
+                (!changes.is_empty()).then_some(CheckpointBody::Delta(changes))
+            }
+            _ => Some(CheckpointBody::Full(value.clone())),
+        };
+        let mut started = Vec::new();
+        for request in self.held.requests() {
+            if let LinkRequest::SendGoal { goal_id, .. } = request
+                && let Some((step, op, skill)) = d.dispatched.get(goal_id)
+            {
+                started.push(LedgerEntry {
+                    step: *step,
+                    op: *op,
+                    goal_id: goal_id.clone(),
+                    skill: skill.clone(),
+                    request: request.clone(),
+                    status: LedgerStatus::Started,
+                    result: None,
+                });
+            }
+        }
+        let has_checkpoint = checkpoint.is_some();
+        d.store.commit(&Commit {
+            thread: &thread,
+            step: self.state.step,
+            seq: self.state.seq,
+            checkpoint,
+            events: &self.outbox,
+            started: &started,
+            updates: &d.updates,
+            row,
+        })?;
+        for l in started {
+            d.open.insert(l.goal_id, l.request);
+        }
+        // A goal that ended in the same tick it started is closed by the update.
+        for (goal_id, status, _) in &d.updates {
+            if *status == LedgerStatus::Done {
+                d.open.remove(goal_id);
+            }
+        }
+        d.dispatched.clear();
+        d.updates.clear();
+        if has_checkpoint {
+            d.count += 1;
+            d.last = Some(value);
+        }
+        Ok(())
+    }
+
+    fn is_settled_now(&self) -> bool {
+        self.runner.running().is_empty() && self.state.queue.best_runnable().is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::protocol::{Command, Event, SkillStatus};
+    use crate::sim::World;
+    use crate::store::Synchronous;
+
+    fn temp_db(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rb-durable-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("robobrain.db")
+    }
+
+    fn durable_engine(path: &std::path::Path, resume: bool) -> Engine {
+        let config = Config {
+            thread_id: Some("t".into()),
+            ..Config::default()
+        };
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let store = Store::open(path, Synchronous::Normal).unwrap();
+        engine
+            .attach_store(store, &StoreConfig::default(), resume)
+            .unwrap();
+        engine
+    }
+
+    fn tick_until(engine: &mut Engine, events: &mut Vec<Event>, f: impl Fn(&Event) -> bool) {
+        for _ in 0..3000 {
+            let from = events.len();
+            engine.tick(events);
+            if events[from..].iter().any(&f) {
+                return;
+            }
+        }
+        panic!("never happened");
+    }
+
+    fn dispatched(e: &Event) -> bool {
+        matches!(
+            &e.kind,
+            EventKind::Skill {
+                status: SkillStatus::Dispatched,
+                ..
+            }
+        )
+    }
+
+    #[test]
+    fn a_goal_the_robot_never_received_is_sent_once_after_the_resume() {
+        let path = temp_db("unknown");
+        let mut engine = durable_engine(&path, false);
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        let mut events = Vec::new();
+        tick_until(&mut engine, &mut events, dispatched);
+        let last_seq = events.last().unwrap().seq;
+        // The brain dies; the robot (a fresh in-process sim) never heard of the goal.
+        drop(engine);
+        let mut engine = durable_engine(&path, true);
+        let mut after = Vec::new();
+        tick_until(
+            &mut engine,
+            &mut after,
+            |e| matches!(&e.kind, EventKind::Log { message, .. } if message.contains("never reached the robot; sent now")),
+        );
+        tick_until(&mut engine, &mut after, |e| {
+            matches!(
+                &e.kind,
+                EventKind::Skill {
+                    status: SkillStatus::Succeeded,
+                    ..
+                }
+            )
+        });
+        assert_eq!(after[0].seq, last_seq + 1, "events continue without a gap");
+        let again: Vec<_> = after
+            .iter()
+            .filter(|e| {
+                dispatched(e)
+                    && matches!(&e.kind, EventKind::Skill { skill, .. } if skill == "navigate_to")
+            })
+            .collect();
+        assert!(
+            again.is_empty(),
+            "the navigation is not dispatched anew: {again:?}"
+        );
+        let store = Store::open(&path, Synchronous::Normal).unwrap();
+        let ledger = store.ledger("t").unwrap();
+        let nav: Vec<_> = ledger.iter().filter(|l| l.skill == "navigate_to").collect();
+        assert_eq!(nav.len(), 1, "{ledger:?}");
+        assert_eq!(nav[0].status, LedgerStatus::Done);
+        assert!(nav[0].goal_id.starts_with("t/g"));
+    }
+
+    #[test]
+    fn a_commit_that_fails_halts_the_thread_and_records_no_side_effect() {
+        let path = temp_db("halt");
+        let mut engine = durable_engine(&path, false);
+        let mut events = Vec::new();
+        engine.tick(&mut events);
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        events.clear();
+        engine.tick(&mut events);
+        let halted = engine.halted().unwrap().to_string();
+        assert!(halted.contains("locked by another process"), "{halted}");
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Error { code, message } if code == "store_failed" && message.contains("the thread is paused"))));
+        assert_eq!(engine.state().mode, Mode::Safe);
+        // No tick runs while halted.
+        let step = engine.state().step;
+        engine.tick(&mut events);
+        assert_eq!(engine.state().step, step);
+        other.execute_batch("ROLLBACK").unwrap();
+        let store = Store::open(&path, Synchronous::Normal).unwrap();
+        assert!(store.ledger("t").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,736 @@
+//! Durable storage on SQLite: threads, checkpoints, the side-effect ledger,
+//! approvals and events.
+//!
+//! One file (default `runs/robobrain.db`) in WAL mode. Everything one tick
+//! produced — its events, the checkpoint after its nodes, the ledger rows of
+//! the goals it is about to send and the thread's row — is written in one
+//! transaction *before* any of those goals leaves for the robot, so a killed
+//! brain never finds a side effect it has no record of. See
+//! `docs/durability.md` for what `synchronous = normal | full` guarantees.
+//!
+//! - `schema.rs`: versioned migrations (`PRAGMA user_version`).
+//! - `delta.rs`: checkpoint deltas (pure JSON diff and apply).
+//! - `ledger.rs`: ledger rows and their states.
+
+pub mod delta;
+pub mod ledger;
+pub mod schema;
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+pub use ledger::{LedgerEntry, LedgerStatus};
+
+use crate::protocol::{Event, EventKind};
+
+/// How hard a commit waits for the disk (`[store] synchronous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Synchronous {
+    /// WAL + `synchronous=NORMAL`: a killed process loses nothing committed;
+    /// a power cut may lose the last commits (never corrupts).
+    #[default]
+    Normal,
+    /// WAL + `synchronous=FULL`: every commit is on disk before it returns.
+    Full,
+}
+
+/// Store settings (`[store]` in `robobrain.toml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Database file (default `<runs_dir>/robobrain.db`).
+    pub db: Option<PathBuf>,
+    /// Durability of a commit.
+    pub synchronous: Synchronous,
+    /// Checkpoints kept per finished thread (the newest; at least 1).
+    pub keep_checkpoints: u32,
+    /// A full checkpoint every this many; deltas in between.
+    pub full_every: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            db: None,
+            synchronous: Synchronous::Normal,
+            keep_checkpoints: 10,
+            full_every: 64,
+        }
+    }
+}
+
+/// Why the store refused.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The file is not a database, or is damaged.
+    #[error("{}: the database is corrupt or not a robobrain database ({detail})", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's words.
+        detail: String,
+    },
+    /// Another process holds the database.
+    #[error("{}: the database is locked by another process (is another robobrain using it?)", path.display())]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file or its folder cannot be written.
+    #[error("{}: the database is read-only (check the permissions of the file and its folder)", path.display())]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The disk is full.
+    #[error("{}: the disk is full", path.display())]
+    Full {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file cannot be opened or created.
+    #[error("{}: cannot open the database ({detail})", path.display())]
+    CannotOpen {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// The database was written by a newer robobrain.
+    #[error("{}: schema version {found} is newer than this robobrain supports ({supported}); upgrade robobrain or use another --db", path.display())]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// Version in the file.
+        found: u32,
+        /// Newest version this build knows.
+        supported: u32,
+    },
+    /// A resume named a thread the database does not hold.
+    #[error("{}: no thread `{id}` to resume; {}", path.display(), known_list(known))]
+    UnknownThread {
+        /// The file.
+        path: PathBuf,
+        /// The id asked for.
+        id: String,
+        /// The threads it does hold, newest first.
+        known: Vec<String>,
+    },
+    /// A new run named a thread that already exists.
+    #[error("{}: thread `{id}` already exists; add --resume to continue it or pick another --thread", path.display())]
+    ThreadExists {
+        /// The file.
+        path: PathBuf,
+        /// The id.
+        id: String,
+    },
+    /// A stored row cannot be decoded.
+    #[error("{}: {what} cannot be decoded: {detail}", path.display())]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// Which row.
+        what: String,
+        /// Why.
+        detail: String,
+    },
+    /// Any other SQLite failure.
+    #[error("{}: {source}", path.display())]
+    Sqlite {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+}
+
+fn known_list(known: &[String]) -> String {
+    if known.is_empty() {
+        "the database holds no threads yet".into()
+    } else {
+        format!("known threads: {}", known.join(", "))
+    }
+}
+
+impl StoreError {
+    fn from_sqlite(path: &Path, e: rusqlite::Error) -> Self {
+        let path = path.to_path_buf();
+        let code = e.sqlite_error_code();
+        match code {
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Self::Corrupt {
+                path,
+                detail: e.to_string(),
+            },
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Self::Locked { path },
+            Some(ErrorCode::ReadOnly) => Self::ReadOnly { path },
+            Some(ErrorCode::DiskFull) => Self::Full { path },
+            Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => Self::CannotOpen {
+                path,
+                detail: e.to_string(),
+            },
+            _ => Self::Sqlite { path, source: e },
+        }
+    }
+}
+
+/// A thread as `robobrain threads` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    /// Thread id.
+    pub id: String,
+    /// `running`, `awaiting_approval`, `idle`, `halted` or `finished`.
+    pub status: String,
+    /// Kernel mode at the last commit.
+    pub mode: String,
+    /// Step number at the last commit.
+    pub last_step: u64,
+    /// Event sequence number at the last commit.
+    pub last_seq: u64,
+    /// The approval it waits for, if any.
+    pub pending_approval: Option<String>,
+    /// Wall ms of the last commit.
+    pub updated_ms: u64,
+}
+
+/// A checkpoint body: the whole state, or the changes since the previous one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckpointBody {
+    /// The whole state.
+    Full(Value),
+    /// `[pointer, value]` pairs from [`delta::diff`].
+    Delta(Vec<(String, Value)>),
+}
+
+/// The thread row written with each commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRow {
+    /// See [`ThreadInfo::status`].
+    pub status: String,
+    /// Kernel mode.
+    pub mode: String,
+    /// The approval it waits for, if any.
+    pub pending_approval: Option<String>,
+}
+
+/// Everything one tick writes, in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit<'a> {
+    /// Thread id.
+    pub thread: &'a str,
+    /// Step after the tick's nodes.
+    pub step: u64,
+    /// Last event sequence number.
+    pub seq: u64,
+    /// The checkpoint, if the state changed.
+    pub checkpoint: Option<CheckpointBody>,
+    /// The tick's events.
+    pub events: &'a [Event],
+    /// Ledger rows for goals about to be sent.
+    pub started: &'a [LedgerEntry],
+    /// Ledger rows that moved on: goal id, new status, result.
+    pub updates: &'a [(String, LedgerStatus, Option<Value>)],
+    /// The thread's row.
+    pub row: ThreadRow,
+}
+
+/// A restored checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restored {
+    /// Step at the checkpoint.
+    pub step: u64,
+    /// Event sequence number at the checkpoint.
+    pub seq: u64,
+    /// The state, rebuilt from the last full checkpoint and the deltas after it.
+    pub state: Value,
+    /// Checkpoints written so far (the next is number `count`).
+    pub count: u64,
+}
+
+/// An open database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating when absent) the database at `path` and migrates it.
+    pub fn open(path: &Path, synchronous: Synchronous) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.exists()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| match e.kind() {
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                    StoreError::ReadOnly {
+                        path: path.to_path_buf(),
+                    }
+                }
+                _ => StoreError::CannotOpen {
+                    path: path.to_path_buf(),
+                    detail: format!("cannot create {}: {e}", dir.display()),
+                },
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| StoreError::from_sqlite(path, e))?;
+        Self::setup(conn, path, synchronous)
+    }
+
+    /// A database in memory (tests and benchmarks).
+    pub fn in_memory() -> Result<Self, StoreError> {
+        let path = Path::new(":memory:");
+        let conn = Connection::open_in_memory().map_err(|e| StoreError::from_sqlite(path, e))?;
+        Self::setup(conn, path, Synchronous::Normal)
+    }
+
+    fn setup(conn: Connection, path: &Path, synchronous: Synchronous) -> Result<Self, StoreError> {
+        let mut store = Self {
+            conn,
+            path: path.to_path_buf(),
+        };
+        let sync = match synchronous {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        };
+        store
+            .conn
+            .busy_timeout(std::time::Duration::from_millis(500))
+            .map_err(|e| store.err(e))?;
+        // Reading the header first turns "not a database" into a clear error.
+        let version: u32 = store
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| store.err(e))?;
+        let supported = schema::current_version();
+        if version > supported {
+            return Err(StoreError::NewerSchema {
+                path: store.path.clone(),
+                found: version,
+                supported,
+            });
+        }
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| store.err(e))?;
+        if mode != "wal" && mode != "memory" {
+            return Err(StoreError::CannotOpen {
+                path: store.path.clone(),
+                detail: format!("WAL mode refused (journal mode is {mode})"),
+            });
+        }
+        store
+            .conn
+            .execute_batch(&format!(
+                "PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON;"
+            ))
+            .map_err(|e| store.err(e))?;
+        store.migrate(version)?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self, from: u32) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(from as usize) {
+            let tx = self
+                .conn
+                .transaction()
+                .map_err(|e| StoreError::from_sqlite(&path, e))?;
+            tx.execute_batch(sql)
+                .and_then(|()| tx.execute_batch(&format!("PRAGMA user_version={}", i + 1)))
+                .and_then(|()| tx.commit())
+                .map_err(|e| StoreError::from_sqlite(&path, e))?;
+        }
+        Ok(())
+    }
+
+    fn err(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(&self.path, e)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every thread, most recently updated first.
+    pub fn threads(&self) -> Result<Vec<ThreadInfo>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, status, mode, last_step, last_seq, pending_approval, updated_ms
+                 FROM threads ORDER BY updated_ms DESC, id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(ThreadInfo {
+                    id: r.get(0)?,
+                    status: r.get(1)?,
+                    mode: r.get(2)?,
+                    last_step: r.get(3)?,
+                    last_seq: r.get(4)?,
+                    pending_approval: r.get(5)?,
+                    updated_ms: r.get(6)?,
+                })
+            })
+            .and_then(Iterator::collect)
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    /// The thread `id`, or an error that lists the known threads.
+    pub fn thread(&self, id: &str) -> Result<ThreadInfo, StoreError> {
+        let threads = self.threads()?;
+        if let Some(t) = threads.iter().find(|t| t.id == id) {
+            return Ok(t.clone());
+        }
+        Err(StoreError::UnknownThread {
+            path: self.path.clone(),
+            id: id.to_string(),
+            known: threads.into_iter().map(|t| t.id).collect(),
+        })
+    }
+
+    /// Registers a new thread; refuses an id that exists.
+    pub fn create_thread(&mut self, id: &str, mode: &str) -> Result<(), StoreError> {
+        let now = wall_ms();
+        let n = self
+            .conn
+            .execute(
+                "INSERT OR IGNORE INTO threads (id, status, mode, created_ms, updated_ms)
+                 VALUES (?1, 'running', ?2, ?3, ?3)",
+                params![id, mode, now],
+            )
+            .map_err(|e| self.err(e))?;
+        if n == 0 {
+            return Err(StoreError::ThreadExists {
+                path: self.path.clone(),
+                id: id.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes one tick's record in one transaction.
+    pub fn commit(&mut self, c: &Commit<'_>) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let map = |e| StoreError::from_sqlite(&path, e);
+        let now = wall_ms();
+        let tx = self.conn.transaction().map_err(map)?;
+        {
+            let mut ins = tx
+                .prepare_cached(
+                    "INSERT INTO events (thread_id, seq, step, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(map)?;
+            let mut appr = tx
+                .prepare_cached(
+                    "INSERT INTO approvals (thread_id, approval_id, task_id, op, reason, status, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (thread_id, approval_id) DO UPDATE SET
+                       op = excluded.op, status = excluded.status, updated_ms = excluded.updated_ms",
+                )
+                .map_err(map)?;
+            for e in c.events {
+                let body = serde_json::to_string(e).unwrap_or_default();
+                ins.execute(params![c.thread, e.seq, e.step, e.kind.name(), body])
+                    .map_err(map)?;
+                if let EventKind::Approval {
+                    approval_id,
+                    task_id,
+                    status,
+                    op,
+                    reason,
+                } = &e.kind
+                {
+                    let op = serde_json::to_string(op).unwrap_or_default();
+                    let status = serde_json::to_value(status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    appr.execute(params![
+                        c.thread,
+                        approval_id,
+                        task_id,
+                        op,
+                        reason,
+                        status,
+                        now
+                    ])
+                    .map_err(map)?;
+                }
+            }
+            if let Some(body) = &c.checkpoint {
+                let n: u64 = tx
+                    .query_row(
+                        "SELECT COALESCE(MAX(n) + 1, 0) FROM checkpoints WHERE thread_id = ?1",
+                        [c.thread],
+                        |r| r.get(0),
+                    )
+                    .map_err(map)?;
+                let (kind, text) = match body {
+                    CheckpointBody::Full(v) => ("full", v.to_string()),
+                    CheckpointBody::Delta(d) => {
+                        ("delta", serde_json::to_string(d).unwrap_or_default())
+                    }
+                };
+                tx.prepare_cached(
+                    "INSERT INTO checkpoints (thread_id, n, step, seq, kind, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .and_then(|mut s| s.execute(params![c.thread, n, c.step, c.seq, kind, text]))
+                .map_err(map)?;
+            }
+            let mut led = tx
+                .prepare_cached(
+                    "INSERT INTO ledger (thread_id, step, op, goal_id, skill, request, status, updated_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', ?7)",
+                )
+                .map_err(map)?;
+            for l in c.started {
+                let request = serde_json::to_string(&l.request).unwrap_or_default();
+                led.execute(params![
+                    c.thread, l.step, l.op, l.goal_id, l.skill, request, now
+                ])
+                .map_err(map)?;
+            }
+            let mut upd = tx
+                .prepare_cached(
+                    "UPDATE ledger SET status = ?2, result = COALESCE(?3, result), updated_ms = ?4
+                     WHERE goal_id = ?1 AND status != 'done'",
+                )
+                .map_err(map)?;
+            for (goal_id, status, result) in c.updates {
+                let result = result.as_ref().map(Value::to_string);
+                upd.execute(params![goal_id, status.as_str(), result, now])
+                    .map_err(map)?;
+            }
+            tx.prepare_cached(
+                "UPDATE threads SET status = ?2, mode = ?3, last_step = ?4, last_seq = ?5,
+                   pending_approval = ?6, updated_ms = ?7 WHERE id = ?1",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    c.thread,
+                    c.row.status,
+                    c.row.mode,
+                    c.step,
+                    c.seq,
+                    c.row.pending_approval,
+                    now
+                ])
+            })
+            .map_err(map)?;
+        }
+        tx.commit().map_err(map)
+    }
+
+    /// The newest checkpoint of `thread`, rebuilt.
+    pub fn restore(&self, thread: &str) -> Result<Option<Restored>, StoreError> {
+        let base: Option<(u64, String)> = self
+            .conn
+            .query_row(
+                "SELECT n, body FROM checkpoints WHERE thread_id = ?1 AND kind = 'full'
+                 ORDER BY n DESC LIMIT 1",
+                [thread],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some((n0, body)) = base else {
+            return Ok(None);
+        };
+        let decode = |what: String, detail: String| StoreError::Decode {
+            path: self.path.clone(),
+            what,
+            detail,
+        };
+        let mut state: Value = serde_json::from_str(&body).map_err(|e| {
+            decode(
+                format!("checkpoint {n0} of thread `{thread}`"),
+                e.to_string(),
+            )
+        })?;
+        let (mut step, mut seq, mut count): (u64, u64, u64) = self
+            .conn
+            .query_row(
+                "SELECT step, seq, n + 1 FROM checkpoints WHERE thread_id = ?1 AND n = ?2",
+                params![thread, n0],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT n, step, seq, body FROM checkpoints WHERE thread_id = ?1 AND n > ?2 ORDER BY n",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows: Vec<(u64, u64, u64, String)> = stmt
+            .query_map(params![thread, n0], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .and_then(Iterator::collect)
+            .map_err(|e| self.err(e))?;
+        for (n, s, q, body) in rows {
+            let what = || format!("checkpoint {n} of thread `{thread}`");
+            let changes: Vec<(String, Value)> =
+                serde_json::from_str(&body).map_err(|e| decode(what(), e.to_string()))?;
+            delta::apply(&mut state, &changes).map_err(|e| decode(what(), e.to_string()))?;
+            (step, seq, count) = (s, q, n + 1);
+        }
+        Ok(Some(Restored {
+            step,
+            seq,
+            state,
+            count,
+        }))
+    }
+
+    /// Ledger rows of `thread` not yet `done`, oldest first.
+    pub fn open_ledger(&self, thread: &str) -> Result<Vec<LedgerEntry>, StoreError> {
+        self.ledger_where(thread, "AND status != 'done'")
+    }
+
+    /// Every ledger row of `thread`, oldest first.
+    pub fn ledger(&self, thread: &str) -> Result<Vec<LedgerEntry>, StoreError> {
+        self.ledger_where(thread, "")
+    }
+
+    fn ledger_where(&self, thread: &str, filter: &str) -> Result<Vec<LedgerEntry>, StoreError> {
+        let sql = format!(
+            "SELECT step, op, goal_id, skill, request, status, result FROM ledger
+             WHERE thread_id = ?1 {filter} ORDER BY step, op"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let raw: Vec<RawLedgerRow> = stmt
+            .query_map([thread], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            })
+            .and_then(Iterator::collect)
+            .map_err(|e| self.err(e))?;
+        raw.into_iter()
+            .map(|(step, op, goal_id, skill, request, status, result)| {
+                let bad = |detail: String| StoreError::Decode {
+                    path: self.path.clone(),
+                    what: format!("ledger row for goal `{goal_id}`"),
+                    detail,
+                };
+                Ok(LedgerEntry {
+                    step,
+                    op,
+                    request: serde_json::from_str(&request).map_err(|e| bad(e.to_string()))?,
+                    status: LedgerStatus::parse(&status)
+                        .ok_or_else(|| bad(format!("unknown status `{status}`")))?,
+                    result: result
+                        .map(|r| serde_json::from_str(&r))
+                        .transpose()
+                        .map_err(|e| bad(e.to_string()))?,
+                    goal_id,
+                    skill,
+                })
+            })
+            .collect()
+    }
+
+    /// The events of `thread`, in order.
+    pub fn events(&self, thread: &str) -> Result<Vec<Event>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT seq, body FROM events WHERE thread_id = ?1 ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let raw: Vec<(u64, String)> = stmt
+            .query_map([thread], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(Iterator::collect)
+            .map_err(|e| self.err(e))?;
+        raw.into_iter()
+            .map(|(seq, body)| {
+                serde_json::from_str(&body).map_err(|e| StoreError::Decode {
+                    path: self.path.clone(),
+                    what: format!("event {seq} of thread `{thread}`"),
+                    detail: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// Marks `thread` finished and keeps only its newest `keep` checkpoints
+    /// (the newest is always full, so the thread can still be resumed).
+    pub fn finish(&mut self, thread: &str, full: &Value, keep: u32) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let map = |e| StoreError::from_sqlite(&path, e);
+        let tx = self.conn.transaction().map_err(map)?;
+        let last: Option<(u64, u64, u64, String)> = tx
+            .query_row(
+                "SELECT n, step, seq, kind FROM checkpoints WHERE thread_id = ?1 ORDER BY n DESC LIMIT 1",
+                [thread],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()
+            .map_err(map)?;
+        if let Some((n, step, seq, kind)) = last {
+            if kind != "full" {
+                tx.execute(
+                    "INSERT INTO checkpoints (thread_id, n, step, seq, kind, body) VALUES (?1, ?2, ?3, ?4, 'full', ?5)",
+                    params![thread, n + 1, step, seq, full.to_string()],
+                )
+                .map_err(map)?;
+            }
+            tx.execute(
+                "DELETE FROM checkpoints WHERE thread_id = ?1 AND n <= (
+                   SELECT MAX(n) FROM checkpoints WHERE thread_id = ?1) - ?2",
+                params![thread, keep.max(1)],
+            )
+            .map_err(map)?;
+        }
+        tx.execute(
+            "UPDATE threads SET status = 'finished', updated_ms = ?2 WHERE id = ?1",
+            params![thread, wall_ms()],
+        )
+        .map_err(map)?;
+        tx.commit().map_err(map)
+    }
+
+    /// Checkpoints stored for `thread` and their total body bytes.
+    pub fn checkpoint_bytes(&self, thread: &str) -> Result<(u64, u64), StoreError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM checkpoints WHERE thread_id = ?1",
+                [thread],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// A ledger row as SQLite returns it.
+type RawLedgerRow = (u64, u32, String, String, String, String, Option<String>);
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests;

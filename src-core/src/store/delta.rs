@@ -1,0 +1,147 @@
+//! Checkpoint deltas: the JSON paths whose values changed since the last
+//! checkpoint. Pure functions over `serde_json::Value`, no IO.
+//!
+//! A delta is a list of `[pointer, value]` pairs (RFC 6901 JSON pointers).
+//! Objects with the same keys are compared member by member, and so are
+//! arrays over their common length; elements appended to an array are
+//! `[".../-", element]` pairs (RFC 6901's "past the end"). Anything else that
+//! differs is replaced whole. Applying the pairs in order to the old value
+//! gives the new one.
+
+use serde_json::{Map, Value};
+
+/// The changes from `old` to `new`, as `[pointer, value]` pairs.
+pub fn diff(old: &Value, new: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    walk(old, new, &mut String::new(), &mut out);
+    out
+}
+
+fn walk(old: &Value, new: &Value, path: &mut String, out: &mut Vec<(String, Value)>) {
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) if same_keys(a, b) => {
+            for (k, vb) in b {
+                if let Some(va) = a.get(k)
+                    && va != vb
+                {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    walk(va, vb, path, out);
+                    path.truncate(len);
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() <= b.len() => {
+            for (i, (va, vb)) in a.iter().zip(b).enumerate() {
+                if va != vb {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&i.to_string());
+                    walk(va, vb, path, out);
+                    path.truncate(len);
+                }
+            }
+            for vb in &b[a.len()..] {
+                out.push((format!("{path}/-"), vb.clone()));
+            }
+        }
+        _ if old == new => {}
+        _ => out.push((path.clone(), new.clone())),
+    }
+}
+
+/// Same keys, and none that reads as "append" (`-`) in a pointer.
+fn same_keys(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    a.len() == b.len() && !a.contains_key("-") && a.keys().all(|k| b.contains_key(k))
+}
+
+/// Why a delta does not fit the value it is applied to.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("delta path `{0}` does not exist in the base checkpoint")]
+pub struct DeltaError(pub String);
+
+/// Applies `changes` (from [`diff`]) to `base` in place.
+pub fn apply(base: &mut Value, changes: &[(String, Value)]) -> Result<(), DeltaError> {
+    for (path, value) in changes {
+        if path.is_empty() {
+            *base = value.clone();
+            continue;
+        }
+        if let Some(parent) = path.strip_suffix("/-") {
+            base.pointer_mut(parent)
+                .and_then(Value::as_array_mut)
+                .ok_or_else(|| DeltaError(path.clone()))?
+                .push(value.clone());
+            continue;
+        }
+        let slot = base
+            .pointer_mut(path)
+            .ok_or_else(|| DeltaError(path.clone()))?;
+        *slot = value.clone();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_delta_holds_only_what_changed_and_rebuilds_the_new_value() {
+        let old = json!({"time": 1.0, "queue": {"tasks": [{"id": "t1", "cursor": 0}, {"id": "t/2", "cursor": 3}]},
+                         "tele": {"pose": {"x": 1, "y": 2}}, "list": [1, 2]});
+        let new = json!({"time": 1.1, "queue": {"tasks": [{"id": "t1", "cursor": 1}, {"id": "t/2", "cursor": 3}]},
+                         "tele": {"pose": {"x": 1, "y": 2}, "zone": "kitchen"}, "list": [1, 2, 3]});
+        let d = diff(&old, &new);
+        assert_eq!(
+            d,
+            vec![
+                ("/list/-".to_string(), json!(3)),
+                ("/queue/tasks/0/cursor".to_string(), json!(1)),
+                (
+                    "/tele".to_string(),
+                    json!({"pose": {"x": 1, "y": 2}, "zone": "kitchen"})
+                ),
+                ("/time".to_string(), json!(1.1)),
+            ]
+        );
+        let mut rebuilt = old.clone();
+        apply(&mut rebuilt, &d).unwrap();
+        assert_eq!(rebuilt, new);
+        assert!(diff(&new, &new).is_empty());
+    }
+
+    #[test]
+    fn a_shorter_array_is_replaced_whole() {
+        let old = json!({"a": [1, 2, 3]});
+        let new = json!({"a": [1]});
+        let d = diff(&old, &new);
+        assert_eq!(d, vec![("/a".to_string(), json!([1]))]);
+        let mut rebuilt = old;
+        apply(&mut rebuilt, &d).unwrap();
+        assert_eq!(rebuilt, new);
+    }
+
+    #[test]
+    fn keys_with_slashes_and_tildes_are_escaped() {
+        let old = json!({"a/b": {"c~d": 1}});
+        let new = json!({"a/b": {"c~d": 2}});
+        let d = diff(&old, &new);
+        assert_eq!(d[0].0, "/a~1b/c~0d");
+        let mut rebuilt = old;
+        apply(&mut rebuilt, &d).unwrap();
+        assert_eq!(rebuilt, new);
+    }
+
+    #[test]
+    fn a_delta_for_another_shape_is_refused() {
+        let mut v = json!({"a": 1});
+        let e = apply(&mut v, &[("/b/c".into(), json!(1))]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "delta path `/b/c` does not exist in the base checkpoint"
+        );
+    }
+}

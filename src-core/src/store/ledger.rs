@@ -1,0 +1,78 @@
+//! The side-effect ledger: one row per goal sent to the robot, keyed
+//! (thread, step, op index), written `started` before the goal leaves and
+//! moved to `accepted` and `done` as the robot answers.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::link::LinkRequest;
+
+/// Where a side effect stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerStatus {
+    /// Recorded; the robot may or may not have received it.
+    Started,
+    /// The robot acknowledged it.
+    Accepted,
+    /// It ended; the row holds the result. Never sent again.
+    Done,
+}
+
+impl LedgerStatus {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::Accepted => "accepted",
+            Self::Done => "done",
+        }
+    }
+
+    /// From its stored form.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "started" => Some(Self::Started),
+            "accepted" => Some(Self::Accepted),
+            "done" => Some(Self::Done),
+            _ => None,
+        }
+    }
+}
+
+/// One side effect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// Step of the dispatch node that sent it.
+    pub step: u64,
+    /// Index of the op within the decision.
+    pub op: u32,
+    /// The goal id (unique across threads: it starts with the thread id).
+    pub goal_id: String,
+    /// The skill that sent it.
+    pub skill: String,
+    /// The exact request sent, so a reconciled goal the robot never heard of
+    /// is re-sent unchanged.
+    pub request: LinkRequest,
+    /// Where it stands.
+    pub status: LedgerStatus,
+    /// The result, once done.
+    pub result: Option<Value>,
+}
+
+/// The goal id for ledger key (`thread`, `step`, `op`).
+pub fn goal_id(thread: &str, step: u64, op: usize) -> String {
+    format!("{thread}/g{step}.{op}")
+}
+
+/// A goal id without its thread (`g12.0` for `patrol-1/g12.0`): what faces
+/// show, the thread being theirs already.
+///
+/// ```
+/// use robobrain_core::store::ledger::short_goal_id;
+/// assert_eq!(short_goal_id("patrol-1/g12.0"), "g12.0");
+/// assert_eq!(short_goal_id("g3.1"), "g3.1");
+/// ```
+pub fn short_goal_id(goal_id: &str) -> &str {
+    goal_id.rsplit_once('/').map_or(goal_id, |(_, local)| local)
+}

@@ -1,0 +1,206 @@
+use serde_json::json;
+
+use super::*;
+use crate::link::{GoalKind, LinkRequest};
+use crate::protocol::EventKind;
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rb-store-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("robobrain.db")
+}
+
+fn event(seq: u64, step: u64) -> Event {
+    Event {
+        seq,
+        time: 0.0,
+        wall_ms: 0,
+        thread_id: "t".into(),
+        step,
+        kind: EventKind::Log {
+            level: "info".into(),
+            message: format!("event {seq}"),
+        },
+    }
+}
+
+fn row() -> ThreadRow {
+    ThreadRow {
+        status: "running".into(),
+        mode: "EXEC".into(),
+        pending_approval: None,
+    }
+}
+
+fn commit(store: &mut Store, seq: u64, body: Option<CheckpointBody>) {
+    store
+        .commit(&Commit {
+            thread: "t",
+            step: seq * 2,
+            seq,
+            checkpoint: body,
+            events: &[event(seq, seq * 2)],
+            started: &[],
+            updates: &[],
+            row: row(),
+        })
+        .unwrap();
+}
+
+#[test]
+fn checkpoints_rebuild_from_the_last_full_one_and_its_deltas() {
+    let mut store = Store::in_memory().unwrap();
+    store.create_thread("t", "IDLE").unwrap();
+    let v0 = json!({"state": {"time": 0.0, "queue": [1, 2]}, "runner": {"running": []}});
+    let v1 = json!({"state": {"time": 0.1, "queue": [1, 2]}, "runner": {"running": []}});
+    let v2 = json!({"state": {"time": 0.2, "queue": [1, 2, 3]}, "runner": {"running": []}});
+    commit(&mut store, 1, Some(CheckpointBody::Full(v0.clone())));
+    commit(
+        &mut store,
+        2,
+        Some(CheckpointBody::Delta(delta::diff(&v0, &v1))),
+    );
+    commit(
+        &mut store,
+        3,
+        Some(CheckpointBody::Delta(delta::diff(&v1, &v2))),
+    );
+    let r = store.restore("t").unwrap().unwrap();
+    assert_eq!((r.step, r.seq, r.count), (6, 3, 3));
+    assert_eq!(r.state, v2);
+    let events = store.events("t").unwrap();
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    // Retention: the newest checkpoints stay, the newest is full.
+    store.finish("t", &v2, 2).unwrap();
+    let (n, _) = store.checkpoint_bytes("t").unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(store.restore("t").unwrap().unwrap().state, v2);
+    assert_eq!(store.thread("t").unwrap().status, "finished");
+}
+
+#[test]
+fn the_ledger_moves_from_started_to_done_in_commits() {
+    let mut store = Store::in_memory().unwrap();
+    store.create_thread("t", "IDLE").unwrap();
+    let request = LinkRequest::SendGoal {
+        goal_id: "t/g4.0".into(),
+        kind: GoalKind::Dock,
+    };
+    let entry = LedgerEntry {
+        step: 4,
+        op: 0,
+        goal_id: "t/g4.0".into(),
+        skill: "dock".into(),
+        request: request.clone(),
+        status: LedgerStatus::Started,
+        result: None,
+    };
+    let c = Commit {
+        thread: "t",
+        step: 4,
+        seq: 1,
+        checkpoint: None,
+        events: &[],
+        started: std::slice::from_ref(&entry),
+        updates: &[],
+        row: row(),
+    };
+    store.commit(&c).unwrap();
+    assert_eq!(store.open_ledger("t").unwrap(), vec![entry.clone()]);
+    // The same key again is refused: one side effect, one row.
+    assert!(store.commit(&c).is_err());
+    let done = [(
+        "t/g4.0".to_string(),
+        LedgerStatus::Done,
+        Some(json!({"status": "succeeded"})),
+    )];
+    store
+        .commit(&Commit {
+            updates: &done,
+            started: &[],
+            seq: 2,
+            ..c
+        })
+        .unwrap();
+    assert!(store.open_ledger("t").unwrap().is_empty());
+    let all = store.ledger("t").unwrap();
+    assert_eq!(all[0].status, LedgerStatus::Done);
+    assert_eq!(all[0].request, request);
+}
+
+#[test]
+fn a_resume_of_an_unknown_thread_lists_the_known_ones() {
+    let mut store = Store::in_memory().unwrap();
+    let e = store.thread("nope").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        ":memory:: no thread `nope` to resume; the database holds no threads yet"
+    );
+    store.create_thread("patrol-1", "IDLE").unwrap();
+    let e = store.thread("nope").unwrap_err();
+    assert!(e.to_string().ends_with("known threads: patrol-1"), "{e}");
+    let e = store.create_thread("patrol-1", "IDLE").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("thread `patrol-1` already exists; add --resume"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_corrupt_file_is_named_and_refused() {
+    let path = temp("corrupt");
+    std::fs::write(&path, vec![0x5a_u8; 8192]).unwrap();
+    let e = Store::open(&path, Synchronous::Normal).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.starts_with(&path.display().to_string()), "{text}");
+    assert!(
+        text.contains("corrupt or not a robobrain database"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_database_from_a_newer_robobrain_is_refused() {
+    let path = temp("newer");
+    drop(Store::open(&path, Synchronous::Full).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch("PRAGMA user_version = 99").unwrap();
+    drop(conn);
+    let e = Store::open(&path, Synchronous::Normal).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: schema version 99 is newer than this robobrain supports (1); upgrade robobrain or use another --db",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn a_locked_database_is_a_clear_error_and_nothing_is_half_written() {
+    let path = temp("locked");
+    let mut store = Store::open(&path, Synchronous::Normal).unwrap();
+    store.create_thread("t", "IDLE").unwrap();
+    let other = Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let e = store
+        .commit(&Commit {
+            thread: "t",
+            step: 1,
+            seq: 1,
+            checkpoint: Some(CheckpointBody::Full(json!({}))),
+            events: &[event(1, 1)],
+            started: &[],
+            updates: &[],
+            row: row(),
+        })
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Locked { .. }), "{e:?}");
+    assert!(e.to_string().contains("locked by another process"), "{e}");
+    other.execute_batch("ROLLBACK").unwrap();
+    assert!(store.events("t").unwrap().is_empty());
+    assert!(store.restore("t").unwrap().is_none());
+}
