@@ -5,7 +5,7 @@
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::link::{
-    GoalKind, GoalOutcome, LinkError, LinkReply, LinkRequest, RobotLink, Telemetry,
+    GoalKind, GoalOutcome, GoalStatus, LinkError, LinkReply, LinkRequest, RobotLink, Telemetry,
 };
 use robobrain_core::protocol::Command;
 use robobrain_core::sim::World;
@@ -20,6 +20,14 @@ pub struct InstantLink {
 
 impl RobotLink for InstantLink {
     fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
+        // A fresh instant robot after a resume: it never heard of the goal,
+        // so the brain sends it again.
+        if let LinkRequest::QueryGoal { goal_id } = &request {
+            self.replies.push(LinkReply::GoalStatus {
+                goal_id: goal_id.clone(),
+                status: GoalStatus::Unknown,
+            });
+        }
         if let LinkRequest::SendGoal { goal_id, kind } = request
             && !matches!(kind, GoalKind::StopBase)
         {

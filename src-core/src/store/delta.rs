@@ -4,9 +4,12 @@
 //! A delta is a list of `[pointer, value]` pairs (RFC 6901 JSON pointers).
 //! Objects with the same keys are compared member by member, and so are
 //! arrays over their common length; elements appended to an array are
-//! `[".../-", element]` pairs (RFC 6901's "past the end"). Anything else that
-//! differs is replaced whole. Applying the pairs in order to the old value
-//! gives the new one.
+//! `[".../-", element]` pairs (RFC 6901's "past the end"), and elements
+//! dropped from its front (the task queue forgetting its oldest finished
+//! task) are one `[".../^N", null]` pair, so the elements behind them are not
+//! all rewritten under their new indices. Anything else that differs is
+//! replaced whole. Applying the pairs in order to the old value gives the
+//! new one.
 
 use serde_json::{Map, Value};
 
@@ -32,8 +35,12 @@ fn walk(old: &Value, new: &Value, path: &mut String, out: &mut Vec<(String, Valu
                 }
             }
         }
-        (Value::Array(a), Value::Array(b)) if a.len() <= b.len() => {
-            for (i, (va, vb)) in a.iter().zip(b).enumerate() {
+        (Value::Array(a), Value::Array(b)) if a.len() - dropped_front(a, b) <= b.len() => {
+            let dropped = dropped_front(a, b);
+            if dropped > 0 {
+                out.push((format!("{path}/^{dropped}"), Value::Null));
+            }
+            for (i, (va, vb)) in a[dropped..].iter().zip(b).enumerate() {
                 if va != vb {
                     let len = path.len();
                     path.push('/');
@@ -42,13 +49,27 @@ fn walk(old: &Value, new: &Value, path: &mut String, out: &mut Vec<(String, Valu
                     path.truncate(len);
                 }
             }
-            for vb in &b[a.len()..] {
+            for vb in &b[a.len() - dropped..] {
                 out.push((format!("{path}/-"), vb.clone()));
             }
         }
         _ if old == new => {}
         _ => out.push((path.clone(), new.clone())),
     }
+}
+
+/// How many elements `new` lost from the front of `old`: the first index of
+/// `old` holding `new`'s first element, when `old`'s first is not it.
+fn dropped_front(old: &[Value], new: &[Value]) -> usize {
+    match (old.first(), new.first()) {
+        (Some(a), Some(b)) if a != b => (1..old.len()).find(|&k| old[k] == *b).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// The `N` of a `^N` pointer token.
+fn drop_count(token: &str) -> Option<usize> {
+    token.strip_prefix('^')?.parse().ok()
 }
 
 /// Same keys, and none that reads as "append" (`-`) in a pointer.
@@ -66,6 +87,18 @@ pub fn apply(base: &mut Value, changes: &[(String, Value)]) -> Result<(), DeltaE
     for (path, value) in changes {
         if path.is_empty() {
             *base = value.clone();
+            continue;
+        }
+        if let Some((parent, token)) = path.rsplit_once('/')
+            && let Some(n) = drop_count(token)
+            && let Some(array) = base.pointer_mut(parent).and_then(Value::as_array_mut)
+        {
+            // On an array `^N` drops N elements from the front; on an object
+            // it is an ordinary key, set below.
+            if n > array.len() {
+                return Err(DeltaError(path.clone()));
+            }
+            array.drain(..n);
             continue;
         }
         if let Some(parent) = path.strip_suffix("/-") {
@@ -122,6 +155,61 @@ mod tests {
         let mut rebuilt = old;
         apply(&mut rebuilt, &d).unwrap();
         assert_eq!(rebuilt, new);
+    }
+
+    #[test]
+    fn elements_dropped_from_the_front_are_one_pair() {
+        let old = json!({"tasks": [{"id": 1}, {"id": 2}, {"id": 3, "s": "run"}]});
+        let new = json!({"tasks": [{"id": 2}, {"id": 3, "s": "done"}, {"id": 4}]});
+        let d = diff(&old, &new);
+        assert_eq!(
+            d,
+            vec![
+                ("/tasks/^1".to_string(), Value::Null),
+                ("/tasks/1/s".to_string(), json!("done")),
+                ("/tasks/-".to_string(), json!({"id": 4})),
+            ]
+        );
+        let mut rebuilt = old;
+        apply(&mut rebuilt, &d).unwrap();
+        assert_eq!(rebuilt, new);
+        // `^1` under an object is a key like any other.
+        let old = json!({"o": {"^1": 1}});
+        let new = json!({"o": {"^1": 2}});
+        let d = diff(&old, &new);
+        let mut rebuilt = old;
+        apply(&mut rebuilt, &d).unwrap();
+        assert_eq!(rebuilt, new);
+    }
+
+    /// Every pair of small arrays (and arrays of objects) round-trips.
+    #[test]
+    fn every_small_array_change_rebuilds_exactly() {
+        let mut arrays = vec![Vec::new()];
+        for _ in 0..4 {
+            let longer: Vec<Vec<u8>> = arrays
+                .iter()
+                .filter(|a| a.len() == arrays.last().map_or(0, Vec::len))
+                .flat_map(|a| {
+                    (0..3u8).map(move |x| {
+                        let mut a = a.clone();
+                        a.push(x);
+                        a
+                    })
+                })
+                .collect();
+            arrays.extend(longer);
+        }
+        let as_json =
+            |a: &Vec<u8>| json!({"a": a.iter().map(|x| json!({"v": x})).collect::<Vec<_>>()});
+        for a in &arrays {
+            for b in &arrays {
+                let (old, new) = (as_json(a), as_json(b));
+                let mut rebuilt = old.clone();
+                apply(&mut rebuilt, &diff(&old, &new)).unwrap();
+                assert_eq!(rebuilt, new, "{a:?} → {b:?}");
+            }
+        }
     }
 
     #[test]
