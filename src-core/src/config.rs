@@ -76,6 +76,26 @@ impl Default for PolicyConfig {
     }
 }
 
+/// The skills (`[skills]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// Skills initialised on first use rather than at start (seed 000 §8.1).
+    pub lazy: Vec<String>,
+    /// Keep the frames that show an emergency, as alert evidence, under
+    /// `<runs_dir>/frames/<thread>/`.
+    pub keep_frames: bool,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self {
+            lazy: Vec::new(),
+            keep_frames: true,
+        }
+    }
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -98,6 +118,8 @@ pub struct Config {
     pub llm: LlmConfig,
     /// The durable store (`[store]`): database file, durability, retention.
     pub store: crate::store::StoreConfig,
+    /// The skills (`[skills]`): lazy initialisation, evidence frames.
+    pub skills: SkillsConfig,
 }
 
 impl Default for Config {
@@ -112,6 +134,7 @@ impl Default for Config {
             policy: PolicyConfig::default(),
             llm: LlmConfig::default(),
             store: crate::store::StoreConfig::default(),
+            skills: SkillsConfig::default(),
         }
     }
 }

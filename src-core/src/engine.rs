@@ -95,6 +95,15 @@ pub struct KernelState {
     pub estops: u64,
     /// Sim time of the last telemetry event.
     pub last_telemetry_at: Option<f64>,
+    /// Data skills share (seed 000 §6.2): `last_vision_result`, `emergency_level`, …
+    #[serde(default)]
+    pub shared: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Alerts raised, oldest first (acknowledged ones are kept until forgotten).
+    #[serde(default)]
+    pub incidents: Vec<crate::protocol::IncidentRecord>,
+    /// Alerts raised so far (incident ids count from it).
+    #[serde(default)]
+    pub alerts_raised: u64,
 }
 
 /// The brain, its robot link and its state, advanced one tick at a time.
@@ -134,7 +143,7 @@ impl Engine {
             link,
             held: Outbox::default(),
             brain: Box::new(RuleBrain::new()),
-            registry: SkillRegistry::with_builtins()?,
+            registry: builtin_registry(config, &thread_id)?,
             runner: SkillRunner::new(),
             state: KernelState {
                 mode_reason: "starting".into(),
@@ -313,6 +322,12 @@ impl Engine {
             last_failure: s.last_failure.clone(),
             blocked_passages: t.blocked_passages.clone(),
             incidents: t.incidents_in_view.clone(),
+            alerts: s
+                .incidents
+                .iter()
+                .filter(|i| i.acknowledged_by.is_none())
+                .cloned()
+                .collect(),
             brain: Some(self.brain.kind()),
             world: self.world.name.clone(),
         }
@@ -404,6 +419,19 @@ impl Engine {
     fn node(&mut self, _node: Node) {
         self.state.step += 1;
     }
+}
+
+/// The built-in skills as `config` wants them: which start lazily, and
+/// where `watch` keeps evidence frames.
+fn builtin_registry(config: &Config, thread_id: &str) -> Result<SkillRegistry, SkillError> {
+    let frames = config.skills.keep_frames.then(|| {
+        config
+            .runs_dir
+            .join("frames")
+            .join(thread_id.replace(['/', '\\'], "_"))
+    });
+    let configs = serde_json::json!({ "watch": { "frames_dir": frames } });
+    SkillRegistry::with_builtins_configured(&configs, &config.skills.lazy)
 }
 
 fn wall_ms() -> u64 {

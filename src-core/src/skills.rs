@@ -17,7 +17,7 @@ use crate::link::{LinkError, RobotLink, Telemetry};
 use crate::protocol::SpeechTrack;
 use crate::sim::World;
 
-pub use registry::SkillRegistry;
+pub use registry::{Init, SkillRegistry};
 pub use runner::{Completion, SkillRunner};
 pub use spec::{MainType, Recovery, Risk, SkillSpec, SubType};
 
@@ -79,8 +79,19 @@ pub struct SkillContext<'a> {
 pub enum Started {
     /// The robot runs it; feedback and the result arrive over the link under the goal id.
     OnRobot,
-    /// It finished at once with this output.
+    /// It finished at once with this output. Two keys mean something to
+    /// the kernel: `shared` (an object merged into the run's shared data,
+    /// seed 000 §6.2) and `incident` (an [`crate::protocol::IncidentRecord`]
+    /// to record and announce).
     Done(Value),
+    /// It failed at once (a device error, not bad arguments): the brain sees
+    /// a failed step with this code, as for a goal the robot failed.
+    Failed {
+        /// Error code, looked up in the spec's error map.
+        code: String,
+        /// Detail.
+        message: String,
+    },
 }
 
 /// A capability with the seed-000 life cycle: initialize, execute (start),

@@ -228,6 +228,7 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
         EventKind::Speech { text, track } => {
             ("SPEECH", BLUE, format!("“{text}” ({})", json_word(track)))
         }
+        EventKind::Alert { incident } => ("ALERT", RED, incident.summary()),
         EventKind::Telemetry {
             battery_pct,
             charging,

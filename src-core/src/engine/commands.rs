@@ -7,7 +7,7 @@ use crate::brain::{Intent, parse_intent};
 use crate::kernel::TaskKind;
 use crate::link::LinkRequest;
 use crate::protocol::{
-    Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus,
+    AlertStatus, Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus,
 };
 use crate::react::{LastResult, Phase};
 
@@ -27,6 +27,9 @@ impl Engine {
             Command::Stop => self.cancel_active("stopped by the operator"),
             Command::EStop => self.estop_now(),
             Command::StartPatrol { route } => self.start_patrol(route.as_deref()),
+            Command::Acknowledge { incident_id, by } => {
+                self.acknowledge(incident_id.as_deref(), &by);
+            }
             Command::Inject { fault } => {
                 if let Err(e) = self.link.send(LinkRequest::Inject { fault }) {
                     self.emit(EventKind::Error {
@@ -80,6 +83,7 @@ impl Engine {
             Intent::Pause => self.pause(),
             Intent::Resume | Intent::Retry => self.resume(),
             Intent::Estop => self.estop_now(),
+            Intent::Acknowledge => self.acknowledge(None, "operator"),
             Intent::UnknownPlace { phrase } => {
                 let known: Vec<String> = self.world.zones.iter().map(|z| z.name.replace('_', " ")).collect();
                 self.speak(
@@ -143,8 +147,54 @@ impl Engine {
         self.speak("Paused.", SpeechTrack::Answer);
     }
 
+    /// Marks open alerts acknowledged (the one named, or all), says so, and
+    /// lets a task that waited on them go on.
+    fn acknowledge(&mut self, incident_id: Option<&str>, by: &str) {
+        let now = self.state.time;
+        let mut acknowledged = Vec::new();
+        for incident in &mut self.state.incidents {
+            if incident.acknowledged_by.is_none() && incident_id.is_none_or(|id| id == incident.id)
+            {
+                incident.status = AlertStatus::Acknowledged;
+                incident.acknowledged_by = Some(by.to_string());
+                incident.acknowledged_at = Some(now);
+                acknowledged.push(incident.clone());
+            }
+        }
+        if acknowledged.is_empty() {
+            let what = incident_id.map_or_else(
+                || "no open alert".to_string(),
+                |id| format!("no open alert `{id}`"),
+            );
+            self.speak(
+                &format!("There is {what} to acknowledge."),
+                SpeechTrack::Answer,
+            );
+            return;
+        }
+        for incident in acknowledged {
+            self.emit(EventKind::Alert {
+                incident: Box::new(incident),
+            });
+        }
+        if self
+            .state
+            .incidents
+            .iter()
+            .all(|i| i.acknowledged_by.is_some())
+        {
+            self.speak("Alert acknowledged. Carrying on.", SpeechTrack::Answer);
+            self.resume_after("the alert was acknowledged");
+        }
+    }
+
     /// Releases an E-stop, resumes paused tasks and retries tasks waiting for help.
     fn resume(&mut self) {
+        self.resume_after("the operator said retry");
+    }
+
+    /// [`Engine::resume`], saying why a task waiting for help goes on.
+    fn resume_after(&mut self, why: &str) {
         if self.state.estop {
             self.state.estop = false;
             self.emit(EventKind::Log {
@@ -165,7 +215,7 @@ impl Engine {
                 let after = if status == TaskStatus::Paused {
                     "a pause"
                 } else {
-                    "the operator said retry"
+                    why
                 };
                 task.status = TaskStatus::Queued;
                 task.react.phase = Phase::Ready;

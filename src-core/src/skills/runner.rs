@@ -101,14 +101,18 @@ impl SkillRunner {
             .spec(skill)
             .ok_or_else(|| SkillError::Unknown(skill.to_string()))?;
         let (timeout, resources) = (spec.timeout_s, spec.resources.clone());
+        let ended = |result| Completion {
+            goal_id: goal_id.to_string(),
+            skill: skill.to_string(),
+            args: args.clone(),
+            task_id: task_id.map(str::to_string),
+            result,
+        };
         match registry.start(skill, goal_id, args, ctx)? {
-            Started::Done(output) => Ok(Some(Completion {
-                goal_id: goal_id.to_string(),
-                skill: skill.to_string(),
-                args: args.clone(),
-                task_id: task_id.map(str::to_string),
-                result: GoalResult::Succeeded { output },
-            })),
+            Started::Done(output) => Ok(Some(ended(GoalResult::Succeeded { output }))),
+            Started::Failed { code, message } => {
+                Ok(Some(ended(GoalResult::Failed { code, message })))
+            }
             Started::OnRobot => {
                 self.running.push(RunningGoal {
                     goal_id: goal_id.to_string(),

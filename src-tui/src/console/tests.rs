@@ -292,8 +292,10 @@ fn several_approvals_queue_visibly_and_rejecting_asks_a_reason() {
 fn alert_on_a_wide_terminal() {
     let mut h = Harness::default();
     h.run_for(0.5);
-    h.type_line("/inject incident living_room smoke");
-    assert!(h.run_until(10.0, |e| matches!(
+    // The robot sees the smoke when it looks around the kitchen on its patrol.
+    h.type_line("/inject incident kitchen smoke");
+    h.type_line("patrol");
+    assert!(h.run_until(40.0, |e| matches!(
         &e.kind,
         EventKind::Activity {
             to: Activity::Alert,
@@ -304,6 +306,10 @@ fn alert_on_a_wide_terminal() {
     let s = h.screen(200, 60);
     assert!(s.contains("ALERT"), "{s}");
     assert!(s.contains('!'), "the incident is on the map:\n{s}");
+    assert!(
+        s.contains("alert i1: smoke in kitchen"),
+        "the alert is in the log:\n{s}"
+    );
     screen!("alert_200x60", s);
 }
 

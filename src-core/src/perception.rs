@@ -1,0 +1,15 @@
+//! What the robot sees (seed 000 §3.2, `watch`): a camera gives a [`Frame`]
+//! (a PNG and, from the simulator, the ground-truth labels of what is in
+//! it), and a [`vision`] step turns a frame into a [`VisionResult`] — the
+//! seed's `objects_detected`, `emergency`, `confidence`, `description`.
+//!
+//! - `camera.rs`: the [`Camera`] trait and [`SimCamera`], which renders the
+//!   simulated apartment around the robot, incidents drawn.
+//! - `vision.rs`: the offline stand-in (reports the labels and says so) and
+//!   the validation of a vision model's JSON reply.
+
+pub mod camera;
+pub mod vision;
+
+pub use camera::{Camera, CameraError, Frame, SimCamera};
+pub use vision::{VisionError, VisionResult, VisionSource};
