@@ -391,3 +391,17 @@ fn no_color_draws_no_colours() {
             .all(|c| c.fg == ratatui::style::Color::Reset && c.bg == ratatui::style::Color::Reset)
     );
 }
+
+#[test]
+fn a_quit_exits_0_and_a_signal_128_plus_its_number() {
+    use super::Ended;
+    use tokio::signal::unix::SignalKind;
+    assert_eq!(Ended::Quit.exit_status(), 0);
+    for (kind, status) in [
+        (SignalKind::terminate(), 143),
+        (SignalKind::hangup(), 129),
+        (SignalKind::interrupt(), 130),
+    ] {
+        assert_eq!(Ended::Signal(kind.as_raw_value()).exit_status(), status);
+    }
+}
