@@ -302,7 +302,10 @@ fn sigint_from_kill_ends_the_console_and_restores_the_terminal() {
 fn a_signal_ends_the_console(signal: &str, status: u8) {
     let dir = temp_dir(&format!("sig{signal}"));
     let tmux = Tmux::start(&console_then_shell(&config_in(&dir, ""), "tui"), 100, 30);
-    tmux.wait_for("the first frame", 20, |s| s.contains("mode IDLE"));
+    // Once sim time moves the core has sent events, so the log has some.
+    tmux.wait_for("the clock to move", 20, |s| {
+        s.contains("mode IDLE") && s.contains(" · t ") && !s.contains(" · t 0.0 s")
+    });
     assert_eq!(tmux.pane("alternate_on"), "1", "{}", tmux.screen());
     let pid = console_pid(&tmux);
 

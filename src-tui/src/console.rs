@@ -110,29 +110,35 @@ pub fn run(config: Config, options: &Options) -> Result<Ended> {
         // Before the terminal changes: from here on a signal cannot end the
         // process with the terminal left raw on the alternate screen.
         let signals = Signals::listen()?;
-        let runtime = Runtime::start(
+        let (runtime, mut events) = Runtime::start_subscribed(
             session.engine,
             Pace::RealTime {
                 speed: options.speed,
             },
         );
-        let events = runtime.subscribe();
         let mut app = App::new(session.world, runtime.snapshot(), options.color);
         let mut terminal = ratatui::init();
         // Paste (and some IME commits) arrive whole rather than as keys.
         let _ = execute!(std::io::stdout(), EnableBracketedPaste);
+        let mut log = session.log;
         let result = drive(
             &mut terminal,
             &mut app,
             &runtime,
-            events,
+            &mut events,
             signals,
-            session.log,
+            &mut log,
         )
         .await;
         restore_terminal();
         runtime.shutdown().await;
-        let (ended, log) = result?;
+        // What the core sent up to its end is logged too: nothing is lost.
+        while let Ok(event) = events.try_recv() {
+            log.write_batch(std::slice::from_ref(&event))
+                .context("the event log could not be written")?;
+        }
+        let ended = result?;
+        let log = log.path().to_path_buf();
         // After SIGHUP there is no terminal to print to, and that is no error.
         let _ = writeln!(std::io::stdout(), "event log: {}", log.display());
         Ok(ended)
@@ -191,10 +197,10 @@ async fn drive(
     terminal: &mut DefaultTerminal,
     app: &mut App,
     runtime: &Runtime,
-    mut events: broadcast::Receiver<Event>,
+    events: &mut broadcast::Receiver<Event>,
     mut signals: Signals,
-    mut log: EventLog<std::fs::File>,
-) -> Result<(Ended, PathBuf)> {
+    log: &mut EventLog<std::fs::File>,
+) -> Result<Ended> {
     let (keys, mut terminal_events) = mpsc::unbounded_channel();
     let stop = Arc::new(AtomicBool::new(false));
     let reader = spawn_reader(keys, stop.clone());
@@ -274,7 +280,7 @@ async fn drive(
     if let Some(e) = log_error {
         return Err(e).context("the event log could not be written");
     }
-    Ok((ended, log.path().to_path_buf()))
+    Ok(ended)
 }
 
 /// How long the reader gets to notice `stop` (it looks every 50 ms).
