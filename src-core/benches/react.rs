@@ -53,6 +53,32 @@ fn sim_tick(c: &mut Criterion) {
     });
 }
 
+/// `watch` with the offline stand-in: render the view around the robot as a
+/// PNG (smoke drawn in), label it, and report (seed 000 §3.2).
+fn watch_stand_in(c: &mut Criterion) {
+    use robobrain_core::link::{Incident, Telemetry};
+    use robobrain_core::perception::{Camera, SimCamera, vision};
+    let world = support::world();
+    let kitchen = world.zone("kitchen").expect("kitchen").clone();
+    let mut t = Telemetry {
+        zone: Some("kitchen".into()),
+        ..Telemetry::default()
+    };
+    t.pose.x = kitchen.goal.x;
+    t.pose.y = kitchen.goal.y;
+    t.incidents_in_view.push(Incident {
+        zone: "kitchen".into(),
+        kind: "smoke".into(),
+    });
+    let mut camera = SimCamera;
+    c.bench_function("watch/stand_in_render_and_labels", |b| {
+        b.iter(|| {
+            let frame = camera.capture(&world, &t).expect("frame");
+            vision::stand_in(&frame).expect("vision")
+        });
+    });
+}
+
 /// Sanity check that the iteration benchmark measures what it says, up to
 /// the last tick it will run.
 fn check_one_decision_per_tick() {
@@ -90,6 +116,7 @@ fn benches(c: &mut Criterion) {
     check_one_decision_per_tick();
     react_iteration(c);
     sim_tick(c);
+    watch_stand_in(c);
 }
 
 criterion_group!(group, benches);

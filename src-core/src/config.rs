@@ -96,6 +96,15 @@ impl Default for SkillsConfig {
     }
 }
 
+/// Patrols (`[patrol]`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PatrolConfig {
+    /// Seconds from the start of one patrol round to the start of the next
+    /// (env `PATROL_INTERVAL`); none: a patrol is one round.
+    pub interval_s: Option<f64>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -120,6 +129,8 @@ pub struct Config {
     pub store: crate::store::StoreConfig,
     /// The skills (`[skills]`): lazy initialisation, evidence frames.
     pub skills: SkillsConfig,
+    /// Patrols (`[patrol]`): repeated rounds.
+    pub patrol: PatrolConfig,
 }
 
 impl Default for Config {
@@ -135,6 +146,7 @@ impl Default for Config {
             llm: LlmConfig::default(),
             store: crate::store::StoreConfig::default(),
             skills: SkillsConfig::default(),
+            patrol: PatrolConfig::default(),
         }
     }
 }
@@ -203,6 +215,19 @@ impl Config {
         if let Some(v) = get("ROBOBRAIN_WORLD") {
             self.world = v;
         }
+        if let Some(v) = get("PATROL_INTERVAL") {
+            let seconds: f64 = v.trim().parse().map_err(|_| ConfigError::Env {
+                name: "PATROL_INTERVAL".into(),
+                message: format!("expected seconds, found {v:?}"),
+            })?;
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(ConfigError::Env {
+                    name: "PATROL_INTERVAL".into(),
+                    message: format!("expected positive seconds, found {v:?}"),
+                });
+            }
+            self.patrol.interval_s = Some(seconds);
+        }
         self.llm
             .apply_env(&get)
             .map_err(|(name, message)| ConfigError::Env { name, message })?;
@@ -213,6 +238,14 @@ impl Config {
     pub fn validate(&self, text: &str, file: &Path) -> Result<(), SourceError> {
         let k = &self.kernel;
         let err = |key: &str, msg: String| Err(SourceError::at_key(file, text, key, msg));
+        if let Some(i) = self.patrol.interval_s
+            && !(i.is_finite() && i > 0.0)
+        {
+            return err(
+                "patrol.interval_s",
+                format!("expected positive seconds, found {i}"),
+            );
+        }
         if !(self.tick_s > 0.0 && self.tick_s <= 1.0) {
             return err(
                 "tick_s",

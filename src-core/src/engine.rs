@@ -9,6 +9,7 @@
 //! - `commands.rs`: K1, turning commands and utterances into tasks and interrupts.
 //! - `kernel_step.rs`: K2–K5, telemetry, results, activity, mode arbitration, preemption.
 //! - `iterate.rs`: K6 and R1–R8, one ReAct iteration and the approval interrupt.
+//! - `patrol.rs`: repeated patrol rounds on a fixed schedule (`PATROL_INTERVAL`).
 //! - `durable.rs`: the per-tick commit, the side-effect ledger, resume and
 //!   reconciliation with the robot (only with a [`crate::store::Store`] attached).
 
@@ -16,6 +17,7 @@ mod commands;
 mod durable;
 mod iterate;
 mod kernel_step;
+mod patrol;
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -104,6 +106,10 @@ pub struct KernelState {
     /// Alerts raised so far (incident ids count from it).
     #[serde(default)]
     pub alerts_raised: u64,
+    /// Repeated patrol rounds, while `[patrol] interval_s` is set and the
+    /// operator has not stopped them.
+    #[serde(default)]
+    pub rounds: Option<patrol::Rounds>,
 }
 
 /// The brain, its robot link and its state, advanced one tick at a time.
@@ -219,6 +225,7 @@ impl Engine {
         self.state.time += self.config.tick_s;
         self.sync_robot();
         self.update_world();
+        self.next_round();
         self.arbitrate();
         self.route();
         self.brain_notes();

@@ -101,7 +101,7 @@ impl Engine {
     }
 
     /// Queues a task: main priority when nothing else is open, user-interrupt otherwise.
-    fn add_task(&mut self, kind: TaskKind, reason: &str) -> String {
+    pub(super) fn add_task(&mut self, kind: TaskKind, reason: &str) -> String {
         let busy = self
             .state
             .queue
@@ -136,6 +136,7 @@ impl Engine {
             },
             &format!("patrol route {name}"),
         );
+        self.schedule_rounds(name);
     }
 
     fn pause(&mut self) {
@@ -232,6 +233,8 @@ impl Engine {
     }
 
     fn cancel_active(&mut self, why: &str) {
+        // Stopping a patrol stops its rounds too.
+        self.state.rounds = None;
         let target = self
             .state
             .queue
