@@ -33,7 +33,7 @@ use crate::protocol::{
     RobotView, Snapshot, SpeechTrack,
 };
 use crate::sim::World;
-use crate::skills::{SkillContext, SkillError, SkillRegistry, SkillRunner};
+use crate::skills::{Init, SkillContext, SkillError, SkillRegistry, SkillRunner};
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -437,8 +437,21 @@ fn builtin_registry(config: &Config, thread_id: &str) -> Result<SkillRegistry, S
             .join("frames")
             .join(thread_id.replace(['/', '\\'], "_"))
     });
-    let configs = serde_json::json!({ "watch": { "frames_dir": frames } });
-    SkillRegistry::with_builtins_configured(&configs, &config.skills.lazy)
+    let watch = serde_json::json!({ "frames_dir": frames });
+    let configs = serde_json::json!({ "watch": watch });
+    let mut registry = SkillRegistry::with_builtins_configured(&configs, &config.skills.lazy)?;
+    if config.llm.is_configured() {
+        // With a model endpoint, `watch` asks its vision role.
+        registry.unregister("watch");
+        let init = if config.skills.lazy.iter().any(|s| s == "watch") {
+            Init::Lazy
+        } else {
+            Init::Preloaded
+        };
+        let skill = crate::skills::builtin::Watch::with_vision(&config.llm);
+        registry.register_with(Box::new(skill), watch, init)?;
+    }
+    Ok(registry)
 }
 
 fn wall_ms() -> u64 {

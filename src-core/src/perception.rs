@@ -7,8 +7,10 @@
 //!   simulated apartment around the robot, incidents drawn.
 //! - `vision.rs`: the offline stand-in (reports the labels and says so) and
 //!   the validation of a vision model's JSON reply.
+//! - `model.rs`: asking a vision model, off the kernel's thread.
 
 pub mod camera;
+pub mod model;
 pub mod vision;
 
 pub use camera::{Camera, CameraError, Frame, SimCamera};

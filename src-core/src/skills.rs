@@ -77,7 +77,9 @@ pub struct SkillContext<'a> {
 /// How a started goal goes on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Started {
-    /// The robot runs it; feedback and the result arrive over the link under the goal id.
+    /// It runs elsewhere — on the robot (feedback and the result arrive over
+    /// the link under the goal id) or off it, like a model call (the result
+    /// comes from [`Skill::poll`]).
     OnRobot,
     /// It finished at once with this output. Two keys mean something to
     /// the kernel: `shared` (an object merged into the run's shared data,
@@ -124,6 +126,12 @@ pub trait Skill: Send {
     fn cancel(&mut self, goal_id: &str, ctx: &mut SkillContext<'_>) -> Result<(), SkillError> {
         let _ = (goal_id, ctx);
         Ok(())
+    }
+
+    /// Results of goals that run off the robot (a model call), as they end:
+    /// `(goal id, result)`. Called every tick.
+    fn poll(&mut self, done: &mut Vec<(String, runner::GoalResult)>) {
+        let _ = done;
     }
 
     /// Releases what the skill holds (called once at unregistration or shutdown).

@@ -47,6 +47,11 @@ impl Engine {
             }
         }
         self.replies = replies;
+        for (goal_id, result) in self.registry.poll_all() {
+            if let Some(GoalUpdate::Ended(c)) = self.runner.on_result(&goal_id, result) {
+                self.on_completion(&c);
+            }
+        }
         let (expired, _speech) = self.with_skills(SkillRunner::expire);
         for c in expired {
             self.on_completion(&c);

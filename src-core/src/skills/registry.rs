@@ -123,6 +123,15 @@ impl SkillRegistry {
         }
     }
 
+    /// Results of goals that ended off the robot since the last poll.
+    pub fn poll_all(&mut self) -> Vec<(String, super::runner::GoalResult)> {
+        let mut done = Vec::new();
+        for entry in self.entries.iter_mut().filter(|e| e.initialized) {
+            entry.skill.poll(&mut done);
+        }
+        done
+    }
+
     /// Cleans up every initialised skill (shutdown); each is cleaned up once
     /// and initialised again if used afterwards.
     pub fn cleanup_all(&mut self) {

@@ -181,6 +181,11 @@ impl SkillRunner {
         }
     }
 
+    /// A goal that ran off the robot ended (see [`super::Skill::poll`]).
+    pub fn on_result(&mut self, goal_id: &str, result: GoalResult) -> Option<GoalUpdate> {
+        self.finish(goal_id, result)
+    }
+
     /// Cancels every goal past its deadline and reports it failed with `timeout`.
     pub fn expire(
         &mut self,
