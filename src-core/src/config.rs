@@ -316,6 +316,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn patrol_interval_comes_from_the_environment_and_is_checked() {
+        let mut c = Config::default();
+        c.apply_env(|k| (k == "PATROL_INTERVAL").then(|| "45".to_string()))
+            .unwrap();
+        assert_eq!(c.patrol.interval_s, Some(45.0));
+        for bad in ["soon", "0", "-3"] {
+            let e = Config::default()
+                .apply_env(|k| (k == "PATROL_INTERVAL").then(|| bad.to_string()))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("PATROL_INTERVAL") && e.contains("seconds"),
+                "{e}"
+            );
+        }
+        let e = Config::from_toml_str("[patrol]\ninterval_s = -1\n", Path::new("r.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("r.toml:2:") && e.contains("patrol.interval_s"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn defaults_validate() {
         Config::default().validate("", Path::new("x")).unwrap();
         let c = Config::from_toml_str("", Path::new("robobrain.toml")).unwrap();
