@@ -575,3 +575,65 @@ content = "{\"objects_detected\": [\"sofa\", \"smoke\"], \"emergency\": true, \"
             .starts_with("data:image/png;base64,iVBOR")
     );
 }
+
+/// The model takes its time over an utterance the rules do not understand;
+/// the kernel does not wait for it: an E-stop given meanwhile stops the base
+/// before the model's answer is acted on.
+#[test]
+fn an_estop_is_not_stuck_behind_intent_recognition() {
+    use robobrain_core::engine::Engine;
+    use robobrain_core::protocol::{Command, EventKind};
+    use robobrain_core::runtime::{Pace, Runtime};
+    let (server, _dir) = mock(
+        "llm-intent-slow",
+        "[[reply]]\nlatency_ms = 1500\ntool_calls = [{ name = \"navigate_to\", arguments = { zone = \"kitchen\" } }]\n",
+    );
+    let mut config = robobrain_core::config::Config {
+        thread_id: Some("slow-intent".into()),
+        ..Default::default()
+    };
+    config.llm.base_url = Some(server.base_url());
+    config.llm.api_key = Some(Secret::new(KEY));
+    let world = robobrain_core::sim::World::builtin("apartment").unwrap();
+    let mut engine = Engine::simulated(&config, world).unwrap();
+    engine.set_brain(Box::new(
+        robobrain_core::brain::LlmBrain::new(&config.llm).unwrap(),
+    ));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let order = rt.block_on(async {
+        let (runtime, mut events) =
+            Runtime::start_subscribed(engine, Pace::RealTime { speed: 1.0 });
+        runtime
+            .send(Command::Say {
+                text: "我饿了，去做饭的地方".into(),
+            })
+            .await
+            .unwrap();
+        runtime.send(Command::EStop).await.unwrap();
+        let mut order = Vec::new();
+        while order.len() < 2 {
+            let ev = events.recv().await.unwrap();
+            match ev.kind {
+                EventKind::Skill { skill, .. } if skill == "stop_base" && order.is_empty() => {
+                    order.push("stop_base");
+                }
+                EventKind::Intent {
+                    intent,
+                    processed_locally,
+                    ..
+                } => {
+                    assert!(!processed_locally);
+                    assert_eq!(intent, "goto");
+                    order.push("intent");
+                }
+                _ => {}
+            }
+        }
+        runtime.shutdown().await;
+        order
+    });
+    assert_eq!(order, ["stop_base", "intent"]);
+}

@@ -221,6 +221,7 @@ impl Engine {
         for command in std::mem::take(&mut self.pending) {
             self.ingest(command);
         }
+        self.heard();
         self.link.advance(self.config.tick_s);
         self.state.time += self.config.tick_s;
         self.sync_robot();
@@ -251,13 +252,17 @@ impl Engine {
         {
             self.poll_brain(&id);
         }
+        if self.halted().is_none() {
+            self.heard();
+        }
         self.brain_notes();
         self.deliver(out);
     }
 
-    /// Whether the active task waits for its brain's decision.
+    /// Whether the active task waits for its brain's decision, or an
+    /// utterance for the brain's understanding.
     pub fn is_thinking(&self) -> bool {
-        self.deciding_task().is_some()
+        self.deciding_task().is_some() || self.brain.is_recognizing()
     }
 
     /// Blocks until the brain has news or `timeout` passes (lockstep drivers).

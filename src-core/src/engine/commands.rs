@@ -43,17 +43,37 @@ impl Engine {
     }
 
     fn say(&mut self, text: &str) {
-        // Local first; a brain that understands more gets what the rules could not parse.
-        let mut intent = parse_intent(text, &self.world);
-        let mut processed_locally = true;
+        // Local first; a brain that understands more gets what the rules
+        // could not parse, and answers later (`heard`).
+        let intent = parse_intent(text, &self.world);
         if matches!(intent, Intent::Unknown | Intent::UnknownPlace { .. })
-            && let Some(understood) = self.brain.recognize(text, &self.world, &self.registry)
+            && self.brain.recognize(text, &self.world, &self.registry)
         {
-            intent = understood;
-            processed_locally = false;
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: format!("asking the model what \"{text}\" means"),
+            });
+            return;
         }
-        // The model call (if one was made) is accounted before its result.
-        self.brain_notes();
+        self.act_on(text, intent, true);
+    }
+
+    /// Utterances the brain has finished recognising: the model's intent, or
+    /// the rule parser's when the model did not understand either.
+    pub(super) fn heard(&mut self) {
+        for (text, understood) in self.brain.recognized(&self.world, &self.registry) {
+            // The model call is accounted before its result.
+            self.brain_notes();
+            if let Some(intent) = understood {
+                self.act_on(&text, intent, false);
+            } else {
+                let intent = parse_intent(&text, &self.world);
+                self.act_on(&text, intent, true);
+            }
+        }
+    }
+
+    fn act_on(&mut self, text: &str, intent: Intent, processed_locally: bool) {
         self.emit(EventKind::Intent {
             utterance: text.to_string(),
             intent: intent.name().into(),
