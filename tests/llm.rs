@@ -532,7 +532,13 @@ content = "{\"objects_detected\": [\"sofa\", \"smoke\"], \"emergency\": true, \"
     engine.submit(Command::StartPatrol { route: None });
     let (mut events, mut watched, mut alerts) = (Vec::new(), Vec::new(), Vec::new());
     while engine.time() < 120.0 && alerts.is_empty() {
-        engine.tick(&mut events);
+        // Lockstep: sim time stands still while the vision model looks.
+        if engine.is_thinking() {
+            engine.wait_brain(std::time::Duration::from_millis(20));
+            engine.pump(&mut events);
+        } else {
+            engine.tick(&mut events);
+        }
         for e in events.drain(..) {
             match e.kind {
                 EventKind::Skill {
@@ -545,8 +551,6 @@ content = "{\"objects_detected\": [\"sofa\", \"smoke\"], \"emergency\": true, \"
                 _ => {}
             }
         }
-        // The model answers over HTTP in wall time; give it some per tick.
-        std::thread::sleep(std::time::Duration::from_millis(1));
     }
     assert!(
         watched[0].contains("nothing unusual in the kitchen")

@@ -254,20 +254,26 @@ impl Engine {
         }
         if self.halted().is_none() {
             self.heard();
+            self.skill_results();
         }
         self.brain_notes();
         self.deliver(out);
     }
 
-    /// Whether the active task waits for its brain's decision, or an
-    /// utterance for the brain's understanding.
+    /// Whether the active task waits for its brain's decision, an utterance
+    /// for the brain's understanding, or a skill for a model's answer.
     pub fn is_thinking(&self) -> bool {
-        self.deciding_task().is_some() || self.brain.is_recognizing()
+        self.deciding_task().is_some() || self.brain.is_recognizing() || self.registry.is_waiting()
     }
 
     /// Blocks until the brain has news or `timeout` passes (lockstep drivers).
     pub fn wait_brain(&mut self, timeout: std::time::Duration) {
-        self.brain.wait(timeout);
+        if self.deciding_task().is_some() || self.brain.is_recognizing() {
+            self.brain.wait(timeout);
+        } else if self.registry.is_waiting() {
+            // A skill's model call: look again shortly.
+            std::thread::sleep(timeout.min(std::time::Duration::from_millis(2)));
+        }
     }
 
     /// Notified when the brain has news, for async drivers (`None` for

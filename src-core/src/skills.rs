@@ -134,6 +134,13 @@ pub trait Skill: Send {
         let _ = done;
     }
 
+    /// Whether goals of this skill are being worked on off the robot (a
+    /// model call in flight): lockstep runs hold sim time still meanwhile,
+    /// as they do while the brain thinks.
+    fn is_waiting(&self) -> bool {
+        false
+    }
+
     /// Releases what the skill holds (called once at unregistration or shutdown).
     fn cleanup(&mut self) {}
 }

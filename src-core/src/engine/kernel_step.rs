@@ -47,14 +47,19 @@ impl Engine {
             }
         }
         self.replies = replies;
+        self.skill_results();
+        let (expired, _speech) = self.with_skills(SkillRunner::expire);
+        for c in expired {
+            self.on_completion(&c);
+        }
+    }
+
+    /// Goals that ended off the robot (a model's answer to `watch`).
+    pub(super) fn skill_results(&mut self) {
         for (goal_id, result) in self.registry.poll_all() {
             if let Some(GoalUpdate::Ended(c)) = self.runner.on_result(&goal_id, result) {
                 self.on_completion(&c);
             }
-        }
-        let (expired, _speech) = self.with_skills(SkillRunner::expire);
-        for c in expired {
-            self.on_completion(&c);
         }
     }
 

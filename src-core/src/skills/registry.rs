@@ -132,6 +132,13 @@ impl SkillRegistry {
         done
     }
 
+    /// Whether any skill works on a goal off the robot.
+    pub fn is_waiting(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| e.initialized && e.skill.is_waiting())
+    }
+
     /// Cleans up every initialised skill (shutdown); each is cleaned up once
     /// and initialised again if used afterwards.
     pub fn cleanup_all(&mut self) {

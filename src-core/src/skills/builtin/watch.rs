@@ -121,6 +121,10 @@ impl Skill for Watch {
         }
     }
 
+    fn is_waiting(&self) -> bool {
+        !self.asked.is_empty()
+    }
+
     fn cleanup(&mut self) {
         self.vision = None;
         self.asked.clear();
