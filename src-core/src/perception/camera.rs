@@ -117,22 +117,51 @@ fn render_background(world: &World, t: &Telemetry) -> View {
         origin,
         pixels: vec![0; (side * side * 3) as usize],
     };
-    for py in 0..side {
-        for px in 0..side {
-            let p = view.to_world(px, py);
-            let colour = match world.cell_of(p) {
-                None => WALL,
-                Some(_) if !world.is_free(p) => WALL,
-                Some(_) => match world.zone_at(p) {
-                    Some(z) if z.outside => OUTSIDE,
-                    Some(z) if Some(&z.name) == t.zone.as_ref() => ZONE,
-                    _ => FLOOR,
-                },
-            };
-            view.set(px, py, colour);
+    // A map cell spans many pixels: colour each cell in view once, then
+    // paint pixels by the cell they fall in.
+    #[allow(clippy::cast_possible_truncation)]
+    let cell = |v: f64| (v / world.resolution).floor() as i64;
+    let columns: Vec<i64> = (0..side).map(|px| cell(view.to_world(px, 0).x)).collect();
+    let rows: Vec<i64> = (0..side).map(|py| cell(view.to_world(0, py).y)).collect();
+    let (c0, r0) = (columns[0], rows[0]);
+    let width = usize::try_from(columns[columns.len() - 1] - c0 + 1).unwrap_or(1);
+    let height = usize::try_from(rows[rows.len() - 1] - r0 + 1).unwrap_or(1);
+    let mut grid = Vec::with_capacity(width * height);
+    for r in r0..r0 + height as i64 {
+        for c in c0..c0 + width as i64 {
+            #[allow(clippy::cast_precision_loss)]
+            let p = Point::new(
+                (c as f64 + 0.5) * world.resolution,
+                (r as f64 + 0.5) * world.resolution,
+            );
+            grid.push(cell_colour(world, t, p));
+        }
+    }
+    let offsets: Vec<usize> = columns
+        .iter()
+        .map(|c| usize::try_from(c - c0).unwrap_or(0))
+        .collect();
+    for (py, r) in (0..side).zip(&rows) {
+        let line = usize::try_from(r - r0).unwrap_or(0) * width;
+        let start = (py * side * 3) as usize;
+        let out = &mut view.pixels[start..start + side as usize * 3];
+        for (px, offset) in out.chunks_exact_mut(3).zip(&offsets) {
+            px.copy_from_slice(&grid[line + offset]);
         }
     }
     view
+}
+
+/// The colour of the map cell whose centre is `p`.
+fn cell_colour(world: &World, t: &Telemetry, p: Point) -> Rgb {
+    match world.cell_of(p) {
+        Some(_) if world.is_free(p) => match world.zone_at(p) {
+            Some(z) if z.outside => OUTSIDE,
+            Some(z) if Some(&z.name) == t.zone.as_ref() => ZONE,
+            _ => FLOOR,
+        },
+        _ => WALL,
+    }
 }
 
 impl View {
