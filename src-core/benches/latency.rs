@@ -88,10 +88,7 @@ fn estop_latency() {
         .enable_all()
         .build()
         .unwrap();
-    let config = Config {
-        thread_id: Some("bench".into()),
-        ..Config::default()
-    };
+    let config = support::config("bench");
     let trials = 400;
     let mut us: Vec<f64> = rt.block_on(async {
         let mut v = Vec::with_capacity(trials);
@@ -110,10 +107,7 @@ fn estop_latency() {
 }
 
 fn sim_speed() {
-    let config = Config {
-        thread_id: Some("bench".into()),
-        ..Config::default()
-    };
+    let config = support::config("bench");
     let mut engine = Engine::simulated(&config, support::world()).expect("engine");
     let sim_seconds = 3600.0;
     let mut events = Vec::with_capacity(256);
@@ -146,12 +140,8 @@ fn patrol_drift() {
         .enable_all()
         .build()
         .unwrap();
-    let mut config = Config {
-        thread_id: Some("bench-rounds".into()),
-        ..Config::default()
-    };
+    let mut config = support::config("bench-rounds");
     config.patrol.interval_s = Some(interval_s);
-    config.skills.keep_frames = false;
     let starts: Vec<Instant> = rt.block_on(async {
         let engine = Engine::simulated(&config, support::world()).expect("engine");
         let (runtime, mut events) = Runtime::start_subscribed(engine, Pace::RealTime { speed });

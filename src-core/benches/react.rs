@@ -30,10 +30,7 @@ fn sim_tick(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             let mut done = 0;
             while done < iters {
-                let config = robobrain_core::config::Config {
-                    thread_id: Some("bench".into()),
-                    ..Default::default()
-                };
+                let config = support::config("bench");
                 let mut engine = Engine::simulated(&config, support::world()).expect("engine");
                 engine.submit(Command::Say {
                     text: "patrol".into(),

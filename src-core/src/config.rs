@@ -96,6 +96,14 @@ impl Default for SkillsConfig {
     }
 }
 
+/// Speech (`[speech]`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpeechConfig {
+    /// `auto` (espeak-ng when installed), `espeak`, or `text` (no audio).
+    pub voice: crate::voice::VoiceChoice,
+}
+
 /// Patrols (`[patrol]`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -131,6 +139,8 @@ pub struct Config {
     pub skills: SkillsConfig,
     /// Patrols (`[patrol]`): repeated rounds.
     pub patrol: PatrolConfig,
+    /// Speech (`[speech]`): the voice.
+    pub speech: SpeechConfig,
 }
 
 impl Default for Config {
@@ -147,6 +157,7 @@ impl Default for Config {
             store: crate::store::StoreConfig::default(),
             skills: SkillsConfig::default(),
             patrol: PatrolConfig::default(),
+            speech: SpeechConfig::default(),
         }
     }
 }

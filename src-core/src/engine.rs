@@ -130,6 +130,8 @@ pub struct Engine {
     replies: Vec<LinkReply>,
     thread_id: String,
     durable: Option<durable::Durable>,
+    /// Voices what the robot says.
+    speaker: crate::voice::Speaker,
     /// Goals asked about after a resume or a reconnect, with the request
     /// to send if the robot never heard of them.
     reconciling: BTreeMap<String, Option<LinkRequest>>,
@@ -143,6 +145,10 @@ impl Engine {
         link: Box<dyn RobotLink>,
     ) -> Result<Self, EngineError> {
         let thread_id = config.thread_id.clone().unwrap_or_else(new_thread_id);
+        let audio_dir = config
+            .runs_dir
+            .join("audio")
+            .join(thread_id.replace(['/', '\\'], "_"));
         let mut engine = Self {
             config: config.clone(),
             world,
@@ -161,6 +167,7 @@ impl Engine {
             replies: Vec::new(),
             thread_id,
             durable: None,
+            speaker: crate::voice::Speaker::new(config.speech.voice, &audio_dir),
             reconciling: BTreeMap::new(),
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;

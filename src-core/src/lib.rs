@@ -19,6 +19,7 @@
 //! - [`source`]: file:line:col errors for the files people write.
 //! - [`config`]: layered configuration with precise errors.
 //! - [`eventlog`]: the JSONL event log every run writes.
+//! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 
 pub mod brain;
@@ -40,3 +41,4 @@ pub mod sim;
 pub mod skills;
 pub mod source;
 pub mod store;
+pub mod voice;

@@ -673,6 +673,9 @@ pub enum EventKind {
         text: String,
         /// Which track.
         track: SpeechTrack,
+        /// The WAV file the line is voiced into, when there is a voice.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        audio: Option<String>,
     },
     /// The robot's state (throttled).
     Telemetry {

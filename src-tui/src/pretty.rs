@@ -225,7 +225,7 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
                 dash(reason)
             ),
         ),
-        EventKind::Speech { text, track } => {
+        EventKind::Speech { text, track, .. } => {
             ("SPEECH", BLUE, format!("“{text}” ({})", json_word(track)))
         }
         EventKind::Alert { incident } => ("ALERT", RED, incident.summary()),

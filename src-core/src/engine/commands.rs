@@ -15,7 +15,10 @@ impl Engine {
     pub(super) fn ingest(&mut self, command: Command) {
         self.node(Node::HciIngress);
         match command {
-            Command::Say { text } => self.say(&text),
+            Command::Say { text } => {
+                self.hush("the operator spoke");
+                self.say(&text);
+            }
             Command::Approve { approval_id } => self.approve(&approval_id, None),
             Command::Edit { approval_id, args } => self.approve(&approval_id, Some(&args)),
             Command::Reject {
@@ -280,6 +283,7 @@ impl Engine {
 
     /// The E-stop: cancel everything and stop the base, with no brain on the path.
     pub(super) fn estop_now(&mut self) {
+        self.hush("E-stop");
         self.state.estop = true;
         self.state.estops += 1;
         self.set_mode(Mode::Safe, "E-stop pressed".into());
@@ -324,9 +328,23 @@ impl Engine {
 
     /// Speaks a line (an event; audio comes with the speech skills).
     pub(super) fn speak(&mut self, text: &str, track: SpeechTrack) {
+        let audio = self.speaker.say(text).map(|p| p.display().to_string());
         self.emit(EventKind::Speech {
             text: text.to_string(),
             track,
+            audio,
         });
+    }
+
+    /// Barge-in: the operator speaks (or presses the E-stop), the robot stops talking.
+    fn hush(&mut self, why: &str) {
+        let cut = self.speaker.interrupt();
+        if !cut.is_empty() {
+            let files: Vec<String> = cut.iter().map(|p| p.display().to_string()).collect();
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: format!("speech cut: {why} ({})", files.join(", ")),
+            });
+        }
     }
 }

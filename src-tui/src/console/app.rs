@@ -761,7 +761,7 @@ impl App {
                     },
                 );
             }
-            EventKind::Speech { text, track } => push_capped(
+            EventKind::Speech { text, track, .. } => push_capped(
                 &mut self.speech,
                 Timed {
                     time,
