@@ -85,6 +85,22 @@ pub struct SkillsConfig {
     /// Keep the frames that show an emergency, as alert evidence, under
     /// `<runs_dir>/frames/<thread>/`.
     pub keep_frames: bool,
+    /// `sim` (the simulated camera) or `v4l` (a real one; needs the
+    /// `camera` feature).
+    pub camera: CameraChoice,
+    /// The real camera's device (env `VIDEO_DEV`).
+    pub video_dev: PathBuf,
+}
+
+/// Which camera `watch` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CameraChoice {
+    /// The simulator's view.
+    #[default]
+    Sim,
+    /// Video4Linux; the simulator's view stands in when it fails.
+    V4l,
 }
 
 impl Default for SkillsConfig {
@@ -92,6 +108,8 @@ impl Default for SkillsConfig {
         Self {
             lazy: Vec::new(),
             keep_frames: true,
+            camera: CameraChoice::Sim,
+            video_dev: PathBuf::from("/dev/video0"),
         }
     }
 }
@@ -226,6 +244,9 @@ impl Config {
         if let Some(v) = get("ROBOBRAIN_WORLD") {
             self.world = v;
         }
+        if let Some(v) = get("VIDEO_DEV") {
+            self.skills.video_dev = PathBuf::from(v);
+        }
         if let Some(v) = get("PATROL_INTERVAL") {
             let seconds: f64 = v.trim().parse().map_err(|_| ConfigError::Env {
                 name: "PATROL_INTERVAL".into(),
@@ -249,6 +270,12 @@ impl Config {
     pub fn validate(&self, text: &str, file: &Path) -> Result<(), SourceError> {
         let k = &self.kernel;
         let err = |key: &str, msg: String| Err(SourceError::at_key(file, text, key, msg));
+        if self.skills.camera == CameraChoice::V4l && !cfg!(feature = "camera") {
+            return err(
+                "skills.camera",
+                "expected \"sim\": this robobrain was built without the `camera` feature (cargo build --features robobrain-core/camera)".into(),
+            );
+        }
         if let Some(i) = self.patrol.interval_s
             && !(i.is_finite() && i > 0.0)
         {

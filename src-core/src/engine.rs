@@ -458,18 +458,35 @@ fn builtin_registry(config: &Config, thread_id: &str) -> Result<SkillRegistry, S
     let watch = serde_json::json!({ "frames_dir": frames });
     let configs = serde_json::json!({ "watch": watch });
     let mut registry = SkillRegistry::with_builtins_configured(&configs, &config.skills.lazy)?;
-    if config.llm.is_configured() {
-        // With a model endpoint, `watch` asks its vision role.
+    let real_camera = config.skills.camera != crate::config::CameraChoice::Sim;
+    if config.llm.is_configured() || real_camera {
+        // With a model endpoint `watch` asks its vision role; with a real
+        // camera it looks through it.
         registry.unregister("watch");
         let init = if config.skills.lazy.iter().any(|s| s == "watch") {
             Init::Lazy
         } else {
             Init::Preloaded
         };
-        let skill = crate::skills::builtin::Watch::with_vision(&config.llm);
+        let mut skill = crate::skills::builtin::Watch::with_camera(camera_for(config));
+        if config.llm.is_configured() {
+            skill = skill.asking(&config.llm);
+        }
         registry.register_with(Box::new(skill), watch, init)?;
     }
     Ok(registry)
+}
+
+/// The camera `[skills] camera` names (the simulated one without the
+/// `camera` feature; the config check refuses `v4l` then).
+fn camera_for(config: &Config) -> Box<dyn crate::perception::Camera> {
+    #[cfg(feature = "camera")]
+    if config.skills.camera == crate::config::CameraChoice::V4l {
+        use crate::perception::v4l_camera::{Fallback, V4lCamera};
+        return Box::new(Fallback::new(V4lCamera::new(&config.skills.video_dev)));
+    }
+    let _ = config;
+    Box::new(crate::perception::SimCamera)
 }
 
 fn wall_ms() -> u64 {

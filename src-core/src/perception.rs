@@ -8,9 +8,12 @@
 //! - `vision.rs`: the offline stand-in (reports the labels and says so) and
 //!   the validation of a vision model's JSON reply.
 //! - `model.rs`: asking a vision model, off the kernel's thread.
+//! - `v4l_camera.rs` (feature `camera`): a real camera through Video4Linux.
 
 pub mod camera;
 pub mod model;
+#[cfg(feature = "camera")]
+pub mod v4l_camera;
 pub mod vision;
 
 pub use camera::{Camera, CameraError, Frame, SimCamera};

@@ -48,6 +48,12 @@ pub enum CameraError {
 pub trait Camera: Send {
     /// Captures one frame of what the robot sees now.
     fn capture(&mut self, world: &World, telemetry: &Telemetry) -> Result<Frame, CameraError>;
+
+    /// Something the last capture should be reported with (a real camera
+    /// that failed and was stood in for).
+    fn note(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Pixels per metre of the rendered view.
@@ -256,21 +262,26 @@ impl View {
     }
 
     fn encode(&self) -> Result<Vec<u8>, CameraError> {
-        let mut out = Cursor::new(Vec::new());
-        {
-            let mut encoder = png::Encoder::new(&mut out, self.side, self.side);
-            encoder.set_color(png::ColorType::Rgb);
-            encoder.set_depth(png::BitDepth::Eight);
-            encoder.set_compression(png::Compression::Fast);
-            let mut writer = encoder
-                .write_header()
-                .map_err(|e| CameraError::Encode(e.to_string()))?;
-            writer
-                .write_image_data(&self.pixels)
-                .map_err(|e| CameraError::Encode(e.to_string()))?;
-        }
-        Ok(out.into_inner())
+        encode_rgb(self.side, self.side, &self.pixels)
     }
+}
+
+/// An RGB image (3 bytes a pixel, rows top down) as PNG.
+pub(crate) fn encode_rgb(width: u32, height: u32, pixels: &[u8]) -> Result<Vec<u8>, CameraError> {
+    let mut out = Cursor::new(Vec::new());
+    {
+        let mut encoder = png::Encoder::new(&mut out, width, height);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        let mut writer = encoder
+            .write_header()
+            .map_err(|e| CameraError::Encode(e.to_string()))?;
+        writer
+            .write_image_data(pixels)
+            .map_err(|e| CameraError::Encode(e.to_string()))?;
+    }
+    Ok(out.into_inner())
 }
 
 #[cfg(test)]

@@ -67,10 +67,15 @@ impl Watch {
 
     /// The skill over the simulated camera, asking `config`'s vision model.
     pub fn with_vision(config: &LlmConfig) -> Self {
-        let mut watch = Self::new();
-        watch.spec.timeout_s = config.timeout_s + 2.0;
-        watch.vision_config = Some(config.clone());
-        watch
+        Self::new().asking(config)
+    }
+
+    /// This skill, asking `config`'s vision model.
+    #[must_use]
+    pub fn asking(mut self, config: &LlmConfig) -> Self {
+        self.spec.timeout_s = config.timeout_s + 2.0;
+        self.vision_config = Some(config.clone());
+        self
     }
 }
 
@@ -187,12 +192,19 @@ impl Watch {
         if let Some(o) = seen.as_object_mut() {
             o.insert("zone".into(), json!(frame.zone));
             o.insert("evidence".into(), json!(evidence));
+            if let Some(note) = self.camera.note() {
+                o.insert("camera".into(), json!(note));
+            }
             if let Some(why) = fallback {
                 o.insert("model_rejected".into(), json!(why));
             }
         }
+        let summary = match self.camera.note() {
+            Some(note) => format!("{} ({note})", result.description),
+            None => result.description.clone(),
+        };
         json!({
-            "summary": result.description,
+            "summary": summary,
             "vision": seen,
             "shared": {
                 "last_vision_result": seen,
