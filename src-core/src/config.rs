@@ -120,6 +120,8 @@ impl Default for SkillsConfig {
 pub struct SpeechConfig {
     /// `auto` (espeak-ng when installed), `espeak`, or `text` (no audio).
     pub voice: crate::voice::VoiceChoice,
+    /// Also play the lines on the sound card (feature `audio`).
+    pub play: bool,
 }
 
 /// Patrols (`[patrol]`).

@@ -167,10 +167,20 @@ impl Engine {
             replies: Vec::new(),
             thread_id,
             durable: None,
-            speaker: crate::voice::Speaker::new(config.speech.voice, &audio_dir),
+            speaker: {
+                let speaker = crate::voice::Speaker::new(config.speech.voice, &audio_dir);
+                if config.speech.play {
+                    speaker.playing()
+                } else {
+                    speaker
+                }
+            },
             reconciling: BTreeMap::new(),
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
+        if let Some(why) = engine.speaker.notice().map(str::to_string) {
+            engine.log("warn", &why);
+        }
         engine.state.telemetry.pose = engine.world.start_pose;
         let snapshot = engine.snapshot();
         engine.emit(EventKind::Snapshot {

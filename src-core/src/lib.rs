@@ -19,9 +19,11 @@
 //! - [`source`]: file:line:col errors for the files people write.
 //! - [`config`]: layered configuration with precise errors.
 //! - [`eventlog`]: the JSONL event log every run writes.
+//! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 
+pub mod audio;
 pub mod brain;
 pub mod config;
 pub mod engine;

@@ -1,8 +1,10 @@
 //! Giving speech a voice (seed 000 §3.3, `speak`). Offline, espeak-ng (when
 //! installed) writes each line to a WAV file — what a headless run keeps —
 //! in the background, so the kernel never waits for it; otherwise speech is
-//! text only (the `speech` events). Barge-in: a new utterance or an E-stop
-//! cuts whatever is still being voiced.
+//! text only (the `speech` events). With the `audio` feature and
+//! `[speech] play`, lines are also played on the sound card, one after the
+//! other. Barge-in: a new utterance or an E-stop cuts whatever is still being
+//! voiced or played (playback stops within one audio buffer).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,6 +31,10 @@ pub struct Speaker {
     lines: u64,
     /// Lines being voiced: the process and its file.
     voicing: Vec<(Child, PathBuf)>,
+    #[cfg(feature = "audio")]
+    player: Option<player::Player>,
+    /// Said once, at the start: why there is no sound.
+    notice: Option<String>,
 }
 
 impl Speaker {
@@ -43,7 +49,35 @@ impl Speaker {
             dir: dir.to_path_buf(),
             lines: 0,
             voicing: Vec::new(),
+            #[cfg(feature = "audio")]
+            player: None,
+            notice: None,
         }
+    }
+
+    /// This speaker, also playing its lines on the sound card (feature
+    /// `audio`); without a card or the feature it says why in
+    /// [`Speaker::notice`] and keeps to files.
+    #[must_use]
+    pub fn playing(mut self) -> Self {
+        #[cfg(feature = "audio")]
+        match crate::audio::check_card() {
+            Ok(()) if self.espeak.is_some() => self.player = Some(player::Player::start()),
+            Ok(()) => self.notice = Some("speech is not played: espeak-ng is not installed".into()),
+            Err(e) => self.notice = Some(format!("speech is not played: {e}")),
+        }
+        #[cfg(not(feature = "audio"))]
+        {
+            self.notice = Some(
+                "speech is not played: this robobrain was built without the `audio` feature".into(),
+            );
+        }
+        self
+    }
+
+    /// Why lines are not played, when playing was asked for.
+    pub fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
     }
 
     /// A speaker that voices nothing.
@@ -74,6 +108,11 @@ impl Speaker {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
+        #[cfg(feature = "audio")]
+        if let Some(player) = &self.player {
+            player.queue(child, path.clone());
+            return Some(path);
+        }
         self.voicing.push((child, path.clone()));
         Some(path)
     }
@@ -82,6 +121,10 @@ impl Speaker {
     /// are removed); returns the files cut.
     pub fn interrupt(&mut self) -> Vec<PathBuf> {
         self.reap();
+        #[cfg(feature = "audio")]
+        if let Some(player) = &self.player {
+            player.cut();
+        }
         self.voicing
             .drain(..)
             .map(|(mut child, path)| {
@@ -105,6 +148,58 @@ impl Drop for Speaker {
         // Lines started are finished, not cut: a run's last words are kept.
         for (mut child, _) in self.voicing.drain(..) {
             let _ = child.wait();
+        }
+    }
+}
+
+#[cfg(feature = "audio")]
+mod player {
+    use std::path::PathBuf;
+    use std::process::Child;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::mpsc;
+
+    /// Plays voiced lines in order on a thread of its own.
+    pub struct Player {
+        lines: mpsc::Sender<(u64, Child, PathBuf)>,
+        /// Lines said before this generation are cut.
+        generation: Arc<AtomicU64>,
+    }
+
+    impl Player {
+        pub fn start() -> Self {
+            let (lines, queue) = mpsc::channel::<(u64, Child, PathBuf)>();
+            let generation = Arc::new(AtomicU64::new(0));
+            let current = Arc::clone(&generation);
+            std::thread::Builder::new()
+                .name("robobrain-voice".into())
+                .spawn(move || {
+                    for (said_in, mut child, path) in queue {
+                        let cut = || current.load(Ordering::SeqCst) > said_in;
+                        if cut() {
+                            let _ = child.kill();
+                            let _ = child.wait();
+                            continue;
+                        }
+                        let _ = child.wait();
+                        if let Ok(clip) = crate::audio::read_wav(&path) {
+                            let _ = crate::audio::play(&clip, &cut);
+                        }
+                    }
+                })
+                .ok();
+            Self { lines, generation }
+        }
+
+        pub fn queue(&self, child: Child, path: PathBuf) {
+            let _ = self
+                .lines
+                .send((self.generation.load(Ordering::SeqCst), child, path));
+        }
+
+        pub fn cut(&self) {
+            self.generation.fetch_add(1, Ordering::SeqCst);
         }
     }
 }
@@ -136,6 +231,16 @@ mod tests {
         assert!(!s.has_voice());
         assert_eq!(s.say("hello"), None);
         assert!(s.interrupt().is_empty());
+    }
+
+    #[test]
+    fn playing_without_a_sound_card_says_why() {
+        if !crate::audio::sound_cards().is_empty() {
+            return;
+        }
+        let s = Speaker::new(VoiceChoice::Espeak, Path::new(".")).playing();
+        let why = s.notice().unwrap();
+        assert!(why.starts_with("speech is not played: "), "{why}");
     }
 
     #[test]
