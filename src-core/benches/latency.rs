@@ -182,9 +182,45 @@ fn patrol_drift() {
     );
 }
 
+/// `watch` with the offline stand-in, as percentiles: render the view with
+/// smoke in it, encode the PNG, label, report.
+fn watch_percentiles() {
+    use robobrain_core::link::{Incident, Telemetry};
+    use robobrain_core::perception::{Camera, SimCamera, vision};
+    let world = support::world();
+    let kitchen = world.zone("kitchen").expect("kitchen").goal;
+    let mut t = Telemetry {
+        zone: Some("kitchen".into()),
+        ..Telemetry::default()
+    };
+    (t.pose.x, t.pose.y) = (kitchen.x, kitchen.y);
+    t.incidents_in_view.push(Incident {
+        zone: "kitchen".into(),
+        kind: "smoke".into(),
+    });
+    let mut camera = SimCamera;
+    let mut ms: Vec<f64> = (0..2000)
+        .map(|_| {
+            let start = Instant::now();
+            let frame = camera.capture(&world, &t).expect("frame");
+            let seen = vision::stand_in(&frame).expect("vision");
+            assert!(seen.emergency);
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "watch_stand_in (render 240×240 + PNG + labels, 2000 looks): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        percentile(&ms, 0.5),
+        percentile(&ms, 0.99),
+        ms[ms.len() - 1]
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; filters are not supported here.
     sim_speed();
     estop_latency();
     patrol_drift();
+    watch_percentiles();
 }
