@@ -10,6 +10,7 @@
 //! - [`brain`]: decision providers (`RuleBrain`, `LlmBrain`, `ScriptedBrain`) and intent parsing.
 //! - [`llm`]: the OpenAI-compatible client, prompts, and the `mock-llm` server.
 //! - [`skills`]: the skill registry, specs, the goal runner and the built-in skills.
+//! - [`mcp`]: skills as MCP tools and one outside call's outcome (the transport is in the faces).
 //! - [`policy`]: which ops need an operator's approval.
 //! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
 //!   in process (`SimLink`) or over TCP (`TcpLink`).
@@ -28,6 +29,7 @@ pub mod geometry;
 pub mod kernel;
 pub mod link;
 pub mod llm;
+pub mod mcp;
 pub mod policy;
 pub mod protocol;
 pub mod react;

@@ -445,6 +445,7 @@ mod tests {
             feedback: None,
             error: Some("blocked".into()),
             message: "kitchen_door is blocked".into(),
+            output: None,
         };
         assert_eq!(
             plain(3.0, failed).unwrap(),
@@ -507,6 +508,7 @@ mod tests {
                     }),
                     error: None,
                     message: String::new(),
+                    output: None,
                 },
             )
         };

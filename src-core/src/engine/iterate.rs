@@ -13,6 +13,7 @@ use crate::protocol::{
 use crate::react::guardrails::{GuardContext, Judged, judge};
 use crate::react::observation::{PLAN_WINDOW, PreemptObs, RunningGoalObs};
 use crate::react::{Decision, LastResult, Observation, Phase, guards};
+use crate::skills::runner::{Completion, GoalResult};
 
 /// What woke the loop.
 enum Trigger {
@@ -387,6 +388,7 @@ impl Engine {
                 match done {
                     Some(c) => {
                         self.completion_event(&c);
+                        self.instant_step_done(task_id, &c);
                         false
                     }
                     None => true,
@@ -407,6 +409,28 @@ impl Engine {
                 false
             }
         }
+    }
+
+    /// R7 for a skill that finished as it started (`Started::Done`): when it
+    /// carried the task's current step, the step is done, as for a goal the
+    /// robot reports (a `call` task of `speak`, say).
+    fn instant_step_done(&mut self, task_id: &str, c: &Completion) {
+        let Some(task) = self.state.queue.get_mut(task_id) else {
+            return;
+        };
+        let is_step = task
+            .current_step()
+            .is_some_and(|s| s.skill == c.skill && s.args == c.args);
+        if !is_step || !matches!(c.result, GoalResult::Succeeded { .. }) {
+            return;
+        }
+        task.failures.remove(&c.skill);
+        task.cursor += 1;
+        task.react.last = Some(LastResult::Succeeded {
+            skill: c.skill.clone(),
+            args: c.args.clone(),
+        });
+        self.node(Node::ObserveResult);
     }
 
     /// R8: apply the decision's effect on the task and set the loop's next phase.
