@@ -6,8 +6,10 @@
 //!
 //! - `tools.rs`: specs → MCP tool definitions; arguments checked against them.
 //! - `call.rs`: one call's events → confirmation required, succeeded or failed.
+//! - `remote.rs`: a configured MCP service's tools as skills `mcp.<service>.<tool>`.
 
 pub mod call;
+pub mod remote;
 pub mod tools;
 
 pub use call::{CallOutcome, CallWatch};

@@ -116,6 +116,13 @@ pub trait Skill: Send {
         Ok(())
     }
 
+    /// Ends of goals this skill runs away from the robot link (a remote
+    /// service): appended to `out` as (goal id, result). The kernel polls
+    /// every tick (K2); a result for a goal no longer running is ignored.
+    fn poll(&mut self, out: &mut Vec<(String, runner::GoalResult)>) {
+        let _ = out;
+    }
+
     /// Releases what the skill holds (called once at unregistration or shutdown).
     fn cleanup(&mut self) {}
 }

@@ -42,6 +42,14 @@ impl Engine {
             }
         }
         self.replies = replies;
+        // Goals that run away from the robot (remote services) end here too.
+        let mut remote = Vec::new();
+        self.registry.poll(&mut remote);
+        for (goal_id, result) in remote {
+            if let Some(c) = self.runner.complete(&goal_id, result) {
+                self.on_completion(&c);
+            }
+        }
         let (expired, _speech) = self.with_skills(SkillRunner::expire);
         for c in expired {
             self.on_completion(&c);

@@ -64,6 +64,13 @@ impl SkillRegistry {
         }
     }
 
+    /// Ends of goals the skills run away from the robot link (see [`Skill::poll`]).
+    pub fn poll(&mut self, out: &mut Vec<(String, super::runner::GoalResult)>) {
+        for entry in &mut self.entries {
+            entry.skill.poll(out);
+        }
+    }
+
     /// Cleans up every skill (shutdown).
     pub fn cleanup_all(&mut self) {
         for entry in &mut self.entries {

@@ -201,6 +201,14 @@ impl SkillRunner {
         out
     }
 
+    /// Ends a running goal that a skill reported away from the robot link;
+    /// `None` when no such goal runs (cancelled or timed out already).
+    pub fn complete(&mut self, goal_id: &str, result: GoalResult) -> Option<Completion> {
+        let i = self.running.iter().position(|g| g.goal_id == goal_id)?;
+        let goal = self.running.remove(i);
+        Some(Self::ended(goal, result))
+    }
+
     /// Running goals, oldest first.
     pub fn running(&self) -> &[RunningGoal] {
         &self.running
