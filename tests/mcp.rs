@@ -428,3 +428,134 @@ fn the_python_mcp_sdk_lists_and_calls_our_tools() {
     assert_eq!(got["held"]["approval_id"], "a1");
     assert_eq!(got["held_is_error"], false);
 }
+
+/// The pids of `pid`'s children (every thread's).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let path = task.unwrap().path().join("children");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        out.extend(text.split_whitespace().map(|p| p.parse::<u32>().unwrap()));
+    }
+    out
+}
+
+/// `robobrain mcp` uses another `robobrain mcp` as a configured MCP service:
+/// its tools are skills `mcp.inner.*`, callable through the outer kernel; a
+/// service that cannot start is named and left out; the inner one, killed,
+/// is marked unavailable and restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_service_becomes_skills_and_is_restarted_when_it_dies() {
+    let dir = temp_dir("mcp-services");
+    let bin = env!("CARGO_BIN_EXE_robobrain");
+    let config = dir.join("robobrain.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[mcp.services]]
+name = "inner"
+command = "{bin}"
+args = ["mcp", "--speed", "25", "--log", "{inner_log}"]
+capabilities = ["robot"]
+
+[[mcp.services]]
+name = "ghost"
+command = "/nonexistent/ghost-mcp"
+"#,
+            inner_log = dir.join("inner.jsonl").display()
+        ),
+    )
+    .unwrap();
+    let cmd = robobrain_mcp(
+        &["--config", config.to_str().unwrap()],
+        &dir.join("outer.jsonl"),
+    );
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let outer = transport.id().unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = log.clone();
+    let mut stderr = stderr.unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = tokio::io::AsyncReadExt::read(&mut stderr, &mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let client = ().serve(transport).await.unwrap();
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for n in [
+        "mcp.inner.speak",
+        "mcp.inner.robot_status",
+        "mcp.inner.navigate_to",
+    ] {
+        assert!(names.contains(&n), "{names:?}");
+    }
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp.ghost.")),
+        "{names:?}"
+    );
+    let status = tools
+        .iter()
+        .find(|t| t.name == "mcp.inner.robot_status")
+        .unwrap();
+    assert_eq!(
+        status.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+    assert!(
+        log.lock()
+            .unwrap()
+            .contains("MCP service `ghost` cannot start"),
+        "{}",
+        log.lock().unwrap()
+    );
+
+    let relayed = call(&client, "mcp.inner.speak", json!({"text": "relay"}))
+        .await
+        .unwrap();
+    let v = relayed.structured_content.unwrap();
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert_eq!(v["output"]["output"]["spoken"], "relay", "{v}");
+
+    let inner = children(outer);
+    assert_eq!(inner.len(), 1, "{inner:?}");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &inner[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    loop {
+        let r = call(&client, "mcp.inner.speak", json!({"text": "again"}))
+            .await
+            .unwrap();
+        if r.structured_content.as_ref().unwrap()["status"] == "succeeded" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never restarted: {r:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let text = log.lock().unwrap().clone();
+    assert!(
+        text.contains("MCP service `inner` stopped; its skills are unavailable"),
+        "{text}"
+    );
+    assert!(text.contains("MCP service `inner` restarted"), "{text}");
+    let now = children(outer);
+    assert!(now.len() == 1 && now[0] != inner[0], "{now:?}");
+    client.cancel().await.unwrap();
+}

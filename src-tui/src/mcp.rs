@@ -11,8 +11,10 @@
 //!
 //! - this file: the server handler and the runtime it drives.
 //! - `http.rs`: the streamable HTTP transport with its bearer-token check.
+//! - `services.rs`: configured MCP services as skills (the client side).
 
 pub mod http;
+pub mod services;
 
 use std::collections::VecDeque;
 use std::fs::File;

@@ -6,7 +6,9 @@
 //! `robobrain headless` does (`{"cmd":"approve","approval_id":"a1"}`, or an
 //! utterance); in stdio mode stdin belongs to the MCP client, so operator
 //! lines come from `--operator FILE` (a FIFO, say). Diagnostics go to
-//! stderr; in stdio mode stdout carries only MCP messages.
+//! stderr; in stdio mode stdout carries only MCP messages. The configured
+//! MCP services (`[[mcp.services]]`) are started first; their tools are
+//! skills, so they are tools here too.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,7 +24,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio_util::sync::CancellationToken;
 
 use robobrain_tui::mcp::http::{HttpServer, PATH, check_bind};
-use robobrain_tui::mcp::{McpServer, Options};
+use robobrain_tui::mcp::{McpServer, Options, services};
 use robobrain_tui::session::{self, Durability};
 
 use crate::headless::{Line, error_line, parse_line};
@@ -74,10 +76,14 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(serve(session, args))
+    rt.block_on(serve(session, &brain_config, args))
 }
 
-async fn serve(session: session::Session, args: &Args) -> Result<ExitCode> {
+async fn serve(mut session: session::Session, config: &Config, args: &Args) -> Result<ExitCode> {
+    // A service that cannot start is named; the rest runs without it.
+    for error in services::connect_all(&config.mcp, &mut session.engine).await {
+        eprintln!("error: {error}");
+    }
     let options = Options {
         call_timeout: Duration::from_secs_f64(args.call_timeout),
     };
