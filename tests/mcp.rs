@@ -440,42 +440,24 @@ fn children(pid: u32) -> Vec<u32> {
     out
 }
 
-/// `robobrain mcp` uses another `robobrain mcp` as a configured MCP service:
-/// its tools are skills `mcp.inner.*`, callable through the outer kernel; a
-/// service that cannot start is named and left out; the inner one, killed,
-/// is marked unavailable and restarted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_mcp_service_becomes_skills_and_is_restarted_when_it_dies() {
-    let dir = temp_dir("mcp-services");
-    let bin = env!("CARGO_BIN_EXE_robobrain");
-    let config = dir.join("robobrain.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-[[mcp.services]]
-name = "inner"
-command = "{bin}"
-args = ["mcp", "--speed", "25", "--log", "{inner_log}"]
-capabilities = ["robot"]
-
-[[mcp.services]]
-name = "ghost"
-command = "/nonexistent/ghost-mcp"
-"#,
-            inner_log = dir.join("inner.jsonl").display()
-        ),
-    )
-    .unwrap();
+/// `robobrain mcp` run with `config` (TOML) in a fresh folder `name`: the
+/// client, the server's pid, and what it writes on stderr (as it comes).
+async fn with_services(
+    name: &str,
+    config: &str,
+) -> (Client, u32, std::sync::Arc<std::sync::Mutex<String>>) {
+    let dir = temp_dir(name);
+    let file = dir.join("robobrain.toml");
+    std::fs::write(&file, config).unwrap();
     let cmd = robobrain_mcp(
-        &["--config", config.to_str().unwrap()],
+        &["--config", file.to_str().unwrap()],
         &dir.join("outer.jsonl"),
     );
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let outer = transport.id().unwrap();
+    let pid = transport.id().unwrap();
     let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let sink = log.clone();
     let mut stderr = stderr.unwrap();
@@ -490,7 +472,76 @@ command = "/nonexistent/ghost-mcp"
                 .push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
-    let client = ().serve(transport).await.unwrap();
+    (().serve(transport).await.unwrap(), pid, log)
+}
+
+/// Kills the one service `server` runs, then calls `tool` until it
+/// succeeds again; checks stderr said the service stopped and restarted.
+async fn kill_and_see_it_restart(
+    client: &Client,
+    server: u32,
+    log: &std::sync::Mutex<String>,
+    service: &str,
+    tool: &str,
+    args: &Value,
+) {
+    let before = children(server);
+    assert_eq!(before.len(), 1, "{before:?}");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &before[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    loop {
+        let r = call(client, tool, args.clone()).await.unwrap();
+        if r.structured_content.as_ref().unwrap()["status"] == "succeeded" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never restarted: {r:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let text = log.lock().unwrap().clone();
+    assert!(
+        text.contains(&format!(
+            "MCP service `{service}` stopped; its skills are unavailable"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("MCP service `{service}` restarted")),
+        "{text}"
+    );
+    let after = children(server);
+    assert!(after.len() == 1 && after[0] != before[0], "{after:?}");
+}
+
+/// `robobrain mcp` uses another `robobrain mcp` as a configured MCP service:
+/// its tools are skills `mcp.inner.*`, callable through the outer kernel; a
+/// service that cannot start is named and left out; the inner one, killed,
+/// is marked unavailable and restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_service_becomes_skills_and_is_restarted_when_it_dies() {
+    let bin = env!("CARGO_BIN_EXE_robobrain");
+    let inner_log = temp_dir("mcp-services-inner").join("inner.jsonl");
+    let config = format!(
+        r#"
+[[mcp.services]]
+name = "inner"
+command = "{bin}"
+args = ["mcp", "--speed", "25", "--log", "{}"]
+capabilities = ["robot"]
+
+[[mcp.services]]
+name = "ghost"
+command = "/nonexistent/ghost-mcp"
+"#,
+        inner_log.display()
+    );
+    let (client, outer, log) = with_services("mcp-services", &config).await;
 
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -528,34 +579,59 @@ command = "/nonexistent/ghost-mcp"
     assert_eq!(v["status"], "succeeded", "{v}");
     assert_eq!(v["output"]["output"]["spoken"], "relay", "{v}");
 
-    let inner = children(outer);
-    assert_eq!(inner.len(), 1, "{inner:?}");
-    let killed = std::process::Command::new("kill")
-        .args(["-9", &inner[0].to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let start = Instant::now();
-    loop {
-        let r = call(&client, "mcp.inner.speak", json!({"text": "again"}))
-            .await
-            .unwrap();
-        if r.structured_content.as_ref().unwrap()["status"] == "succeeded" {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "never restarted: {r:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let text = log.lock().unwrap().clone();
-    assert!(
-        text.contains("MCP service `inner` stopped; its skills are unavailable"),
-        "{text}"
+    let again = json!({"text": "again"});
+    kill_and_see_it_restart(&client, outer, &log, "inner", "mcp.inner.speak", &again).await;
+    client.cancel().await.unwrap();
+}
+
+/// A third-party MCP server, the reference `mcp-server-time` from PyPI
+/// (installed by `./x setup` beside the Python SDK), as a skill source:
+/// its tools are skills, a call goes through the kernel, and killed
+/// mid-run it is restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pypi_reference_server_is_a_skill_source_and_comes_back_after_a_kill() {
+    let python = std::env::var("ROBOBRAIN_PYTHON").unwrap_or_else(|_| "python3".into());
+    let config = format!(
+        r#"
+[[mcp.services]]
+name = "time"
+command = "{python}"
+args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+capabilities = ["clock"]
+"#
     );
-    assert!(text.contains("MCP service `inner` restarted"), "{text}");
-    let now = children(outer);
-    assert!(now.len() == 1 && now[0] != inner[0], "{now:?}");
+    let (client, server, log) = with_services("mcp-time", &config).await;
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        names.contains(&"mcp.time.get_current_time".to_string()),
+        "{names:?} (is PyPI `mcp-server-time` installed? `./x setup`)\n{}",
+        log.lock().unwrap()
+    );
+    let args = json!({"timezone": "Europe/Berlin"});
+    let r = call(&client, "mcp.time.get_current_time", args.clone())
+        .await
+        .unwrap();
+    let v = r.structured_content.unwrap();
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert_eq!(v["output"]["timezone"], "Europe/Berlin", "{v}");
+    let bad = call(&client, "mcp.time.get_current_time", json!({}))
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("invalid arguments"), "{bad}");
+    kill_and_see_it_restart(
+        &client,
+        server,
+        &log,
+        "time",
+        "mcp.time.get_current_time",
+        &args,
+    )
+    .await;
     client.cancel().await.unwrap();
 }
