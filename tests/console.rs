@@ -2,30 +2,65 @@
 //! arguments in a real terminal (tmux, on a server of its own), typed at
 //! with `send-keys`, read with `capture-pane`.
 
-use std::path::Path;
-use std::process::Command;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::{root, temp_dir};
 
-/// A tmux server for one test, killed when dropped.
+/// How long a console gets to exit after a signal: a liveness deadline, not
+/// a measure of speed (it takes well under a second).
+const EXIT_DEADLINE: u64 = 15;
+
+/// A tmux server of its own for one test, running one session with one pane
+/// (socket and session named after the test process and a counter, so tests
+/// in parallel, in one process or many, never meet). The server stays up
+/// with no session left (`exit-empty off`), so it reaps what ran in a
+/// killed session.
+///
+/// Dropping it, on a panic too, kills the pane's process group (the console
+/// and any shell around it) and then the server. A watchdog outside the
+/// test's process group does the same when the test process dies without
+/// dropping it (interrupted, killed by a timeout). Both remove the socket
+/// file, which tmux leaves behind.
 struct Tmux {
-    socket: String,
+    name: String,
+    socket: PathBuf,
+    pane_pid: u32,
+    watchdog: Option<Child>,
 }
 
 impl Tmux {
     fn start(command: &str, width: u16, height: u16) -> Self {
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
         let version = Command::new("tmux").arg("-V").output();
         assert!(
             version.is_ok_and(|o| o.status.success()),
             "the console test needs tmux (`./x setup` installs it)"
         );
-        let tmux = Self {
-            socket: format!("robobrain-e2e-{}", std::process::id()),
+        let name = format!(
+            "robobrain-e2e-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut tmux = Self {
+            name,
+            socket: PathBuf::new(),
+            pane_pid: 0,
+            watchdog: None,
         };
         tmux.run(&[
             "-f",
             "/dev/null",
+            "start-server",
+            ";",
+            "set-option",
+            "-s",
+            "exit-empty",
+            "off",
+            ";",
             "new-session",
             "-d",
             "-x",
@@ -33,16 +68,41 @@ impl Tmux {
             "-y",
             &height.to_string(),
             "-s",
-            "main",
+            &tmux.name,
             command,
         ]);
+        tmux.pane_pid = tmux.pane("pane_pid").parse().unwrap();
+        tmux.socket = PathBuf::from(tmux.pane("socket_path"));
+        tmux.watchdog = Some(tmux.watchdog());
         tmux
+    }
+
+    /// `sh` in a process group of its own, so a signal to the test's group
+    /// does not reach it: once the test process is gone it cleans up.
+    fn watchdog(&self) -> Child {
+        let script = format!(
+            "while kill -0 {test} 2>/dev/null; do sleep 1; done; \
+             kill -KILL -- -{pane} 2>/dev/null; tmux -L {name} kill-server 2>/dev/null; \
+             rm -f {socket}",
+            test = std::process::id(),
+            pane = self.pane_pid,
+            name = self.name,
+            socket = shell(&self.socket),
+        );
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap()
     }
 
     fn run(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-L")
-            .arg(&self.socket)
+            .arg(&self.name)
             .args(args)
             .env("LANG", "C.UTF-8")
             .env("LC_ALL", "C.UTF-8")
@@ -56,43 +116,92 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// A format variable of the pane (`pane_pid`, `alternate_on`, …).
+    fn pane(&self, variable: &str) -> String {
+        let format = format!("#{{{variable}}}");
+        self.run(&["display-message", "-p", "-t", &self.name, &format])
+            .trim()
+            .to_owned()
+    }
+
     fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "main"])
+        self.run(&["capture-pane", "-p", "-t", &self.name])
     }
 
     fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "main"];
+        let mut args = vec!["send-keys", "-t", &self.name];
         args.extend_from_slice(keys);
         self.run(&args);
     }
 
     fn type_text(&self, text: &str) {
-        self.run(&["send-keys", "-t", "main", "-l", text]);
+        self.run(&["send-keys", "-t", &self.name, "-l", text]);
         self.keys(&["Enter"]);
     }
 
     /// Waits until the screen passes `ok`, failing with the screen after `secs`.
     fn wait_for(&self, what: &str, secs: u64, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
+        let s = poll(secs, || {
             let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(secs),
-                "waited {secs} s for {what}; the screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            ok(&s).then_some(s)
+        });
+        s.unwrap_or_else(|| panic!("waited {secs} s for {what}; the screen:\n{}", self.screen()))
     }
 }
 
 impl Drop for Tmux {
     fn drop(&mut self) {
+        // The pane's process is the leader of its process group.
+        if self.pane_pid != 0 {
+            send_signal(self.pane_pid, "-KILL", true);
+        }
         let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+            .args(["-L", &self.name, "kill-server"])
             .output();
+        // The server leaves its socket file behind.
+        if !self.socket.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.socket);
+        }
+        if let Some(mut watchdog) = self.watchdog.take() {
+            send_signal(watchdog.id(), "-KILL", true);
+            let _ = watchdog.wait();
+        }
+    }
+}
+
+/// `kill SIGNAL PID` (the process group PID when `group`); whether it was sent.
+fn send_signal(pid: u32, signal: &str, group: bool) -> bool {
+    let target = if group {
+        format!("-{pid}")
+    } else {
+        pid.to_string()
+    };
+    Command::new("kill")
+        .args([signal, "--", &target])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether process `pid` is running (a zombie is not).
+fn running(pid: u32) -> bool {
+    Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().starts_with(b"Z"))
+}
+
+/// Polls `probe` every 100 ms until it answers, for at most `secs`.
+fn poll<T>(secs: u64, probe: impl Fn() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(found) = probe() {
+            return Some(found);
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -108,22 +217,11 @@ fn robot(screen: &str) -> Option<(usize, usize)> {
 #[test]
 fn a_new_user_sends_the_robot_to_the_kitchen_approves_and_stops_it() {
     let dir = temp_dir("console");
-    let config = dir.join("robobrain.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "runs_dir = {:?}\n[policy]\napprove_risks = [\"low_write\", \"high_write\"]\n",
-            dir.to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    // The shell stays after the console exits, so its last words can be read.
-    let command = format!(
-        "cd {} && NO_COLOR=1 {} --config {}; echo exit=$?; sleep 600",
-        shell(&root()),
-        shell(Path::new(env!("CARGO_BIN_EXE_robobrain"))),
-        shell(&config)
+    let config = config_in(
+        &dir,
+        "[policy]\napprove_risks = [\"low_write\", \"high_write\"]\n",
     );
+    let command = console_then_shell(&config, "");
     let tmux = Tmux::start(&command, 120, 40);
     let first = tmux.wait_for("the first frame", 20, |s| {
         s.contains("robobrain") && s.contains("mode IDLE")
@@ -173,20 +271,151 @@ fn a_new_user_sends_the_robot_to_the_kitchen_approves_and_stops_it() {
     if s.contains("Quit?") {
         tmux.keys(&["y"]);
     }
-    let end = tmux.wait_for("the console to exit", 10, |s| s.contains("exit=0"));
+    let end = tmux.wait_for("the console to exit", 10, |s| s.contains("tty="));
+    assert!(end.contains("exit=0"), "{end}");
+    assert_restored(&tmux, &end);
+    let events = the_event_log(&dir);
+    assert!(events.iter().any(|e| e.kind.name() == "approval"));
+}
+
+/// SIGTERM (what `kill` and service managers send) ends the console the way
+/// quitting does, with the terminal restored, and exit status 143.
+#[test]
+fn sigterm_ends_the_console_and_restores_the_terminal() {
+    a_signal_ends_the_console("TERM", 143);
+}
+
+/// SIGHUP, sent alone, ends it the same way (129).
+#[test]
+fn sighup_ends_the_console_and_restores_the_terminal() {
+    a_signal_ends_the_console("HUP", 129);
+}
+
+/// SIGINT from `kill` (Ctrl-C is a key in the console) ends it too (130).
+#[test]
+fn sigint_from_kill_ends_the_console_and_restores_the_terminal() {
+    a_signal_ends_the_console("INT", 130);
+}
+
+/// The console runs in a shell that stays after it, sends it `signal` once
+/// its first frame is up, and reads what the shell says after it exits.
+fn a_signal_ends_the_console(signal: &str, status: u8) {
+    let dir = temp_dir(&format!("sig{signal}"));
+    let tmux = Tmux::start(&console_then_shell(&config_in(&dir, ""), "tui"), 100, 30);
+    // Once sim time moves the core has sent events, so the log has some.
+    tmux.wait_for("the clock to move", 20, |s| {
+        s.contains("mode IDLE") && s.contains(" · t ") && !s.contains(" · t 0.0 s")
+    });
+    assert_eq!(tmux.pane("alternate_on"), "1", "{}", tmux.screen());
+    let pid = console_pid(&tmux);
+
+    assert!(
+        send_signal(pid, &format!("-{signal}"), false),
+        "kill -{signal} {pid}"
+    );
+    let gone = poll(EXIT_DEADLINE, || (!running(pid)).then_some(()));
+    assert!(
+        gone.is_some(),
+        "the console still runs {EXIT_DEADLINE} s after SIG{signal}; the screen:\n{}",
+        tmux.screen()
+    );
+    let end = tmux.wait_for("the shell after the console", 10, |s| s.contains("tty="));
+    assert!(
+        end.contains(&format!("exit={status}")),
+        "SIG{signal}:\n{end}"
+    );
+    assert_restored(&tmux, &end);
+    assert!(!the_event_log(&dir).is_empty());
+}
+
+/// The terminal going away (its tmux session killed: the pane's process
+/// group gets SIGHUP, and the terminal reads end-of-file from then on) ends
+/// the console; it used to stay, spinning, for ever.
+#[test]
+fn the_console_exits_when_its_terminal_goes_away() {
+    let dir = temp_dir("hangup");
+    let command = format!(
+        "cd {} && NO_COLOR=1 exec {} --config {} tui",
+        shell(&root()),
+        shell(Path::new(env!("CARGO_BIN_EXE_robobrain"))),
+        shell(&config_in(&dir, ""))
+    );
+    let tmux = Tmux::start(&command, 100, 30);
+    tmux.wait_for("the first frame", 20, |s| s.contains("mode IDLE"));
+    let pid = tmux.pane_pid;
+    assert!(running(pid));
+
+    tmux.run(&["kill-session", "-t", &tmux.name]);
+    let gone = poll(EXIT_DEADLINE, || (!running(pid)).then_some(()));
+    assert!(
+        gone.is_some(),
+        "the console still runs {EXIT_DEADLINE} s after its terminal went away"
+    );
+    assert!(!the_event_log(&dir).is_empty());
+}
+
+/// A config in `dir` that puts the runs' event logs there, then `extra`.
+fn config_in(dir: &Path, extra: &str) -> PathBuf {
+    let config = dir.join("robobrain.toml");
+    let runs = format!("runs_dir = {:?}\n{extra}", dir.to_str().unwrap());
+    std::fs::write(&config, runs).unwrap();
+    config
+}
+
+/// `robobrain --config CONFIG ARGS` in a shell that stays after it exits, so
+/// its last words can be read, then says how it exited (`exit=N`) and
+/// whether it left the terminal raw (`tty=raw`) or not (`tty=cooked`).
+fn console_then_shell(config: &Path, args: &str) -> String {
+    format!(
+        "cd {} && NO_COLOR=1 {} --config {} {args}; echo exit=$?; \
+         if stty -a | grep -q -- -icanon; then echo tty=raw; else echo tty=cooked; fi; \
+         sleep 600",
+        shell(&root()),
+        shell(Path::new(env!("CARGO_BIN_EXE_robobrain"))),
+        shell(config)
+    )
+}
+
+/// The console's pid: the child of the pane's shell.
+fn console_pid(tmux: &Tmux) -> u32 {
+    let out = Command::new("pgrep")
+        .args(["-P", &tmux.pane_pid.to_string(), "robobrain"])
+        .output()
+        .unwrap();
+    let pids = String::from_utf8_lossy(&out.stdout);
+    let mut pids = pids.split_whitespace();
+    let pid = pids.next().expect("the console runs in the pane");
+    assert_eq!(pids.next(), None, "one console in the pane");
+    pid.parse().unwrap()
+}
+
+/// The terminal after the console exited (`end`: the screen once the shell
+/// has said `tty=`): cooked, the main screen with the cursor shown, and on
+/// it the event log's path, not the console's panels.
+fn assert_restored(tmux: &Tmux, end: &str) {
+    assert!(end.contains("tty=cooked"), "left in raw mode:\n{end}");
+    assert_eq!(
+        tmux.pane("alternate_on"),
+        "0",
+        "left on the alternate screen"
+    );
+    assert_eq!(tmux.pane("cursor_flag"), "1", "the cursor left hidden");
     assert!(end.contains("event log:"), "{end}");
     assert!(
         !end.contains("ReAct timeline"),
         "the screen was not restored:\n{end}"
     );
-    let logs: Vec<_> = std::fs::read_dir(&dir)
+}
+
+/// The one event log in `dir`, read.
+fn the_event_log(dir: &Path) -> Vec<robobrain_core::protocol::Event> {
+    let logs: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(Result::ok)
         .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
         .collect();
     assert_eq!(logs.len(), 1, "one event log in {}", dir.display());
-    let events = robobrain_core::eventlog::read(&logs[0].path()).unwrap();
-    assert!(events.iter().any(|e| e.kind.name() == "approval"));
+    robobrain_core::eventlog::read(&logs[0].path()).unwrap()
 }
 
 /// `path` quoted for `sh`.

@@ -221,7 +221,7 @@ times = 2
     assert_eq!(first_decision(&events)["brain"], "fallback");
     assert_logged(
         &events,
-        "model reply rejected: ops[0]: unknown skill `fly`; skills: dock, navigate_to, speak, stop_base",
+        "model reply rejected: ops[0]: unknown skill `fly`; skills: alert, dock, navigate_to, speak, stop_base, watch",
     );
     assert_logged(
         &events,
@@ -264,7 +264,13 @@ fn a_model_that_keeps_failing_rests_and_the_rule_brain_decides_meanwhile() {
     assert!(decisions.iter().all(|d| d["brain"] == "fallback"));
     // Two calls, then no more: the model rests.
     assert_eq!(of_kind(&events, "llm_call").len(), 2);
-    assert_eq!(server.received().len(), 2);
+    // (The patrol's `watch` asks the vision role too; those calls are not decisions.)
+    let decision_calls = server
+        .received()
+        .iter()
+        .filter(|r| !r.body.to_string().contains("image_url"))
+        .count();
+    assert_eq!(decision_calls, 2);
     assert_logged(
         &events,
         "the model failed 2 decisions in a row: it rests for 1000 s",
@@ -495,4 +501,143 @@ fn the_model_scenario_script_parses() {
         s.brain,
         scenario::BrainChoice::Llm { mock: Some(_) }
     ));
+}
+
+/// `watch` with a vision model (the rule brain decides): a reply that is not
+/// the JSON asked for is rejected and the stand-in's labels are used, saying
+/// so; a valid reply that reports smoke raises the alert, as the model saw it.
+#[test]
+fn a_vision_model_is_validated_and_its_emergency_raises_the_alert() {
+    use robobrain_core::engine::Engine;
+    use robobrain_core::protocol::{Command, EventKind, SkillStatus};
+    let (server, dir) = mock(
+        "llm-vision",
+        r#"
+[[reply]]
+content = "I see a kitchen, all fine!"
+
+[[reply]]
+content = "{\"objects_detected\": [\"sofa\", \"smoke\"], \"emergency\": true, \"confidence\": 0.8, \"description\": \"smoke rising behind the sofa\"}"
+"#,
+    );
+    let mut config = robobrain_core::config::Config {
+        thread_id: Some("vision".into()),
+        runs_dir: dir.clone(),
+        ..Default::default()
+    };
+    config.llm.base_url = Some(server.base_url());
+    config.llm.api_key = Some(Secret::new(KEY));
+    let world = robobrain_core::sim::World::builtin("apartment").unwrap();
+    let mut engine = Engine::simulated(&config, world).unwrap();
+    engine.submit(Command::StartPatrol { route: None });
+    let (mut events, mut watched, mut alerts) = (Vec::new(), Vec::new(), Vec::new());
+    while engine.time() < 120.0 && alerts.is_empty() {
+        // Lockstep: sim time stands still while the vision model looks.
+        if engine.is_thinking() {
+            engine.wait_brain(std::time::Duration::from_millis(20));
+            engine.pump(&mut events);
+        } else {
+            engine.tick(&mut events);
+        }
+        for e in events.drain(..) {
+            match e.kind {
+                EventKind::Skill {
+                    skill,
+                    status: SkillStatus::Succeeded,
+                    message,
+                    ..
+                } if skill == "watch" => watched.push(message),
+                EventKind::Alert { incident } => alerts.push(incident),
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        watched[0].contains("nothing unusual in the kitchen")
+            && watched[0].contains("the vision model's reply is invalid: not JSON"),
+        "{watched:?}"
+    );
+    assert_eq!(watched[1], "smoke rising behind the sofa", "{watched:?}");
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert_eq!(alerts[0].zone, "living_room");
+    assert_eq!(alerts[0].vision["source"], "model");
+    let evidence = alerts[0].evidence.as_deref().expect("an evidence frame");
+    assert!(std::fs::read(evidence).unwrap().starts_with(b"\x89PNG"));
+    let requests = server.received();
+    assert_eq!(requests.len(), 2);
+    let content = &requests[0].body["messages"][0]["content"];
+    assert!(
+        content[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("objects_detected")
+    );
+    assert!(
+        content[1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,iVBOR")
+    );
+}
+
+/// The model takes its time over an utterance the rules do not understand;
+/// the kernel does not wait for it: an E-stop given meanwhile stops the base
+/// before the model's answer is acted on.
+#[test]
+fn an_estop_is_not_stuck_behind_intent_recognition() {
+    use robobrain_core::engine::Engine;
+    use robobrain_core::protocol::{Command, EventKind};
+    use robobrain_core::runtime::{Pace, Runtime};
+    let (server, _dir) = mock(
+        "llm-intent-slow",
+        "[[reply]]\nlatency_ms = 1500\ntool_calls = [{ name = \"navigate_to\", arguments = { zone = \"kitchen\" } }]\n",
+    );
+    let mut config = robobrain_core::config::Config {
+        thread_id: Some("slow-intent".into()),
+        ..Default::default()
+    };
+    config.llm.base_url = Some(server.base_url());
+    config.llm.api_key = Some(Secret::new(KEY));
+    let world = robobrain_core::sim::World::builtin("apartment").unwrap();
+    let mut engine = Engine::simulated(&config, world).unwrap();
+    engine.set_brain(Box::new(
+        robobrain_core::brain::LlmBrain::new(&config.llm).unwrap(),
+    ));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let order = rt.block_on(async {
+        let (runtime, mut events) =
+            Runtime::start_subscribed(engine, Pace::RealTime { speed: 1.0 });
+        runtime
+            .send(Command::Say {
+                text: "我饿了，去做饭的地方".into(),
+            })
+            .await
+            .unwrap();
+        runtime.send(Command::EStop).await.unwrap();
+        let mut order = Vec::new();
+        while order.len() < 2 {
+            let ev = events.recv().await.unwrap();
+            match ev.kind {
+                EventKind::Skill { skill, .. } if skill == "stop_base" && order.is_empty() => {
+                    order.push("stop_base");
+                }
+                EventKind::Intent {
+                    intent,
+                    processed_locally,
+                    ..
+                } => {
+                    assert!(!processed_locally);
+                    assert_eq!(intent, "goto");
+                    order.push("intent");
+                }
+                _ => {}
+            }
+        }
+        runtime.shutdown().await;
+        order
+    });
+    assert_eq!(order, ["stop_base", "intent"]);
 }

@@ -70,6 +70,8 @@ scenario_tests! {
     scenario_09_no_progress => "09_no_progress.toml",
     scenario_10_unknown_place_asks => "10_unknown_place_asks.toml",
     scenario_11_llm_blocked_replan => "11_llm_blocked_replan.toml",
+    scenario_12_smoke_alert => "12_smoke_alert.toml",
+    scenario_13_camera_fails => "13_camera_fails.toml",
 }
 
 #[test]

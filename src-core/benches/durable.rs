@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::protocol::{Command, EventKind, SkillStatus};
 use robobrain_core::store::{Store, StoreConfig, Synchronous};
@@ -30,10 +29,7 @@ fn db(name: &str) -> PathBuf {
 }
 
 fn open_engine(path: &Path, resume: bool) -> Engine {
-    let config = Config {
-        thread_id: Some(THREAD.into()),
-        ..Config::default()
-    };
+    let config = support::config(THREAD);
     let mut engine = Engine::new(
         &config,
         support::world(),

@@ -88,10 +88,7 @@ fn estop_latency() {
         .enable_all()
         .build()
         .unwrap();
-    let config = Config {
-        thread_id: Some("bench".into()),
-        ..Config::default()
-    };
+    let config = support::config("bench");
     let trials = 400;
     let mut us: Vec<f64> = rt.block_on(async {
         let mut v = Vec::with_capacity(trials);
@@ -110,10 +107,7 @@ fn estop_latency() {
 }
 
 fn sim_speed() {
-    let config = Config {
-        thread_id: Some("bench".into()),
-        ..Config::default()
-    };
+    let config = support::config("bench");
     let mut engine = Engine::simulated(&config, support::world()).expect("engine");
     let sim_seconds = 3600.0;
     let mut events = Vec::with_capacity(256);
@@ -136,8 +130,97 @@ fn sim_speed() {
     );
 }
 
+/// Patrol rounds every 80 sim s at 1000× real time (80 ms of wall time
+/// apart) for 100 rounds: how far each round's start, as a subscriber sees
+/// it, is from where the first one and the interval put it.
+fn patrol_drift() {
+    use robobrain_core::protocol::{EventKind, TaskStatus};
+    let (rounds, interval_s, speed) = (100u32, 80.0, 1000.0);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut config = support::config("bench-rounds");
+    config.patrol.interval_s = Some(interval_s);
+    let starts: Vec<Instant> = rt.block_on(async {
+        let engine = Engine::simulated(&config, support::world()).expect("engine");
+        let (runtime, mut events) = Runtime::start_subscribed(engine, Pace::RealTime { speed });
+        runtime
+            .send(Command::StartPatrol { route: None })
+            .await
+            .unwrap();
+        let mut starts = Vec::new();
+        while starts.len() < rounds as usize {
+            let ev = events.recv().await.expect("events");
+            if let EventKind::Task { task, .. } = &ev.kind
+                && task.kind == "patrol"
+                && task.status == TaskStatus::Queued
+            {
+                starts.push(Instant::now());
+            }
+        }
+        runtime.shutdown().await;
+        starts
+    });
+    let period = Duration::from_secs_f64(interval_s / speed);
+    let mut drift_ms: Vec<f64> = starts
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let due = starts[0] + period * k as u32;
+            (t.duration_since(due).as_secs_f64() - due.duration_since(*t).as_secs_f64()).abs() * 1e3
+        })
+        .collect();
+    let last = drift_ms[drift_ms.len() - 1];
+    drift_ms.sort_by(f64::total_cmp);
+    println!(
+        "patrol_drift ({rounds} rounds, {interval_s} sim s apart at {speed}× = {:.0} ms wall): |drift| p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms, after the last round {last:.3} ms",
+        period.as_secs_f64() * 1e3,
+        percentile(&drift_ms, 0.5),
+        percentile(&drift_ms, 0.99),
+        drift_ms[drift_ms.len() - 1],
+    );
+}
+
+/// `watch` with the offline stand-in, as percentiles: render the view with
+/// smoke in it, encode the PNG, label, report.
+fn watch_percentiles() {
+    use robobrain_core::link::{Incident, Telemetry};
+    use robobrain_core::perception::{Camera, SimCamera, vision};
+    let world = support::world();
+    let kitchen = world.zone("kitchen").expect("kitchen").goal;
+    let mut t = Telemetry {
+        zone: Some("kitchen".into()),
+        ..Telemetry::default()
+    };
+    (t.pose.x, t.pose.y) = (kitchen.x, kitchen.y);
+    t.incidents_in_view.push(Incident {
+        zone: "kitchen".into(),
+        kind: "smoke".into(),
+    });
+    let mut camera = SimCamera;
+    let mut ms: Vec<f64> = (0..2000)
+        .map(|_| {
+            let start = Instant::now();
+            let frame = camera.capture(&world, &t).expect("frame");
+            let seen = vision::stand_in(&frame).expect("vision");
+            assert!(seen.emergency);
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "watch_stand_in (render 240×240 + PNG + labels, 2000 looks): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        percentile(&ms, 0.5),
+        percentile(&ms, 0.99),
+        ms[ms.len() - 1]
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; filters are not supported here.
     sim_speed();
     estop_latency();
+    patrol_drift();
+    watch_percentiles();
 }

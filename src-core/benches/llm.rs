@@ -118,10 +118,7 @@ fn overhead(stream: bool, n: usize) {
 
 fn token_latency(decisions: usize) {
     let server = server("chunk_chars = 4\nchunk_delay_ms = 2", KEEP_GOING);
-    let config = Config {
-        thread_id: Some("bench-llm".into()),
-        ..Config::default()
-    };
+    let config = support::config("bench-llm");
     let mut kernel = config.kernel.clone();
     kernel.progress_check_s = 0.2;
     kernel.max_iterations = 100_000;

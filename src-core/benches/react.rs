@@ -30,10 +30,7 @@ fn sim_tick(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             let mut done = 0;
             while done < iters {
-                let config = robobrain_core::config::Config {
-                    thread_id: Some("bench".into()),
-                    ..Default::default()
-                };
+                let config = support::config("bench");
                 let mut engine = Engine::simulated(&config, support::world()).expect("engine");
                 engine.submit(Command::Say {
                     text: "patrol".into(),
@@ -49,6 +46,32 @@ fn sim_tick(c: &mut Criterion) {
                 done += batch;
             }
             total
+        });
+    });
+}
+
+/// `watch` with the offline stand-in: render the view around the robot as a
+/// PNG (smoke drawn in), label it, and report (seed 000 §3.2).
+fn watch_stand_in(c: &mut Criterion) {
+    use robobrain_core::link::{Incident, Telemetry};
+    use robobrain_core::perception::{Camera, SimCamera, vision};
+    let world = support::world();
+    let kitchen = world.zone("kitchen").expect("kitchen").clone();
+    let mut t = Telemetry {
+        zone: Some("kitchen".into()),
+        ..Telemetry::default()
+    };
+    t.pose.x = kitchen.goal.x;
+    t.pose.y = kitchen.goal.y;
+    t.incidents_in_view.push(Incident {
+        zone: "kitchen".into(),
+        kind: "smoke".into(),
+    });
+    let mut camera = SimCamera;
+    c.bench_function("watch/stand_in_render_and_labels", |b| {
+        b.iter(|| {
+            let frame = camera.capture(&world, &t).expect("frame");
+            vision::stand_in(&frame).expect("vision")
         });
     });
 }
@@ -90,6 +113,7 @@ fn benches(c: &mut Criterion) {
     check_one_decision_per_tick();
     react_iteration(c);
     sim_tick(c);
+    watch_stand_in(c);
 }
 
 criterion_group!(group, benches);

@@ -59,6 +59,18 @@ impl RobotLink for InstantLink {
     }
 }
 
+/// The default configuration for thread `thread`, without a voice (a bench
+/// times the brain, not espeak-ng).
+pub fn config(thread: &str) -> Config {
+    let mut config = Config {
+        thread_id: Some(thread.into()),
+        ..Config::default()
+    };
+    config.speech.voice = robobrain_core::voice::VoiceChoice::Text;
+    config.skills.keep_frames = false;
+    config
+}
+
 /// The built-in apartment.
 pub fn world() -> World {
     World::resolve("apartment").expect("built-in world")
@@ -67,10 +79,7 @@ pub fn world() -> World {
 /// An engine over the instant robot, already running a patrol of `steps`
 /// waypoints (kitchen and bedroom in turn, so every step is a new goal).
 pub fn instant_patrol(steps: usize) -> Engine {
-    let mut config = Config {
-        thread_id: Some("bench".into()),
-        ..Config::default()
-    };
+    let mut config = config("bench");
     // A long patrol is the point here, not the loop guard.
     config.kernel.max_iterations = u32::MAX;
     let mut world = world();

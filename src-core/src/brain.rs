@@ -67,16 +67,30 @@ pub trait Brain: Send {
         )))
     }
 
-    /// Understands an utterance the local rule parser could not (model intent
-    /// recognition); `None` keeps the rule parser's answer.
-    fn recognize(
+    /// Starts understanding an utterance the local rule parser could not
+    /// (model intent recognition). `false`: this brain does not try, and the
+    /// rule parser's answer stands. `true`: the answer comes later from
+    /// [`Brain::recognized`]; the kernel goes on meanwhile (an E-stop is
+    /// never stuck behind a model call).
+    fn recognize(&mut self, utterance: &str, world: &World, registry: &SkillRegistry) -> bool {
+        let _ = (utterance, world, registry);
+        false
+    }
+
+    /// Utterances whose recognition ended: `(utterance, intent)`, `None` when
+    /// the model did not understand it either.
+    fn recognized(
         &mut self,
-        utterance: &str,
         world: &World,
         registry: &SkillRegistry,
-    ) -> Option<Intent> {
-        let _ = (utterance, world, registry);
-        None
+    ) -> Vec<(String, Option<Intent>)> {
+        let _ = (world, registry);
+        Vec::new()
+    }
+
+    /// Whether an utterance is being recognised.
+    fn is_recognizing(&self) -> bool {
+        false
     }
 
     /// Moves what the brain has to say outside a decision (model calls made

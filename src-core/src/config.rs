@@ -104,6 +104,63 @@ pub struct McpServiceConfig {
     pub risk: Option<Risk>,
 }
 
+/// The skills (`[skills]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// Skills initialised on first use rather than at start (seed 000 §8.1).
+    pub lazy: Vec<String>,
+    /// Keep the frames that show an emergency, as alert evidence, under
+    /// `<runs_dir>/frames/<thread>/`.
+    pub keep_frames: bool,
+    /// `sim` (the simulated camera) or `v4l` (a real one; needs the
+    /// `camera` feature).
+    pub camera: CameraChoice,
+    /// The real camera's device (env `VIDEO_DEV`).
+    pub video_dev: PathBuf,
+}
+
+/// Which camera `watch` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CameraChoice {
+    /// The simulator's view.
+    #[default]
+    Sim,
+    /// Video4Linux; the simulator's view stands in when it fails.
+    V4l,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self {
+            lazy: Vec::new(),
+            keep_frames: true,
+            camera: CameraChoice::Sim,
+            video_dev: PathBuf::from("/dev/video0"),
+        }
+    }
+}
+
+/// Speech (`[speech]`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpeechConfig {
+    /// `auto` (espeak-ng when installed), `espeak`, or `text` (no audio).
+    pub voice: crate::voice::VoiceChoice,
+    /// Also play the lines on the sound card (feature `audio`).
+    pub play: bool,
+}
+
+/// Patrols (`[patrol]`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PatrolConfig {
+    /// Seconds from the start of one patrol round to the start of the next
+    /// (env `PATROL_INTERVAL`); none: a patrol is one round.
+    pub interval_s: Option<f64>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -126,6 +183,12 @@ pub struct Config {
     pub llm: LlmConfig,
     /// The durable store (`[store]`): database file, durability, retention.
     pub store: crate::store::StoreConfig,
+    /// The skills (`[skills]`): lazy initialisation, evidence frames.
+    pub skills: SkillsConfig,
+    /// Patrols (`[patrol]`): repeated rounds.
+    pub patrol: PatrolConfig,
+    /// Speech (`[speech]`): the voice.
+    pub speech: SpeechConfig,
     /// MCP services used as skill sources (`[mcp]`).
     pub mcp: McpConfig,
 }
@@ -142,6 +205,9 @@ impl Default for Config {
             policy: PolicyConfig::default(),
             llm: LlmConfig::default(),
             store: crate::store::StoreConfig::default(),
+            skills: SkillsConfig::default(),
+            patrol: PatrolConfig::default(),
+            speech: SpeechConfig::default(),
             mcp: McpConfig::default(),
         }
     }
@@ -211,6 +277,22 @@ impl Config {
         if let Some(v) = get("ROBOBRAIN_WORLD") {
             self.world = v;
         }
+        if let Some(v) = get("VIDEO_DEV") {
+            self.skills.video_dev = PathBuf::from(v);
+        }
+        if let Some(v) = get("PATROL_INTERVAL") {
+            let seconds: f64 = v.trim().parse().map_err(|_| ConfigError::Env {
+                name: "PATROL_INTERVAL".into(),
+                message: format!("expected seconds, found {v:?}"),
+            })?;
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(ConfigError::Env {
+                    name: "PATROL_INTERVAL".into(),
+                    message: format!("expected positive seconds, found {v:?}"),
+                });
+            }
+            self.patrol.interval_s = Some(seconds);
+        }
         self.llm
             .apply_env(&get)
             .map_err(|(name, message)| ConfigError::Env { name, message })?;
@@ -221,6 +303,20 @@ impl Config {
     pub fn validate(&self, text: &str, file: &Path) -> Result<(), SourceError> {
         let k = &self.kernel;
         let err = |key: &str, msg: String| Err(SourceError::at_key(file, text, key, msg));
+        if self.skills.camera == CameraChoice::V4l && !cfg!(feature = "camera") {
+            return err(
+                "skills.camera",
+                "expected \"sim\": this robobrain was built without the `camera` feature (cargo build --features robobrain-core/camera)".into(),
+            );
+        }
+        if let Some(i) = self.patrol.interval_s
+            && !(i.is_finite() && i > 0.0)
+        {
+            return err(
+                "patrol.interval_s",
+                format!("expected positive seconds, found {i}"),
+            );
+        }
         if !(self.tick_s > 0.0 && self.tick_s <= 1.0) {
             return err(
                 "tick_s",
@@ -317,6 +413,31 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patrol_interval_comes_from_the_environment_and_is_checked() {
+        let mut c = Config::default();
+        c.apply_env(|k| (k == "PATROL_INTERVAL").then(|| "45".to_string()))
+            .unwrap();
+        assert_eq!(c.patrol.interval_s, Some(45.0));
+        for bad in ["soon", "0", "-3"] {
+            let e = Config::default()
+                .apply_env(|k| (k == "PATROL_INTERVAL").then(|| bad.to_string()))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("PATROL_INTERVAL") && e.contains("seconds"),
+                "{e}"
+            );
+        }
+        let e = Config::from_toml_str("[patrol]\ninterval_s = -1\n", Path::new("r.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("r.toml:2:") && e.contains("patrol.interval_s"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn defaults_validate() {

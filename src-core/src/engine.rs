@@ -9,6 +9,7 @@
 //! - `commands.rs`: K1, turning commands and utterances into tasks and interrupts.
 //! - `kernel_step.rs`: K2–K5, telemetry, results, activity, mode arbitration, preemption.
 //! - `iterate.rs`: K6 and R1–R8, one ReAct iteration and the approval interrupt.
+//! - `patrol.rs`: repeated patrol rounds on a fixed schedule (`PATROL_INTERVAL`).
 //! - `durable.rs`: the per-tick commit, the side-effect ledger, resume and
 //!   reconciliation with the robot (only with a [`crate::store::Store`] attached).
 
@@ -16,6 +17,7 @@ mod commands;
 mod durable;
 mod iterate;
 mod kernel_step;
+mod patrol;
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -31,7 +33,7 @@ use crate::protocol::{
     RobotView, Snapshot, SpeechTrack,
 };
 use crate::sim::World;
-use crate::skills::{SkillContext, SkillError, SkillRegistry, SkillRunner};
+use crate::skills::{Init, SkillContext, SkillError, SkillRegistry, SkillRunner};
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +97,19 @@ pub struct KernelState {
     pub estops: u64,
     /// Sim time of the last telemetry event.
     pub last_telemetry_at: Option<f64>,
+    /// Data skills share (seed 000 §6.2): `last_vision_result`, `emergency_level`, …
+    #[serde(default)]
+    pub shared: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Alerts raised, oldest first (acknowledged ones are kept until forgotten).
+    #[serde(default)]
+    pub incidents: Vec<crate::protocol::IncidentRecord>,
+    /// Alerts raised so far (incident ids count from it).
+    #[serde(default)]
+    pub alerts_raised: u64,
+    /// Repeated patrol rounds, while `[patrol] interval_s` is set and the
+    /// operator has not stopped them.
+    #[serde(default)]
+    pub rounds: Option<patrol::Rounds>,
 }
 
 /// The brain, its robot link and its state, advanced one tick at a time.
@@ -115,6 +130,8 @@ pub struct Engine {
     replies: Vec<LinkReply>,
     thread_id: String,
     durable: Option<durable::Durable>,
+    /// Voices what the robot says.
+    speaker: crate::voice::Speaker,
     /// Goals asked about after a resume or a reconnect, with the request
     /// to send if the robot never heard of them.
     reconciling: BTreeMap<String, Option<LinkRequest>>,
@@ -128,13 +145,17 @@ impl Engine {
         link: Box<dyn RobotLink>,
     ) -> Result<Self, EngineError> {
         let thread_id = config.thread_id.clone().unwrap_or_else(new_thread_id);
+        let audio_dir = config
+            .runs_dir
+            .join("audio")
+            .join(thread_id.replace(['/', '\\'], "_"));
         let mut engine = Self {
             config: config.clone(),
             world,
             link,
             held: Outbox::default(),
             brain: Box::new(RuleBrain::new()),
-            registry: SkillRegistry::with_builtins()?,
+            registry: builtin_registry(config, &thread_id)?,
             runner: SkillRunner::new(),
             state: KernelState {
                 mode_reason: "starting".into(),
@@ -146,9 +167,20 @@ impl Engine {
             replies: Vec::new(),
             thread_id,
             durable: None,
+            speaker: {
+                let speaker = crate::voice::Speaker::new(config.speech.voice, &audio_dir);
+                if config.speech.play {
+                    speaker.playing()
+                } else {
+                    speaker
+                }
+            },
             reconciling: BTreeMap::new(),
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
+        if let Some(why) = engine.speaker.notice().map(str::to_string) {
+            engine.log("warn", &why);
+        }
         engine.state.telemetry.pose = engine.world.start_pose;
         let snapshot = engine.snapshot();
         engine.emit(EventKind::Snapshot {
@@ -206,10 +238,12 @@ impl Engine {
         for command in std::mem::take(&mut self.pending) {
             self.ingest(command);
         }
+        self.heard();
         self.link.advance(self.config.tick_s);
         self.state.time += self.config.tick_s;
         self.sync_robot();
         self.update_world();
+        self.next_round();
         self.arbitrate();
         self.route();
         self.brain_notes();
@@ -235,18 +269,28 @@ impl Engine {
         {
             self.poll_brain(&id);
         }
+        if self.halted().is_none() {
+            self.heard();
+            self.skill_results();
+        }
         self.brain_notes();
         self.deliver(out);
     }
 
-    /// Whether the active task waits for its brain's decision.
+    /// Whether the active task waits for its brain's decision, an utterance
+    /// for the brain's understanding, or a skill for a model's answer.
     pub fn is_thinking(&self) -> bool {
-        self.deciding_task().is_some()
+        self.deciding_task().is_some() || self.brain.is_recognizing() || self.registry.is_waiting()
     }
 
     /// Blocks until the brain has news or `timeout` passes (lockstep drivers).
     pub fn wait_brain(&mut self, timeout: std::time::Duration) {
-        self.brain.wait(timeout);
+        if self.deciding_task().is_some() || self.brain.is_recognizing() {
+            self.brain.wait(timeout);
+        } else if self.registry.is_waiting() {
+            // A skill's model call: look again shortly.
+            std::thread::sleep(timeout.min(std::time::Duration::from_millis(2)));
+        }
     }
 
     /// Notified when the brain has news, for async drivers (`None` for
@@ -313,6 +357,12 @@ impl Engine {
             last_failure: s.last_failure.clone(),
             blocked_passages: t.blocked_passages.clone(),
             incidents: t.incidents_in_view.clone(),
+            alerts: s
+                .incidents
+                .iter()
+                .filter(|i| i.acknowledged_by.is_none())
+                .cloned()
+                .collect(),
             brain: Some(self.brain.kind()),
             world: self.world.name.clone(),
         }
@@ -404,6 +454,49 @@ impl Engine {
     fn node(&mut self, _node: Node) {
         self.state.step += 1;
     }
+}
+
+/// The built-in skills as `config` wants them: which start lazily, and
+/// where `watch` keeps evidence frames.
+fn builtin_registry(config: &Config, thread_id: &str) -> Result<SkillRegistry, SkillError> {
+    let frames = config.skills.keep_frames.then(|| {
+        config
+            .runs_dir
+            .join("frames")
+            .join(thread_id.replace(['/', '\\'], "_"))
+    });
+    let watch = serde_json::json!({ "frames_dir": frames });
+    let configs = serde_json::json!({ "watch": watch });
+    let mut registry = SkillRegistry::with_builtins_configured(&configs, &config.skills.lazy)?;
+    let real_camera = config.skills.camera != crate::config::CameraChoice::Sim;
+    if config.llm.is_configured() || real_camera {
+        // With a model endpoint `watch` asks its vision role; with a real
+        // camera it looks through it.
+        registry.unregister("watch");
+        let init = if config.skills.lazy.iter().any(|s| s == "watch") {
+            Init::Lazy
+        } else {
+            Init::Preloaded
+        };
+        let mut skill = crate::skills::builtin::Watch::with_camera(camera_for(config));
+        if config.llm.is_configured() {
+            skill = skill.asking(&config.llm);
+        }
+        registry.register_with(Box::new(skill), watch, init)?;
+    }
+    Ok(registry)
+}
+
+/// The camera `[skills] camera` names (the simulated one without the
+/// `camera` feature; the config check refuses `v4l` then).
+fn camera_for(config: &Config) -> Box<dyn crate::perception::Camera> {
+    #[cfg(feature = "camera")]
+    if config.skills.camera == crate::config::CameraChoice::V4l {
+        use crate::perception::v4l_camera::{Fallback, V4lCamera};
+        return Box::new(Fallback::new(V4lCamera::new(&config.skills.video_dev)));
+    }
+    let _ = config;
+    Box::new(crate::perception::SimCamera)
 }
 
 fn wall_ms() -> u64 {

@@ -10,6 +10,7 @@
 //! - [`brain`]: decision providers (`RuleBrain`, `LlmBrain`, `ScriptedBrain`) and intent parsing.
 //! - [`llm`]: the OpenAI-compatible client, prompts, and the `mock-llm` server.
 //! - [`skills`]: the skill registry, specs, the goal runner and the built-in skills.
+//! - [`perception`]: cameras (the simulated one renders PNGs) and vision results.
 //! - [`mcp`]: skills as MCP tools and one outside call's outcome (the transport is in the faces).
 //! - [`policy`]: which ops need an operator's approval.
 //! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
@@ -19,8 +20,11 @@
 //! - [`source`]: file:line:col errors for the files people write.
 //! - [`config`]: layered configuration with precise errors.
 //! - [`eventlog`]: the JSONL event log every run writes.
+//! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
+//! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 
+pub mod audio;
 pub mod brain;
 pub mod config;
 pub mod engine;
@@ -30,6 +34,7 @@ pub mod kernel;
 pub mod link;
 pub mod llm;
 pub mod mcp;
+pub mod perception;
 pub mod policy;
 pub mod protocol;
 pub mod react;
@@ -40,3 +45,4 @@ pub mod sim;
 pub mod skills;
 pub mod source;
 pub mod store;
+pub mod voice;

@@ -76,6 +76,18 @@ pub enum Fault {
         /// Zone name.
         zone: String,
     },
+    /// Make the camera fail (frames cannot be captured) for this reason.
+    CameraFail {
+        /// What is wrong, e.g. `lens covered`.
+        #[serde(default = "default_camera_fault")]
+        reason: String,
+    },
+    /// Undo [`Fault::CameraFail`].
+    CameraRestore,
+}
+
+fn default_camera_fault() -> String {
+    "no frames from the camera".into()
 }
 
 /// A message from the brain to the robot.
@@ -225,6 +237,9 @@ pub struct Telemetry {
     /// The running base goal's planned path, start first (empty when idle).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path: Vec<Point>,
+    /// Why the camera does not work, when it does not (a fault).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub camera_fault: Option<String>,
 }
 
 /// A message from the robot to the brain.

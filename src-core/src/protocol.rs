@@ -55,6 +55,16 @@ pub enum Command {
         #[serde(default)]
         route: Option<String>,
     },
+    /// Acknowledge raised alerts (every open one, or the one named): the
+    /// activity leaves ALERT and a patrol waiting on it goes on.
+    Acknowledge {
+        /// The incident's id; every open incident when absent.
+        #[serde(default)]
+        incident_id: Option<String>,
+        /// Who acknowledges (shown in the record).
+        #[serde(default = "operator")]
+        by: String,
+    },
     /// Inject a simulated fault (refused on real hardware).
     Inject {
         /// The fault.
@@ -428,10 +438,67 @@ pub struct Snapshot {
     pub blocked_passages: Vec<String>,
     /// Incidents in view.
     pub incidents: Vec<Incident>,
+    /// Alerts raised and not yet acknowledged.
+    #[serde(default)]
+    pub alerts: Vec<IncidentRecord>,
     /// The brain in use (`rule`, `model`, …).
     pub brain: Option<BrainKind>,
     /// World name.
     pub world: String,
+}
+
+fn operator() -> String {
+    "operator".into()
+}
+
+/// An incident the robot raised an alert about (seed 000 §3, `alert`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncidentRecord {
+    /// `i<n>`.
+    pub id: String,
+    /// Sim time it was raised.
+    pub time: f64,
+    /// Where.
+    pub zone: String,
+    /// What was seen (`smoke`, …).
+    pub kinds: Vec<String>,
+    /// The scene in a sentence.
+    pub description: String,
+    /// The frame that shows it, by path (never inline).
+    pub evidence: Option<String>,
+    /// The vision result behind it.
+    pub vision: Value,
+    /// `open`, or `acknowledged`.
+    pub status: AlertStatus,
+    /// Who acknowledged it, once someone has.
+    pub acknowledged_by: Option<String>,
+    /// When.
+    pub acknowledged_at: Option<f64>,
+}
+
+/// Where an alert stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertStatus {
+    /// Raised; the activity is ALERT until someone acknowledges it.
+    Open,
+    /// An operator has seen it.
+    Acknowledged,
+}
+
+impl IncidentRecord {
+    /// The alert in a line: `alert i1: smoke in kitchen — evidence runs/…png`,
+    /// or `alert i1 (smoke in kitchen) acknowledged by operator`.
+    pub fn summary(&self) -> String {
+        let what = format!("{} in {}", self.kinds.join(" and "), self.zone);
+        match &self.acknowledged_by {
+            Some(by) => format!("alert {} ({what}) acknowledged by {by}", self.id),
+            None => match &self.evidence {
+                Some(path) => format!("alert {}: {what} — evidence {path}", self.id),
+                None => format!("alert {}: {what}", self.id),
+            },
+        }
+    }
 }
 
 /// A ReAct or kernel node, for `update` events and step numbering.
@@ -612,12 +679,20 @@ pub enum EventKind {
         /// Why (policy rule, operator's reason, or refusal).
         reason: String,
     },
+    /// An alert was raised, or acknowledged (`incident.acknowledged_by` set).
+    Alert {
+        /// The incident.
+        incident: Box<IncidentRecord>,
+    },
     /// The robot said something.
     Speech {
         /// The words.
         text: String,
         /// Which track.
         track: SpeechTrack,
+        /// The WAV file the line is voiced into, when there is a voice.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        audio: Option<String>,
     },
     /// The robot's state (throttled).
     Telemetry {
@@ -678,6 +753,7 @@ impl EventKind {
             Self::Task { .. } => "task",
             Self::Skill { .. } => "skill",
             Self::Approval { .. } => "approval",
+            Self::Alert { .. } => "alert",
             Self::Speech { .. } => "speech",
             Self::Telemetry { .. } => "telemetry",
             Self::Fault { .. } => "fault",

@@ -18,7 +18,7 @@ use crate::link::{LinkError, RobotLink, Telemetry};
 use crate::protocol::SpeechTrack;
 use crate::sim::World;
 
-pub use registry::SkillRegistry;
+pub use registry::{Init, SkillRegistry};
 pub use runner::{Completion, SkillRunner};
 pub use spec::{MainType, Recovery, Risk, SkillSpec, SubType};
 
@@ -78,10 +78,23 @@ pub struct SkillContext<'a> {
 /// How a started goal goes on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Started {
-    /// The robot runs it; feedback and the result arrive over the link under the goal id.
+    /// It runs elsewhere — on the robot (feedback and the result arrive over
+    /// the link under the goal id) or off it, like a model call (the result
+    /// comes from [`Skill::poll`]).
     OnRobot,
-    /// It finished at once with this output.
+    /// It finished at once with this output. Two keys mean something to
+    /// the kernel: `shared` (an object merged into the run's shared data,
+    /// seed 000 §6.2) and `incident` (an [`crate::protocol::IncidentRecord`]
+    /// to record and announce).
     Done(Value),
+    /// It failed at once (a device error, not bad arguments): the brain sees
+    /// a failed step with this code, as for a goal the robot failed.
+    Failed {
+        /// Error code, looked up in the spec's error map.
+        code: String,
+        /// Detail.
+        message: String,
+    },
 }
 
 /// A capability with the seed-000 life cycle: initialize, execute (start),
@@ -116,11 +129,17 @@ pub trait Skill: Send {
         Ok(())
     }
 
-    /// Ends of goals this skill runs away from the robot link (a remote
-    /// service): appended to `out` as (goal id, result). The kernel polls
-    /// every tick (K2); a result for a goal no longer running is ignored.
-    fn poll(&mut self, out: &mut Vec<(String, runner::GoalResult)>) {
-        let _ = out;
+    /// Results of goals that run off the robot (a model call), as they end:
+    /// `(goal id, result)`. Called every tick.
+    fn poll(&mut self, done: &mut Vec<(String, runner::GoalResult)>) {
+        let _ = done;
+    }
+
+    /// Whether goals of this skill are being worked on off the robot (a
+    /// model call in flight): lockstep runs hold sim time still meanwhile,
+    /// as they do while the brain thinks.
+    fn is_waiting(&self) -> bool {
+        false
     }
 
     /// Releases what the skill holds (called once at unregistration or shutdown).

@@ -4,6 +4,8 @@
 //!
 //! Exit codes: 0 when every expectation held, 1 when one failed, 2 when a
 //! file (scenario, world, config) is malformed or the run could not start.
+//! The console exits 0 when the operator quits and 128 + N when signal N
+//! (SIGTERM, SIGHUP, SIGINT) ended it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -130,7 +132,8 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Not `eprintln!`: it panics when the terminal has gone away.
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -204,8 +207,8 @@ fn tui(config: Config, speed: f64, log: Option<PathBuf>, durable: Durability) ->
         color: console::color_allowed(),
         durable,
     };
-    console::run(config, &options)?;
-    Ok(ExitCode::SUCCESS)
+    let ended = console::run(config, &options)?;
+    Ok(ExitCode::from(ended.exit_status()))
 }
 
 /// Gives `engine` the brain the configuration asks for (the model brain when

@@ -17,20 +17,23 @@ pub mod line;
 pub mod slash;
 pub mod ui;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use ratatui::DefaultTerminal;
+use ratatui::crossterm::cursor::Show;
 use ratatui::crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event as Term};
 use ratatui::crossterm::execute;
+use ratatui::crossterm::terminal::{self, LeaveAlternateScreen};
 use robobrain_core::config::Config;
 use robobrain_core::eventlog::EventLog;
 use robobrain_core::protocol::Event;
 use robobrain_core::runtime::{Pace, Runtime};
+use tokio::signal::unix::{Signal, SignalKind};
 use tokio::sync::{broadcast, mpsc};
 
 pub use app::{Action, App, Effect};
@@ -63,9 +66,34 @@ pub fn color_allowed() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// How the console ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The operator quit (`q`, Ctrl-C, `/quit`).
+    Quit,
+    /// SIGTERM, SIGHUP or SIGINT (sent with `kill`; Ctrl-C is a key in
+    /// the console) asked it to stop; the signal's number.
+    Signal(i32),
+}
+
+impl Ended {
+    /// The process's exit status: 0 after a quit, 128 + the signal's number
+    /// after a signal (143 for SIGTERM, 129 SIGHUP, 130 SIGINT), the status
+    /// a shell reports for a process the signal ended.
+    pub fn exit_status(self) -> u8 {
+        match self {
+            Self::Quit => 0,
+            Self::Signal(n) => u8::try_from(128 + n).unwrap_or(u8::MAX),
+        }
+    }
+}
+
 /// Runs the console on the simulated robot of `config`'s world until the
-/// operator quits. The terminal is restored on every way out, panics included.
-pub fn run(config: Config, options: &Options) -> Result<()> {
+/// operator quits or a signal (SIGTERM, SIGHUP, SIGINT) asks it to stop.
+/// Every way out (a quit, a signal, an error) restores the terminal and
+/// shuts the runtime down the same way; a panic restores the terminal too
+/// (ratatui's panic hook).
+pub fn run(config: Config, options: &Options) -> Result<Ended> {
     anyhow::ensure!(
         options.speed.is_finite() && options.speed > 0.0,
         "--speed: expected a positive number of sim seconds per wall second, found {}",
@@ -79,61 +107,117 @@ pub fn run(config: Config, options: &Options) -> Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     rt.block_on(async {
-        let runtime = Runtime::start(
+        // Before the terminal changes: from here on a signal cannot end the
+        // process with the terminal left raw on the alternate screen.
+        let signals = Signals::listen()?;
+        let (runtime, mut events) = Runtime::start_subscribed(
             session.engine,
             Pace::RealTime {
                 speed: options.speed,
             },
         );
-        let events = runtime.subscribe();
         let mut app = App::new(session.world, runtime.snapshot(), options.color);
         let mut terminal = ratatui::init();
         // Paste (and some IME commits) arrive whole rather than as keys.
         let _ = execute!(std::io::stdout(), EnableBracketedPaste);
-        let result = drive(&mut terminal, &mut app, &runtime, events, session.log).await;
-        let _ = execute!(std::io::stdout(), DisableBracketedPaste);
-        ratatui::restore();
+        let mut log = session.log;
+        let result = drive(
+            &mut terminal,
+            &mut app,
+            &runtime,
+            &mut events,
+            signals,
+            &mut log,
+        )
+        .await;
+        restore_terminal();
         runtime.shutdown().await;
-        result.map(|log| {
-            println!("event log: {}", log.display());
-        })
+        // What the core sent up to its end is logged too: nothing is lost.
+        while let Ok(event) = events.try_recv() {
+            log.write_batch(std::slice::from_ref(&event))
+                .context("the event log could not be written")?;
+        }
+        let ended = result?;
+        let log = log.path().to_path_buf();
+        // After SIGHUP there is no terminal to print to, and that is no error.
+        let _ = writeln!(std::io::stdout(), "event log: {}", log.display());
+        Ok(ended)
     })
+}
+
+/// Gives the terminal back: raw mode off, the main screen, the cursor shown,
+/// bracketed paste off. Every step is tried: a terminal that has gone away
+/// (SIGHUP) refuses them all, and that is no error either.
+fn restore_terminal() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(
+        std::io::stdout(),
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        Show
+    );
+}
+
+/// The signals that end the console as a quit does.
+struct Signals {
+    terminate: Signal,
+    hangup: Signal,
+    interrupt: Signal,
+}
+
+impl Signals {
+    fn listen() -> Result<Self> {
+        let listen = |kind| tokio::signal::unix::signal(kind).context("cannot listen for signals");
+        Ok(Self {
+            terminate: listen(SignalKind::terminate())?,
+            hangup: listen(SignalKind::hangup())?,
+            interrupt: listen(SignalKind::interrupt())?,
+        })
+    }
+
+    /// The next signal's number.
+    async fn recv(&mut self) -> i32 {
+        let kind = tokio::select! {
+            _ = self.terminate.recv() => SignalKind::terminate(),
+            _ = self.hangup.recv() => SignalKind::hangup(),
+            _ = self.interrupt.recv() => SignalKind::interrupt(),
+        };
+        kind.as_raw_value()
+    }
 }
 
 enum Input {
     Core(Result<Box<Event>, broadcast::error::RecvError>),
     Term(Option<Term>),
     Frame,
-    Signal,
+    Signal(i32),
 }
 
 async fn drive(
     terminal: &mut DefaultTerminal,
     app: &mut App,
     runtime: &Runtime,
-    mut events: broadcast::Receiver<Event>,
-    mut log: EventLog<std::fs::File>,
-) -> Result<PathBuf> {
+    events: &mut broadcast::Receiver<Event>,
+    mut signals: Signals,
+    log: &mut EventLog<std::fs::File>,
+) -> Result<Ended> {
     let (keys, mut terminal_events) = mpsc::unbounded_channel();
     let stop = Arc::new(AtomicBool::new(false));
     let reader = spawn_reader(keys, stop.clone());
     let mut frames = tokio::time::interval(FRAME);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut hangup = signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut dirty = true;
     let mut log_error = None;
     let outcome = loop {
         let input = tokio::select! {
             biased;
-            _ = terminate.recv() => Input::Signal,
-            _ = hangup.recv() => Input::Signal,
+            signal = signals.recv() => Input::Signal(signal),
             term = terminal_events.recv() => Input::Term(term),
             ev = events.recv() => Input::Core(ev.map(Box::new)),
             _ = frames.tick() => Input::Frame,
         };
         let action = match input {
-            Input::Signal => break Ok(()),
+            Input::Signal(n) => break Ok(Ended::Signal(n)),
             Input::Core(Ok(event)) => {
                 if log_error.is_none()
                     && let Err(e) = log.write_batch(std::slice::from_ref(&event))
@@ -168,9 +252,10 @@ async fn drive(
                     dirty = true;
                 }
                 if dirty {
-                    terminal
-                        .draw(|f| ui::draw(app, f))
-                        .context("cannot draw the console")?;
+                    // A terminal that has gone away fails here.
+                    if let Err(e) = terminal.draw(|f| ui::draw(app, f)) {
+                        break Err(anyhow::Error::new(e).context("cannot draw the console"));
+                    }
                     dirty = false;
                 }
                 None
@@ -180,7 +265,7 @@ async fn drive(
             dirty = true;
             let effect = app.update(action);
             if effect == Some(Effect::Quit) {
-                break Ok(());
+                break Ok(Ended::Quit);
             }
             if let Some(Effect::Send(cmd)) = effect
                 && runtime.send(cmd).await.is_err()
@@ -190,16 +275,29 @@ async fn drive(
         }
     };
     stop.store(true, Ordering::Relaxed);
-    let _ = reader.join();
-    outcome?;
+    release(reader).await;
+    let ended = outcome?;
     if let Some(e) = log_error {
         return Err(e).context("the event log could not be written");
     }
-    Ok(log.path().to_path_buf())
+    Ok(ended)
 }
 
-fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(kind).context("cannot listen for signals")
+/// How long the reader gets to notice `stop` (it looks every 50 ms).
+const READER_GRACE: Duration = Duration::from_millis(250);
+
+/// Waits for the reader to stop, at most [`READER_GRACE`]. One that does not
+/// is left behind, to end with the process: on a terminal that has hung up,
+/// crossterm's poll reads end-of-file in a loop and never returns, and
+/// joining it would keep the process alive forever.
+async fn release(reader: std::thread::JoinHandle<()>) {
+    let start = Instant::now();
+    while !reader.is_finished() && start.elapsed() < READER_GRACE {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if reader.is_finished() {
+        let _ = reader.join();
+    }
 }
 
 /// Reads terminal events on a thread of its own (crossterm's reader blocks)

@@ -225,9 +225,10 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
                 dash(reason)
             ),
         ),
-        EventKind::Speech { text, track } => {
+        EventKind::Speech { text, track, .. } => {
             ("SPEECH", BLUE, format!("“{text}” ({})", json_word(track)))
         }
+        EventKind::Alert { incident } => ("ALERT", RED, incident.summary()),
         EventKind::Telemetry {
             battery_pct,
             charging,
@@ -296,11 +297,20 @@ fn dash(reason: &str) -> String {
 }
 
 /// ` {"zone":"kitchen"}`, or nothing for null or `{}`.
+/// Arguments longer than this many characters are cut (the event log has them whole).
+const ARGS_SHOWN: usize = 100;
+
 fn args_text(args: &Value) -> String {
     match args {
         Value::Null => String::new(),
         Value::Object(m) if m.is_empty() => String::new(),
-        other => format!(" {other}"),
+        other => {
+            let text = other.to_string();
+            match text.char_indices().nth(ARGS_SHOWN) {
+                Some((cut, _)) => format!(" {}…", &text[..cut]),
+                None => format!(" {text}"),
+            }
+        }
     }
 }
 
@@ -370,6 +380,17 @@ impl Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_arguments_are_cut() {
+        let long = args_text(&json!({"text": "y".repeat(300)}));
+        assert!(long.ends_with('…'), "{long}");
+        assert_eq!(long.chars().count(), 1 + ARGS_SHOWN + 1);
+        assert_eq!(
+            args_text(&json!({"zone": "kitchen"})),
+            r#" {"zone":"kitchen"}"#
+        );
+    }
     use robobrain_core::geometry::Pose;
     use robobrain_core::link::{Fault, NavFeedback};
     use robobrain_core::protocol::{BrainKind, Mode, Priority, TaskView};

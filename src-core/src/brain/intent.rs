@@ -38,6 +38,8 @@ pub enum Intent {
     Retry,
     /// Emergency stop.
     Estop,
+    /// The operator has seen the alert and deals with it.
+    Acknowledge,
     /// A place was named that the world does not have.
     UnknownPlace {
         /// The words taken for a place.
@@ -61,6 +63,7 @@ impl Intent {
             Self::Cancel => "cancel",
             Self::Retry => "retry",
             Self::Estop => "estop",
+            Self::Acknowledge => "acknowledge",
             Self::UnknownPlace { .. } => "unknown_place",
             Self::Unknown => "unknown",
         }
@@ -84,6 +87,18 @@ const ESTOP: &[&str] = &[
     "e-stop",
     "estop",
     "e stop",
+];
+const ACKNOWLEDGE: &[&str] = &[
+    "收到",
+    "知道了",
+    "已处理",
+    "确认警报",
+    "解除警报",
+    "acknowledge",
+    "acknowledged",
+    "ack",
+    "alert handled",
+    "all clear",
 ];
 const PATROL: &[&str] = &["巡逻", "巡检", "巡查", "patrol"];
 const CHARGE: &[&str] = &[
@@ -251,6 +266,9 @@ pub fn parse_intent(utterance: &str, world: &World) -> Intent {
     }
     if any(&text, ESTOP) {
         return Intent::Estop;
+    }
+    if any(&text, ACKNOWLEDGE) {
+        return Intent::Acknowledge;
     }
     if any(&text, PATROL) {
         return Intent::Patrol {

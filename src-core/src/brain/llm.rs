@@ -61,6 +61,10 @@ pub struct LlmBrain {
     pending: Option<Pending>,
     /// Updates read while waiting for something else.
     backlog: Vec<Update>,
+    /// Intent calls in flight: call id, utterance.
+    asked: Vec<(u64, String)>,
+    /// Intent calls that ended: utterance, reply.
+    heard: Vec<(String, crate::llm::CallResult)>,
     notes: Vec<EventKind>,
     failures: u32,
     cooldown_until: Option<f64>,
@@ -93,6 +97,8 @@ impl LlmBrain {
             skills: None,
             pending: None,
             backlog: Vec::new(),
+            asked: Vec::new(),
+            heard: Vec::new(),
             notes: Vec::new(),
             failures: 0,
             cooldown_until: None,
@@ -357,17 +363,14 @@ impl LlmBrain {
 
     /// Asks the model what `utterance` means, waiting for the answer
     /// (bounded by the call's deadline).
-    fn ask_intent(
-        &mut self,
-        utterance: &str,
-        world: &World,
-        registry: &SkillRegistry,
-    ) -> Option<Intent> {
+    fn ask_intent(&mut self, utterance: &str, world: &World, registry: &SkillRegistry) -> bool {
         let zones: Vec<&str> = world.zones.iter().map(|z| z.name.as_str()).collect();
-        let system = self
+        let Ok(system) = self
             .prompts
             .render("intent_system.txt", &[("zones", &zones.join(", "))])
-            .ok()?;
+        else {
+            return false;
+        };
         let body = serde_json::json!({
             "model": self.config.decision_model,
             "messages": [message("system", &system), message("user", utterance)],
@@ -376,18 +379,34 @@ impl LlmBrain {
             "temperature": self.config.temperature,
             "stream": false,
         });
-        let call = self.worker.submit("intent", body).ok()?;
-        let deadline =
-            std::time::Instant::now() + Duration::from_secs_f64(self.config.timeout_s + 1.0);
-        let result = loop {
-            let left = deadline.checked_duration_since(std::time::Instant::now())?;
-            match self.worker.recv_timeout(left)? {
-                Update::Done { id, result, .. } if id == call => break result,
-                other => self.backlog.push(other),
+        match self.worker.submit("intent", body) {
+            Ok(call) => {
+                self.asked.push((call, utterance.to_string()));
+                true
             }
+            Err(_) => false,
+        }
+    }
+
+    /// Keeps the reply of an intent call; `false` when `id` is not one.
+    fn hear(&mut self, id: u64, purpose: &str, result: &crate::llm::CallResult) -> bool {
+        let Some(i) = self.asked.iter().position(|(call, _)| *call == id) else {
+            return false;
         };
-        self.account("intent", &result);
-        let completion = result.reply.ok()?;
+        let (_, utterance) = self.asked.remove(i);
+        self.account(purpose, result);
+        self.heard.push((utterance, result.clone()));
+        true
+    }
+
+    /// What the model made of an utterance.
+    fn intent_from(
+        &mut self,
+        result: &crate::llm::CallResult,
+        world: &World,
+        registry: &SkillRegistry,
+    ) -> Option<Intent> {
+        let completion = result.reply.as_ref().ok()?;
         let calls = completion
             .choices
             .get(&0)
@@ -490,6 +509,11 @@ impl Brain for LlmBrain {
                     id,
                     purpose,
                     result,
+                } if self.hear(id, &purpose, &result) => {}
+                Update::Done {
+                    id,
+                    purpose,
+                    result,
                 } => {
                     self.account(&purpose, &result);
                     if Some(id) == current
@@ -512,16 +536,38 @@ impl Brain for LlmBrain {
         answer
     }
 
-    fn recognize(
-        &mut self,
-        utterance: &str,
-        world: &World,
-        registry: &SkillRegistry,
-    ) -> Option<Intent> {
+    fn recognize(&mut self, utterance: &str, world: &World, registry: &SkillRegistry) -> bool {
         if !self.config.recognize_intents || self.cooldown_until.is_some() {
-            return None;
+            return false;
         }
         self.ask_intent(utterance, world, registry)
+    }
+
+    fn recognized(
+        &mut self,
+        world: &World,
+        registry: &SkillRegistry,
+    ) -> Vec<(String, Option<Intent>)> {
+        while let Some(update) = self.worker.try_recv() {
+            self.backlog.push(update);
+        }
+        for update in std::mem::take(&mut self.backlog) {
+            let kept = matches!(&update, Update::Done { id, purpose, result } if self.hear(*id, purpose, result));
+            if !kept {
+                self.backlog.push(update);
+            }
+        }
+        std::mem::take(&mut self.heard)
+            .into_iter()
+            .map(|(utterance, result)| {
+                let intent = self.intent_from(&result, world, registry);
+                (utterance, intent)
+            })
+            .collect()
+    }
+
+    fn is_recognizing(&self) -> bool {
+        !self.asked.is_empty() || !self.heard.is_empty()
     }
 
     fn take_events(&mut self, events: &mut Vec<EventKind>) {

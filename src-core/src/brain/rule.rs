@@ -130,6 +130,12 @@ pub fn decide(obs: &Observation, registry: &SkillRegistry) -> Decision {
         Some(LastResult::Resumed { after }) => {
             start(obs, D::Continue, &format!("resume after {after}:"))
         }
+        Some(LastResult::Succeeded { skill, .. })
+            if skill == "watch"
+                && let Some(d) = emergency(obs) =>
+        {
+            d
+        }
         Some(LastResult::Succeeded { skill, args }) => {
             let done = format!("{} succeeded", describe_call(skill, args));
             if obs.current_step().is_none() {
@@ -259,7 +265,81 @@ fn failed(
             D::AskHuman,
             format!("{skill} to {target} failed ({code}: {message}); I need help"),
         ),
+        (Recovery::Skip, _) => {
+            let reason = format!("{skill} failed ({code}: {message}); carry on without it");
+            let skip = PlanPatch { skip_current: true };
+            if obs.on_last_step() {
+                Decision::new(D::Finish, reason).with_patch(skip)
+            } else {
+                let next = obs.next_step().map(|s| Op::Dispatch {
+                    skill: s.skill.clone(),
+                    args: s.args.clone(),
+                });
+                Decision::new(D::Continue, reason)
+                    .with_patch(skip)
+                    .with_ops(next)
+            }
+        }
     }
+}
+
+/// After a `watch` that saw an emergency: raise the alert, say so, and wait
+/// for an operator (seed 000 §3.5: ALERT). `None` when all is normal.
+fn emergency(obs: &Observation) -> Option<Decision> {
+    let seen = obs.vision.as_ref()?;
+    if seen.get("emergency").and_then(serde_json::Value::as_bool) != Some(true) {
+        return None;
+    }
+    let kinds: Vec<String> = seen
+        .get("objects_detected")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|k| k.as_str())
+                .filter(|k| crate::perception::vision::EMERGENCY_LABELS.contains(k))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let kinds = if kinds.is_empty() {
+        vec!["emergency".to_string()]
+    } else {
+        kinds
+    };
+    let zone = seen
+        .get("zone")
+        .and_then(serde_json::Value::as_str)
+        .or(obs.zone.as_deref())
+        .unwrap_or("here")
+        .to_string();
+    let what = kinds.join(" and ");
+    let description = seen
+        .get("description")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let alert = Op::Dispatch {
+        skill: "alert".into(),
+        args: json!({
+            "zone": zone,
+            "kinds": kinds,
+            "description": description,
+            "evidence": seen.get("evidence").cloned().unwrap_or(serde_json::Value::Null),
+            "vision": seen,
+        }),
+    };
+    let warning = speak(&format!(
+        "Warning: {what} in the {}! I have raised the alert.",
+        zone.replace('_', " ")
+    ));
+    Some(
+        Decision::new(
+            DecisionType::AskHuman,
+            format!(
+                "{what} seen in {zone}: raise the alert and stay until an operator acknowledges"
+            ),
+        )
+        .with_ops([alert, warning]),
+    )
 }
 
 fn charging(obs: &Observation) -> Decision {
@@ -348,6 +428,7 @@ mod tests {
             blocked_passages: Vec::new(),
             incidents: Vec::new(),
             replan_wait_s: 3.0,
+            vision: None,
         }
     }
 

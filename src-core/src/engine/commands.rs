@@ -7,7 +7,7 @@ use crate::brain::{Intent, parse_intent};
 use crate::kernel::TaskKind;
 use crate::link::LinkRequest;
 use crate::protocol::{
-    Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus,
+    AlertStatus, Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus,
 };
 use crate::react::{LastResult, Phase};
 
@@ -15,7 +15,10 @@ impl Engine {
     pub(super) fn ingest(&mut self, command: Command) {
         self.node(Node::HciIngress);
         match command {
-            Command::Say { text } => self.say(&text),
+            Command::Say { text } => {
+                self.hush("the operator spoke");
+                self.say(&text);
+            }
             Command::Approve { approval_id } => self.approve(&approval_id, None),
             Command::Edit { approval_id, args } => self.approve(&approval_id, Some(&args)),
             Command::Reject {
@@ -27,6 +30,9 @@ impl Engine {
             Command::Stop => self.cancel_active("stopped by the operator"),
             Command::EStop => self.estop_now(),
             Command::StartPatrol { route } => self.start_patrol(route.as_deref()),
+            Command::Acknowledge { incident_id, by } => {
+                self.acknowledge(incident_id.as_deref(), &by);
+            }
             Command::Inject { fault } => {
                 if let Err(e) = self.link.send(LinkRequest::Inject { fault }) {
                     self.emit(EventKind::Error {
@@ -47,17 +53,37 @@ impl Engine {
     }
 
     fn say(&mut self, text: &str) {
-        // Local first; a brain that understands more gets what the rules could not parse.
-        let mut intent = parse_intent(text, &self.world);
-        let mut processed_locally = true;
+        // Local first; a brain that understands more gets what the rules
+        // could not parse, and answers later (`heard`).
+        let intent = parse_intent(text, &self.world);
         if matches!(intent, Intent::Unknown | Intent::UnknownPlace { .. })
-            && let Some(understood) = self.brain.recognize(text, &self.world, &self.registry)
+            && self.brain.recognize(text, &self.world, &self.registry)
         {
-            intent = understood;
-            processed_locally = false;
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: format!("asking the model what \"{text}\" means"),
+            });
+            return;
         }
-        // The model call (if one was made) is accounted before its result.
-        self.brain_notes();
+        self.act_on(text, intent, true);
+    }
+
+    /// Utterances the brain has finished recognising: the model's intent, or
+    /// the rule parser's when the model did not understand either.
+    pub(super) fn heard(&mut self) {
+        for (text, understood) in self.brain.recognized(&self.world, &self.registry) {
+            // The model call is accounted before its result.
+            self.brain_notes();
+            if let Some(intent) = understood {
+                self.act_on(&text, intent, false);
+            } else {
+                let intent = parse_intent(&text, &self.world);
+                self.act_on(&text, intent, true);
+            }
+        }
+    }
+
+    fn act_on(&mut self, text: &str, intent: Intent, processed_locally: bool) {
         self.emit(EventKind::Intent {
             utterance: text.to_string(),
             intent: intent.name().into(),
@@ -87,6 +113,7 @@ impl Engine {
             Intent::Pause => self.pause(),
             Intent::Resume | Intent::Retry => self.resume(),
             Intent::Estop => self.estop_now(),
+            Intent::Acknowledge => self.acknowledge(None, "operator"),
             Intent::UnknownPlace { phrase } => {
                 let known: Vec<String> = self.world.zones.iter().map(|z| z.name.replace('_', " ")).collect();
                 self.speak(
@@ -104,7 +131,7 @@ impl Engine {
     }
 
     /// Queues a task: main priority when nothing else is open, user-interrupt otherwise.
-    fn add_task(&mut self, kind: TaskKind, reason: &str) -> String {
+    pub(super) fn add_task(&mut self, kind: TaskKind, reason: &str) -> String {
         let busy = self
             .state
             .queue
@@ -139,6 +166,7 @@ impl Engine {
             },
             &format!("patrol route {name}"),
         );
+        self.schedule_rounds(name);
     }
 
     fn pause(&mut self) {
@@ -150,8 +178,54 @@ impl Engine {
         self.speak("Paused.", SpeechTrack::Answer);
     }
 
+    /// Marks open alerts acknowledged (the one named, or all), says so, and
+    /// lets a task that waited on them go on.
+    fn acknowledge(&mut self, incident_id: Option<&str>, by: &str) {
+        let now = self.state.time;
+        let mut acknowledged = Vec::new();
+        for incident in &mut self.state.incidents {
+            if incident.acknowledged_by.is_none() && incident_id.is_none_or(|id| id == incident.id)
+            {
+                incident.status = AlertStatus::Acknowledged;
+                incident.acknowledged_by = Some(by.to_string());
+                incident.acknowledged_at = Some(now);
+                acknowledged.push(incident.clone());
+            }
+        }
+        if acknowledged.is_empty() {
+            let what = incident_id.map_or_else(
+                || "no open alert".to_string(),
+                |id| format!("no open alert `{id}`"),
+            );
+            self.speak(
+                &format!("There is {what} to acknowledge."),
+                SpeechTrack::Answer,
+            );
+            return;
+        }
+        for incident in acknowledged {
+            self.emit(EventKind::Alert {
+                incident: Box::new(incident),
+            });
+        }
+        if self
+            .state
+            .incidents
+            .iter()
+            .all(|i| i.acknowledged_by.is_some())
+        {
+            self.speak("Alert acknowledged. Carrying on.", SpeechTrack::Answer);
+            self.resume_after("the alert was acknowledged");
+        }
+    }
+
     /// Releases an E-stop, resumes paused tasks and retries tasks waiting for help.
     fn resume(&mut self) {
+        self.resume_after("the operator said retry");
+    }
+
+    /// [`Engine::resume`], saying why a task waiting for help goes on.
+    fn resume_after(&mut self, why: &str) {
         if self.state.estop {
             self.state.estop = false;
             self.emit(EventKind::Log {
@@ -172,7 +246,7 @@ impl Engine {
                 let after = if status == TaskStatus::Paused {
                     "a pause"
                 } else {
-                    "the operator said retry"
+                    why
                 };
                 task.status = TaskStatus::Queued;
                 task.react.phase = Phase::Ready;
@@ -189,6 +263,8 @@ impl Engine {
     }
 
     fn cancel_active(&mut self, why: &str) {
+        // Stopping a patrol stops its rounds too.
+        self.state.rounds = None;
         let target = self
             .state
             .queue
@@ -214,6 +290,7 @@ impl Engine {
 
     /// The E-stop: cancel everything and stop the base, with no brain on the path.
     pub(super) fn estop_now(&mut self) {
+        self.hush("E-stop");
         self.state.estop = true;
         self.state.estops += 1;
         self.set_mode(Mode::Safe, "E-stop pressed".into());
@@ -258,9 +335,23 @@ impl Engine {
 
     /// Speaks a line (an event; audio comes with the speech skills).
     pub(super) fn speak(&mut self, text: &str, track: SpeechTrack) {
+        let audio = self.speaker.say(text).map(|p| p.display().to_string());
         self.emit(EventKind::Speech {
             text: text.to_string(),
             track,
+            audio,
         });
+    }
+
+    /// Barge-in: the operator speaks (or presses the E-stop), the robot stops talking.
+    fn hush(&mut self, why: &str) {
+        let cut = self.speaker.interrupt();
+        if !cut.is_empty() {
+            let files: Vec<String> = cut.iter().map(|p| p.display().to_string()).collect();
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: format!("speech cut: {why} ({})", files.join(", ")),
+            });
+        }
     }
 }

@@ -13,7 +13,7 @@ use crate::protocol::{
 use crate::react::guardrails::{GuardContext, Judged, judge};
 use crate::react::observation::{PLAN_WINDOW, PreemptObs, RunningGoalObs};
 use crate::react::{Decision, LastResult, Observation, Phase, guards};
-use crate::skills::runner::{Completion, GoalResult};
+use crate::skills::Completion;
 
 /// What woke the loop.
 enum Trigger {
@@ -21,6 +21,16 @@ enum Trigger {
     Ready,
     /// A running step is due for a progress check (with evidence of no progress).
     Check(Option<String>),
+}
+
+/// How a dispatch went.
+enum Dispatched {
+    /// The goal runs on the robot; its result comes later.
+    Running,
+    /// It finished at once.
+    Ended(Box<Completion>),
+    /// It could not start (the task has been told).
+    Refused,
 }
 
 impl Engine {
@@ -289,6 +299,7 @@ impl Engine {
             blocked_passages: t.blocked_passages.clone(),
             incidents: t.incidents_in_view.clone(),
             replan_wait_s: self.config.kernel.replan_wait_s,
+            vision: self.state.shared.get("last_vision_result").cloned(),
         })
     }
 
@@ -362,11 +373,18 @@ impl Engine {
                         .registry
                         .spec(skill)
                         .is_some_and(|s| !s.resources.is_empty());
-                    if self.dispatch_one(task_id, &goal_id, skill, args)
-                        && step_goal.is_none()
-                        && (step_skill.as_deref() == Some(skill.as_str()) || holds_base)
-                    {
-                        step_goal = Some(goal_id);
+                    let is_step = step_goal.is_none()
+                        && (step_skill.as_deref() == Some(skill.as_str()) || holds_base);
+                    match self.dispatch_one(task_id, &goal_id, skill, args) {
+                        Dispatched::Running if is_step => step_goal = Some(goal_id),
+                        // A step that finished at once (a look with the
+                        // camera) is observed now, as if the robot had answered.
+                        Dispatched::Ended(c)
+                            if is_step && step_skill.as_deref() == Some(skill.as_str()) =>
+                        {
+                            self.step_ended(&c);
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -374,8 +392,14 @@ impl Engine {
         step_goal
     }
 
-    /// Starts one skill goal; returns whether it is now running on the robot.
-    fn dispatch_one(&mut self, task_id: &str, goal_id: &str, skill: &str, args: &Value) -> bool {
+    /// Starts one skill goal.
+    fn dispatch_one(
+        &mut self,
+        task_id: &str,
+        goal_id: &str,
+        skill: &str,
+        args: &Value,
+    ) -> Dispatched {
         let (result, speech) = self.with_skills(|runner, registry, ctx, now| {
             runner.dispatch(registry, ctx, goal_id, skill, args, Some(task_id), now)
         });
@@ -388,10 +412,9 @@ impl Engine {
                 match done {
                     Some(c) => {
                         self.completion_event(&c);
-                        self.instant_step_done(task_id, &c);
-                        false
+                        Dispatched::Ended(Box::new(c))
                     }
-                    None => true,
+                    None => Dispatched::Running,
                 }
             }
             Err(e) => {
@@ -406,31 +429,9 @@ impl Engine {
                     });
                 }
                 self.state.last_failure = Some(message);
-                false
+                Dispatched::Refused
             }
         }
-    }
-
-    /// R7 for a skill that finished as it started (`Started::Done`): when it
-    /// carried the task's current step, the step is done, as for a goal the
-    /// robot reports (a `call` task of `speak`, say).
-    fn instant_step_done(&mut self, task_id: &str, c: &Completion) {
-        let Some(task) = self.state.queue.get_mut(task_id) else {
-            return;
-        };
-        let is_step = task
-            .current_step()
-            .is_some_and(|s| s.skill == c.skill && s.args == c.args);
-        if !is_step || !matches!(c.result, GoalResult::Succeeded { .. }) {
-            return;
-        }
-        task.failures.remove(&c.skill);
-        task.cursor += 1;
-        task.react.last = Some(LastResult::Succeeded {
-            skill: c.skill.clone(),
-            args: c.args.clone(),
-        });
-        self.node(Node::ObserveResult);
     }
 
     /// R8: apply the decision's effect on the task and set the loop's next phase.
@@ -448,13 +449,24 @@ impl Engine {
             DecisionType::Abort => self.halt_task(id, TaskStatus::Aborted, &decision.reason),
             DecisionType::AskHuman => {
                 self.halt_task(id, TaskStatus::WaitingHuman, &decision.reason);
-                self.speak(
-                    &format!(
-                        "I need help: {}. Say \"retry\" to try again or \"cancel\" to give up.",
-                        decision.reason
-                    ),
-                    SpeechTrack::Answer,
-                );
+                let alerting = self
+                    .state
+                    .incidents
+                    .iter()
+                    .any(|i| i.acknowledged_by.is_none());
+                let ask = if alerting {
+                    "I will stay here until an operator says \"acknowledge\"."
+                } else {
+                    "Say \"retry\" to try again or \"cancel\" to give up."
+                };
+                if alerting {
+                    self.speak(ask, SpeechTrack::Answer);
+                } else {
+                    self.speak(
+                        &format!("I need help: {}. {ask}", decision.reason),
+                        SpeechTrack::Answer,
+                    );
+                }
             }
             DecisionType::SwitchTask => self.set_aside(id, &decision.reason),
             DecisionType::Continue | DecisionType::Replan | DecisionType::Retry => {

@@ -6,11 +6,16 @@ use super::Engine;
 use crate::kernel::arbitrate::Switch;
 use crate::kernel::{ArbitrationInput, TaskKind, arbitrate};
 use crate::link::{LinkReply, NavFeedback};
-use crate::protocol::{Activity, EventKind, Mode, Node, Priority, SkillStatus, TaskStatus};
+use crate::protocol::{
+    Activity, AlertStatus, EventKind, IncidentRecord, Mode, Node, Priority, SkillStatus, TaskStatus,
+};
 use crate::react::{LastResult, Phase};
 use crate::skills::SkillRunner;
 use crate::skills::runner::{Completion, GoalResult, GoalUpdate};
 use crate::store::LedgerStatus;
+
+/// Acknowledged alerts kept in the state (older ones live on in the events).
+const KEEP_ACKNOWLEDGED: usize = 20;
 
 impl Engine {
     /// K2: telemetry, feedback and results from the robot; skill time limits.
@@ -42,17 +47,19 @@ impl Engine {
             }
         }
         self.replies = replies;
-        // Goals that run away from the robot (remote services) end here too.
-        let mut remote = Vec::new();
-        self.registry.poll(&mut remote);
-        for (goal_id, result) in remote {
-            if let Some(c) = self.runner.complete(&goal_id, result) {
-                self.on_completion(&c);
-            }
-        }
+        self.skill_results();
         let (expired, _speech) = self.with_skills(SkillRunner::expire);
         for c in expired {
             self.on_completion(&c);
+        }
+    }
+
+    /// Goals that ended off the robot (a model's answer to `watch`).
+    pub(super) fn skill_results(&mut self) {
+        for (goal_id, result) in self.registry.poll_all() {
+            if let Some(GoalUpdate::Ended(c)) = self.runner.on_result(&goal_id, result) {
+                self.on_completion(&c);
+            }
         }
     }
 
@@ -89,6 +96,21 @@ impl Engine {
     /// R7: a goal ended; if it was the task's step, record the result for the next decision.
     pub(super) fn on_completion(&mut self, c: &Completion) {
         self.completion_event(c);
+        let is_step = c
+            .task_id
+            .as_deref()
+            .and_then(|id| self.state.queue.get(id))
+            .is_some_and(
+                |t| matches!(&t.react.phase, Phase::Running { goal_id } if *goal_id == c.goal_id),
+            );
+        if is_step {
+            self.step_ended(c);
+        }
+    }
+
+    /// R7 for the task's current step: the plan moves on after a success,
+    /// failures are counted, and the loop is ready to decide again.
+    pub(super) fn step_ended(&mut self, c: &Completion) {
         let Some(task) = c
             .task_id
             .as_deref()
@@ -96,9 +118,6 @@ impl Engine {
         else {
             return;
         };
-        if !matches!(&task.react.phase, Phase::Running { goal_id } if *goal_id == c.goal_id) {
-            return;
-        }
         task.react.phase = Phase::Ready;
         let failure = match &c.result {
             GoalResult::Succeeded { .. } => {
@@ -133,11 +152,24 @@ impl Engine {
         }
     }
 
-    /// K3: what the robot perceives decides the activity; telemetry is published.
+    /// K3: an alert not yet acknowledged makes the activity ALERT; otherwise
+    /// the active task decides it; telemetry is published.
     pub(super) fn update_world(&mut self) {
-        let t = &self.state.telemetry;
-        let (activity, reason) = if let Some(i) = t.incidents_in_view.first() {
-            (Activity::Alert, format!("{} seen in {}", i.kind, i.zone))
+        let open = self
+            .state
+            .incidents
+            .iter()
+            .find(|i| i.acknowledged_by.is_none());
+        let (activity, reason) = if let Some(i) = open {
+            (
+                Activity::Alert,
+                format!(
+                    "{} seen in {} (alert {})",
+                    i.kinds.join(" and "),
+                    i.zone,
+                    i.id
+                ),
+            )
         } else {
             match self.state.queue.active() {
                 Some(task) if matches!(task.kind, TaskKind::Patrol { .. }) => (
@@ -366,7 +398,14 @@ impl Engine {
             Some(Self::ledger_result(&c.result)),
         );
         let (status, error, message) = match &c.result {
-            GoalResult::Succeeded { .. } => (SkillStatus::Succeeded, None, String::new()),
+            GoalResult::Succeeded { output } => {
+                let summary = output.get("summary").and_then(Value::as_str);
+                (
+                    SkillStatus::Succeeded,
+                    None,
+                    summary.unwrap_or_default().to_string(),
+                )
+            }
             GoalResult::Failed { code, message } => {
                 (SkillStatus::Failed, Some(code.clone()), message.clone())
             }
@@ -387,6 +426,64 @@ impl Engine {
             }
         }
         self.emit(ev);
+        if let GoalResult::Succeeded { output } = &c.result {
+            self.absorb(output);
+        }
+    }
+
+    /// What a finished skill's output means to the kernel: `shared` data
+    /// merged in, an `incident` recorded and announced.
+    fn absorb(&mut self, output: &Value) {
+        if let Some(shared) = output.get("shared").and_then(Value::as_object) {
+            for (k, v) in shared {
+                self.state.shared.insert(k.clone(), v.clone());
+            }
+        }
+        let Some(raised) = output.get("incident") else {
+            return;
+        };
+        let text = |k: &str| raised.get(k).and_then(Value::as_str).map(str::to_string);
+        let incident = IncidentRecord {
+            id: format!("i{}", self.state.alerts_raised + 1),
+            time: self.state.time,
+            zone: text("zone").unwrap_or_default(),
+            kinds: raised
+                .get("kinds")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|k| k.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            description: text("description").unwrap_or_default(),
+            evidence: text("evidence"),
+            vision: raised.get("vision").cloned().unwrap_or(Value::Null),
+            status: AlertStatus::Open,
+            acknowledged_by: None,
+            acknowledged_at: None,
+        };
+        self.state.alerts_raised += 1;
+        // Acknowledged alerts are kept for a while, then forgotten (the events keep them).
+        let acknowledged = self
+            .state
+            .incidents
+            .iter()
+            .filter(|i| i.acknowledged_by.is_some())
+            .count();
+        if acknowledged >= KEEP_ACKNOWLEDGED
+            && let Some(oldest) = self
+                .state
+                .incidents
+                .iter()
+                .position(|i| i.acknowledged_by.is_some())
+        {
+            self.state.incidents.remove(oldest);
+        }
+        self.state.incidents.push(incident.clone());
+        self.emit(EventKind::Alert {
+            incident: Box::new(incident),
+        });
     }
 
     pub(super) fn skill_event(

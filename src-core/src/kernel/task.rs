@@ -51,7 +51,11 @@ impl TaskKind {
     pub fn plan(&self) -> Vec<PlanStep> {
         match self {
             Self::Goto { zone } => vec![PlanStep::navigate(zone)],
-            Self::Patrol { zones, .. } => zones.iter().map(|z| PlanStep::navigate(z)).collect(),
+            // At each waypoint: go there, then look around (seed 000 §3.5).
+            Self::Patrol { zones, .. } => zones
+                .iter()
+                .flat_map(|z| [PlanStep::navigate(z), PlanStep::watch()])
+                .collect(),
             Self::Charge => vec![PlanStep {
                 skill: "dock".into(),
                 args: json!({}),
@@ -98,6 +102,14 @@ pub struct PlanStep {
 }
 
 impl PlanStep {
+    /// `watch`.
+    pub fn watch() -> Self {
+        Self {
+            skill: "watch".into(),
+            args: json!({}),
+        }
+    }
+
     /// `navigate_to {zone}`.
     pub fn navigate(zone: &str) -> Self {
         Self {
@@ -218,10 +230,12 @@ mod tests {
     #[test]
     fn the_plan_ahead_starts_at_the_cursor_and_is_bounded() {
         let mut task = Task::new("t1".into(), patrol(20), Priority::Main, 0.0);
-        task.cursor = 17;
+        // Each zone is two steps: go there, look around.
+        task.cursor = 36;
         let ahead = task.plan_ahead(8);
-        assert_eq!(ahead.len(), 3);
-        assert_eq!(ahead[0], PlanStep::navigate("z17"));
+        assert_eq!(ahead.len(), 4);
+        assert_eq!(ahead[0], PlanStep::navigate("z18"));
+        assert_eq!(ahead[1], PlanStep::watch());
         task.cursor = 2;
         assert_eq!(task.plan_ahead(8).len(), 8);
     }

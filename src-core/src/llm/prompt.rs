@@ -68,6 +68,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "intent_system.txt",
         include_str!("../../../assets/prompts/intent_system.txt"),
     ),
+    (
+        "watch.txt",
+        include_str!("../../../assets/prompts/watch.txt"),
+    ),
 ];
 
 /// The variables each template may use.
@@ -78,6 +82,7 @@ const VARIABLES: &[(&str, &[&str])] = &[
     ("output_tools.txt", &[]),
     ("output_json.txt", &["decision_schema"]),
     ("intent_system.txt", &["zones"]),
+    ("watch.txt", &["zone"]),
 ];
 
 /// The loaded templates, checked.

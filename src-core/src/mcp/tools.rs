@@ -211,7 +211,10 @@ mod tests {
         match tools.check("fly", &json!({})) {
             Err(ToolError::Unknown { name, known }) => {
                 assert_eq!(name, "fly");
-                assert_eq!(known, "navigate_to, stop_base, dock, speak");
+                assert!(
+                    known.starts_with("navigate_to, stop_base, dock, speak"),
+                    "{known}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -226,6 +229,7 @@ mod tests {
             e.to_string().starts_with("invalid arguments for `speak`"),
             "{e}"
         );
-        assert_eq!(tools.definitions().len(), 4);
+        let registry = SkillRegistry::with_builtins().unwrap();
+        assert_eq!(tools.definitions().len(), registry.specs().count());
     }
 }

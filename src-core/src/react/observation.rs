@@ -135,6 +135,10 @@ pub struct Observation {
     pub incidents: Vec<Incident>,
     /// Seconds to wait before retrying when no route exists.
     pub replan_wait_s: f64,
+    /// The last `watch` result (shared data `last_vision_result`): what was
+    /// seen, whether it is an emergency, where, and the evidence frame.
+    #[serde(default)]
+    pub vision: Option<Value>,
 }
 
 impl Observation {

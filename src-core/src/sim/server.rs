@@ -211,12 +211,19 @@ mod tests {
             kind: GoalKind::Navigate { target, zone: None },
         };
         link.send(goal.clone()).unwrap();
-        // The brain goes away while the goal runs, then a new one asks about it.
+        // The brain goes away while the goal runs (once the robot has it),
+        // then a new one asks about it.
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !out.iter().any(|r| matches!(r, LinkReply::Accepted { .. })) {
+            assert!(Instant::now() < deadline, "the goal was never accepted");
+            std::thread::sleep(Duration::from_millis(10));
+            link.drain(&mut out);
+        }
         drop(link);
         std::thread::sleep(Duration::from_millis(50));
         let mut link = TcpLink::connect(&url).unwrap();
-        let mut out = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(20);
+        out.clear();
         let status = loop {
             link.send(LinkRequest::QueryGoal {
                 goal_id: "t/g1.0".into(),

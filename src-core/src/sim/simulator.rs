@@ -49,6 +49,8 @@ pub struct Sim {
     goal: Option<ActiveGoal>,
     goals: BTreeMap<GoalId, GoalStatus>,
     incidents: Vec<Incident>,
+    /// Why the camera fails, while it does.
+    camera_fault: Option<String>,
     /// The world's scripted incidents, by time.
     script: Vec<ScriptedIncident>,
     next_scripted: usize,
@@ -78,6 +80,7 @@ impl Sim {
             goal: None,
             goals: BTreeMap::new(),
             incidents: Vec::new(),
+            camera_fault: None,
             script,
             next_scripted: 0,
             outbox: Vec::new(),
@@ -232,6 +235,7 @@ impl Sim {
             blocked_passages: self.blocked_passages().map(str::to_string).collect(),
             incidents_in_view,
             path: self.path().to_vec(),
+            camera_fault: self.camera_fault.clone(),
         }
     }
 
@@ -511,6 +515,8 @@ impl Sim {
                 let zone = self.zone_name(zone)?;
                 self.incidents.retain(|i| i.zone != zone);
             }
+            Fault::CameraFail { reason } => self.camera_fault = Some(reason.clone()),
+            Fault::CameraRestore => self.camera_fault = None,
         }
         Ok(())
     }

@@ -1,17 +1,34 @@
-//! The built-in skills: moving the base and speaking.
+//! The built-in skills: moving the base, speaking, looking and alerting.
 
+mod alert;
 mod base_goal;
 mod navigate;
 mod speak;
+mod watch;
 
 use serde_json::Value;
 
 use super::{MainType, Recovery, Risk, Skill, SkillContext, SkillError, SkillSpec, SubType};
 use crate::link::LinkRequest;
 
+pub use alert::Alert;
 pub use base_goal::BaseGoal;
 pub use navigate::NavigateTo;
 pub use speak::Speak;
+pub use watch::Watch;
+
+/// `Default` is `new()` for the built-in skills.
+macro_rules! default_is_new {
+    ($($skill:ty),*) => {
+        $(impl Default for $skill {
+            fn default() -> Self {
+                Self::new()
+            }
+        })*
+    };
+}
+
+default_is_new!(NavigateTo, Speak, Watch, Alert);
 
 /// One of each built-in skill.
 pub fn all() -> Vec<Box<dyn Skill>> {
@@ -20,6 +37,8 @@ pub fn all() -> Vec<Box<dyn Skill>> {
         Box::new(BaseGoal::stop_base()),
         Box::new(BaseGoal::dock()),
         Box::new(Speak::new()),
+        Box::new(Watch::new()),
+        Box::new(Alert::new()),
     ]
 }
 
@@ -45,6 +64,14 @@ fn spec(name: &str, description: &str, args_schema: Value) -> SkillSpec {
         dependencies: Vec::new(),
         capabilities: Vec::new(),
     }
+}
+
+/// Sets what every built-in declares beyond the defaults: its time limit,
+/// what success means, and the capability it provides.
+fn declare(spec: &mut SkillSpec, timeout_s: f64, success: &str, capability: &str) {
+    spec.timeout_s = timeout_s;
+    spec.success_criteria = success.into();
+    spec.capabilities = vec![capability.into()];
 }
 
 /// The error map of skills that move the base (Nav2's recoveries, seed 003 §5.2).

@@ -101,14 +101,18 @@ impl SkillRunner {
             .spec(skill)
             .ok_or_else(|| SkillError::Unknown(skill.to_string()))?;
         let (timeout, resources) = (spec.timeout_s, spec.resources.clone());
+        let ended = |result| Completion {
+            goal_id: goal_id.to_string(),
+            skill: skill.to_string(),
+            args: args.clone(),
+            task_id: task_id.map(str::to_string),
+            result,
+        };
         match registry.start(skill, goal_id, args, ctx)? {
-            Started::Done(output) => Ok(Some(Completion {
-                goal_id: goal_id.to_string(),
-                skill: skill.to_string(),
-                args: args.clone(),
-                task_id: task_id.map(str::to_string),
-                result: GoalResult::Succeeded { output },
-            })),
+            Started::Done(output) => Ok(Some(ended(GoalResult::Succeeded { output }))),
+            Started::Failed { code, message } => {
+                Ok(Some(ended(GoalResult::Failed { code, message })))
+            }
             Started::OnRobot => {
                 self.running.push(RunningGoal {
                     goal_id: goal_id.to_string(),
@@ -177,6 +181,11 @@ impl SkillRunner {
         }
     }
 
+    /// A goal that ran off the robot ended (see [`super::Skill::poll`]).
+    pub fn on_result(&mut self, goal_id: &str, result: GoalResult) -> Option<GoalUpdate> {
+        self.finish(goal_id, result)
+    }
+
     /// Cancels every goal past its deadline and reports it failed with `timeout`.
     pub fn expire(
         &mut self,
@@ -199,14 +208,6 @@ impl SkillRunner {
             ));
         }
         out
-    }
-
-    /// Ends a running goal that a skill reported away from the robot link;
-    /// `None` when no such goal runs (cancelled or timed out already).
-    pub fn complete(&mut self, goal_id: &str, result: GoalResult) -> Option<Completion> {
-        let i = self.running.iter().position(|g| g.goal_id == goal_id)?;
-        let goal = self.running.remove(i);
-        Some(Self::ended(goal, result))
     }
 
     /// Running goals, oldest first.

@@ -57,6 +57,8 @@ pub enum Recovery {
     Replan,
     /// Ask the operator.
     AskHuman,
+    /// Carry on without this step (a patrol's look around when the camera fails).
+    Skip,
 }
 
 /// A skill's declaration.

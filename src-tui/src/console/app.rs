@@ -761,7 +761,7 @@ impl App {
                     },
                 );
             }
-            EventKind::Speech { text, track } => push_capped(
+            EventKind::Speech { text, track, .. } => push_capped(
                 &mut self.speech,
                 Timed {
                     time,
@@ -824,6 +824,14 @@ impl App {
             EventKind::Error { code, message } => {
                 self.notice = Some((Level::Error, format!("{code}: {message}")));
                 self.push_log(time, Level::Error, format!("{code}: {message}"));
+            }
+            EventKind::Alert { incident } => {
+                let level = if incident.acknowledged_by.is_some() {
+                    Level::Info
+                } else {
+                    Level::Warn
+                };
+                self.push_log(time, level, incident.summary());
             }
             EventKind::Update { .. } => {}
             #[allow(unreachable_patterns)]

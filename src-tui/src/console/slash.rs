@@ -44,15 +44,19 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/resume", "resume, release an E-stop, retry a stuck task"),
     ("/stop", "cancel the active task"),
     ("/patrol [ROUTE]", "patrol a route of the world"),
+    (
+        "/ack [ID]",
+        "acknowledge an alert (all open ones without an id)",
+    ),
     ("/inject FAULT", "simulator fault, see below"),
     ("/help", "this screen"),
     ("/quit", "leave (asks while a task runs)"),
 ];
 
 /// The faults `/inject` understands, for the help screen.
-pub const FAULTS: &str = "block PASSAGE · unblock PASSAGE · battery PCT · stall · unstall · incident ZONE KIND · clear ZONE · or the fault as JSON";
+pub const FAULTS: &str = "block PASSAGE · unblock PASSAGE · battery PCT · stall · unstall · incident ZONE KIND · clear ZONE · camera_fail · camera_restore · or the fault as JSON";
 
-const INJECT_USAGE: &str = "/inject block PASSAGE | unblock PASSAGE | battery PCT | stall | unstall | incident ZONE KIND | clear ZONE | {\"fault\":…}";
+const INJECT_USAGE: &str = "/inject block PASSAGE | unblock PASSAGE | battery PCT | stall | unstall | incident ZONE KIND | clear ZONE | camera_fail | camera_restore | {\"fault\":…}";
 
 /// Reads a submitted line.
 pub fn parse(line: &str) -> Result<Input, SlashError> {
@@ -82,6 +86,10 @@ pub fn parse(line: &str) -> Result<Input, SlashError> {
             route: (!args.is_empty()).then(|| args.to_string()),
         })),
         "inject" => parse_fault(args).map(|fault| Input::Send(Command::Inject { fault })),
+        "ack" | "acknowledge" => Ok(Input::Send(Command::Acknowledge {
+            incident_id: (!args.is_empty()).then(|| args.to_string()),
+            by: "operator".into(),
+        })),
         "help" | "?" => Ok(Input::Help),
         "quit" | "q" | "exit" => Ok(Input::Quit),
         other => Err(SlashError::Unknown(other.to_string())),
@@ -120,6 +128,14 @@ fn parse_fault(args: &str) -> Result<Fault, SlashError> {
         ["clear", zone] => Fault::ClearIncident {
             zone: (*zone).into(),
         },
+        ["camera_fail", reason @ ..] => Fault::CameraFail {
+            reason: if reason.is_empty() {
+                "no frames from the camera".into()
+            } else {
+                reason.join(" ")
+            },
+        },
+        ["camera_restore"] => Fault::CameraRestore,
         _ => return Err(SlashError::Usage(INJECT_USAGE)),
     };
     Ok(fault)
@@ -128,6 +144,32 @@ fn parse_fault(args: &str) -> Result<Fault, SlashError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alerts_are_acknowledged_and_the_camera_can_fail() {
+        assert_eq!(
+            parse("/ack i2").unwrap(),
+            Input::Send(Command::Acknowledge {
+                incident_id: Some("i2".into()),
+                by: "operator".into()
+            })
+        );
+        assert!(matches!(
+            parse("/ack").unwrap(),
+            Input::Send(Command::Acknowledge {
+                incident_id: None,
+                ..
+            })
+        ));
+        assert_eq!(
+            parse("/inject camera_fail lens covered").unwrap(),
+            Input::Send(Command::Inject {
+                fault: Fault::CameraFail {
+                    reason: "lens covered".into()
+                }
+            })
+        );
+    }
 
     #[test]
     fn utterances_and_commands_are_told_apart() {

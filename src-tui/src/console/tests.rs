@@ -292,8 +292,10 @@ fn several_approvals_queue_visibly_and_rejecting_asks_a_reason() {
 fn alert_on_a_wide_terminal() {
     let mut h = Harness::default();
     h.run_for(0.5);
-    h.type_line("/inject incident living_room smoke");
-    assert!(h.run_until(10.0, |e| matches!(
+    // The robot sees the smoke when it looks around the kitchen on its patrol.
+    h.type_line("/inject incident kitchen smoke");
+    h.type_line("patrol");
+    assert!(h.run_until(40.0, |e| matches!(
         &e.kind,
         EventKind::Activity {
             to: Activity::Alert,
@@ -304,6 +306,10 @@ fn alert_on_a_wide_terminal() {
     let s = h.screen(200, 60);
     assert!(s.contains("ALERT"), "{s}");
     assert!(s.contains('!'), "the incident is on the map:\n{s}");
+    assert!(
+        s.contains("alert i1: smoke in kitchen"),
+        "the alert is in the log:\n{s}"
+    );
     screen!("alert_200x60", s);
 }
 
@@ -384,4 +390,18 @@ fn no_color_draws_no_colours() {
             .iter()
             .all(|c| c.fg == ratatui::style::Color::Reset && c.bg == ratatui::style::Color::Reset)
     );
+}
+
+#[test]
+fn a_quit_exits_0_and_a_signal_128_plus_its_number() {
+    use super::Ended;
+    use tokio::signal::unix::SignalKind;
+    assert_eq!(Ended::Quit.exit_status(), 0);
+    for (kind, status) in [
+        (SignalKind::terminate(), 143),
+        (SignalKind::hangup(), 129),
+        (SignalKind::interrupt(), 130),
+    ] {
+        assert_eq!(Ended::Signal(kind.as_raw_value()).exit_status(), status);
+    }
 }

@@ -69,12 +69,6 @@ impl NavigateTo {
     }
 }
 
-impl Default for NavigateTo {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Skill for NavigateTo {
     fn spec(&self) -> &SkillSpec {
         &self.spec

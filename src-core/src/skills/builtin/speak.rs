@@ -24,16 +24,8 @@ impl Speak {
             }),
         );
         spec.shared_resources = vec!["speaker".into()];
-        spec.timeout_s = 10.0;
-        spec.success_criteria = "the line was spoken".into();
-        spec.capabilities = vec!["speech".into()];
+        super::declare(&mut spec, 10.0, "the line was spoken", "speech");
         Self { spec }
-    }
-}
-
-impl Default for Speak {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

@@ -1,0 +1,145 @@
+//! Repeated patrol rounds (seed 000 §3.5: `sleep(patrol_interval)` between
+//! rounds). The schedule is fixed-rate in sim time: round `k` is due at
+//! `first + k × interval`, so lateness never accumulates; a round still
+//! running when the next is due makes that slot be skipped (and logged).
+
+use serde::{Deserialize, Serialize};
+
+use super::Engine;
+use crate::kernel::TaskKind;
+use crate::protocol::{EventKind, SpeechTrack};
+
+/// The schedule of a repeated patrol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rounds {
+    /// Route patrolled.
+    pub route: String,
+    /// Sim time the first round started.
+    pub first: f64,
+    /// Seconds between round starts.
+    pub interval: f64,
+    /// Rounds started so far.
+    pub started: u64,
+    /// Slots skipped because the previous round was still running.
+    pub skipped: u64,
+}
+
+impl Rounds {
+    /// When the next round is due.
+    pub fn next_due(&self) -> f64 {
+        #[allow(clippy::cast_precision_loss)]
+        let slots = (self.started + self.skipped) as f64;
+        self.first + slots * self.interval
+    }
+}
+
+impl Engine {
+    /// Remembers that a patrol of `route` started now, to repeat it when
+    /// `[patrol] interval_s` is set.
+    pub(super) fn schedule_rounds(&mut self, route: &str) {
+        self.state.rounds = self.config.patrol.interval_s.map(|interval| Rounds {
+            route: route.to_string(),
+            first: self.state.time,
+            interval,
+            started: 1,
+            skipped: 0,
+        });
+    }
+
+    /// Starts the next round when it is due (K5, before arbitration).
+    pub(super) fn next_round(&mut self) {
+        let Some(rounds) = &self.state.rounds else {
+            return;
+        };
+        // Half a tick of slack: the tick that is closest to the due time starts it.
+        if self.state.time + self.config.tick_s / 2.0 < rounds.next_due() {
+            return;
+        }
+        let route = rounds.route.clone();
+        let busy = self.state.queue.tasks().iter().any(|t| {
+            !t.status.is_terminal()
+                && matches!(&t.kind, TaskKind::Patrol { route: Some(r), .. } if *r == route)
+        });
+        let Some(rounds) = self.state.rounds.as_mut() else {
+            return;
+        };
+        if busy {
+            rounds.skipped += 1;
+            let message = format!(
+                "patrol round {} is due but the last one still runs; next at {:.1} s",
+                rounds.started + rounds.skipped,
+                rounds.next_due()
+            );
+            self.emit(EventKind::Log {
+                level: "warn".into(),
+                message,
+            });
+            return;
+        }
+        rounds.started += 1;
+        let n = rounds.started;
+        let Some(zones) = self.world.route(&route).map(<[String]>::to_vec) else {
+            self.state.rounds = None;
+            return;
+        };
+        self.speak(
+            &format!("Starting patrol round {n}."),
+            SpeechTrack::Template,
+        );
+        self.add_task(
+            TaskKind::Patrol {
+                route: Some(route.clone()),
+                zones,
+            },
+            &format!("patrol route {route}, round {n}"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::Engine;
+    use crate::protocol::{Command, EventKind, TaskStatus};
+    use crate::sim::World;
+
+    /// Rounds start on a fixed schedule, however long each takes; a stop
+    /// ends them.
+    #[test]
+    fn rounds_repeat_every_interval_without_drift_until_stopped() {
+        let mut config = Config {
+            thread_id: Some("rounds".into()),
+            ..Config::default()
+        };
+        config.patrol.interval_s = Some(90.0);
+        config.skills.keep_frames = false;
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        engine.submit(Command::StartPatrol { route: None });
+        let mut events = Vec::new();
+        let mut starts = Vec::new();
+        while engine.time() < 400.0 {
+            if (engine.time() - 300.0).abs() < 0.05 {
+                engine.submit(Command::Stop);
+            }
+            engine.tick(&mut events);
+            for e in events.drain(..) {
+                if let EventKind::Task { task, .. } = &e.kind
+                    && task.kind == "patrol"
+                    && task.status == TaskStatus::Queued
+                {
+                    starts.push(e.time);
+                }
+            }
+        }
+        // Queued at the first tick, then every 90 s after it; stopped at 300 s.
+        assert_eq!(starts.len(), 4, "{starts:?}");
+        for (k, t) in starts.iter().enumerate() {
+            #[allow(clippy::cast_precision_loss)]
+            let due = starts[0] + 90.0 * k as f64;
+            assert!(
+                (t - due).abs() < 1e-6,
+                "round {k} at {t}, due {due}: {starts:?}"
+            );
+        }
+    }
+}
