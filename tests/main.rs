@@ -1,13 +1,14 @@
 //! End-to-end tests of the `robobrain` binary (the `e2e` test of the
 //! `robobrain-tui` crate): every scenario in `tests/scenarios/`, the demo,
-//! malformed scenario files, the headless JSONL stream, and the console in
-//! tmux (`console.rs`).
+//! malformed scenario files, the headless JSONL stream, the console in
+//! tmux (`console.rs`), and `robobrain mcp` with the rmcp client (`mcp.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod console;
 mod durable;
 mod llm;
+mod mcp;
 mod support;
 
 use std::path::Path;

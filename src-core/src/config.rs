@@ -76,6 +76,34 @@ impl Default for PolicyConfig {
     }
 }
 
+/// MCP services whose tools become skills (`[[mcp.services]]`, seed 000 §7.2).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// The services, by name.
+    pub services: Vec<McpServiceConfig>,
+}
+
+/// One MCP server run as a child process and spoken to over stdio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServiceConfig {
+    /// The service's name: its tools become skills `mcp.<name>.<tool>`.
+    pub name: String,
+    /// The program to run.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Capability tags its skills carry (`home`, `search`, …).
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// The risk of every one of its tools; when absent, `read` for tools
+    /// annotated read-only and `low_write` for the rest.
+    #[serde(default)]
+    pub risk: Option<Risk>,
+}
+
 /// The skills (`[skills]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -161,6 +189,8 @@ pub struct Config {
     pub patrol: PatrolConfig,
     /// Speech (`[speech]`): the voice.
     pub speech: SpeechConfig,
+    /// MCP services used as skill sources (`[mcp]`).
+    pub mcp: McpConfig,
 }
 
 impl Default for Config {
@@ -178,6 +208,7 @@ impl Default for Config {
             skills: SkillsConfig::default(),
             patrol: PatrolConfig::default(),
             speech: SpeechConfig::default(),
+            mcp: McpConfig::default(),
         }
     }
 }
@@ -331,6 +362,34 @@ impl Config {
                 return err(key, format!("expected positive seconds, found {v}"));
             }
         }
+        for (i, service) in self.mcp.services.iter().enumerate() {
+            let name = &service.name;
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !ok {
+                return err(
+                    "mcp.services",
+                    format!(
+                        "service {}: expected a name of letters, digits, `_` or `-`, found {name:?}",
+                        i + 1
+                    ),
+                );
+            }
+            if self.mcp.services[..i].iter().any(|s| s.name == *name) {
+                return err(
+                    "mcp.services",
+                    format!("service `{name}` is configured twice"),
+                );
+            }
+            if service.command.trim().is_empty() {
+                return err(
+                    "mcp.services",
+                    format!("service `{name}`: expected a command to run"),
+                );
+            }
+        }
         if self.store.keep_checkpoints == 0 {
             return err(
                 "store.keep_checkpoints",
@@ -409,6 +468,28 @@ mod tests {
             e,
             "c.toml:3:1: `kernel.battery_resume_pct`: expected a percent above battery_low_pct (30) and at most 100, found 25"
         );
+    }
+
+    #[test]
+    fn mcp_services_parse_and_bad_ones_are_named() {
+        let text = "[[mcp.services]]\nname = \"home\"\ncommand = \"home-mcp\"\nargs = [\"--stdio\"]\ncapabilities = [\"home\"]\nrisk = \"high_write\"\n";
+        let c = Config::from_toml_str(text, Path::new("c.toml")).unwrap();
+        let s = &c.mcp.services[0];
+        assert_eq!((s.name.as_str(), s.command.as_str()), ("home", "home-mcp"));
+        assert_eq!(s.risk, Some(Risk::HighWrite));
+        let refusal = |text: &str| {
+            Config::from_toml_str(text, Path::new("c.toml"))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refusal(&format!(
+            "{text}[[mcp.services]]\nname = \"home\"\ncommand = \"x\"\n"
+        ));
+        assert!(e.ends_with("service `home` is configured twice"), "{e}");
+        let e = refusal("[[mcp.services]]\nname = \"a.b\"\ncommand = \"x\"\n");
+        assert!(e.contains("expected a name of letters"), "{e}");
+        let e = refusal("[[mcp.services]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h\"\n");
+        assert!(e.contains("url"), "{e}");
     }
 
     #[test]

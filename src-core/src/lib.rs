@@ -11,6 +11,7 @@
 //! - [`llm`]: the OpenAI-compatible client, prompts, and the `mock-llm` server.
 //! - [`skills`]: the skill registry, specs, the goal runner and the built-in skills.
 //! - [`perception`]: cameras (the simulated one renders PNGs) and vision results.
+//! - [`mcp`]: skills as MCP tools and one outside call's outcome (the transport is in the faces).
 //! - [`policy`]: which ops need an operator's approval.
 //! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
 //!   in process (`SimLink`) or over TCP (`TcpLink`).
@@ -32,6 +33,7 @@ pub mod geometry;
 pub mod kernel;
 pub mod link;
 pub mod llm;
+pub mod mcp;
 pub mod perception;
 pub mod policy;
 pub mod protocol;

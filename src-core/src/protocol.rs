@@ -72,6 +72,20 @@ pub enum Command {
     },
     /// Stop the runtime.
     Shutdown,
+    /// Run one skill call as a task of its own, for callers outside the
+    /// brain (an MCP client): it goes through the guardrails, the approval
+    /// policy and the ledger like any step, and its outcome is reported in
+    /// events. The `task` event that queues it has the reason `call <call_id>`,
+    /// so the caller can follow its task.
+    Call {
+        /// The caller's id for this call, echoed in the queuing task event's reason.
+        call_id: String,
+        /// Skill name from the registry.
+        skill: String,
+        /// Arguments, checked against the skill's schema by the guardrails.
+        #[serde(default)]
+        args: Value,
+    },
 }
 
 /// The kernel's mode, decided by hard rules before any brain runs.
@@ -648,6 +662,9 @@ pub enum EventKind {
         /// Detail.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         message: String,
+        /// What the skill returned, with `succeeded` (left out when it returned nothing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
     },
     /// An approval changed.
     Approval {

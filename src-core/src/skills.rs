@@ -9,6 +9,7 @@ pub mod builtin;
 pub mod registry;
 pub mod runner;
 pub mod spec;
+pub mod status;
 
 use serde_json::Value;
 use thiserror::Error;

@@ -92,6 +92,8 @@ pub enum Cmd {
     },
     /// JSONL events on stdout; commands (JSON) or utterances on stdin.
     Headless(headless::Args),
+    /// An MCP server: the skills as tools, the snapshot and events as resources (stdio, or --http).
+    Mcp(crate::mcpserve::Args),
     /// List durable threads, or show one thread's event history.
     Threads {
         /// `show ID` prints the thread's events.
@@ -144,10 +146,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         robot: cli.robot.clone(),
         record: cli.thread.is_some() || cli.db.is_some(),
     };
-    if !matches!(cli.command, Some(Cmd::Headless(_) | Cmd::Tui { .. }) | None) {
+    if !matches!(
+        cli.command,
+        Some(Cmd::Headless(_) | Cmd::Tui { .. } | Cmd::Mcp(_)) | None
+    ) {
         anyhow::ensure!(
             !cli.resume && cli.robot.is_none(),
-            "--resume and --robot work with `robobrain headless` and `robobrain tui` (demo and scenario replay a script from its start)"
+            "--resume and --robot work with `robobrain headless`, `robobrain mcp` and `robobrain tui` (demo and scenario replay a script from its start)"
         );
     }
     match cli.command {
@@ -176,6 +181,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Some(Cmd::Headless(args)) => headless::run(config, &args, &durable),
+        Some(Cmd::Mcp(args)) => crate::mcpserve::run(config, &args, &durable),
         Some(Cmd::Threads { show }) => crate::threads::run(&config, show.as_ref()),
         Some(Cmd::Sim(args)) => crate::simserve::run(&config, &args),
         Some(Cmd::Scenario {

@@ -168,7 +168,7 @@ fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -
 
 /// What woke the loop.
 enum Input {
-    Event(Result<Event, broadcast::error::RecvError>),
+    Event(Result<Box<Event>, broadcast::error::RecvError>),
     Stdin(Option<(usize, String)>),
     Poll,
 }
@@ -192,7 +192,7 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
     let mut halted = None;
     loop {
         let input = tokio::select! {
-            ev = events.recv() => Input::Event(ev),
+            ev = events.recv() => Input::Event(ev.map(Box::new)),
             line = lines.recv(), if stdin_open => Input::Stdin(line),
             _ = poll.tick() => Input::Poll,
         };
@@ -206,7 +206,7 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
                 {
                     halted = Some(message.clone());
                 }
-                log.write_batch(std::slice::from_ref(&event))?;
+                log.write_batch(std::slice::from_ref(&*event))?;
                 if emit(&mut out, &event).is_err() {
                     break; // stdout closed: nobody is listening.
                 }
@@ -272,7 +272,7 @@ fn emit(out: &mut std::io::Stdout, event: &Event) -> std::io::Result<()> {
 }
 
 /// An `error` JSON line on stderr.
-fn error_line(line: Option<usize>, code: &str, message: &str) {
+pub fn error_line(line: Option<usize>, code: &str, message: &str) {
     let message = match line {
         Some(n) => format!("stdin line {n}: {message}"),
         None => message.to_string(),

@@ -4,4 +4,5 @@
 //! subcommands.
 
 pub mod console;
+pub mod mcp;
 pub mod session;

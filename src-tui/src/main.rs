@@ -1,9 +1,10 @@
 //! The `robobrain` binary: the console (`tui`, the default on a terminal),
-//! `demo`, `headless` and `scenario`. Thin: the work is in `robobrain-core`
+//! `demo`, `headless`, `mcp` and `scenario`. Thin: the work is in `robobrain-core`
 //! and the console in this crate's library.
 
 mod cli;
 mod headless;
+mod mcpserve;
 mod pretty;
 mod simserve;
 mod threads;

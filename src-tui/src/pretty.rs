@@ -466,6 +466,7 @@ mod tests {
             feedback: None,
             error: Some("blocked".into()),
             message: "kitchen_door is blocked".into(),
+            output: None,
         };
         assert_eq!(
             plain(3.0, failed).unwrap(),
@@ -528,6 +529,7 @@ mod tests {
                     }),
                     error: None,
                     message: String::new(),
+                    output: None,
                 },
             )
         };

@@ -42,6 +42,13 @@ impl Engine {
                 }
             }
             Command::Shutdown => self.shutdown(),
+            Command::Call {
+                call_id,
+                skill,
+                args,
+            } => {
+                self.add_task(TaskKind::Call { skill, args }, &format!("call {call_id}"));
+            }
         }
     }
 

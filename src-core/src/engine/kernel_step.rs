@@ -412,8 +412,18 @@ impl Engine {
             GoalResult::Cancelled => (SkillStatus::Cancelled, None, String::new()),
         };
         let mut ev = self.skill_kind(&c.goal_id, &c.skill, &c.args, status, None, &message);
-        if let EventKind::Skill { error: e, .. } = &mut ev {
+        if let EventKind::Skill {
+            error: e,
+            output: o,
+            ..
+        } = &mut ev
+        {
             *e = error;
+            if let GoalResult::Succeeded { output } = &c.result
+                && !output.is_null()
+            {
+                *o = Some(output.clone());
+            }
         }
         self.emit(ev);
         if let GoalResult::Succeeded { output } = &c.result {
@@ -507,6 +517,7 @@ impl Engine {
             feedback,
             error: None,
             message: message.to_string(),
+            output: None,
         }
     }
 }

@@ -27,6 +27,13 @@ pub enum TaskKind {
     },
     /// Dock and charge until the battery is at the resume threshold.
     Charge,
+    /// One skill call asked for from outside the brain (`Command::Call`).
+    Call {
+        /// Skill name.
+        skill: String,
+        /// Its arguments.
+        args: Value,
+    },
 }
 
 impl TaskKind {
@@ -36,6 +43,7 @@ impl TaskKind {
             Self::Goto { .. } => "goto",
             Self::Patrol { .. } => "patrol",
             Self::Charge => "charge",
+            Self::Call { .. } => "call",
         }
     }
 
@@ -52,6 +60,10 @@ impl TaskKind {
                 skill: "dock".into(),
                 args: json!({}),
             }],
+            Self::Call { skill, args } => vec![PlanStep {
+                skill: skill.clone(),
+                args: args.clone(),
+            }],
         }
     }
 
@@ -61,6 +73,7 @@ impl TaskKind {
             Self::Goto { zone } => format!("go to {zone}"),
             Self::Patrol { zones, .. } => patrol_title(zones),
             Self::Charge => "charge".into(),
+            Self::Call { skill, .. } => format!("call {skill}"),
         }
     }
 }

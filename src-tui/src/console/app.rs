@@ -792,6 +792,7 @@ impl App {
                 feedback,
                 error,
                 message,
+                ..
             } => self.apply_skill(
                 time,
                 &goal_id,

@@ -1,0 +1,373 @@
+//! `robobrain mcp`: the robot brain as an MCP server any agent can drive.
+//!
+//! Tools are the skill registry (one tool per [`SkillSpec`], see
+//! [`robobrain_core::mcp::tools`]); resources are the live snapshot and the
+//! recent event log. A tool call is a `Command::Call`: the kernel runs it as
+//! a task, so the guardrails, the approval policy and the ledger see it like
+//! any step. A call the policy holds for an operator does not run: the
+//! client gets "confirmation required" with the approval's id, and only an
+//! operator (the console, the HTTP mode's stdin, or the [`Runtime`] handle)
+//! can approve it — an MCP client never can, as no tool approves.
+//!
+//! - this file: the server handler and the runtime it drives.
+//! - `http.rs`: the streamable HTTP transport with its bearer-token check.
+//! - `services.rs`: configured MCP services as skills (the client side).
+
+pub mod http;
+pub mod services;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use robobrain_core::engine::Engine;
+use robobrain_core::eventlog::EventLog;
+use robobrain_core::mcp::{CallOutcome, CallWatch, ToolSet};
+use robobrain_core::protocol::{Command, Event};
+use robobrain_core::runtime::{Pace, Runtime, RuntimeError};
+use robobrain_core::skills::status::RobotStatus;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+/// The live snapshot (mode, battery, tasks, approvals…) as JSON.
+pub const SNAPSHOT_URI: &str = "robobrain://snapshot";
+/// The most recent events, one JSON object per line.
+pub const EVENTS_URI: &str = "robobrain://events";
+/// Events the `events` resource keeps.
+pub const RECENT_EVENTS: usize = 500;
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Wall time a tool call waits for its outcome before it answers
+    /// "still running" (the task goes on; its end is in the event log).
+    pub call_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            call_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+struct Shared {
+    runtime: Runtime,
+    tools: ToolSet,
+    definitions: Vec<Tool>,
+    recent: Mutex<VecDeque<Event>>,
+    calls: AtomicU64,
+    options: Options,
+}
+
+/// The MCP server: a handle on the running brain. Cheap to clone (one per
+/// HTTP session); every clone drives the same runtime.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+impl McpServer {
+    /// Registers `robot_status` (the read-only tool), starts `engine` at
+    /// `pace`, and records every event in `log` (when given) and in the
+    /// `events` resource. Call it inside a tokio runtime.
+    pub fn start(
+        mut engine: Engine,
+        pace: Pace,
+        log: Option<EventLog<File>>,
+        options: Options,
+    ) -> Result<Self> {
+        engine
+            .registry_mut()
+            .register(Box::new(RobotStatus::new()), &Value::Null)
+            .context("the robot_status skill")?;
+        let specs: Vec<_> = engine.registry_mut().specs().cloned().collect();
+        let tools = ToolSet::new(specs).context("the skill registry as MCP tools")?;
+        let definitions = tools
+            .definitions()
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<Vec<Tool>, _>>()
+            .context("a skill spec as an MCP tool")?;
+        let (runtime, events) = Runtime::start_subscribed(engine, pace);
+        let shared = Arc::new(Shared {
+            runtime,
+            tools,
+            definitions,
+            recent: Mutex::new(VecDeque::with_capacity(RECENT_EVENTS)),
+            calls: AtomicU64::new(0),
+            options,
+        });
+        tokio::spawn(record(Arc::downgrade(&shared), events, log));
+        Ok(Self { shared })
+    }
+
+    /// Sends an operator command (approve, reject, E-stop…) to the brain.
+    /// This is the operator's side, never reachable from an MCP client.
+    pub async fn operator(&self, command: Command) -> Result<(), RuntimeError> {
+        self.shared.runtime.send(command).await
+    }
+
+    /// The brain's runtime handle.
+    pub fn runtime(&self) -> &Runtime {
+        &self.shared.runtime
+    }
+
+    /// The recent events, one JSON object per line.
+    pub fn recent_events(&self) -> String {
+        let recent = self
+            .shared
+            .recent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut out = String::new();
+        for e in recent.iter() {
+            out.push_str(&e.to_json().to_string());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Runs tool `name` with `args` through the kernel and waits for its
+    /// outcome (at most the call timeout). Unknown tools and arguments that
+    /// break the schema are JSON-RPC `invalid params` errors.
+    pub async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+        self.shared
+            .tools
+            .check(name, &args)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let n = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let call_id = format!("mcp-{n}");
+        // Subscribed before the command goes, so no event of the call is missed.
+        let mut events = self.shared.runtime.subscribe();
+        self.shared
+            .runtime
+            .send(Command::Call {
+                call_id: call_id.clone(),
+                skill: name.to_string(),
+                args: args.clone(),
+            })
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let mut watch = CallWatch::new(&call_id, name, &args);
+        let deadline = tokio::time::Instant::now() + self.shared.options.call_timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Ok(event)) => {
+                    if let Some(outcome) = watch.on_event(&event.kind) {
+                        return Ok(result_of(name, &outcome));
+                    }
+                }
+                Ok(Err(RecvError::Lagged(_))) => {}
+                Ok(Err(RecvError::Closed)) => {
+                    return Err(ErrorData::internal_error(
+                        "the robot brain has stopped",
+                        None,
+                    ));
+                }
+                Err(_) => return Ok(still_running(name, &call_id, watch.task_id())),
+            }
+        }
+    }
+
+    fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        let contents = match uri {
+            SNAPSHOT_URI => {
+                let snapshot = serde_json::to_string_pretty(&self.shared.runtime.snapshot())
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                ResourceContents::text(snapshot, uri).with_mime_type("application/json")
+            }
+            EVENTS_URI => ResourceContents::text(self.recent_events(), uri)
+                .with_mime_type("application/x-ndjson"),
+            _ => {
+                return Err(ErrorData::resource_not_found(
+                    format!("no resource `{uri}`; resources: {SNAPSHOT_URI}, {EVENTS_URI}"),
+                    None,
+                ));
+            }
+        };
+        Ok(ReadResourceResult::new(vec![contents]))
+    }
+}
+
+/// Keeps the recent events and writes every event to the log, until the
+/// runtime stops or the server is dropped.
+async fn record(
+    shared: std::sync::Weak<Shared>,
+    mut events: tokio::sync::broadcast::Receiver<Event>,
+    mut log: Option<EventLog<File>>,
+) {
+    loop {
+        let event = match events.recv().await {
+            Ok(event) => event,
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return,
+        };
+        if let Some(l) = &mut log
+            && let Err(e) = l.write_batch(std::slice::from_ref(&event))
+        {
+            eprintln!("error: the event log: {e}; events are no longer logged");
+            log = None;
+        }
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let mut recent = shared.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if recent.len() == RECENT_EVENTS {
+            recent.pop_front();
+        }
+        recent.push_back(event);
+    }
+}
+
+/// A call's outcome as an MCP tool result: structured content, a sentence
+/// for the model, and `isError` when the call did not succeed.
+fn result_of(tool: &str, outcome: &CallOutcome) -> CallToolResult {
+    let structured = serde_json::to_value(outcome).unwrap_or(Value::Null);
+    let (sentence, is_error) = match outcome {
+        CallOutcome::ConfirmationRequired {
+            approval_id,
+            reason,
+            ..
+        } => (
+            format!(
+                "confirmation required: {tool} has NOT run ({reason}). It runs only after an \
+                 operator approves {approval_id} in a robobrain console; this client cannot \
+                 approve it. Its outcome will be in the {EVENTS_URI} resource."
+            ),
+            false,
+        ),
+        CallOutcome::Succeeded { output, .. } => (
+            match output {
+                Some(o) => format!("{tool} succeeded: {o}"),
+                None => format!("{tool} succeeded"),
+            },
+            false,
+        ),
+        CallOutcome::Failed { message, .. } => (format!("{tool} did not succeed: {message}"), true),
+    };
+    let mut result = if is_error {
+        CallToolResult::structured_error(structured)
+    } else {
+        CallToolResult::structured(structured)
+    };
+    result.content = vec![ContentBlock::text(sentence)];
+    result
+}
+
+fn still_running(tool: &str, call_id: &str, task_id: Option<&str>) -> CallToolResult {
+    let task = task_id.unwrap_or("not yet queued");
+    let mut result = CallToolResult::structured(json!({
+        "status": "running", "call_id": call_id, "task_id": task_id,
+    }));
+    result.content = vec![ContentBlock::text(format!(
+        "{tool} is still running (task {task}); its outcome will be in the {EVENTS_URI} resource"
+    ))];
+    result
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("robobrain", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "A robot brain in a simulated apartment. Tools are its skills; each call runs \
+             through its guardrails and approval policy. Calls that need an operator return \
+             `confirmation_required` and run only once a human approves them. Read \
+             robobrain://snapshot for the robot's state and robobrain://events for what happened.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.shared.definitions.clone(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        self.call(&request.name, args).await.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(SNAPSHOT_URI, "snapshot")
+                .with_description("The robot brain's state: mode, battery, tasks, approvals")
+                .with_mime_type("application/json"),
+            Resource::new(EVENTS_URI, "events")
+                .with_description(format!(
+                    "The last {RECENT_EVENTS} events (decisions, guardrails, approvals, skills), JSONL"
+                ))
+                .with_mime_type("application/x-ndjson"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(&request.uri).map(Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use robobrain_core::protocol::TaskStatus;
+
+    #[test]
+    fn outcomes_become_tool_results() {
+        let asked = result_of(
+            "navigate_to",
+            &CallOutcome::ConfirmationRequired {
+                task_id: "t1".into(),
+                approval_id: "a1".into(),
+                reason: "navigate_to enters the restricted zone study".into(),
+            },
+        );
+        assert_eq!(asked.is_error, Some(false));
+        let v = asked.structured_content.unwrap();
+        assert_eq!(v["status"], "confirmation_required");
+        assert_eq!(v["approval_id"], "a1");
+        let failed = result_of(
+            "navigate_to",
+            &CallOutcome::Failed {
+                task_id: "t1".into(),
+                task_status: TaskStatus::Aborted,
+                message: "rejected: not now".into(),
+            },
+        );
+        assert_eq!(failed.is_error, Some(true));
+        assert_eq!(failed.structured_content.unwrap()["task_status"], "aborted");
+    }
+}

@@ -1,0 +1,177 @@
+//! `robobrain mcp`: the brain on the simulated robot (as `robobrain
+//! headless` sets it up) served to MCP clients over stdio, or over
+//! streamable HTTP with `--http ADDR`.
+//!
+//! The operator's side channel: in HTTP mode stdin takes operator lines as
+//! `robobrain headless` does (`{"cmd":"approve","approval_id":"a1"}`, or an
+//! utterance); in stdio mode stdin belongs to the MCP client, so operator
+//! lines come from `--operator FILE` (a FIFO, say). Diagnostics go to
+//! stderr; in stdio mode stdout carries only MCP messages. The configured
+//! MCP services (`[[mcp.services]]`) are started first; their tools are
+//! skills, so they are tools here too.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rmcp::ServiceExt;
+use robobrain_core::config::Config;
+use robobrain_core::protocol::Command;
+use robobrain_core::runtime::Pace;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio_util::sync::CancellationToken;
+
+use robobrain_tui::mcp::http::{HttpServer, PATH, check_bind};
+use robobrain_tui::mcp::{McpServer, Options, services};
+use robobrain_tui::session::{self, Durability};
+
+use crate::headless::{Line, error_line, parse_line};
+
+/// Arguments of `robobrain mcp`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Serve streamable HTTP at ADDR (endpoint `/mcp`) instead of stdio; stdin then takes operator lines.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Bearer token HTTP clients must send; required when `--http` is not a loopback address.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Operator lines (as on `robobrain headless` stdin) read from FILE, e.g. a FIFO.
+    #[arg(long, value_name = "FILE")]
+    pub operator: Option<PathBuf>,
+    /// Sim seconds per wall second.
+    #[arg(long, value_name = "N", default_value_t = 1.0)]
+    pub speed: f64,
+    /// Wall seconds a tool call waits for its outcome before answering "still running".
+    #[arg(long, value_name = "S", default_value_t = 300.0)]
+    pub call_timeout: f64,
+    #[arg(long, value_name = "FILE", help = crate::cli::LOG_HELP)]
+    pub log: Option<PathBuf>,
+}
+
+/// Runs the MCP server until the client leaves (stdio) or a signal (HTTP).
+pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
+    anyhow::ensure!(
+        args.speed.is_finite() && args.speed > 0.0,
+        "--speed: expected a positive number of sim seconds per wall second, found {}",
+        args.speed
+    );
+    anyhow::ensure!(
+        args.call_timeout.is_finite() && args.call_timeout > 0.0,
+        "--call-timeout: expected positive seconds, found {}",
+        args.call_timeout
+    );
+    if let Some(addr) = args.http {
+        check_bind(addr, args.token.as_deref())?;
+    } else if args.token.is_some() {
+        anyhow::bail!("--token goes with --http (stdio needs none)");
+    }
+    let brain_config = config.clone();
+    let mut session = session::open(config, "mcp", args.log.as_deref(), durable)?;
+    crate::cli::use_configured_brain(&mut session.engine, &brain_config)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(serve(session, &brain_config, args))
+}
+
+async fn serve(mut session: session::Session, config: &Config, args: &Args) -> Result<ExitCode> {
+    // A service that cannot start is named; the rest runs without it.
+    for error in services::connect_all(&config.mcp, &mut session.engine).await {
+        eprintln!("error: {error}");
+    }
+    let options = Options {
+        call_timeout: Duration::from_secs_f64(args.call_timeout),
+    };
+    let pace = Pace::RealTime { speed: args.speed };
+    let server = McpServer::start(session.engine, pace, Some(session.log), options)?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(on_signal(shutdown.clone()));
+    if let Some(path) = args.operator.clone() {
+        // Opened in its own task: a FIFO's open waits for its writer.
+        let server = server.clone();
+        tokio::spawn(async move {
+            match tokio::fs::File::open(&path).await {
+                Ok(file) => operator_lines(tokio::io::BufReader::new(file), server).await,
+                Err(e) => error_line(
+                    None,
+                    "operator",
+                    &format!("--operator {}: {e}", path.display()),
+                ),
+            }
+        });
+    }
+    match args.http {
+        None => {
+            eprintln!("robobrain mcp: thread {} on stdio", session.thread_id);
+            let running = server
+                .clone()
+                .serve(rmcp::transport::stdio())
+                .await
+                .context("the MCP session over stdio")?;
+            tokio::select! {
+                _ = running.waiting() => {}
+                () = shutdown.cancelled() => {}
+            }
+        }
+        Some(addr) => {
+            let http = HttpServer::bind(server.clone(), addr, args.token.clone(), shutdown.clone())
+                .await?;
+            // Tests and scripts read the address (the real port) from this line.
+            eprintln!(
+                "robobrain mcp: thread {} serving http://{}{PATH}",
+                session.thread_id, http.addr
+            );
+            if args.operator.is_none() {
+                tokio::spawn(operator_lines(
+                    tokio::io::BufReader::new(tokio::io::stdin()),
+                    server.clone(),
+                ));
+            }
+            http.serve().await?;
+        }
+    }
+    let _ = server.operator(Command::Shutdown).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Sends each operator line to the brain; a bad line gets an `error` line on stderr.
+async fn operator_lines(reader: impl AsyncBufRead + Unpin, server: McpServer) {
+    let mut lines = reader.lines();
+    let mut n = 0;
+    while let Ok(Some(line)) = lines.next_line().await {
+        n += 1;
+        match parse_line(&line) {
+            Line::Command(command) => {
+                if let Err(e) = server.operator(command).await {
+                    error_line(Some(n), "operator", &e.to_string());
+                }
+            }
+            Line::Blank => {}
+            Line::Bad(why) => error_line(Some(n), "invalid_command", &why),
+        }
+    }
+}
+
+async fn on_signal(shutdown: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+            shutdown.cancel();
+            return;
+        }
+    }
+    let _ = ctrl_c.await;
+    shutdown.cancel();
+}
