@@ -153,12 +153,23 @@ pub struct SpeechConfig {
 }
 
 /// Patrols (`[patrol]`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PatrolConfig {
     /// Seconds from the start of one patrol round to the start of the next
     /// (env `PATROL_INTERVAL`); none: a patrol is one round.
     pub interval_s: Option<f64>,
+    /// Look around (`watch`) at every waypoint.
+    pub look_around: bool,
+}
+
+impl Default for PatrolConfig {
+    fn default() -> Self {
+        Self {
+            interval_s: None,
+            look_around: true,
+        }
+    }
 }
 
 /// The whole configuration.

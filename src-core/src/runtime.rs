@@ -67,6 +67,9 @@ pub struct Runtime {
 const EVENT_BUFFER: usize = 8192;
 /// How often a thinking brain is polled for streamed tokens between ticks.
 const BRAIN_POLL: Duration = Duration::from_micros(500);
+/// How far behind its schedule the clock may fall before it slips instead
+/// of catching up.
+const MAX_LAG: Duration = Duration::from_millis(50);
 /// Commands buffered before `send` reports `Busy`.
 const COMMAND_BUFFER: usize = 1024;
 
@@ -171,8 +174,14 @@ fn drive(
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
                 engine.tick(&mut buf);
                 publish(&mut engine, &mut buf, events, snapshot);
-                // A late tick is not made up for: the clock slips rather than bursts.
-                next_tick = (next_tick + period).max(Instant::now());
+                // A tick a little late (a wake-up after the timer) is made
+                // up for, so the sim clock keeps its rate; one far behind (the
+                // machine stalled) is not: the clock slips rather than bursts.
+                next_tick += period;
+                let now = Instant::now();
+                if now > next_tick + MAX_LAG {
+                    next_tick = now;
+                }
             }
         }
     }

@@ -144,6 +144,12 @@ impl Engine {
             Priority::Main
         };
         let id = self.state.queue.push(kind, priority, self.state.time);
+        if !self.config.patrol.look_around
+            && let Some(task) = self.state.queue.get_mut(&id)
+        {
+            // Patrols that only go round: no look at each waypoint.
+            task.plan.retain(|step| step.skill != "watch");
+        }
         self.task_event(&id, reason);
         id
     }

@@ -103,6 +103,19 @@ mod tests {
     use crate::protocol::{Command, EventKind, TaskStatus};
     use crate::sim::World;
 
+    /// `[patrol] look_around = false`: the plan only goes round.
+    #[test]
+    fn a_patrol_without_looking_around_has_no_watch_steps() {
+        let mut config = Config::default();
+        config.patrol.look_around = false;
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        engine.submit(Command::StartPatrol { route: None });
+        engine.tick(&mut Vec::new());
+        let task = &engine.state().queue.tasks()[0];
+        assert!(!task.plan.is_empty());
+        assert!(task.plan.iter().all(|s| s.skill == "navigate_to"));
+    }
+
     /// Rounds start on a fixed schedule, however long each takes; a stop
     /// ends them.
     #[test]
