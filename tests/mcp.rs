@@ -654,3 +654,67 @@ capabilities = ["clock"]
     .await;
     client.cancel().await.unwrap();
 }
+
+/// The configured services' tools are skills in `robobrain headless` too
+/// (and the console, which opens its run the same way): a call to one goes
+/// through the kernel and succeeds; a service that cannot start is a warning.
+#[test]
+fn headless_runs_the_configured_services_tools_as_skills() {
+    let dir = temp_dir("mcp-headless");
+    let bin = env!("CARGO_BIN_EXE_robobrain");
+    let config = dir.join("robobrain.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"runs_dir = "{d}"
+
+[[mcp.services]]
+name = "inner"
+command = "{bin}"
+args = ["mcp", "--speed", "25", "--log", "{d}/inner.jsonl"]
+
+[[mcp.services]]
+name = "ghost"
+command = "/nonexistent/ghost-mcp"
+"#,
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    let out = crate::support::robobrain(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "headless",
+            "--speed",
+            "20",
+        ],
+        "{\"cmd\":\"call\",\"call_id\":\"c1\",\"skill\":\"mcp.inner.robot_status\",\"args\":{}}\n",
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let evs = events(&out.stdout);
+    assert!(
+        evs.iter().any(|e| e["kind"] == "log"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("MCP service `inner`:"))),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        evs.iter().any(|e| e["kind"] == "log"
+            && e["level"] == "warn"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("`ghost` cannot start"))),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        evs.iter().any(|e| e["kind"] == "skill"
+            && e["skill"] == "mcp.inner.robot_status"
+            && e["status"] == "succeeded"),
+        "{}",
+        out.stdout
+    );
+}

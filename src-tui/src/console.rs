@@ -99,7 +99,8 @@ pub fn run(config: Config, options: &Options) -> Result<Ended> {
         "--speed: expected a positive number of sim seconds per wall second, found {}",
         options.speed
     );
-    let session =
+    let services = config.mcp.clone();
+    let mut session =
         crate::session::open(config, "console", options.log.as_deref(), &options.durable)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -110,6 +111,7 @@ pub fn run(config: Config, options: &Options) -> Result<Ended> {
         // Before the terminal changes: from here on a signal cannot end the
         // process with the terminal left raw on the alternate screen.
         let signals = Signals::listen()?;
+        crate::mcp::services::connect_into(&services, &mut session.engine).await;
         let (runtime, mut events) = Runtime::start_subscribed(
             session.engine,
             Pace::RealTime {

@@ -104,14 +104,20 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
     let brain_config = config.clone();
     let mut session = session::open(config, "run", args.log.as_deref(), durable)?;
     crate::cli::use_configured_brain(&mut session.engine, &brain_config)?;
+    // The configured MCP services' workers run on this runtime's thread,
+    // beside the kernel's, in lockstep runs too.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(robobrain_tui::mcp::services::connect_into(
+        &brain_config.mcp,
+        &mut session.engine,
+    ));
     if args.fast {
         return lockstep(session.engine, args, session.log);
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .enable_io()
-        .build()
-        .context("cannot start the async runtime")?;
     rt.block_on(drive(session.engine, args, session.log))
 }
 

@@ -72,6 +72,14 @@ pub async fn connect_all(config: &McpConfig, engine: &mut Engine) -> Vec<String>
     errors
 }
 
+/// [`connect_all`] for the faces that drive an engine (console, headless):
+/// a service that cannot start is logged as a warning event and left out.
+pub async fn connect_into(config: &McpConfig, engine: &mut Engine) {
+    for error in connect_all(config, engine).await {
+        engine.log("warn", &error);
+    }
+}
+
 /// Starts `service` and lists its tools (as MCP `Tool` JSON).
 async fn start(service: &McpServiceConfig) -> Result<(Client, Vec<Value>)> {
     let command = tokio::process::Command::new(&service.command).configure(|c| {
