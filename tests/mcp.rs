@@ -543,22 +543,7 @@ async fn kill_and_see_it_restart(
 /// is marked unavailable and restarted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_service_becomes_skills_and_is_restarted_when_it_dies() {
-    let bin = env!("CARGO_BIN_EXE_robobrain");
-    let inner_log = temp_dir("mcp-services-inner").join("inner.jsonl");
-    let config = format!(
-        r#"
-[[mcp.services]]
-name = "inner"
-command = "{bin}"
-args = ["mcp", "--speed", "25", "--log", "{}"]
-capabilities = ["robot"]
-
-[[mcp.services]]
-name = "ghost"
-command = "/nonexistent/ghost-mcp"
-"#,
-        inner_log.display()
-    );
+    let config = inner_and_ghost("mcp-services-inner");
     let (client, outer, log) = with_services("mcp-services", &config).await;
 
     let tools = client.list_all_tools().await.unwrap();
@@ -655,32 +640,38 @@ capabilities = ["clock"]
     client.cancel().await.unwrap();
 }
 
-/// The configured services' tools are skills in `robobrain headless` too
-/// (and the console, which opens its run the same way): a call to one goes
-/// through the kernel and succeeds; a service that cannot start is a warning.
-#[test]
-fn headless_runs_the_configured_services_tools_as_skills() {
-    let dir = temp_dir("mcp-headless");
+/// Two services: `inner`, another `robobrain mcp` (its log in a temp folder
+/// named `dir`), and `ghost`, which cannot start.
+fn inner_and_ghost(dir: &str) -> String {
     let bin = env!("CARGO_BIN_EXE_robobrain");
-    let config = dir.join("robobrain.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"runs_dir = "{d}"
-
+    let log = temp_dir(dir).join("inner.jsonl");
+    format!(
+        r#"
 [[mcp.services]]
 name = "inner"
 command = "{bin}"
-args = ["mcp", "--speed", "25", "--log", "{d}/inner.jsonl"]
+args = ["mcp", "--speed", "25", "--log", "{}"]
+capabilities = ["robot"]
 
 [[mcp.services]]
 name = "ghost"
 command = "/nonexistent/ghost-mcp"
 "#,
-            d = dir.display()
-        ),
+        log.display()
+    )
+}
+
+/// Runs `robobrain headless` with `services` (TOML `[[mcp.services]]`
+/// entries) configured, calls `skill` once, and returns the events.
+fn headless_call(name: &str, services: &str, skill: &str) -> Vec<Value> {
+    let dir = temp_dir(name);
+    let config = dir.join("robobrain.toml");
+    std::fs::write(
+        &config,
+        format!("runs_dir = \"{}\"\n{services}", dir.display()),
     )
     .unwrap();
+    let call = json!({"cmd": "call", "call_id": "c1", "skill": skill, "args": {}});
     let out = crate::support::robobrain(
         &[
             "--config",
@@ -689,32 +680,52 @@ command = "/nonexistent/ghost-mcp"
             "--speed",
             "20",
         ],
-        "{\"cmd\":\"call\",\"call_id\":\"c1\",\"skill\":\"mcp.inner.robot_status\",\"args\":{}}\n",
+        &format!("{call}\n"),
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let evs = events(&out.stdout);
-    assert!(
-        evs.iter().any(|e| e["kind"] == "log"
-            && e["message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("MCP service `inner`:"))),
-        "{}",
-        out.stdout
+    events(&out.stdout)
+}
+
+fn logged(evs: &[Value], level: &str, text: &str) -> bool {
+    evs.iter().any(|e| {
+        e["kind"] == "log"
+            && e["level"] == level
+            && e["message"].as_str().is_some_and(|m| m.contains(text))
+    })
+}
+
+fn succeeded(evs: &[Value], skill: &str) -> bool {
+    evs.iter()
+        .any(|e| e["kind"] == "skill" && e["skill"] == skill && e["status"] == "succeeded")
+}
+
+/// The configured services' tools are skills in `robobrain headless` too
+/// (and the console, which opens its run the same way): a call to one goes
+/// through the kernel and succeeds; a service that cannot start is a warning.
+#[test]
+fn headless_runs_the_configured_services_tools_as_skills() {
+    let services = inner_and_ghost("mcp-headless-inner");
+    let evs = headless_call("mcp-headless", &services, "mcp.inner.robot_status");
+    assert!(logged(&evs, "info", "MCP service `inner`:"), "{evs:?}");
+    assert!(logged(&evs, "warn", "`ghost` cannot start"), "{evs:?}");
+    assert!(succeeded(&evs, "mcp.inner.robot_status"), "{evs:?}");
+}
+
+/// A service by URL: another robobrain serving MCP over HTTP with a token.
+#[test]
+fn a_service_by_url_with_a_token_becomes_skills() {
+    let dir = temp_dir("mcp-url");
+    let (mut server, url) = spawn_http(&["--token", "t0k"], &dir.join("server.jsonl"));
+    let services = format!(
+        "[[mcp.services]]\nname = \"web\"\nurl = \"{url}\"\ntoken = \"t0k\"\n\n[[mcp.services]]\nname = \"locked\"\nurl = \"{url}\"\n"
     );
+    let evs = headless_call("mcp-url-headless", &services, "mcp.web.robot_status");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(logged(&evs, "info", "MCP service `web`:"), "{evs:?}");
     assert!(
-        evs.iter().any(|e| e["kind"] == "log"
-            && e["level"] == "warn"
-            && e["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("`ghost` cannot start"))),
-        "{}",
-        out.stdout
+        logged(&evs, "warn", "`locked` cannot start"),
+        "without the token: {evs:?}"
     );
-    assert!(
-        evs.iter().any(|e| e["kind"] == "skill"
-            && e["skill"] == "mcp.inner.robot_status"
-            && e["status"] == "succeeded"),
-        "{}",
-        out.stdout
-    );
+    assert!(succeeded(&evs, "mcp.web.robot_status"), "{evs:?}");
 }

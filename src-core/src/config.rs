@@ -84,14 +84,22 @@ pub struct McpConfig {
     pub services: Vec<McpServiceConfig>,
 }
 
-/// One MCP server run as a child process and spoken to over stdio.
+/// One MCP server: a child process spoken to over stdio (`command`), or a
+/// streamable-HTTP endpoint (`url`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServiceConfig {
     /// The service's name: its tools become skills `mcp.<name>.<tool>`.
     pub name: String,
-    /// The program to run.
+    /// The program to run (or `url`).
+    #[serde(default)]
     pub command: String,
+    /// The endpoint to connect to (or `command`), e.g. `http://127.0.0.1:8931/mcp`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// A bearer token for `url`.
+    #[serde(default)]
+    pub token: Option<String>,
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
@@ -394,11 +402,30 @@ impl Config {
                     format!("service `{name}` is configured twice"),
                 );
             }
-            if service.command.trim().is_empty() {
-                return err(
-                    "mcp.services",
-                    format!("service `{name}`: expected a command to run"),
-                );
+            match (service.command.trim().is_empty(), &service.url) {
+                (true, None) => {
+                    return err(
+                        "mcp.services",
+                        format!("service `{name}`: expected a command to run or a url"),
+                    );
+                }
+                (false, Some(_)) => {
+                    return err(
+                        "mcp.services",
+                        format!("service `{name}`: expected a command or a url, not both"),
+                    );
+                }
+                (true, Some(url))
+                    if !url.starts_with("http://") && !url.starts_with("https://") =>
+                {
+                    return err(
+                        "mcp.services",
+                        format!(
+                            "service `{name}`: expected an http:// or https:// url, found {url:?}"
+                        ),
+                    );
+                }
+                _ => {}
             }
         }
         if self.store.keep_checkpoints == 0 {
@@ -500,7 +527,21 @@ mod tests {
         let e = refusal("[[mcp.services]]\nname = \"a.b\"\ncommand = \"x\"\n");
         assert!(e.contains("expected a name of letters"), "{e}");
         let e = refusal("[[mcp.services]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h\"\n");
-        assert!(e.contains("url"), "{e}");
+        assert!(
+            e.ends_with("service `a`: expected a command or a url, not both"),
+            "{e}"
+        );
+        let e = refusal("[[mcp.services]]\nname = \"a\"\nurl = \"ftp://h\"\n");
+        assert!(e.contains("expected an http:// or https:// url"), "{e}");
+        let c = Config::from_toml_str(
+            "[[mcp.services]]\nname = \"web\"\nurl = \"http://127.0.0.1:1/mcp\"\ntoken = \"t\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.mcp.services[0].url.as_deref(),
+            Some("http://127.0.0.1:1/mcp")
+        );
     }
 
     #[test]

@@ -218,6 +218,8 @@ mod tests {
             args: Vec::new(),
             capabilities: vec!["home".into()],
             risk,
+            url: None,
+            token: None,
         }
     }
 

@@ -14,7 +14,8 @@ use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use robobrain_core::config::{McpConfig, McpServiceConfig};
 use robobrain_core::engine::Engine;
 use robobrain_core::mcp::remote::{RemoteCall, RemoteTool, ServiceWorker, service_channel};
@@ -62,10 +63,13 @@ pub async fn connect_all(config: &McpConfig, engine: &mut Engine) -> Vec<String>
                 tokio::spawn(work(service.clone(), client, worker));
             }
             Err(e) => errors.push(format!(
-                "MCP service `{}` cannot start ({} {}): {e:#}",
+                "MCP service `{}` cannot start ({}): {e:#}",
                 service.name,
-                service.command,
-                service.args.join(" ")
+                service.url.clone().unwrap_or_else(|| format!(
+                    "{} {}",
+                    service.command,
+                    service.args.join(" ")
+                ))
             )),
         }
     }
@@ -82,15 +86,27 @@ pub async fn connect_into(config: &McpConfig, engine: &mut Engine) {
 
 /// Starts `service` and lists its tools (as MCP `Tool` JSON).
 async fn start(service: &McpServiceConfig) -> Result<(Client, Vec<Value>)> {
-    let command = tokio::process::Command::new(&service.command).configure(|c| {
-        c.args(&service.args);
-    });
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot run the command")?;
-    let client = tokio::time::timeout(START_TIMEOUT, ().serve(transport))
+    let handshake = if let Some(url) = &service.url {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+        if let Some(token) = &service.token {
+            config = config.auth_header(token.clone());
+        }
+        tokio::time::timeout(
+            START_TIMEOUT,
+            ().serve(StreamableHttpClientTransport::from_config(config)),
+        )
         .await
+    } else {
+        let command = tokio::process::Command::new(&service.command).configure(|c| {
+            c.args(&service.args);
+        });
+        let (transport, _stderr) = TokioChildProcess::builder(command)
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot run the command")?;
+        tokio::time::timeout(START_TIMEOUT, ().serve(transport)).await
+    };
+    let client = handshake
         .context("no MCP handshake in time")?
         .context("the MCP handshake failed")?;
     let tools = tokio::time::timeout(START_TIMEOUT, client.list_all_tools())
@@ -250,6 +266,8 @@ mod tests {
                 args: Vec::new(),
                 capabilities: Vec::new(),
                 risk: None,
+                url: None,
+                token: None,
             }],
         };
         let errors = connect_all(&mcp, &mut engine).await;
