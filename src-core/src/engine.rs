@@ -33,7 +33,7 @@ use crate::protocol::{
     RobotView, Snapshot, SpeechTrack,
 };
 use crate::sim::World;
-use crate::skills::{Init, SkillContext, SkillError, SkillRegistry, SkillRunner};
+use crate::skills::{SkillContext, SkillError, SkillRegistry, SkillRunner};
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -456,8 +456,9 @@ impl Engine {
     }
 }
 
-/// The built-in skills as `config` wants them: which start lazily, and
-/// where `watch` keeps evidence frames.
+/// The built-in skills as `config` wants them: which start lazily, where
+/// `watch` keeps evidence frames, which camera it looks through and whether
+/// it asks a vision model.
 fn builtin_registry(config: &Config, thread_id: &str) -> Result<SkillRegistry, SkillError> {
     let frames = config.skills.keep_frames.then(|| {
         config
@@ -465,26 +466,16 @@ fn builtin_registry(config: &Config, thread_id: &str) -> Result<SkillRegistry, S
             .join("frames")
             .join(thread_id.replace(['/', '\\'], "_"))
     });
-    let watch = serde_json::json!({ "frames_dir": frames });
-    let configs = serde_json::json!({ "watch": watch });
-    let mut registry = SkillRegistry::with_builtins_configured(&configs, &config.skills.lazy)?;
-    let real_camera = config.skills.camera != crate::config::CameraChoice::Sim;
-    if config.llm.is_configured() || real_camera {
-        // With a model endpoint `watch` asks its vision role; with a real
-        // camera it looks through it.
-        registry.unregister("watch");
-        let init = if config.skills.lazy.iter().any(|s| s == "watch") {
-            Init::Lazy
-        } else {
-            Init::Preloaded
-        };
-        let mut skill = crate::skills::builtin::Watch::with_camera(camera_for(config));
-        if config.llm.is_configured() {
-            skill = skill.asking(&config.llm);
-        }
-        registry.register_with(Box::new(skill), watch, init)?;
+    let configs = serde_json::json!({ "watch": { "frames_dir": frames } });
+    let mut watch = crate::skills::builtin::Watch::with_camera(camera_for(config));
+    if config.llm.is_configured() {
+        watch = watch.asking(&config.llm);
     }
-    Ok(registry)
+    SkillRegistry::with_skills(
+        crate::skills::builtin::all_with(watch),
+        &configs,
+        &config.skills.lazy,
+    )
 }
 
 /// The camera `[skills] camera` names (the simulated one without the

@@ -548,6 +548,10 @@ impl Brain for LlmBrain {
         world: &World,
         registry: &SkillRegistry,
     ) -> Vec<(String, Option<Intent>)> {
+        if !self.is_recognizing() {
+            // Called every tick: nothing to look for, leave the updates to `poll`.
+            return Vec::new();
+        }
         while let Some(update) = self.worker.try_recv() {
             self.backlog.push(update);
         }

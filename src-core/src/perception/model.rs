@@ -110,12 +110,3 @@ pub fn judge(
         fallback: Some(why),
     })
 }
-
-/// A frame without its pixels, kept while the model looks (labels and zone
-/// for the stand-in, should the model fail).
-pub fn without_pixels(frame: &Frame) -> Frame {
-    Frame {
-        png: Vec::new(),
-        ..frame.clone()
-    }
-}

@@ -32,12 +32,18 @@ default_is_new!(NavigateTo, Speak, Watch, Alert);
 
 /// One of each built-in skill.
 pub fn all() -> Vec<Box<dyn Skill>> {
+    all_with(Watch::new())
+}
+
+/// One of each built-in skill, with `watch` as given (another camera, a
+/// vision model).
+pub fn all_with(watch: Watch) -> Vec<Box<dyn Skill>> {
     vec![
         Box::new(NavigateTo::new()),
         Box::new(BaseGoal::stop_base()),
         Box::new(BaseGoal::dock()),
         Box::new(Speak::new()),
-        Box::new(Watch::new()),
+        Box::new(watch),
         Box::new(Alert::new()),
     ]
 }

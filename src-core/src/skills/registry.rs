@@ -38,14 +38,18 @@ impl SkillRegistry {
     /// The registry with the built-in skills (`navigate_to`, `stop_base`,
     /// `dock`, `speak`, `watch`, `alert`), preloaded, unconfigured.
     pub fn with_builtins() -> Result<Self, SkillError> {
-        Self::with_builtins_configured(&Value::Null, &[])
+        Self::with_skills(super::builtin::all(), &Value::Null, &[])
     }
 
-    /// The built-in skills, each initialised with `configs[<name>]` (null
-    /// when absent), the ones named in `lazy` on first use.
-    pub fn with_builtins_configured(configs: &Value, lazy: &[String]) -> Result<Self, SkillError> {
+    /// `skills`, each initialised with `configs[<name>]` (null when absent),
+    /// the ones named in `lazy` on first use.
+    pub fn with_skills(
+        skills: Vec<Box<dyn Skill>>,
+        configs: &Value,
+        lazy: &[String],
+    ) -> Result<Self, SkillError> {
         let mut r = Self::new();
-        for skill in super::builtin::all() {
+        for skill in skills {
             let name = skill.spec().name.clone();
             let config = configs.get(&name).cloned().unwrap_or(Value::Null);
             let init = if lazy.contains(&name) {

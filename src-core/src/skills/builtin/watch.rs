@@ -65,11 +65,6 @@ impl Watch {
         }
     }
 
-    /// The skill over the simulated camera, asking `config`'s vision model.
-    pub fn with_vision(config: &LlmConfig) -> Self {
-        Self::new().asking(config)
-    }
-
     /// This skill, asking `config`'s vision model.
     #[must_use]
     pub fn asking(mut self, config: &LlmConfig) -> Self {
@@ -188,18 +183,19 @@ impl Watch {
         } else {
             None
         };
+        let note = self.camera.note();
         let mut seen = serde_json::to_value(result).unwrap_or(Value::Null);
         if let Some(o) = seen.as_object_mut() {
             o.insert("zone".into(), json!(frame.zone));
             o.insert("evidence".into(), json!(evidence));
-            if let Some(note) = self.camera.note() {
+            if let Some(note) = &note {
                 o.insert("camera".into(), json!(note));
             }
             if let Some(why) = fallback {
                 o.insert("model_rejected".into(), json!(why));
             }
         }
-        let summary = match self.camera.note() {
+        let summary = match note {
             Some(note) => format!("{} ({note})", result.description),
             None => result.description.clone(),
         };
