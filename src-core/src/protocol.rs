@@ -86,6 +86,28 @@ pub enum Command {
         #[serde(default)]
         args: Value,
     },
+    /// Run several skill calls one after the other as one task (seed 000
+    /// §3.5 `execute_chain`, §8.3 serial execution): each step goes through
+    /// the guardrails, the policy and the ledger like any other, and a step
+    /// that fails is handled by its skill's error map (retry, skip, or ask
+    /// the operator) before the next one starts. The queuing task event's
+    /// reason is `chain <call_id>`.
+    Chain {
+        /// The caller's id for this chain, echoed in the queuing task event's reason.
+        call_id: String,
+        /// The calls, in order (at least one).
+        calls: Vec<SkillCall>,
+    },
+}
+
+/// One skill call of a [`Command::Chain`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkillCall {
+    /// Skill name from the registry.
+    pub skill: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Value,
 }
 
 /// The kernel's mode, decided by hard rules before any brain runs.

@@ -4,10 +4,11 @@ use serde_json::json;
 
 use super::Engine;
 use crate::brain::{Intent, parse_intent};
-use crate::kernel::TaskKind;
+use crate::kernel::{PlanStep, TaskKind};
 use crate::link::LinkRequest;
 use crate::protocol::{
-    AlertStatus, Command, EventKind, Mode, Node, Priority, SkillStatus, SpeechTrack, TaskStatus,
+    AlertStatus, Command, EventKind, Mode, Node, Priority, SkillCall, SkillStatus, SpeechTrack,
+    TaskStatus,
 };
 use crate::react::{LastResult, Phase};
 
@@ -49,6 +50,7 @@ impl Engine {
             } => {
                 self.add_task(TaskKind::Call { skill, args }, &format!("call {call_id}"));
             }
+            Command::Chain { call_id, calls } => self.chain(&call_id, calls),
         }
     }
 
@@ -152,6 +154,26 @@ impl Engine {
         }
         self.task_event(&id, reason);
         id
+    }
+
+    /// `execute_chain`: the calls as one task whose plan is the calls in
+    /// order. An empty chain is refused with an error event.
+    fn chain(&mut self, call_id: &str, calls: Vec<SkillCall>) {
+        if calls.is_empty() {
+            self.emit(EventKind::Error {
+                code: "empty_chain".into(),
+                message: format!("chain {call_id}: `calls` needs at least one skill call"),
+            });
+            return;
+        }
+        let calls = calls
+            .into_iter()
+            .map(|c| PlanStep {
+                skill: c.skill,
+                args: c.args,
+            })
+            .collect();
+        self.add_task(TaskKind::Chain { calls }, &format!("chain {call_id}"));
     }
 
     fn start_patrol(&mut self, route: Option<&str>) {
@@ -359,5 +381,83 @@ impl Engine {
                 message: format!("speech cut: {why} ({})", files.join(", ")),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::engine::tests::run;
+    use crate::protocol::{Command, EventKind, SkillCall, SkillStatus, TaskStatus};
+
+    fn call(skill: &str, args: serde_json::Value) -> SkillCall {
+        SkillCall {
+            skill: skill.into(),
+            args,
+        }
+    }
+
+    /// `execute_chain`: the steps run in order, each after the one before
+    /// it succeeded, as one task.
+    #[test]
+    fn a_chain_runs_its_calls_one_after_the_other() {
+        let chain = Command::Chain {
+            call_id: "c1".into(),
+            calls: vec![
+                call("speak", json!({"text": "Going to the kitchen."})),
+                call("navigate_to", json!({"zone": "kitchen"})),
+                call("speak", json!({"text": "Arrived."})),
+            ],
+        };
+        let (engine, events) = run(&[(0.5, chain)], 120.0);
+        let task = &engine.state().queue.tasks()[0];
+        assert_eq!(task.kind.name(), "chain");
+        assert_eq!(task.status, TaskStatus::Succeeded, "{}", task.title());
+        let ends: Vec<(String, f64)> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Skill {
+                    skill,
+                    status,
+                    args,
+                    ..
+                } if *status == SkillStatus::Succeeded => {
+                    let text = args.get("text").and_then(serde_json::Value::as_str);
+                    Some((
+                        format!(
+                            "{skill}{}",
+                            text.map(|t| format!(" {t}")).unwrap_or_default()
+                        ),
+                        e.time,
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
+        let names: Vec<&str> = ends.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            names[..3],
+            [
+                "speak Going to the kitchen.",
+                "navigate_to",
+                "speak Arrived."
+            ]
+        );
+        assert!(ends[0].1 < ends[1].1 && ends[1].1 <= ends[2].1, "{ends:?}");
+    }
+
+    #[test]
+    fn an_empty_chain_is_refused_with_a_reason() {
+        let chain = Command::Chain {
+            call_id: "c2".into(),
+            calls: Vec::new(),
+        };
+        let (engine, events) = run(&[(0.5, chain)], 2.0);
+        assert!(engine.state().queue.tasks().is_empty());
+        assert!(
+            events.iter().any(|e| matches!(&e.kind,
+            EventKind::Error { code, message } if code == "empty_chain" && message.contains("c2")))
+        );
     }
 }

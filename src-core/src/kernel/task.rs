@@ -34,6 +34,11 @@ pub enum TaskKind {
         /// Its arguments.
         args: Value,
     },
+    /// Skill calls run one after the other (`Command::Chain`).
+    Chain {
+        /// The calls, in order.
+        calls: Vec<PlanStep>,
+    },
 }
 
 impl TaskKind {
@@ -44,6 +49,7 @@ impl TaskKind {
             Self::Patrol { .. } => "patrol",
             Self::Charge => "charge",
             Self::Call { .. } => "call",
+            Self::Chain { .. } => "chain",
         }
     }
 
@@ -64,6 +70,7 @@ impl TaskKind {
                 skill: skill.clone(),
                 args: args.clone(),
             }],
+            Self::Chain { calls } => calls.clone(),
         }
     }
 
@@ -74,6 +81,10 @@ impl TaskKind {
             Self::Patrol { zones, .. } => patrol_title(zones),
             Self::Charge => "charge".into(),
             Self::Call { skill, .. } => format!("call {skill}"),
+            Self::Chain { calls } => {
+                let names: Vec<&str> = calls.iter().map(|c| c.skill.as_str()).collect();
+                format!("chain: {}", names.join(" → "))
+            }
         }
     }
 }
