@@ -160,6 +160,36 @@ pub struct SpeechConfig {
     pub play: bool,
 }
 
+/// Alerts (`[alert]`): who else hears of an incident.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AlertConfig {
+    /// URL every new incident is POSTed to as JSON by the `notify` skill
+    /// (env `ROBOBRAIN_ALERT_WEBHOOK`); none: incidents stay in robobrain.
+    pub webhook: Option<String>,
+    /// Calling the webhook needs an operator's approval (seed 000 §11.2:
+    /// calling outside services is high risk). `false` makes it low risk.
+    pub confirm: bool,
+    /// Retries after a connection error, a timeout, 429 or 5xx.
+    pub retries: u32,
+    /// First wait before a retry, milliseconds (doubles each time).
+    pub backoff_ms: u64,
+    /// Wall seconds one attempt may take.
+    pub timeout_s: f64,
+}
+
+impl Default for AlertConfig {
+    fn default() -> Self {
+        Self {
+            webhook: None,
+            confirm: true,
+            retries: 3,
+            backoff_ms: 500,
+            timeout_s: 5.0,
+        }
+    }
+}
+
 /// Patrols (`[patrol]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -208,6 +238,8 @@ pub struct Config {
     pub patrol: PatrolConfig,
     /// Speech (`[speech]`): the voice.
     pub speech: SpeechConfig,
+    /// Alerts (`[alert]`): the webhook incidents go to.
+    pub alert: AlertConfig,
     /// MCP services used as skill sources (`[mcp]`).
     pub mcp: McpConfig,
 }
@@ -227,6 +259,7 @@ impl Default for Config {
             skills: SkillsConfig::default(),
             patrol: PatrolConfig::default(),
             speech: SpeechConfig::default(),
+            alert: AlertConfig::default(),
             mcp: McpConfig::default(),
         }
     }
@@ -312,6 +345,9 @@ impl Config {
             }
             self.patrol.interval_s = Some(seconds);
         }
+        if let Some(v) = get("ROBOBRAIN_ALERT_WEBHOOK") {
+            self.alert.webhook = Some(v).filter(|v| !v.trim().is_empty());
+        }
         self.llm
             .apply_env(&get)
             .map_err(|(name, message)| ConfigError::Env { name, message })?;
@@ -334,6 +370,20 @@ impl Config {
             return err(
                 "patrol.interval_s",
                 format!("expected positive seconds, found {i}"),
+            );
+        }
+        if let Some(url) = &self.alert.webhook
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return err(
+                "alert.webhook",
+                format!("expected an http:// or https:// URL, found {url:?}"),
+            );
+        }
+        if !(self.alert.timeout_s.is_finite() && self.alert.timeout_s > 0.0) {
+            return err(
+                "alert.timeout_s",
+                format!("expected positive seconds, found {}", self.alert.timeout_s),
             );
         }
         if !(self.tick_s > 0.0 && self.tick_s <= 1.0) {

@@ -471,11 +471,11 @@ fn builtin_registry(config: &Config, thread_id: &str) -> Result<SkillRegistry, S
     if config.llm.is_configured() {
         watch = watch.asking(&config.llm);
     }
-    SkillRegistry::with_skills(
-        crate::skills::builtin::all_with(watch),
-        &configs,
-        &config.skills.lazy,
-    )
+    let mut skills = crate::skills::builtin::all_with(watch);
+    if config.alert.webhook.is_some() {
+        skills.push(Box::new(crate::skills::builtin::Notify::new(&config.alert)));
+    }
+    SkillRegistry::with_skills(skills, &configs, &config.skills.lazy)
 }
 
 /// The camera `[skills] camera` names (the simulated one without the

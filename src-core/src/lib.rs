@@ -46,3 +46,4 @@ pub mod skills;
 pub mod source;
 pub mod store;
 pub mod voice;
+pub mod webhook;

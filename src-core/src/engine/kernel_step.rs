@@ -481,9 +481,26 @@ impl Engine {
             self.state.incidents.remove(oldest);
         }
         self.state.incidents.push(incident.clone());
+        let notify = self.registry.spec("notify").is_some().then(|| {
+            (
+                format!("tell the alert service about alert {}", incident.id),
+                serde_json::json!({ "incident": incident }),
+            )
+        });
         self.emit(EventKind::Alert {
             incident: Box::new(incident),
         });
+        // The outside service hears of it as a task of its own, so its
+        // approval outlives the patrol's wait for an acknowledgement.
+        if let Some((why, args)) = notify {
+            self.add_task(
+                TaskKind::Call {
+                    skill: "notify".into(),
+                    args,
+                },
+                &why,
+            );
+        }
     }
 
     pub(super) fn skill_event(

@@ -1,8 +1,10 @@
-//! The built-in skills: moving the base, speaking, looking and alerting.
+//! The built-in skills: moving the base, speaking, looking, alerting and
+//! telling an outside alert service.
 
 mod alert;
 mod base_goal;
 mod navigate;
+mod notify;
 mod speak;
 mod watch;
 
@@ -14,6 +16,7 @@ use crate::link::LinkRequest;
 pub use alert::Alert;
 pub use base_goal::BaseGoal;
 pub use navigate::NavigateTo;
+pub use notify::Notify;
 pub use speak::Speak;
 pub use watch::Watch;
 
