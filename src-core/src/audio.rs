@@ -50,11 +50,19 @@ impl Clip {
 
 /// Reads a 16-bit PCM WAV file (what espeak-ng writes).
 pub fn read_wav(path: &Path) -> Result<Clip, AudioError> {
-    let bad = |message: &str| AudioError::Wav {
+    let bytes = std::fs::read(path).map_err(|e| AudioError::Wav {
         path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    parse_wav(&bytes, &path.display().to_string())
+}
+
+/// Parses 16-bit PCM WAV bytes; `name` says where they came from in errors.
+pub fn parse_wav(bytes: &[u8], name: &str) -> Result<Clip, AudioError> {
+    let bad = |message: &str| AudioError::Wav {
+        path: name.to_string(),
         message: message.to_string(),
     };
-    let bytes = std::fs::read(path).map_err(|e| bad(&e.to_string()))?;
     if bytes.len() < 12 || &bytes[..4] != b"RIFF" || &bytes[8..12] != b"WAVE" {
         return Err(bad("not a RIFF/WAVE file"));
     }
@@ -99,6 +107,14 @@ pub fn read_wav(path: &Path) -> Result<Clip, AudioError> {
 
 /// Writes `clip` as a mono 16-bit PCM WAV file.
 pub fn write_wav(path: &Path, clip: &Clip) -> Result<(), AudioError> {
+    std::fs::write(path, wav_bytes(clip)).map_err(|e| AudioError::Wav {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// `clip` as the bytes of a mono 16-bit PCM WAV file.
+pub fn wav_bytes(clip: &Clip) -> Vec<u8> {
     #[allow(clippy::cast_possible_truncation)]
     let pcm: Vec<u8> = clip
         .samples
@@ -120,10 +136,7 @@ pub fn write_wav(path: &Path, clip: &Clip) -> Result<(), AudioError> {
     out.extend_from_slice(b"data");
     out.extend_from_slice(&size.to_le_bytes());
     out.extend_from_slice(&pcm);
-    std::fs::write(path, out).map_err(|e| AudioError::Wav {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })
+    out
 }
 
 /// The sound cards ALSA lists (`/proc/asound/cards`), by name.

@@ -13,6 +13,10 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
+use async_openai::types::audio::{
+    AudioInput, CreateSpeechRequest, CreateTranscriptionRequestArgs, SpeechModel,
+    SpeechResponseFormat, Voice,
+};
 use futures_util::StreamExt;
 use serde_json::Value;
 
@@ -96,12 +100,7 @@ impl LlmClient {
     pub async fn chat(&self, body: Value, on_text: &mut (dyn FnMut(&str) + Send)) -> CallResult {
         let started = Instant::now();
         let notes = Arc::new(Mutex::new(Attempts::default()));
-        let client =
-            Client::build(self.http.clone(), self.config.clone()).with_http_service(RetryService {
-                http: self.http.clone(),
-                backoff: self.backoff,
-                notes: notes.clone(),
-            });
+        let client = self.openai(&notes);
         let mut first_token = None;
         let streamed = body.get("stream").and_then(Value::as_bool) == Some(true);
         let call = async {
@@ -145,6 +144,74 @@ impl LlmClient {
                 retries: attempts.retries,
             },
         }
+    }
+}
+
+impl LlmClient {
+    /// The async-openai client over our retrying HTTP layer, counting attempts in `notes`.
+    fn openai(&self, notes: &Arc<Mutex<Attempts>>) -> Client<OpenAIConfig> {
+        Client::build(self.http.clone(), self.config.clone()).with_http_service(RetryService {
+            http: self.http.clone(),
+            backoff: self.backoff,
+            notes: notes.clone(),
+        })
+    }
+
+    /// One call with the deadline and retries of a chat call; errors carry
+    /// the attempts made.
+    async fn audio_call<T, F>(
+        &self,
+        call: impl FnOnce(Client<OpenAIConfig>) -> F,
+    ) -> Result<T, LlmError>
+    where
+        F: std::future::Future<Output = Result<T, OpenAIError>>,
+    {
+        let notes = Arc::new(Mutex::new(Attempts::default()));
+        let reply = match tokio::time::timeout(self.timeout, call(self.openai(&notes))).await {
+            Ok(reply) => reply.map_err(map_error),
+            Err(_) => Err(LlmError::Timeout {
+                seconds: self.timeout.as_secs_f64(),
+            }),
+        };
+        let attempts = notes.lock().unwrap_or_else(PoisonError::into_inner).count;
+        reply.map_err(|e| e.after_attempts(attempts))
+    }
+
+    /// Speech for `text` from `model` with `voice` (`/audio/speech`), as WAV bytes.
+    pub async fn speech(&self, model: &str, voice: &str, text: &str) -> Result<Vec<u8>, LlmError> {
+        let request = CreateSpeechRequest {
+            input: text.to_string(),
+            model: SpeechModel::Other(model.to_string()),
+            voice: Voice::Other(voice.to_string()),
+            instructions: None,
+            response_format: Some(SpeechResponseFormat::Wav),
+            speed: None,
+            stream_format: None,
+        };
+        let reply = self
+            .audio_call(|client| async move { client.audio().speech().create(request).await })
+            .await?;
+        Ok(reply.bytes.to_vec())
+    }
+
+    /// The words in a WAV recording, by `model` (`/audio/transcriptions`).
+    pub async fn transcribe(&self, model: &str, wav: Vec<u8>) -> Result<String, LlmError> {
+        let request = CreateTranscriptionRequestArgs::default()
+            .file(AudioInput::from_vec_u8("speech.wav".into(), wav))
+            .model(model)
+            .build()
+            .map_err(|e| LlmError::Setup(e.to_string()))?;
+        // Lenient about the rest of the body: providers differ on `usage`.
+        let reply: Value = self
+            .audio_call(|client| async move {
+                client.audio().transcription().create_byot(request).await
+            })
+            .await?;
+        reply
+            .get("text")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| LlmError::BadReply("the transcription has no `text`".into()))
     }
 }
 

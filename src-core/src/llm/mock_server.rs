@@ -64,6 +64,31 @@ impl Shared {
     fn log(&self) -> std::sync::MutexGuard<'_, Log> {
         self.log.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Logs `request` and, when `answer`, takes the next scripted reply
+    /// for it: (the request's number, the reply's index and the reply).
+    fn take_reply(&self, request: &Value, answer: bool) -> (usize, Option<(usize, Reply)>) {
+        let mut log = self.log();
+        let picked = if answer {
+            let (i, used) = log.cursor;
+            self.script.replies.get(i).map(|r| {
+                log.cursor = if used + 1 >= r.times {
+                    (i + 1, 0)
+                } else {
+                    (i, used + 1)
+                };
+                (i, r.clone())
+            })
+        } else {
+            None
+        };
+        log.received.push(Received {
+            body: request.clone(),
+            reply: picked.as_ref().map(|(i, _)| *i),
+            at: Instant::now(),
+        });
+        (log.received.len() - 1, picked)
+    }
 }
 
 /// A running mock server; dropping it stops the server.
@@ -110,6 +135,10 @@ impl MockServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/chat/completions", post(chat))
+            .route("/v1/audio/speech", post(speech))
+            .route("/audio/speech", post(speech))
+            .route("/v1/audio/transcriptions", post(transcription))
+            .route("/audio/transcriptions", post(transcription))
             .route("/v1/models", get(models))
             .route("/models", get(models))
             .with_state(shared.clone());
@@ -246,28 +275,7 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         }
     };
     let refused = refused_feature(&shared.script, &request);
-    let (number, picked) = {
-        let mut log = shared.log();
-        let picked = if refused.is_some() {
-            None
-        } else {
-            let (i, used) = log.cursor;
-            shared.script.replies.get(i).map(|r| {
-                log.cursor = if used + 1 >= r.times {
-                    (i + 1, 0)
-                } else {
-                    (i, used + 1)
-                };
-                (i, r.clone())
-            })
-        };
-        log.received.push(Received {
-            body: request.clone(),
-            reply: picked.as_ref().map(|(i, _)| *i),
-            at: Instant::now(),
-        });
-        (log.received.len() - 1, picked)
-    };
+    let (number, picked) = shared.take_reply(&request, refused.is_none());
     if let Some(feature) = refused {
         return json_response(
             StatusCode::BAD_REQUEST,
@@ -278,61 +286,11 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         );
     }
     let Some((_, reply)) = picked else {
-        return json_response(
-            StatusCode::CONFLICT,
-            &error_body(
-                &format!(
-                    "mock-llm: the script has no more replies ({} played)",
-                    shared.script.replies.len()
-                ),
-                "script_exhausted",
-            ),
-        );
+        return exhausted(&shared);
     };
-    if reply.latency_ms > 0 {
-        tokio::time::sleep(Duration::from_millis(reply.latency_ms)).await;
-    }
     let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
-    match reply.fault {
-        Some(Fault::RateLimit { retry_after }) => {
-            let mut r = json_response(
-                StatusCode::TOO_MANY_REQUESTS,
-                &error_body("mock-llm: rate limit reached", "rate_limit_error"),
-            );
-            if let Ok(v) = header::HeaderValue::from_str(&format!("{retry_after}")) {
-                r.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            return r;
-        }
-        Some(Fault::ServerError) => {
-            return json_response(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &error_body("mock-llm: internal error", "server_error"),
-            );
-        }
-        Some(Fault::Hang) => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            return json_response(
-                StatusCode::GATEWAY_TIMEOUT,
-                &error_body("mock-llm: hung", "server_error"),
-            );
-        }
-        Some(Fault::Garbage) => {
-            return if streamed {
-                raw_response(
-                    StatusCode::OK,
-                    "text/event-stream",
-                    "data: {\"choices\": [ {garbage\n\n".into(),
-                )
-            } else {
-                raw_response(
-                    StatusCode::OK,
-                    "application/json",
-                    "{\"id\": \"x\", garbage".into(),
-                )
-            };
-        }
-        Some(Fault::Cut) | None => {}
+    if let Some(r) = delay_or_fault(&reply, streamed).await {
+        return r;
     }
     let cut = reply.fault == Some(Fault::Cut);
     if streamed || matches!(reply.body, Some(Body::Replay(_))) {
@@ -347,6 +305,146 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     } else {
         json_response(StatusCode::OK, &completion(&reply, &request))
     }
+}
+
+/// 409: every scripted reply has been played.
+fn exhausted(shared: &Shared) -> Response {
+    json_response(
+        StatusCode::CONFLICT,
+        &error_body(
+            &format!(
+                "mock-llm: the script has no more replies ({} played)",
+                shared.script.replies.len()
+            ),
+            "script_exhausted",
+        ),
+    )
+}
+
+/// Waits the reply's latency; the response its fault calls for instead
+/// of the reply (none for no fault or `cut`, which happens mid-stream).
+async fn delay_or_fault(reply: &Reply, streamed: bool) -> Option<Response> {
+    if reply.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(reply.latency_ms)).await;
+    }
+    match reply.fault {
+        Some(Fault::RateLimit { retry_after }) => {
+            let mut r = json_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                &error_body("mock-llm: rate limit reached", "rate_limit_error"),
+            );
+            if let Ok(v) = header::HeaderValue::from_str(&format!("{retry_after}")) {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            Some(r)
+        }
+        Some(Fault::ServerError) => Some(json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &error_body("mock-llm: internal error", "server_error"),
+        )),
+        Some(Fault::Hang) => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Some(json_response(
+                StatusCode::GATEWAY_TIMEOUT,
+                &error_body("mock-llm: hung", "server_error"),
+            ))
+        }
+        Some(Fault::Garbage) if streamed => Some(raw_response(
+            StatusCode::OK,
+            "text/event-stream",
+            "data: {\"choices\": [ {garbage\n\n".into(),
+        )),
+        Some(Fault::Garbage) => Some(raw_response(
+            StatusCode::OK,
+            "application/json",
+            "{\"id\": \"x\", garbage".into(),
+        )),
+        Some(Fault::Cut) | None => None,
+    }
+}
+
+/// `/audio/transcriptions`: the multipart upload must carry a WAV `file`;
+/// the next `[[reply]]` answers (its `content` is the transcript; faults
+/// as for chat). The logged request is `{"endpoint", "model", "file_bytes"}`.
+async fn transcription(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let model = form_field(&body, "model").map(|m| String::from_utf8_lossy(m).trim().to_string());
+    let file = form_field(&body, "file").unwrap_or_default();
+    if !(file.starts_with(b"RIFF") && file.get(8..12) == Some(b"WAVE".as_slice())) {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &error_body(
+                "mock-llm: the upload has no WAV `file` field",
+                "invalid_request_error",
+            ),
+        );
+    }
+    let request = json!({
+        "endpoint": "audio/transcriptions",
+        "model": model,
+        "file_bytes": file.len(),
+    });
+    let (_, picked) = shared.take_reply(&request, true);
+    let Some((_, reply)) = picked else {
+        return exhausted(&shared);
+    };
+    if let Some(r) = delay_or_fault(&reply, false).await {
+        return r;
+    }
+    let text = match &reply.body {
+        Some(Body::Content(text)) => text.clone(),
+        _ => String::new(),
+    };
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = (file.len().saturating_sub(44) / 32) as f64 / 1000.0;
+    json_response(
+        StatusCode::OK,
+        &json!({ "text": text, "usage": {"type": "duration", "seconds": seconds} }),
+    )
+}
+
+/// `/audio/speech`: a WAV tone as long as the text would take to say (60 ms
+/// a character, 16 kHz mono). Speech uses no `[[reply]]`; the request is
+/// logged as it came.
+async fn speech(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let chars = request
+        .get("input")
+        .and_then(Value::as_str)
+        .map_or(0, |t| t.chars().count());
+    shared.take_reply(&request, false);
+    let rate = 16_000_u32;
+    let n = (chars.max(1) * 960).min(rate as usize * 60);
+    let samples = (0..n)
+        .map(|i| {
+            #[allow(clippy::cast_precision_loss)]
+            let t = i as f32 / rate as f32;
+            0.2 * (2.0 * std::f32::consts::PI * 440.0 * t).sin()
+        })
+        .collect();
+    let wav = crate::audio::wav_bytes(&crate::audio::Clip { rate, samples });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "audio/wav")
+        .body(axum::body::Body::from(wav))
+        .unwrap_or_default()
+}
+
+/// The value of multipart form field `name` (a plain scan: enough for a
+/// mock that only async-openai talks to).
+fn form_field<'a>(body: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    let boundary_end = body.windows(2).position(|w| w == b"\r\n")?;
+    let boundary = &body[..boundary_end];
+    let marker = format!("name=\"{name}\"");
+    let at = find(body, marker.as_bytes())?;
+    let start = at + find(&body[at..], b"\r\n\r\n")? + 4;
+    let mut end_marker = b"\r\n".to_vec();
+    end_marker.extend_from_slice(boundary);
+    let end = start + find(&body[start..], &end_marker)?;
+    Some(&body[start..end])
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Sends SSE frames one by one (paced by `chunk_delay_ms`), logging each;
@@ -592,5 +690,69 @@ mod tests {
             serde_json::from_str::<Value>(&content).unwrap()["type"],
             "FINISH"
         );
+    }
+}
+
+/// The audio endpoints, through the real client.
+#[cfg(test)]
+mod audio_tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::llm::mock_script::parse;
+    use crate::llm::{LlmClient, LlmConfig, LlmError};
+
+    fn client(server: &MockServer) -> LlmClient {
+        let config = LlmConfig {
+            base_url: Some(server.base_url()),
+            max_retries: 2,
+            backoff_ms: 5,
+            ..LlmConfig::default()
+        };
+        LlmClient::new(&config).unwrap()
+    }
+
+    fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn speech_is_a_wav_as_long_as_the_text_and_takes_no_reply() {
+        let server =
+            MockServer::start(parse("", Path::new("m.toml")).unwrap(), "127.0.0.1:0").unwrap();
+        let wav =
+            block_on(client(&server).speech("qwen-omni-flash", "Cherry", "All normal.")).unwrap();
+        let clip = crate::audio::parse_wav(&wav, "speech").unwrap();
+        assert_eq!(clip.rate, 16_000);
+        assert_eq!(clip.samples.len(), 11 * 960);
+        let got = server.received();
+        assert_eq!(got[0].body["model"], "qwen-omni-flash");
+        assert_eq!(got[0].body["voice"], "Cherry");
+        assert_eq!(got[0].body["response_format"], "wav");
+        assert_eq!(got[0].reply, None);
+    }
+
+    #[test]
+    fn a_transcription_uploads_the_wav_and_retries_a_server_error() {
+        let script = "[[reply]]\nfault = \"server_error\"\n\n[[reply]]\ncontent = \"去厨房\"\n";
+        let server =
+            MockServer::start(parse(script, Path::new("m.toml")).unwrap(), "127.0.0.1:0").unwrap();
+        let wav = crate::audio::wav_bytes(&crate::audio::Clip {
+            rate: 16_000,
+            samples: vec![0.0; 1600],
+        });
+        let text = block_on(client(&server).transcribe("qwen-omni-flash", wav.clone())).unwrap();
+        assert_eq!(text, "去厨房");
+        let got = server.received();
+        assert_eq!(got.len(), 2, "the 500 was retried");
+        assert_eq!(got[1].body["model"], "qwen-omni-flash");
+        assert_eq!(got[1].body["file_bytes"], wav.len());
+
+        let e = block_on(client(&server).transcribe("m", b"not audio".to_vec())).unwrap_err();
+        assert!(matches!(e, LlmError::Refused { status: 400, .. }), "{e:?}");
     }
 }
