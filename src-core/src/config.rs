@@ -142,7 +142,7 @@ pub enum CameraChoice {
 impl Default for SkillsConfig {
     fn default() -> Self {
         Self {
-            lazy: Vec::new(),
+            lazy: vec!["listen".into()],
             keep_frames: true,
             camera: CameraChoice::Sim,
             video_dev: PathBuf::from("/dev/video0"),

@@ -468,10 +468,12 @@ fn builtin_registry(config: &Config, thread_id: &str) -> Result<SkillRegistry, S
     });
     let configs = serde_json::json!({ "watch": { "frames_dir": frames } });
     let mut watch = crate::skills::builtin::Watch::with_camera(camera_for(config));
+    let mut listen = crate::skills::builtin::Listen::new();
     if config.llm.is_configured() {
         watch = watch.asking(&config.llm);
+        listen = listen.transcribing(&config.llm);
     }
-    let mut skills = crate::skills::builtin::all_with(watch);
+    let mut skills = crate::skills::builtin::all_with(watch, listen);
     if config.alert.webhook.is_some() {
         skills.push(Box::new(crate::skills::builtin::Notify::new(&config.alert)));
     }

@@ -34,6 +34,7 @@ pub mod kernel;
 pub mod link;
 pub mod llm;
 pub mod mcp;
+pub mod offload;
 pub mod perception;
 pub mod policy;
 pub mod protocol;

@@ -82,10 +82,11 @@ pub enum Started {
     /// the link under the goal id) or off it, like a model call (the result
     /// comes from [`Skill::poll`]).
     OnRobot,
-    /// It finished at once with this output. Two keys mean something to
-    /// the kernel: `shared` (an object merged into the run's shared data,
-    /// seed 000 §6.2) and `incident` (an [`crate::protocol::IncidentRecord`]
-    /// to record and announce).
+    /// It finished at once with this output. Three keys mean something to
+    /// the kernel (here and in results from [`Skill::poll`]): `shared` (an
+    /// object merged into the run's shared data, seed 000 §6.2), `utterance`
+    /// (words heard, acted on as an operator's `say`) and `incident` (an
+    /// [`crate::protocol::IncidentRecord`] to record and announce).
     Done(Value),
     /// It failed at once (a device error, not bad arguments): the brain sees
     /// a failed step with this code, as for a goal the robot failed.

@@ -1,21 +1,21 @@
 //! Telling an outside service about an incident (seed 000 §4 "alert
 //! service"): a JSON POST to `[alert] webhook` with retries. The POSTs run
 //! on a thread of their own with a small tokio runtime, so the kernel never
-//! waits on the network: [`WebhookWorker::send`] hands a delivery over and
+//! waits on the network ([`crate::offload`]): [`WebhookWorker::send`] hands a delivery over and
 //! [`WebhookWorker::finished`] gives back the ones that ended. Retries follow
 //! the model client's policy ([`crate::llm::retry`]): connection errors,
 //! timeouts, 429 and 5xx are tried again with exponential backoff (a
 //! `Retry-After` is obeyed); any other status is final.
 
-use std::sync::mpsc as std_mpsc;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::Value;
 use thiserror::Error;
-use tokio::sync::mpsc;
 
 use crate::config::AlertConfig;
 use crate::llm::retry::{Backoff, Retryable, classify_status, parse_retry_after};
+use crate::offload::Offload;
 use crate::rng::SplitMix64;
 
 /// A delivery that reached the service.
@@ -66,83 +66,59 @@ impl WebhookError {
 /// How a delivery ended.
 pub type Outcome = Result<Delivered, WebhookError>;
 
-/// One delivery for the worker.
-struct Job {
-    key: String,
-    body: Value,
-}
-
-/// POSTs JSON bodies to one URL on its own thread; dropping it abandons
-/// deliveries in flight.
+/// POSTs JSON bodies to one URL off the kernel's thread; dropping it
+/// abandons deliveries in flight.
 pub struct WebhookWorker {
-    jobs: mpsc::UnboundedSender<Job>,
-    ends: std_mpsc::Receiver<(String, Outcome)>,
-    in_flight: usize,
+    http: reqwest::Client,
+    url: String,
+    backoff: Backoff,
+    offload: Offload<Outcome>,
+    keys: HashMap<u64, String>,
 }
 
 impl WebhookWorker {
     /// Starts the worker for `config.webhook` (an empty URL when none is set).
     pub fn spawn(config: &AlertConfig) -> Result<Self, WebhookError> {
-        let url = config.webhook.clone().unwrap_or_default();
-        let timeout = Duration::from_secs_f64(config.timeout_s);
-        let backoff = Backoff {
-            max_retries: config.retries,
-            base: Duration::from_millis(config.backoff_ms),
-            max: Duration::from_millis(config.backoff_ms.saturating_mul(16)),
-        };
         let http = reqwest::Client::builder()
-            .timeout(timeout)
+            .timeout(Duration::from_secs_f64(config.timeout_s))
             .build()
-            .map_err(|e| WebhookError::Worker(e.to_string()))?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| WebhookError::Worker(e.to_string()))?;
-        let (jobs, mut rx) = mpsc::unbounded_channel::<Job>();
-        let (tx, ends) = std_mpsc::channel();
-        std::thread::Builder::new()
-            .name("robobrain-webhook".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    while let Some(job) = rx.recv().await {
-                        let (http, url, tx) = (http.clone(), url.clone(), tx.clone());
-                        tokio::spawn(async move {
-                            let outcome = post(&http, &url, &job.body, backoff).await;
-                            let _ = tx.send((job.key, outcome));
-                        });
-                    }
-                });
-            })
             .map_err(|e| WebhookError::Worker(e.to_string()))?;
         Ok(Self {
-            jobs,
-            ends,
-            in_flight: 0,
+            http,
+            url: config.webhook.clone().unwrap_or_default(),
+            backoff: Backoff {
+                max_retries: config.retries,
+                base: Duration::from_millis(config.backoff_ms),
+                max: Duration::from_millis(config.backoff_ms.saturating_mul(16)),
+            },
+            offload: Offload::spawn("robobrain-webhook")
+                .map_err(|e| WebhookError::Worker(e.to_string()))?,
+            keys: HashMap::new(),
         })
     }
 
     /// Starts delivering `body`; its outcome comes back under `key`.
     pub fn send(&mut self, key: &str, body: Value) -> Result<(), WebhookError> {
-        self.jobs
-            .send(Job {
-                key: key.to_string(),
-                body,
-            })
-            .map_err(|_| WebhookError::Worker("the thread has stopped".into()))?;
-        self.in_flight += 1;
+        let (http, url, backoff) = (self.http.clone(), self.url.clone(), self.backoff);
+        let id = self
+            .offload
+            .submit(async move { post(&http, &url, &body, backoff).await });
+        self.keys.insert(id, key.to_string());
         Ok(())
     }
 
     /// Deliveries that ended since the last call: `(key, outcome)`.
     pub fn finished(&mut self) -> Vec<(String, Outcome)> {
-        let done: Vec<_> = self.ends.try_iter().collect();
-        self.in_flight = self.in_flight.saturating_sub(done.len());
-        done
+        self.offload
+            .finished()
+            .into_iter()
+            .filter_map(|(id, outcome)| self.keys.remove(&id).map(|key| (key, outcome)))
+            .collect()
     }
 
     /// Whether deliveries are still under way.
     pub fn is_busy(&self) -> bool {
-        self.in_flight > 0
+        self.offload.is_busy()
     }
 }
 

@@ -432,12 +432,20 @@ impl Engine {
     }
 
     /// What a finished skill's output means to the kernel: `shared` data
-    /// merged in, an `incident` recorded and announced.
+    /// merged in, an `utterance` heard, an `incident` recorded and announced.
     fn absorb(&mut self, output: &Value) {
         if let Some(shared) = output.get("shared").and_then(Value::as_object) {
             for (k, v) in shared {
                 self.state.shared.insert(k.clone(), v.clone());
             }
+        }
+        // Words heard (`listen`) are acted on as an utterance, next tick.
+        if let Some(text) = output.get("utterance").and_then(Value::as_str)
+            && !text.trim().is_empty()
+        {
+            self.submit(crate::protocol::Command::Say {
+                text: text.to_string(),
+            });
         }
         let Some(raised) = output.get("incident") else {
             return;

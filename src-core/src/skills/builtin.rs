@@ -3,6 +3,7 @@
 
 mod alert;
 mod base_goal;
+mod listen;
 mod navigate;
 mod notify;
 mod speak;
@@ -15,6 +16,7 @@ use crate::link::LinkRequest;
 
 pub use alert::Alert;
 pub use base_goal::BaseGoal;
+pub use listen::Listen;
 pub use navigate::NavigateTo;
 pub use notify::Notify;
 pub use speak::Speak;
@@ -31,16 +33,16 @@ macro_rules! default_is_new {
     };
 }
 
-default_is_new!(NavigateTo, Speak, Watch, Alert);
+default_is_new!(NavigateTo, Speak, Watch, Alert, Listen);
 
 /// One of each built-in skill.
 pub fn all() -> Vec<Box<dyn Skill>> {
-    all_with(Watch::new())
+    all_with(Watch::new(), Listen::new())
 }
 
-/// One of each built-in skill, with `watch` as given (another camera, a
-/// vision model).
-pub fn all_with(watch: Watch) -> Vec<Box<dyn Skill>> {
+/// One of each built-in skill, with `watch` and `listen` as given (another
+/// camera, a vision model, a transcription model).
+pub fn all_with(watch: Watch, listen: Listen) -> Vec<Box<dyn Skill>> {
     vec![
         Box::new(NavigateTo::new()),
         Box::new(BaseGoal::stop_base()),
@@ -48,6 +50,7 @@ pub fn all_with(watch: Watch) -> Vec<Box<dyn Skill>> {
         Box::new(Speak::new()),
         Box::new(watch),
         Box::new(Alert::new()),
+        Box::new(listen),
     ]
 }
 
