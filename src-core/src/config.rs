@@ -151,13 +151,26 @@ impl Default for SkillsConfig {
 }
 
 /// Speech (`[speech]`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SpeechConfig {
-    /// `auto` (espeak-ng when installed), `espeak`, or `text` (no audio).
+    /// `auto` (espeak-ng when installed), `espeak`, `model` (the speech
+    /// endpoint, `[llm] omni_model`), or `text` (no audio); env `ROBOBRAIN_VOICE`.
     pub voice: crate::voice::VoiceChoice,
+    /// The speech endpoint's voice name (with `voice = "model"`).
+    pub model_voice: String,
     /// Also play the lines on the sound card (feature `audio`).
     pub play: bool,
+}
+
+impl Default for SpeechConfig {
+    fn default() -> Self {
+        Self {
+            voice: crate::voice::VoiceChoice::Auto,
+            model_voice: "Cherry".into(),
+            play: false,
+        }
+    }
 }
 
 /// Alerts (`[alert]`): who else hears of an incident.
@@ -344,6 +357,13 @@ impl Config {
                 });
             }
             self.patrol.interval_s = Some(seconds);
+        }
+        if let Some(v) = get("ROBOBRAIN_VOICE") {
+            self.speech.voice =
+                crate::voice::VoiceChoice::parse(&v).ok_or_else(|| ConfigError::Env {
+                    name: "ROBOBRAIN_VOICE".into(),
+                    message: format!("expected auto, espeak, model or text, found {v:?}"),
+                })?;
         }
         if let Some(v) = get("ROBOBRAIN_ALERT_WEBHOOK") {
             self.alert.webhook = Some(v).filter(|v| !v.trim().is_empty());

@@ -168,7 +168,10 @@ impl Engine {
             thread_id,
             durable: None,
             speaker: {
-                let speaker = crate::voice::Speaker::new(config.speech.voice, &audio_dir);
+                let mut speaker = crate::voice::Speaker::new(config.speech.voice, &audio_dir);
+                if config.speech.voice == crate::voice::VoiceChoice::Model {
+                    speaker = speaker.speaking_with(&config.llm, &config.speech.model_voice);
+                }
                 if config.speech.play {
                     speaker.playing()
                 } else {

@@ -54,12 +54,16 @@ impl Engine {
         }
     }
 
-    /// Goals that ended off the robot (a model's answer to `watch`).
+    /// Goals that ended off the robot (a model's answer to `watch`), and
+    /// speech lines the model failed to voice.
     pub(super) fn skill_results(&mut self) {
         for (goal_id, result) in self.registry.poll_all() {
             if let Some(GoalUpdate::Ended(c)) = self.runner.on_result(&goal_id, result) {
                 self.on_completion(&c);
             }
+        }
+        for why in self.speaker.take_failures() {
+            self.log("warn", &why);
         }
     }
 

@@ -1,4 +1,5 @@
-//! `speak`: say something (text only for now; audio comes with the patrol skills).
+//! `speak`: say something. The line is a `speech` event; the engine's
+//! speaker voices it ([`crate::voice`]: the speech model, espeak-ng, or text only).
 
 use serde_json::{Value, json};
 
