@@ -10,6 +10,7 @@ mod durable;
 mod llm;
 mod mcp;
 mod support;
+mod web;
 
 use std::path::Path;
 

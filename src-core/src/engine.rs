@@ -330,6 +330,7 @@ impl Engine {
             thread_id: self.thread_id.clone(),
             time: s.time,
             step: s.step,
+            seq: s.seq,
             mode: s.mode,
             activity: s.activity,
             estop: s.estop,

@@ -33,6 +33,7 @@ pub mod geometry;
 pub mod kernel;
 pub mod link;
 pub mod llm;
+pub mod mapview;
 pub mod mcp;
 pub mod offload;
 pub mod perception;

@@ -438,6 +438,10 @@ pub struct Snapshot {
     pub time: f64,
     /// Monotonic step number.
     pub step: u64,
+    /// Sequence number of the last event emitted before this snapshot: a
+    /// face that takes it applies only events with a higher `seq`.
+    #[serde(default)]
+    pub seq: u64,
     /// Kernel mode.
     pub mode: Mode,
     /// Activity.

@@ -94,6 +94,8 @@ pub enum Cmd {
     Headless(headless::Args),
     /// An MCP server: the skills as tools, the snapshot and events as resources (stdio, or --http).
     Mcp(crate::mcpserve::Args),
+    /// The web console: the page over HTTP, the protocol over a WebSocket (localhost unless --token).
+    Serve(crate::serve::Args),
     /// List durable threads, or show one thread's event history.
     Threads {
         /// `show ID` prints the thread's events.
@@ -148,11 +150,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
     };
     if !matches!(
         cli.command,
-        Some(Cmd::Headless(_) | Cmd::Tui { .. } | Cmd::Mcp(_)) | None
+        Some(Cmd::Headless(_) | Cmd::Tui { .. } | Cmd::Mcp(_) | Cmd::Serve(_)) | None
     ) {
         anyhow::ensure!(
             !cli.resume && cli.robot.is_none(),
-            "--resume and --robot work with `robobrain headless`, `robobrain mcp` and `robobrain tui` (demo and scenario replay a script from its start)"
+            "--resume and --robot work with `robobrain headless`, `robobrain mcp`, `robobrain serve` and `robobrain tui` (demo and scenario replay a script from its start)"
         );
     }
     match cli.command {
@@ -182,6 +184,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         ),
         Some(Cmd::Headless(args)) => headless::run(config, &args, &durable),
         Some(Cmd::Mcp(args)) => crate::mcpserve::run(config, &args, &durable),
+        Some(Cmd::Serve(args)) => crate::serve::run(config, &args, &durable),
         Some(Cmd::Threads { show }) => crate::threads::run(&config, show.as_ref()),
         Some(Cmd::Sim(args)) => crate::simserve::run(&config, &args),
         Some(Cmd::Scenario {
@@ -209,6 +212,34 @@ fn tui(config: Config, speed: f64, log: Option<PathBuf>, durable: Durability) ->
     };
     let ended = console::run(config, &options)?;
     Ok(ExitCode::from(ended.exit_status()))
+}
+
+/// Refuses a `--speed` that is not a positive number of sim seconds per wall second.
+pub fn check_speed(speed: f64) -> Result<()> {
+    anyhow::ensure!(
+        speed.is_finite() && speed > 0.0,
+        "--speed: expected a positive number of sim seconds per wall second, found {speed}"
+    );
+    Ok(())
+}
+
+/// A served run (`mcp`, `serve`): the session as `durable` asks, with the
+/// configured brain, and a two-thread async runtime to serve it on.
+pub fn served_session(
+    config: Config,
+    prefix: &str,
+    log: Option<&Path>,
+    durable: &Durability,
+) -> Result<(robobrain_tui::session::Session, tokio::runtime::Runtime)> {
+    let brain_config = config.clone();
+    let mut session = robobrain_tui::session::open(config, prefix, log, durable)?;
+    use_configured_brain(&mut session.engine, &brain_config)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    Ok((session, rt))
 }
 
 /// Gives `engine` the brain the configuration asks for (the model brain when
@@ -341,10 +372,7 @@ fn demo(
         log,
         record,
     } = options;
-    anyhow::ensure!(
-        speed.is_finite() && speed > 0.0,
-        "--speed: expected a positive number of sim seconds per wall second, found {speed}"
-    );
+    check_speed(speed)?;
     let mut s = scenario::parse(DEMO, Path::new(DEMO_FILE))?;
     override_scenario(&mut s, world, seed);
     let tid = config

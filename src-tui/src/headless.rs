@@ -47,33 +47,7 @@ pub struct Args {
     pub log: Option<PathBuf>,
 }
 
-/// What a stdin line asks for.
-#[derive(Debug, PartialEq)]
-pub enum Line {
-    /// A command to send.
-    Command(Command),
-    /// Nothing (a blank line).
-    Blank,
-    /// A line that is not a command, with what was expected.
-    Bad(String),
-}
-
-/// Reads one stdin line: `{…}` is a command, other text is said.
-pub fn parse_line(line: &str) -> Line {
-    let text = line.trim();
-    if text.is_empty() {
-        return Line::Blank;
-    }
-    if !text.starts_with('{') {
-        return Line::Command(Command::Say { text: text.into() });
-    }
-    match serde_json::from_str(text) {
-        Ok(cmd) => Line::Command(cmd),
-        Err(e) => Line::Bad(format!(
-            "expected a command as JSON, e.g. {{\"cmd\":\"say\",\"text\":\"去厨房\"}} or {{\"cmd\":\"approve\",\"approval_id\":\"a1\"}}: {e}"
-        )),
-    }
-}
+pub use robobrain_tui::operator::{Line, parse_line};
 
 /// Whether the robot has nothing left to do: no running skill, no approval
 /// waiting, no task queued, running or set aside.
@@ -90,11 +64,7 @@ pub fn is_idle(s: &Snapshot) -> bool {
 
 /// Runs headless on a single-threaded tokio runtime.
 pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
-    anyhow::ensure!(
-        args.speed.is_finite() && args.speed > 0.0,
-        "--speed: expected a positive number of sim seconds per wall second, found {}",
-        args.speed
-    );
+    crate::cli::check_speed(args.speed)?;
     if let Some(d) = args.duration {
         anyhow::ensure!(
             d.is_finite() && d > 0.0,

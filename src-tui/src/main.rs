@@ -1,11 +1,12 @@
 //! The `robobrain` binary: the console (`tui`, the default on a terminal),
-//! `demo`, `headless`, `mcp` and `scenario`. Thin: the work is in `robobrain-core`
+//! `demo`, `headless`, `mcp`, `serve` and `scenario`. Thin: the work is in `robobrain-core`
 //! and the console in this crate's library.
 
 mod cli;
 mod headless;
 mod mcpserve;
 mod pretty;
+mod serve;
 mod simserve;
 mod threads;
 

@@ -16,10 +16,9 @@
 pub mod http;
 pub mod services;
 
-use std::collections::VecDeque;
 use std::fs::File;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -34,7 +33,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::EventLog;
 use robobrain_core::mcp::{CallOutcome, CallWatch, ToolSet};
-use robobrain_core::protocol::{Command, Event};
+use robobrain_core::protocol::Command;
+
+use crate::recorder::Recent;
 use robobrain_core::runtime::{Pace, Runtime, RuntimeError};
 use robobrain_core::skills::status::RobotStatus;
 use serde_json::{Value, json};
@@ -67,7 +68,7 @@ struct Shared {
     runtime: Runtime,
     tools: ToolSet,
     definitions: Vec<Tool>,
-    recent: Mutex<VecDeque<Event>>,
+    recent: Arc<Recent>,
     calls: AtomicU64,
     options: Options,
 }
@@ -106,11 +107,10 @@ impl McpServer {
             runtime,
             tools,
             definitions,
-            recent: Mutex::new(VecDeque::with_capacity(RECENT_EVENTS)),
+            recent: crate::recorder::start(RECENT_EVENTS, events, log),
             calls: AtomicU64::new(0),
             options,
         });
-        tokio::spawn(record(Arc::downgrade(&shared), events, log));
         Ok(Self { shared })
     }
 
@@ -127,13 +127,8 @@ impl McpServer {
 
     /// The recent events, one JSON object per line.
     pub fn recent_events(&self) -> String {
-        let recent = self
-            .shared
-            .recent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
         let mut out = String::new();
-        for e in recent.iter() {
+        for e in self.shared.recent.all() {
             out.push_str(&e.to_json().to_string());
             out.push('\n');
         }
@@ -199,36 +194,6 @@ impl McpServer {
             }
         };
         Ok(ReadResourceResult::new(vec![contents]))
-    }
-}
-
-/// Keeps the recent events and writes every event to the log, until the
-/// runtime stops or the server is dropped.
-async fn record(
-    shared: std::sync::Weak<Shared>,
-    mut events: tokio::sync::broadcast::Receiver<Event>,
-    mut log: Option<EventLog<File>>,
-) {
-    loop {
-        let event = match events.recv().await {
-            Ok(event) => event,
-            Err(RecvError::Lagged(_)) => continue,
-            Err(RecvError::Closed) => return,
-        };
-        if let Some(l) = &mut log
-            && let Err(e) = l.write_batch(std::slice::from_ref(&event))
-        {
-            eprintln!("error: the event log: {e}; events are no longer logged");
-            log = None;
-        }
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        let mut recent = shared.recent.lock().unwrap_or_else(PoisonError::into_inner);
-        if recent.len() == RECENT_EVENTS {
-            recent.pop_front();
-        }
-        recent.push_back(event);
     }
 }
 

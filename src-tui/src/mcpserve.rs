@@ -53,11 +53,7 @@ pub struct Args {
 
 /// Runs the MCP server until the client leaves (stdio) or a signal (HTTP).
 pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
-    anyhow::ensure!(
-        args.speed.is_finite() && args.speed > 0.0,
-        "--speed: expected a positive number of sim seconds per wall second, found {}",
-        args.speed
-    );
+    crate::cli::check_speed(args.speed)?;
     anyhow::ensure!(
         args.call_timeout.is_finite() && args.call_timeout > 0.0,
         "--call-timeout: expected positive seconds, found {}",
@@ -68,15 +64,9 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
     } else if args.token.is_some() {
         anyhow::bail!("--token goes with --http (stdio needs none)");
     }
-    let brain_config = config.clone();
-    let mut session = session::open(config, "mcp", args.log.as_deref(), durable)?;
-    crate::cli::use_configured_brain(&mut session.engine, &brain_config)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    rt.block_on(serve(session, &brain_config, args))
+    let services = config.clone();
+    let (session, rt) = crate::cli::served_session(config, "mcp", args.log.as_deref(), durable)?;
+    rt.block_on(serve(session, &services, args))
 }
 
 async fn serve(mut session: session::Session, config: &Config, args: &Args) -> Result<ExitCode> {
@@ -157,7 +147,8 @@ async fn operator_lines(reader: impl AsyncBufRead + Unpin, server: McpServer) {
     }
 }
 
-async fn on_signal(shutdown: CancellationToken) {
+/// Cancels `shutdown` on Ctrl-C or SIGTERM.
+pub async fn on_signal(shutdown: CancellationToken) {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

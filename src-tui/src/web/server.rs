@@ -1,0 +1,272 @@
+//! The HTTP side of `robobrain serve`: the page (embedded), the map and the
+//! snapshot as JSON, and the protocol over a WebSocket — `hello` (the role
+//! and the map), then a `snapshot`, then every `event`; commands come in as
+//! operator lines. A viewer that falls behind gets a fresh snapshot instead
+//! of holding anything up; a reconnecting page that says `since=SEQ` gets
+//! the events it missed (or a snapshot when they are no longer kept).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use robobrain_core::mapview::MapView;
+use robobrain_core::protocol::Event;
+use robobrain_core::runtime::Runtime;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+use super::access::{Access, Denied, Role};
+use super::assets;
+use crate::operator::{Line, parse_line};
+use crate::recorder::Recent;
+
+/// What every connection shares: the running brain, its recent events,
+/// the map and the access rules.
+pub struct Served {
+    /// The brain.
+    pub runtime: Runtime,
+    /// Its recent events (for resuming viewers).
+    pub recent: Arc<Recent>,
+    /// The map, sent once per connection.
+    pub map: MapView,
+    /// The skills (name, description, args_schema, risk), for the approval editor.
+    pub skills: Vec<Value>,
+    /// Tokens and roles.
+    pub access: Access,
+}
+
+/// A bound listener serving the page and the protocol.
+pub struct WebServer {
+    /// The address it listens on (the real port when 0 was asked for).
+    pub addr: SocketAddr,
+    listener: tokio::net::TcpListener,
+    router: Router,
+}
+
+/// Query parameters of `/ws` and `/api/*`.
+#[derive(Debug, Default, Deserialize)]
+struct Params {
+    token: Option<String>,
+    role: Option<String>,
+    since: Option<u64>,
+    /// The thread `since` belongs to: a page that saw another run gets a snapshot.
+    thread: Option<String>,
+}
+
+impl WebServer {
+    /// Binds `addr` for `served`.
+    pub async fn bind(served: Arc<Served>, addr: SocketAddr) -> Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr()?;
+        let router = Router::new()
+            .route("/", get(|| async { asset("index.html") }))
+            .route("/{file}", get(file))
+            .route("/api/{what}", get(api))
+            .route("/ws", get(socket))
+            .with_state(served);
+        Ok(Self {
+            addr,
+            listener,
+            router,
+        })
+    }
+
+    /// Serves until `shutdown` is cancelled.
+    pub async fn serve(self, shutdown: CancellationToken) -> Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await
+            .context("the web server")
+    }
+}
+
+async fn file(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+    asset(&name)
+}
+
+/// An embedded file of the page, or 404.
+fn asset(name: &str) -> Response {
+    match assets::get(name) {
+        Some((body, mime)) => ([(header::CONTENT_TYPE, mime)], body).into_response(),
+        None => (StatusCode::NOT_FOUND, format!("no such file: {name}")).into_response(),
+    }
+}
+
+/// The role `params` and `headers` get, or the refusal (status and why).
+fn admit(
+    served: &Served,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Role, (StatusCode, String)> {
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let token = params.token.as_deref().or(bearer);
+    served
+        .access
+        .role(token, params.role.as_deref() == Some("viewer"), origin)
+        .map_err(|e| {
+            eprintln!("robobrain serve: refused a client: {e} (origin {origin:?})");
+            let status = match e {
+                Denied::NoToken | Denied::BadToken => StatusCode::UNAUTHORIZED,
+                Denied::Origin => StatusCode::FORBIDDEN,
+            };
+            (status, e.to_string())
+        })
+}
+
+/// `/api/map` and `/api/snapshot`: JSON for anyone admitted.
+async fn api(
+    State(served): State<Arc<Served>>,
+    axum::extract::Path(what): axum::extract::Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refused) = admit(&served, &p, &headers) {
+        return refused.into_response();
+    }
+    match what.as_str() {
+        "map" => axum::Json(&served.map).into_response(),
+        "snapshot" => axum::Json(served.runtime.snapshot()).into_response(),
+        _ => (StatusCode::NOT_FOUND, format!("no such API: {what}")).into_response(),
+    }
+}
+
+async fn socket(
+    State(served): State<Arc<Served>>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    match admit(&served, &p, &headers) {
+        Ok(role) => {
+            let thread = served.runtime.snapshot().thread_id;
+            let since = p
+                .since
+                .filter(|_| p.thread.as_deref() == Some(thread.as_str()));
+            upgrade.on_upgrade(move |ws| connection(served, ws, role, since))
+        }
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// The message that carries `event`.
+fn event_message(event: &Event) -> Message {
+    Message::Text(
+        json!({"type": "event", "event": event.to_json()})
+            .to_string()
+            .into(),
+    )
+}
+
+fn message(v: &Value) -> Message {
+    Message::Text(v.to_string().into())
+}
+
+/// A fresh snapshot; returns the last event seq it covers.
+async fn send_snapshot(served: &Served, ws: &mut WebSocket) -> Option<u64> {
+    let snapshot = served.runtime.snapshot();
+    let seq = snapshot.seq;
+    ws.send(message(&json!({"type": "snapshot", "snapshot": snapshot})))
+        .await
+        .ok()?;
+    Some(seq)
+}
+
+/// One page's connection, until either side leaves.
+async fn connection(served: Arc<Served>, mut ws: WebSocket, role: Role, since: Option<u64>) {
+    // Subscribed first, so nothing between the catch-up and the live events is lost.
+    let mut events = served.runtime.subscribe();
+    let hello = json!({
+        "type": "hello",
+        "role": role,
+        "thread_id": served.runtime.snapshot().thread_id,
+        "map": served.map,
+        "skills": served.skills,
+    });
+    if ws.send(message(&hello)).await.is_err() {
+        return;
+    }
+    let missed = since.and_then(|s| served.recent.since(s));
+    let mut last = match (since, missed) {
+        (Some(s), Some(missed)) => {
+            let mut last = s;
+            for e in &missed {
+                if ws.send(event_message(e)).await.is_err() {
+                    return;
+                }
+                last = e.seq;
+            }
+            last
+        }
+        _ => match send_snapshot(&served, &mut ws).await {
+            Some(seq) => seq,
+            None => return,
+        },
+    };
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Ok(e) if e.seq <= last => {}
+                Ok(e) => {
+                    last = e.seq;
+                    if ws.send(event_message(&e)).await.is_err() {
+                        return;
+                    }
+                }
+                // Too slow to keep up: start again from the state as it is.
+                Err(RecvError::Lagged(_)) => match send_snapshot(&served, &mut ws).await {
+                    Some(seq) => last = seq,
+                    None => return,
+                },
+                Err(RecvError::Closed) => {
+                    let _ = ws.send(message(&json!({"type": "closed", "reason": "the brain stopped"}))).await;
+                    return;
+                }
+            },
+            incoming = ws.recv() => match incoming {
+                Some(Ok(Message::Text(text))) => {
+                    if let Some(reply) = command(&served, role, &text).await
+                        && ws.send(message(&reply)).await.is_err()
+                    {
+                        return;
+                    }
+                }
+                Some(Ok(Message::Close(_)) | Err(_)) | None => return,
+                Some(Ok(_)) => {}
+            },
+        }
+    }
+}
+
+/// Carries out an operator line from a page; what to tell the page, if anything.
+async fn command(served: &Served, role: Role, text: &str) -> Option<Value> {
+    if role == Role::Viewer {
+        return Some(json!({
+            "type": "refused",
+            "reason": "this page is a read-only viewer: it cannot command or approve",
+        }));
+    }
+    match parse_line(text) {
+        Line::Command(c) => served
+            .runtime
+            .send(c)
+            .await
+            .err()
+            .map(|e| json!({"type": "error", "message": e.to_string()})),
+        Line::Blank => None,
+        Line::Bad(why) => Some(json!({"type": "error", "message": why})),
+    }
+}

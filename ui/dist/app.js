@@ -1,0 +1,658 @@
+"use strict";
+(() => {
+  // src/map.ts
+  var wallsFor;
+  function walls(map) {
+    if (wallsFor?.map === map) return wallsFor.canvas;
+    const c = document.createElement("canvas");
+    c.width = map.width;
+    c.height = map.height;
+    const g = c.getContext("2d");
+    if (g) {
+      const img = g.createImageData(map.width, map.height);
+      map.rows.forEach((row, r) => {
+        for (let col = 0; col < row.length; col++) {
+          const i = 4 * (r * map.width + col);
+          const wall = row[col] === "#";
+          img.data[i] = wall ? 40 : 246;
+          img.data[i + 1] = wall ? 44 : 247;
+          img.data[i + 2] = wall ? 52 : 249;
+          img.data[i + 3] = 255;
+        }
+      });
+      g.putImageData(img, 0, 0);
+    }
+    wallsFor = { map, canvas: c };
+    return c;
+  }
+  function drawMap(canvas, s) {
+    const g = canvas.getContext("2d");
+    if (!g) return;
+    const w = canvas.clientWidth || 600;
+    const h = canvas.clientHeight || 400;
+    const dpr = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(w * dpr)) canvas.width = Math.round(w * dpr);
+    if (canvas.height !== Math.round(h * dpr)) canvas.height = Math.round(h * dpr);
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, w, h);
+    const map = s.map;
+    const metresW = map ? map.width * map.resolution : 20;
+    const metresH = map ? map.height * map.resolution : 15;
+    const scale = Math.min(w / metresW, h / metresH);
+    const px = (x2) => x2 * scale;
+    if (map) {
+      g.imageSmoothingEnabled = false;
+      g.drawImage(walls(map), 0, 0, px(metresW), px(metresH));
+      g.font = "12px system-ui, sans-serif";
+      for (const z of map.zones) {
+        g.strokeStyle = z.restricted ? "#c2410c" : z.outside ? "#64748b" : "#94a3b8";
+        g.setLineDash(z.outside ? [4, 3] : []);
+        g.strokeRect(px(z.rect.x0), px(z.rect.y0), px(z.rect.x1 - z.rect.x0), px(z.rect.y1 - z.rect.y0));
+        g.fillStyle = "#475569";
+        g.fillText(z.name.replace(/_/g, " "), px(z.rect.x0 + 0.35), px(z.rect.y0 + 0.35) + 10);
+      }
+      g.setLineDash([]);
+      const blocked = new Set(s.snap?.blocked_passages ?? []);
+      for (const p of map.passages) {
+        if (!blocked.has(p.name)) continue;
+        g.fillStyle = "rgba(220, 38, 38, 0.6)";
+        g.fillRect(px(p.rect.x0), px(p.rect.y0), px(p.rect.x1 - p.rect.x0), px(p.rect.y1 - p.rect.y0));
+      }
+      g.fillStyle = "#16a34a";
+      g.fillRect(px(map.dock.x) - 4, px(map.dock.y) - 4, 8, 8);
+      for (const inc of s.snap?.incidents ?? []) {
+        const z = map.zones.find((zz) => zz.name === inc.zone);
+        if (!z) continue;
+        const cx = px((z.rect.x0 + z.rect.x1) / 2);
+        const cy = px((z.rect.y0 + z.rect.y1) / 2);
+        g.fillStyle = inc.kind === "fire" || inc.kind === "smoke" ? "rgba(234, 88, 12, 0.35)" : "rgba(59, 130, 246, 0.3)";
+        g.beginPath();
+        g.arc(cx, cy, 18, 0, 2 * Math.PI);
+        g.fill();
+        g.fillStyle = "#9a3412";
+        g.fillText(inc.kind, cx - 14, cy + 4);
+      }
+    }
+    if (s.trail.length > 1) {
+      g.strokeStyle = "rgba(37, 99, 235, 0.35)";
+      g.lineWidth = 2;
+      g.beginPath();
+      s.trail.forEach((p, i) => i ? g.lineTo(px(p.x), px(p.y)) : g.moveTo(px(p.x), px(p.y)));
+      g.stroke();
+    }
+    const robot = s.snap?.robot;
+    if (!robot) return;
+    const path = robot.path ?? [];
+    if (path.length > 0) {
+      g.strokeStyle = "#2563eb";
+      g.setLineDash([6, 4]);
+      g.lineWidth = 1.5;
+      g.beginPath();
+      g.moveTo(px(robot.pose.x), px(robot.pose.y));
+      for (const p of path) g.lineTo(px(p.x), px(p.y));
+      g.stroke();
+      g.setLineDash([]);
+    }
+    const { x, y, theta } = robot.pose;
+    const r = Math.max(6, px(0.25));
+    g.save();
+    g.translate(px(x), px(y));
+    g.rotate(theta);
+    g.fillStyle = s.snap?.estop ? "#dc2626" : "#1d4ed8";
+    g.beginPath();
+    g.moveTo(r * 1.4, 0);
+    g.lineTo(-r, r * 0.9);
+    g.lineTo(-r, -r * 0.9);
+    g.closePath();
+    g.fill();
+    g.restore();
+  }
+  function drawSparkline(canvas, points) {
+    const g = canvas.getContext("2d");
+    if (!g) return;
+    const w = canvas.width;
+    const h = canvas.height;
+    g.clearRect(0, 0, w, h);
+    if (points.length < 2) return;
+    const t0 = points[0].time;
+    const t1 = points[points.length - 1].time || t0 + 1;
+    g.strokeStyle = "#16a34a";
+    g.lineWidth = 1.5;
+    g.beginPath();
+    points.forEach((p, i) => {
+      const xx = (p.time - t0) / Math.max(t1 - t0, 1e-6) * (w - 2) + 1;
+      const yy = h - 1 - p.pct / 100 * (h - 2);
+      if (i) g.lineTo(xx, yy);
+      else g.moveTo(xx, yy);
+    });
+    g.stroke();
+  }
+
+  // src/schema.ts
+  function typeOf(v) {
+    if (v === null) return "null";
+    if (Array.isArray(v)) return "array";
+    if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
+    return typeof v;
+  }
+  function typeMatches(want, got) {
+    const wants = Array.isArray(want) ? want : [want];
+    return wants.some((w) => w === got || w === "number" && got === "integer");
+  }
+  function validate(schema, value, path = "") {
+    if (typeof schema !== "object" || schema === null) return [];
+    const s = schema;
+    const at = path || "/";
+    const got = typeOf(value);
+    if (s.type !== void 0 && !typeMatches(s.type, got)) return [`${at}: expected ${JSON.stringify(s.type)}, found ${got}`];
+    const errors = [];
+    if (Array.isArray(s.enum) && !s.enum.some((x) => JSON.stringify(x) === JSON.stringify(value))) errors.push(`${at}: expected one of ${JSON.stringify(s.enum)}`);
+    if (typeof value === "string") {
+      if (typeof s.minLength === "number" && [...value].length < s.minLength) errors.push(`${at}: shorter than ${s.minLength}`);
+      if (typeof s.maxLength === "number" && [...value].length > s.maxLength) errors.push(`${at}: longer than ${s.maxLength}`);
+    }
+    if (typeof value === "number") {
+      if (typeof s.minimum === "number" && value < s.minimum) errors.push(`${at}: below ${s.minimum}`);
+      if (typeof s.maximum === "number" && value > s.maximum) errors.push(`${at}: above ${s.maximum}`);
+    }
+    if (Array.isArray(value)) {
+      if (typeof s.minItems === "number" && value.length < s.minItems) errors.push(`${at}: fewer than ${s.minItems} items`);
+      value.forEach((item, i) => errors.push(...validate(s.items, item, `${path}/${i}`)));
+    }
+    if (got === "object") {
+      const obj = value;
+      const props = s.properties ?? {};
+      for (const key of s.required ?? []) {
+        if (!(key in obj)) errors.push(`${at}: missing required "${key}"`);
+      }
+      for (const [key, v] of Object.entries(obj)) {
+        if (key in props) errors.push(...validate(props[key], v, `${path}/${key}`));
+        else if (s.additionalProperties === false) errors.push(`${path}/${key}: not allowed`);
+      }
+    }
+    return errors;
+  }
+
+  // src/state.ts
+  var KEEP = 500;
+  var KEEP_LOG = 2e3;
+  function empty() {
+    return {
+      role: "viewer",
+      thread: "",
+      skills: /* @__PURE__ */ new Map(),
+      seq: 0,
+      battery: [],
+      trail: [],
+      decisions: [],
+      tokens: { purpose: "", text: "" },
+      speech: [],
+      approvals: /* @__PURE__ */ new Map(),
+      tasks: /* @__PURE__ */ new Map(),
+      alerts: /* @__PURE__ */ new Map(),
+      devices: /* @__PURE__ */ new Map(),
+      memory: [],
+      log: []
+    };
+  }
+  function push(list, item, keep) {
+    list.push(item);
+    if (list.length > keep) list.splice(0, list.length - keep);
+  }
+  function str(v) {
+    return typeof v === "string" ? v : v === void 0 || v === null ? "" : JSON.stringify(v);
+  }
+  function describe(e) {
+    switch (e.kind) {
+      case "decision":
+        return `${str(e.decision_type)} (${str(e.brain)}): ${str(e.reason)}`;
+      case "mode":
+      case "activity":
+        return `${str(e.from)} → ${str(e.to)}: ${str(e.reason)}`;
+      case "task": {
+        const t2 = e.task;
+        return `${t2.id} ${t2.status}: ${t2.title} — ${str(e.reason)}`;
+      }
+      case "skill":
+        return `${str(e.skill)} ${str(e.status)}${e.message ? `: ${str(e.message)}` : ""}`;
+      case "approval":
+        return `${str(e.approval_id)} ${str(e.status)}: ${str(e.reason)}`;
+      case "speech":
+        return `[${str(e.track)}] ${str(e.text)}`;
+      case "alert": {
+        const i = e.incident;
+        return `${i.id} ${i.status}: ${i.kinds.join(", ")} in ${i.zone}`;
+      }
+      case "log":
+        return `${str(e.level)}: ${str(e.message)}`;
+      case "error":
+        return `${str(e.code)}: ${str(e.message)}`;
+      case "guardrail":
+        return `${str(e.verdict)}: ${str(e.reason)}`;
+      case "intent":
+        return `${str(e.utterance)} → ${str(e.intent)}`;
+      case "telemetry":
+        return `battery ${Number(e.battery_pct).toFixed(1)}% in ${str(e.zone) || "—"}`;
+      default: {
+        const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, ...rest } = e;
+        return JSON.stringify(rest).slice(0, 200);
+      }
+    }
+  }
+  function takeSnapshot(s, snap) {
+    s.snap = snap;
+    s.thread = snap.thread_id;
+    if (snap.seq !== void 0) s.seq = Math.max(s.seq, snap.seq);
+    s.approvals = new Map(snap.approvals.map((a) => [a.approval_id, a]));
+    s.tasks = new Map(snap.tasks.map((t2) => [t2.id, t2]));
+    for (const a of snap.alerts ?? []) s.alerts.set(a.id, a);
+    push(s.battery, { time: snap.time, pct: snap.robot.battery_pct }, KEEP);
+  }
+  function applyEvent(s, e) {
+    if (e.seq <= s.seq && e.kind !== "snapshot") return;
+    s.seq = Math.max(s.seq, e.seq);
+    if (e.kind !== "token" && e.kind !== "telemetry") push(s.log, { seq: e.seq, time: e.time, kind: e.kind, text: describe(e) }, KEEP_LOG);
+    const snap = s.snap;
+    if (snap) snap.time = e.time;
+    switch (e.kind) {
+      case "snapshot":
+        takeSnapshot(s, e.snapshot);
+        break;
+      case "telemetry":
+        if (snap) {
+          snap.robot.pose = e.pose;
+          snap.robot.battery_pct = e.battery_pct;
+          snap.robot.charging = e.charging;
+          snap.robot.zone = e.zone ?? null;
+          snap.robot.distance_to_target = e.distance_to_target ?? null;
+          snap.robot.busy = e.busy ?? [];
+        }
+        push(s.battery, { time: e.time, pct: e.battery_pct }, KEEP);
+        {
+          const p = e.pose;
+          const last = s.trail[s.trail.length - 1];
+          if (!last || Math.hypot(last.x - p.x, last.y - p.y) > 0.05) push(s.trail, { x: p.x, y: p.y }, 4 * KEEP);
+        }
+        break;
+      case "mode":
+        if (snap) snap.mode = e.to;
+        break;
+      case "activity":
+        if (snap) snap.activity = e.to;
+        break;
+      case "task": {
+        const t2 = e.task;
+        s.tasks.set(t2.id, t2);
+        break;
+      }
+      case "decision":
+        push(s.decisions, {
+          seq: e.seq,
+          time: e.time,
+          type: e.decision_type,
+          reason: e.reason,
+          brain: e.brain,
+          task: e.task_id,
+          ops: (e.ops ?? []).map((o) => o.skill ? `${o.op} ${o.skill}` : o.op).join(", ")
+        }, KEEP);
+        s.tokens = { purpose: "", text: "" };
+        break;
+      case "token":
+        if (s.tokens.purpose !== e.purpose) s.tokens = { purpose: e.purpose, text: "" };
+        s.tokens.text = (s.tokens.text + e.text).slice(-4e3);
+        break;
+      case "speech":
+        push(s.speech, { seq: e.seq, time: e.time, text: e.text, extra: e.track }, KEEP);
+        break;
+      case "approval": {
+        const id = e.approval_id;
+        if (e.status === "requested") {
+          s.approvals.set(id, { approval_id: id, task_id: e.task_id, op: e.op, reason: e.reason });
+        } else {
+          s.approvals.delete(id);
+        }
+        break;
+      }
+      case "alert": {
+        const i = e.incident;
+        s.alerts.set(i.id, i);
+        break;
+      }
+      case "device": {
+        const id = str(e.device_id ?? e.id ?? e.device?.id);
+        if (id) s.devices.set(id, { ...s.devices.get(id) ?? {}, ...e });
+        break;
+      }
+      case "memory":
+        push(s.memory, { seq: e.seq, time: e.time, text: describe(e) }, KEEP);
+        break;
+      case "skill":
+        if (snap) {
+          const goal = e.goal_id;
+          snap.running = snap.running.filter((r) => r.goal_id !== goal);
+          if (e.status === "dispatched" || e.status === "feedback") {
+            snap.running.push({ goal_id: goal, skill: e.skill, args: e.args, started_at: e.time });
+          }
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  function apply(s, m) {
+    switch (m.type) {
+      case "hello":
+        s.role = m.role;
+        s.thread = m.thread_id;
+        s.map = m.map;
+        s.skills = new Map((m.skills ?? []).map((k) => [k.name, k]));
+        break;
+      case "snapshot":
+        takeSnapshot(s, m.snapshot);
+        if (m.snapshot.seq !== void 0) s.seq = m.snapshot.seq;
+        break;
+      case "event":
+        applyEvent(s, m.event);
+        break;
+      case "refused":
+        s.notice = `refused: ${m.reason}`;
+        break;
+      case "error":
+        s.notice = `error: ${m.message}`;
+        break;
+      case "closed":
+        s.notice = m.reason;
+        break;
+    }
+    return s;
+  }
+  function parseLog(text) {
+    const out = [];
+    text.split("\n").forEach((line, i) => {
+      const t2 = line.trim();
+      if (!t2) return;
+      let v;
+      try {
+        v = JSON.parse(t2);
+      } catch (err) {
+        throw new Error(`line ${i + 1}: not JSON (${err.message})`);
+      }
+      const e = v;
+      if (typeof e.seq !== "number" || typeof e.kind !== "string") throw new Error(`line ${i + 1}: not an event (expected "seq" and "kind")`);
+      out.push(e);
+    });
+    return out;
+  }
+  function replay(map, events, n) {
+    const s = empty();
+    s.role = "replay";
+    s.map = map;
+    for (const e of events.slice(0, n)) applyEvent(s, e);
+    return s;
+  }
+
+  // src/transport.ts
+  function tauri(t2, h) {
+    void t2.event.listen("robobrain://message", (e) => h.message(e.payload));
+    void t2.core.invoke("hello").then((msgs) => {
+      for (const m of msgs) h.message(m);
+      h.status(true, "desktop app");
+    }).catch((e) => h.status(false, String(e)));
+    return {
+      kind: "tauri",
+      send(line) {
+        t2.core.invoke("send", { line }).catch((e) => h.message({ type: "error", message: String(e) }));
+      }
+    };
+  }
+  function websocket(h) {
+    const page = new URL(window.location.href);
+    let socket;
+    let delay = 250;
+    const open = () => {
+      const url = new URL("/ws", page);
+      url.protocol = page.protocol === "https:" ? "wss:" : "ws:";
+      for (const key of ["token", "role"]) {
+        const v = page.searchParams.get(key);
+        if (v) url.searchParams.set(key, v);
+      }
+      const seq = h.lastSeq();
+      if (seq > 0) {
+        url.searchParams.set("since", String(seq));
+        url.searchParams.set("thread", h.thread());
+      }
+      const ws = new WebSocket(url);
+      socket = ws;
+      ws.onopen = () => {
+        delay = 250;
+        h.status(true, url.host);
+      };
+      ws.onmessage = (m) => h.message(JSON.parse(String(m.data)));
+      ws.onclose = () => {
+        h.status(false, `reconnecting to ${url.host}…`);
+        setTimeout(open, delay);
+        delay = Math.min(delay * 2, 4e3);
+      };
+    };
+    open();
+    return {
+      kind: "websocket",
+      send(line) {
+        if (socket?.readyState === WebSocket.OPEN) socket.send(line);
+        else h.message({ type: "error", message: "not connected" });
+      }
+    };
+  }
+  function connect(h) {
+    const t2 = window.__TAURI__;
+    return t2 ? tauri(t2, h) : websocket(h);
+  }
+
+  // src/view.ts
+  var esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
+  var $ = (id) => {
+    const el2 = document.getElementById(id);
+    if (!el2) throw new Error(`the page has no #${id}`);
+    return el2;
+  };
+  function set(id, html) {
+    const el2 = $(id);
+    if (el2.innerHTML !== html) el2.innerHTML = html;
+  }
+  var t = (time) => `${time.toFixed(1)}s`;
+  function renderPanels(s, filter2) {
+    const snap = s.snap;
+    $("thread").textContent = s.thread || "—";
+    $("role").textContent = s.role;
+    $("role").className = `badge role-${s.role}`;
+    const mode = snap?.mode ?? "—";
+    $("mode").textContent = mode;
+    $("mode").className = `badge mode-${mode.toLowerCase()}`;
+    const activity = snap?.activity ?? "—";
+    $("activity").textContent = activity;
+    $("activity").className = `badge activity-${activity.toLowerCase()}`;
+    $("brain").textContent = snap?.brain ?? "—";
+    $("simtime").textContent = snap ? t(snap.time) : "—";
+    const pct = snap?.robot.battery_pct ?? 0;
+    $("battery-pct").textContent = snap ? `${pct.toFixed(0)}%${snap.robot.charging ? " ⚡" : ""}` : "—";
+    const fill = $("battery-fill");
+    fill.style.width = `${Math.max(0, Math.min(100, pct))}%`;
+    fill.className = pct < 20 ? "low" : pct < 40 ? "mid" : "ok";
+    set("where", snap ? `${esc(snap.robot.zone ?? "between zones")}${snap.robot.distance_to_target != null ? ` · ${snap.robot.distance_to_target.toFixed(1)} m to go` : ""}${snap.robot.busy.length ? ` · busy: ${esc(snap.robot.busy.join(", "))}` : ""}` : "");
+    set("failure", snap?.last_failure ? `last failure: ${esc(snap.last_failure)}` : "");
+    const tasks = [...s.tasks.values()].reverse().slice(0, 12);
+    set("tasks", tasks.map((k) => `<li class="task st-${esc(k.status)}" data-task="${esc(k.id)}"><b>${esc(k.id)}</b> ${esc(k.title)} <span class="st">${esc(k.status)}</span> <span class="muted">${k.step}/${k.steps}</span></li>`).join("") || `<li class="muted">no tasks</li>`);
+    set("running", (snap?.running ?? []).map((r) => `<li>${esc(r.skill)} <span class="muted">${esc(JSON.stringify(r.args))}</span></li>`).join("") || `<li class="muted">nothing running</li>`);
+    set("decisions", s.decisions.slice(-40).reverse().map((d) => `<li class="decision"><span class="time">${t(d.time)}</span> <b class="dt">${esc(d.type)}</b> <span class="brain brain-${esc(d.brain)}">${esc(d.brain)}</span> ${esc(d.reason)}${d.ops ? ` <span class="muted">[${esc(d.ops)}]</span>` : ""}</li>`).join("") || `<li class="muted">no decisions yet</li>`);
+    set("tokens", s.tokens.text ? `<span class="muted">${esc(s.tokens.purpose)}:</span> ${esc(s.tokens.text)}` : `<span class="muted">no model is streaming</span>`);
+    set("speech", s.speech.slice(-12).reverse().map((l) => `<li><span class="time">${t(l.time)}</span> <span class="track">${esc(l.extra)}</span> ${esc(l.text)}</li>`).join("") || `<li class="muted">silent</li>`);
+    const alerts = [...s.alerts.values()].reverse().slice(0, 6);
+    set("alerts", alerts.map((a) => `<li class="alert st-${esc(a.status)}"><b>${esc(a.id)}</b> ${esc(a.kinds.join(", "))} in ${esc(a.zone)} — ${esc(a.status)}${a.acknowledged_by ? ` by ${esc(a.acknowledged_by)}` : ""}${a.status === "open" && s.role === "operator" ? ` <button data-ack="${esc(a.id)}">acknowledge</button>` : ""}</li>`).join("") || `<li class="muted">no alerts</li>`);
+    set("devices", [...s.devices.entries()].map(([id, d]) => `<li><b>${esc(id)}</b> <span class="muted">${esc(JSON.stringify(d.state ?? d).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no device events</li>`);
+    set("memory", s.memory.slice(-10).reverse().map((m) => `<li>${esc(m.text)}</li>`).join("") || `<li class="muted">no memory events</li>`);
+    const approvals = [...s.approvals.values()];
+    set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+    $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";
+    const text = filter2.text.toLowerCase();
+    const lines = s.log.filter((l) => !filter2.hidden.has(l.kind) && (!text || l.text.toLowerCase().includes(text) || l.kind.includes(text)));
+    set("log", lines.slice(-200).map((l) => `<li class="log k-${esc(l.kind)}"><span class="time">${t(l.time)}</span> <span class="kind">${esc(l.kind)}</span> ${esc(l.text)}</li>`).join(""));
+    $("notice").textContent = s.notice ?? "";
+  }
+
+  // src/main.ts
+  var LOG_KINDS = ["decision", "task", "skill", "approval", "speech", "alert", "mode", "activity", "guardrail", "intent", "log", "error", "llm_call", "fault", "update", "snapshot", "device", "memory"];
+  var live = empty();
+  var shown = live;
+  var replayEvents;
+  var filter = { hidden: /* @__PURE__ */ new Set(["update"]), text: "" };
+  var latencies = [];
+  var unpainted = [];
+  var queued = false;
+  var el = (id) => document.getElementById(id);
+  function paint() {
+    queued = false;
+    renderPanels(shown, filter);
+    drawMap(el("map"), shown);
+    drawSparkline(el("sparkline"), shown.battery);
+    el("seq").textContent = String(shown.seq);
+    const now = Date.now();
+    for (const sent of unpainted) {
+      latencies.push(now - sent);
+      if (latencies.length > 1e3) latencies.shift();
+    }
+    unpainted = [];
+  }
+  function schedule() {
+    if (!queued) {
+      queued = true;
+      requestAnimationFrame(paint);
+    }
+  }
+  function onMessage(m) {
+    if (m.type === "hello" && live.thread && live.thread !== m.thread_id) live = empty();
+    apply(live, m);
+    if (m.type === "event") unpainted.push(m.event.wall_ms);
+    if (!replayEvents) shown = live;
+    schedule();
+  }
+  var transport = connect({
+    message: onMessage,
+    status(connected, detail) {
+      el("conn").textContent = connected ? `connected · ${detail}` : detail;
+      el("conn").className = connected ? "conn up" : "conn down";
+    },
+    lastSeq: () => live.seq,
+    thread: () => live.thread
+  });
+  function send(command) {
+    transport.send(typeof command === "string" ? command : JSON.stringify(command));
+  }
+  el("chat").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const input = el("say");
+    const text = input.value.trim();
+    if (text) send(text.startsWith("{") ? text : { cmd: "say", text });
+    input.value = "";
+  });
+  el("estop").addEventListener("click", () => send({ cmd: "estop" }));
+  el("resume").addEventListener("click", () => send({ cmd: "resume" }));
+  el("stop").addEventListener("click", () => send({ cmd: "stop" }));
+  el("patrol").addEventListener("click", () => send({ cmd: "start_patrol" }));
+  var dialog = el("approval-dialog");
+  var reviewing;
+  function review(id) {
+    const a = live.approvals.get(id);
+    if (!a) return;
+    reviewing = id;
+    el("ad-title").textContent = `${a.approval_id}: ${a.op.skill ?? a.op.op}`;
+    el("ad-reason").textContent = a.reason;
+    el("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
+    el("ad-error").textContent = "";
+    el("ad-reject-reason").value = "";
+    if (!dialog.open) dialog.showModal();
+  }
+  document.body.addEventListener("click", (e) => {
+    const target = e.target;
+    const id = target.dataset.review;
+    if (id) review(id);
+    const ack = target.dataset.ack;
+    if (ack) send({ cmd: "acknowledge", incident_id: ack });
+  });
+  el("ad-approve").addEventListener("click", () => {
+    if (reviewing) send({ cmd: "approve", approval_id: reviewing });
+    dialog.close();
+  });
+  el("ad-edit").addEventListener("click", () => {
+    const a = reviewing ? live.approvals.get(reviewing) : void 0;
+    if (!a) return dialog.close();
+    let args;
+    try {
+      args = JSON.parse(el("ad-args").value);
+    } catch (err) {
+      el("ad-error").textContent = `not JSON: ${err.message}`;
+      return;
+    }
+    const schema = a.op.skill ? live.skills.get(a.op.skill)?.args_schema : void 0;
+    const problems = validate(schema, args);
+    if (problems.length) {
+      el("ad-error").textContent = problems.join("; ");
+      return;
+    }
+    send({ cmd: "edit", approval_id: a.approval_id, args });
+    dialog.close();
+  });
+  el("ad-reject").addEventListener("click", () => {
+    const reason = el("ad-reject-reason").value.trim() || "rejected by the operator";
+    if (reviewing) send({ cmd: "reject", approval_id: reviewing, reason });
+    dialog.close();
+  });
+  el("ad-cancel").addEventListener("click", () => dialog.close());
+  var filters = el("filters");
+  filters.innerHTML = LOG_KINDS.map((k) => `<label><input type="checkbox" data-kind="${k}" ${filter.hidden.has(k) ? "" : "checked"}>${k}</label>`).join("");
+  filters.addEventListener("change", (e) => {
+    const box = e.target;
+    const kind = box.dataset.kind;
+    if (!kind) return;
+    if (box.checked) filter.hidden.delete(kind);
+    else filter.hidden.add(kind);
+    schedule();
+  });
+  el("log-filter").addEventListener("input", (e) => {
+    filter.text = e.target.value;
+    schedule();
+  });
+  var scrub = el("scrub");
+  el("replay-file").addEventListener("change", async (e) => {
+    const file = e.target.files?.[0];
+    if (!file) return;
+    try {
+      replayEvents = parseLog(await file.text());
+    } catch (err) {
+      live.notice = `${file.name}: ${err.message}`;
+      schedule();
+      return;
+    }
+    scrub.max = String(replayEvents.length);
+    scrub.value = String(replayEvents.length);
+    el("replay-bar").hidden = false;
+    showReplay();
+  });
+  function showReplay() {
+    if (!replayEvents) return;
+    const n = Number(scrub.value);
+    shown = replay(live.map, replayEvents, n);
+    const at = replayEvents[Math.max(0, n - 1)];
+    el("scrub-label").textContent = `${n}/${replayEvents.length} events${at ? ` · ${at.time.toFixed(1)} s` : ""}`;
+    schedule();
+  }
+  scrub.addEventListener("input", showReplay);
+  el("replay-close").addEventListener("click", () => {
+    replayEvents = void 0;
+    shown = live;
+    el("replay-bar").hidden = true;
+    schedule();
+  });
+  window.addEventListener("resize", schedule);
+  window.robobrain = { state: () => live, latencies, send };
+  schedule();
+})();

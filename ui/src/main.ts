@@ -1,0 +1,186 @@
+// The page: connects, keeps the state, paints at most once a frame, and
+// turns clicks and typing into operator lines.
+
+import { drawMap, drawSparkline } from "./map";
+import type { RbEvent, ServerMessage } from "./protocol";
+import { validate } from "./schema";
+import { apply, empty, parseLog, replay, type ViewState } from "./state";
+import { connect, type Transport } from "./transport";
+import { renderPanels, type LogFilter } from "./view";
+
+const LOG_KINDS = ["decision", "task", "skill", "approval", "speech", "alert", "mode", "activity", "guardrail", "intent", "log", "error", "llm_call", "fault", "update", "snapshot", "device", "memory"];
+
+let live: ViewState = empty();
+let shown: ViewState = live;
+let replayEvents: RbEvent[] | undefined;
+const filter: LogFilter = { hidden: new Set(["update"]), text: "" };
+/** Wall-clock ms from an event leaving the core to its paint (the last 1000). */
+const latencies: number[] = [];
+let unpainted: number[] = [];
+let queued = false;
+
+const el = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+function paint(): void {
+  queued = false;
+  renderPanels(shown, filter);
+  drawMap(el<HTMLCanvasElement>("map"), shown);
+  drawSparkline(el<HTMLCanvasElement>("sparkline"), shown.battery);
+  el("seq").textContent = String(shown.seq);
+  const now = Date.now();
+  for (const sent of unpainted) {
+    latencies.push(now - sent);
+    if (latencies.length > 1000) latencies.shift();
+  }
+  unpainted = [];
+}
+
+function schedule(): void {
+  if (!queued) {
+    queued = true;
+    requestAnimationFrame(paint);
+  }
+}
+
+function onMessage(m: ServerMessage): void {
+  // Another run (the server restarted): start afresh.
+  if (m.type === "hello" && live.thread && live.thread !== m.thread_id) live = empty();
+  apply(live, m);
+  if (m.type === "event") unpainted.push(m.event.wall_ms);
+  if (!replayEvents) shown = live;
+  schedule();
+}
+
+const transport: Transport = connect({
+  message: onMessage,
+  status(connected, detail) {
+    el("conn").textContent = connected ? `connected · ${detail}` : detail;
+    el("conn").className = connected ? "conn up" : "conn down";
+  },
+  lastSeq: () => live.seq,
+  thread: () => live.thread,
+});
+
+function send(command: unknown): void {
+  transport.send(typeof command === "string" ? command : JSON.stringify(command));
+}
+
+// Chat: words are said; `{…}` is a command.
+el<HTMLFormElement>("chat").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const input = el<HTMLInputElement>("say");
+  const text = input.value.trim();
+  if (text) send(text.startsWith("{") ? text : { cmd: "say", text });
+  input.value = "";
+});
+el("estop").addEventListener("click", () => send({ cmd: "estop" }));
+el("resume").addEventListener("click", () => send({ cmd: "resume" }));
+el("stop").addEventListener("click", () => send({ cmd: "stop" }));
+el("patrol").addEventListener("click", () => send({ cmd: "start_patrol" }));
+
+// Approvals: approve as proposed, approve edited args (checked against the
+// skill's schema first), or reject with a reason.
+const dialog = el<HTMLDialogElement>("approval-dialog");
+let reviewing: string | undefined;
+
+function review(id: string): void {
+  const a = live.approvals.get(id);
+  if (!a) return;
+  reviewing = id;
+  el("ad-title").textContent = `${a.approval_id}: ${a.op.skill ?? a.op.op}`;
+  el("ad-reason").textContent = a.reason;
+  el<HTMLTextAreaElement>("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
+  el("ad-error").textContent = "";
+  el<HTMLInputElement>("ad-reject-reason").value = "";
+  if (!dialog.open) dialog.showModal();
+}
+
+document.body.addEventListener("click", (e) => {
+  const target = e.target as HTMLElement;
+  const id = target.dataset.review;
+  if (id) review(id);
+  const ack = target.dataset.ack;
+  if (ack) send({ cmd: "acknowledge", incident_id: ack });
+});
+el("ad-approve").addEventListener("click", () => {
+  if (reviewing) send({ cmd: "approve", approval_id: reviewing });
+  dialog.close();
+});
+el("ad-edit").addEventListener("click", () => {
+  const a = reviewing ? live.approvals.get(reviewing) : undefined;
+  if (!a) return dialog.close();
+  let args: unknown;
+  try {
+    args = JSON.parse(el<HTMLTextAreaElement>("ad-args").value);
+  } catch (err) {
+    el("ad-error").textContent = `not JSON: ${(err as Error).message}`;
+    return;
+  }
+  const schema = a.op.skill ? live.skills.get(a.op.skill)?.args_schema : undefined;
+  const problems = validate(schema, args);
+  if (problems.length) {
+    el("ad-error").textContent = problems.join("; ");
+    return;
+  }
+  send({ cmd: "edit", approval_id: a.approval_id, args });
+  dialog.close();
+});
+el("ad-reject").addEventListener("click", () => {
+  const reason = el<HTMLInputElement>("ad-reject-reason").value.trim() || "rejected by the operator";
+  if (reviewing) send({ cmd: "reject", approval_id: reviewing, reason });
+  dialog.close();
+});
+el("ad-cancel").addEventListener("click", () => dialog.close());
+
+// The event log's filters.
+const filters = el("filters");
+filters.innerHTML = LOG_KINDS.map((k) => `<label><input type="checkbox" data-kind="${k}" ${filter.hidden.has(k) ? "" : "checked"}>${k}</label>`).join("");
+filters.addEventListener("change", (e) => {
+  const box = e.target as HTMLInputElement;
+  const kind = box.dataset.kind;
+  if (!kind) return;
+  if (box.checked) filter.hidden.delete(kind);
+  else filter.hidden.add(kind);
+  schedule();
+});
+el<HTMLInputElement>("log-filter").addEventListener("input", (e) => {
+  filter.text = (e.target as HTMLInputElement).value;
+  schedule();
+});
+
+// Replay: load a JSONL run log and scrub through it.
+const scrub = el<HTMLInputElement>("scrub");
+el<HTMLInputElement>("replay-file").addEventListener("change", async (e) => {
+  const file = (e.target as HTMLInputElement).files?.[0];
+  if (!file) return;
+  try {
+    replayEvents = parseLog(await file.text());
+  } catch (err) {
+    live.notice = `${file.name}: ${(err as Error).message}`;
+    schedule();
+    return;
+  }
+  scrub.max = String(replayEvents.length);
+  scrub.value = String(replayEvents.length);
+  el("replay-bar").hidden = false;
+  showReplay();
+});
+function showReplay(): void {
+  if (!replayEvents) return;
+  const n = Number(scrub.value);
+  shown = replay(live.map, replayEvents, n);
+  const at = replayEvents[Math.max(0, n - 1)];
+  el("scrub-label").textContent = `${n}/${replayEvents.length} events${at ? ` · ${at.time.toFixed(1)} s` : ""}`;
+  schedule();
+}
+scrub.addEventListener("input", showReplay);
+el("replay-close").addEventListener("click", () => {
+  replayEvents = undefined;
+  shown = live;
+  el("replay-bar").hidden = true;
+  schedule();
+});
+
+window.addEventListener("resize", schedule);
+(window as unknown as { robobrain: unknown }).robobrain = { state: () => live, latencies, send };
+schedule();

@@ -1,0 +1,261 @@
+// The page's state, built only from what the server sends: a pure reducer,
+// so a live run and a replayed log paint the same way.
+
+import type { ApprovalView, IncidentRecord, MapView, Point, RbEvent, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
+
+export interface DecisionEntry { seq: number; time: number; type: string; reason: string; brain: string; task: string; ops: string }
+export interface LineEntry { seq: number; time: number; text: string; extra?: string }
+export interface LogEntry { seq: number; time: number; kind: string; text: string }
+
+export interface ViewState {
+  role: "operator" | "viewer" | "replay";
+  thread: string;
+  map?: MapView;
+  skills: Map<string, SkillSpecView>;
+  snap?: Snapshot;
+  seq: number;
+  battery: { time: number; pct: number }[];
+  trail: Point[];
+  decisions: DecisionEntry[];
+  tokens: { purpose: string; text: string };
+  speech: LineEntry[];
+  approvals: Map<string, ApprovalView>;
+  tasks: Map<string, TaskView>;
+  alerts: Map<string, IncidentRecord>;
+  devices: Map<string, Record<string, unknown>>;
+  memory: LineEntry[];
+  log: LogEntry[];
+  notice?: string;
+}
+
+/** Most entries any list keeps. */
+export const KEEP = 500;
+/** Most log lines kept. */
+export const KEEP_LOG = 2000;
+
+export function empty(): ViewState {
+  return {
+    role: "viewer",
+    thread: "",
+    skills: new Map(),
+    seq: 0,
+    battery: [],
+    trail: [],
+    decisions: [],
+    tokens: { purpose: "", text: "" },
+    speech: [],
+    approvals: new Map(),
+    tasks: new Map(),
+    alerts: new Map(),
+    devices: new Map(),
+    memory: [],
+    log: [],
+  };
+}
+
+function push<T>(list: T[], item: T, keep: number): void {
+  list.push(item);
+  if (list.length > keep) list.splice(0, list.length - keep);
+}
+
+function str(v: unknown): string {
+  return typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v);
+}
+
+/** A one-line description of an event for the log. */
+export function describe(e: RbEvent): string {
+  switch (e.kind) {
+    case "decision":
+      return `${str(e.decision_type)} (${str(e.brain)}): ${str(e.reason)}`;
+    case "mode":
+    case "activity":
+      return `${str(e.from)} → ${str(e.to)}: ${str(e.reason)}`;
+    case "task": {
+      const t = e.task as TaskView;
+      return `${t.id} ${t.status}: ${t.title} — ${str(e.reason)}`;
+    }
+    case "skill":
+      return `${str(e.skill)} ${str(e.status)}${e.message ? `: ${str(e.message)}` : ""}`;
+    case "approval":
+      return `${str(e.approval_id)} ${str(e.status)}: ${str(e.reason)}`;
+    case "speech":
+      return `[${str(e.track)}] ${str(e.text)}`;
+    case "alert": {
+      const i = e.incident as IncidentRecord;
+      return `${i.id} ${i.status}: ${i.kinds.join(", ")} in ${i.zone}`;
+    }
+    case "log":
+      return `${str(e.level)}: ${str(e.message)}`;
+    case "error":
+      return `${str(e.code)}: ${str(e.message)}`;
+    case "guardrail":
+      return `${str(e.verdict)}: ${str(e.reason)}`;
+    case "intent":
+      return `${str(e.utterance)} → ${str(e.intent)}`;
+    case "telemetry":
+      return `battery ${Number(e.battery_pct).toFixed(1)}% in ${str(e.zone) || "—"}`;
+    default: {
+      const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, ...rest } = e;
+      return JSON.stringify(rest).slice(0, 200);
+    }
+  }
+}
+
+function takeSnapshot(s: ViewState, snap: Snapshot): void {
+  s.snap = snap;
+  s.thread = snap.thread_id;
+  if (snap.seq !== undefined) s.seq = Math.max(s.seq, snap.seq);
+  s.approvals = new Map(snap.approvals.map((a) => [a.approval_id, a]));
+  s.tasks = new Map(snap.tasks.map((t) => [t.id, t]));
+  for (const a of snap.alerts ?? []) s.alerts.set(a.id, a);
+  push(s.battery, { time: snap.time, pct: snap.robot.battery_pct }, KEEP);
+}
+
+function applyEvent(s: ViewState, e: RbEvent): void {
+  if (e.seq <= s.seq && e.kind !== "snapshot") return;
+  s.seq = Math.max(s.seq, e.seq);
+  if (e.kind !== "token" && e.kind !== "telemetry") push(s.log, { seq: e.seq, time: e.time, kind: e.kind, text: describe(e) }, KEEP_LOG);
+  const snap = s.snap;
+  if (snap) snap.time = e.time;
+  switch (e.kind) {
+    case "snapshot":
+      takeSnapshot(s, e.snapshot as Snapshot);
+      break;
+    case "telemetry":
+      if (snap) {
+        snap.robot.pose = e.pose as Snapshot["robot"]["pose"];
+        snap.robot.battery_pct = e.battery_pct as number;
+        snap.robot.charging = e.charging as boolean;
+        snap.robot.zone = (e.zone as string | null) ?? null;
+        snap.robot.distance_to_target = (e.distance_to_target as number | null) ?? null;
+        snap.robot.busy = (e.busy as string[]) ?? [];
+      }
+      push(s.battery, { time: e.time, pct: e.battery_pct as number }, KEEP);
+      {
+        const p = e.pose as Point;
+        const last = s.trail[s.trail.length - 1];
+        if (!last || Math.hypot(last.x - p.x, last.y - p.y) > 0.05) push(s.trail, { x: p.x, y: p.y }, 4 * KEEP);
+      }
+      break;
+    case "mode":
+      if (snap) snap.mode = e.to as string;
+      break;
+    case "activity":
+      if (snap) snap.activity = e.to as string;
+      break;
+    case "task": {
+      const t = e.task as TaskView;
+      s.tasks.set(t.id, t);
+      break;
+    }
+    case "decision":
+      push(s.decisions, {
+        seq: e.seq,
+        time: e.time,
+        type: e.decision_type as string,
+        reason: e.reason as string,
+        brain: e.brain as string,
+        task: e.task_id as string,
+        ops: ((e.ops as { op: string; skill?: string }[]) ?? []).map((o) => (o.skill ? `${o.op} ${o.skill}` : o.op)).join(", "),
+      }, KEEP);
+      s.tokens = { purpose: "", text: "" };
+      break;
+    case "token":
+      if (s.tokens.purpose !== e.purpose) s.tokens = { purpose: e.purpose as string, text: "" };
+      s.tokens.text = (s.tokens.text + (e.text as string)).slice(-4000);
+      break;
+    case "speech":
+      push(s.speech, { seq: e.seq, time: e.time, text: e.text as string, extra: e.track as string }, KEEP);
+      break;
+    case "approval": {
+      const id = e.approval_id as string;
+      if (e.status === "requested") {
+        s.approvals.set(id, { approval_id: id, task_id: e.task_id as string, op: e.op as ApprovalView["op"], reason: e.reason as string });
+      } else {
+        s.approvals.delete(id);
+      }
+      break;
+    }
+    case "alert": {
+      const i = e.incident as IncidentRecord;
+      s.alerts.set(i.id, i);
+      break;
+    }
+    case "device": {
+      const id = str(e.device_id ?? e.id ?? (e.device as { id?: string } | undefined)?.id);
+      if (id) s.devices.set(id, { ...(s.devices.get(id) ?? {}), ...e });
+      break;
+    }
+    case "memory":
+      push(s.memory, { seq: e.seq, time: e.time, text: describe(e) }, KEEP);
+      break;
+    case "skill":
+      if (snap) {
+        const goal = e.goal_id as string;
+        snap.running = snap.running.filter((r) => r.goal_id !== goal);
+        if (e.status === "dispatched" || e.status === "feedback") {
+          snap.running.push({ goal_id: goal, skill: e.skill as string, args: e.args, started_at: e.time });
+        }
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+/** Applies one message from the server. */
+export function apply(s: ViewState, m: ServerMessage): ViewState {
+  switch (m.type) {
+    case "hello":
+      s.role = m.role;
+      s.thread = m.thread_id;
+      s.map = m.map;
+      s.skills = new Map((m.skills ?? []).map((k) => [k.name, k]));
+      break;
+    case "snapshot":
+      takeSnapshot(s, m.snapshot);
+      if (m.snapshot.seq !== undefined) s.seq = m.snapshot.seq;
+      break;
+    case "event":
+      applyEvent(s, m.event);
+      break;
+    case "refused":
+      s.notice = `refused: ${m.reason}`;
+      break;
+    case "error":
+      s.notice = `error: ${m.message}`;
+      break;
+    case "closed":
+      s.notice = m.reason;
+      break;
+  }
+  return s;
+}
+
+/** Events of a JSONL run log, in order; a bad line names its number. */
+export function parseLog(text: string): RbEvent[] {
+  const out: RbEvent[] = [];
+  text.split("\n").forEach((line, i) => {
+    const t = line.trim();
+    if (!t) return;
+    let v: unknown;
+    try {
+      v = JSON.parse(t);
+    } catch (err) {
+      throw new Error(`line ${i + 1}: not JSON (${(err as Error).message})`);
+    }
+    const e = v as RbEvent;
+    if (typeof e.seq !== "number" || typeof e.kind !== "string") throw new Error(`line ${i + 1}: not an event (expected "seq" and "kind")`);
+    out.push(e);
+  });
+  return out;
+}
+
+/** The state after the first `n` events of a log (replay). */
+export function replay(map: MapView | undefined, events: RbEvent[], n: number): ViewState {
+  const s = empty();
+  s.role = "replay";
+  s.map = map;
+  for (const e of events.slice(0, n)) applyEvent(s, e);
+  return s;
+}

@@ -1,0 +1,70 @@
+// The panels: everything but the map, drawn from the state.
+
+import type { ViewState } from "./state";
+
+const esc = (s: unknown): string =>
+  String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
+
+const $ = (id: string): HTMLElement => {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`the page has no #${id}`);
+  return el;
+};
+
+function set(id: string, html: string): void {
+  const el = $(id);
+  if (el.innerHTML !== html) el.innerHTML = html;
+}
+
+const t = (time: number) => `${time.toFixed(1)}s`;
+
+/** Which log kinds are shown, and the text filter. */
+export interface LogFilter { hidden: Set<string>; text: string }
+
+export function renderPanels(s: ViewState, filter: LogFilter): void {
+  const snap = s.snap;
+  $("thread").textContent = s.thread || "—";
+  $("role").textContent = s.role;
+  $("role").className = `badge role-${s.role}`;
+  const mode = snap?.mode ?? "—";
+  $("mode").textContent = mode;
+  $("mode").className = `badge mode-${mode.toLowerCase()}`;
+  const activity = snap?.activity ?? "—";
+  $("activity").textContent = activity;
+  $("activity").className = `badge activity-${activity.toLowerCase()}`;
+  $("brain").textContent = snap?.brain ?? "—";
+  $("simtime").textContent = snap ? t(snap.time) : "—";
+  const pct = snap?.robot.battery_pct ?? 0;
+  $("battery-pct").textContent = snap ? `${pct.toFixed(0)}%${snap.robot.charging ? " ⚡" : ""}` : "—";
+  const fill = $("battery-fill");
+  fill.style.width = `${Math.max(0, Math.min(100, pct))}%`;
+  fill.className = pct < 20 ? "low" : pct < 40 ? "mid" : "ok";
+  set("where", snap ? `${esc(snap.robot.zone ?? "between zones")}${snap.robot.distance_to_target != null ? ` · ${snap.robot.distance_to_target.toFixed(1)} m to go` : ""}${snap.robot.busy.length ? ` · busy: ${esc(snap.robot.busy.join(", "))}` : ""}` : "");
+  set("failure", snap?.last_failure ? `last failure: ${esc(snap.last_failure)}` : "");
+
+  const tasks = [...s.tasks.values()].reverse().slice(0, 12);
+  set("tasks", tasks.map((k) => `<li class="task st-${esc(k.status)}" data-task="${esc(k.id)}"><b>${esc(k.id)}</b> ${esc(k.title)} <span class="st">${esc(k.status)}</span> <span class="muted">${k.step}/${k.steps}</span></li>`).join("") || `<li class="muted">no tasks</li>`);
+
+  set("running", (snap?.running ?? []).map((r) => `<li>${esc(r.skill)} <span class="muted">${esc(JSON.stringify(r.args))}</span></li>`).join("") || `<li class="muted">nothing running</li>`);
+
+  set("decisions", s.decisions.slice(-40).reverse().map((d) => `<li class="decision"><span class="time">${t(d.time)}</span> <b class="dt">${esc(d.type)}</b> <span class="brain brain-${esc(d.brain)}">${esc(d.brain)}</span> ${esc(d.reason)}${d.ops ? ` <span class="muted">[${esc(d.ops)}]</span>` : ""}</li>`).join("") || `<li class="muted">no decisions yet</li>`);
+
+  set("tokens", s.tokens.text ? `<span class="muted">${esc(s.tokens.purpose)}:</span> ${esc(s.tokens.text)}` : `<span class="muted">no model is streaming</span>`);
+
+  set("speech", s.speech.slice(-12).reverse().map((l) => `<li><span class="time">${t(l.time)}</span> <span class="track">${esc(l.extra)}</span> ${esc(l.text)}</li>`).join("") || `<li class="muted">silent</li>`);
+
+  const alerts = [...s.alerts.values()].reverse().slice(0, 6);
+  set("alerts", alerts.map((a) => `<li class="alert st-${esc(a.status)}"><b>${esc(a.id)}</b> ${esc(a.kinds.join(", "))} in ${esc(a.zone)} — ${esc(a.status)}${a.acknowledged_by ? ` by ${esc(a.acknowledged_by)}` : ""}${a.status === "open" && s.role === "operator" ? ` <button data-ack="${esc(a.id)}">acknowledge</button>` : ""}</li>`).join("") || `<li class="muted">no alerts</li>`);
+
+  set("devices", [...s.devices.entries()].map(([id, d]) => `<li><b>${esc(id)}</b> <span class="muted">${esc(JSON.stringify(d.state ?? d).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no device events</li>`);
+  set("memory", s.memory.slice(-10).reverse().map((m) => `<li>${esc(m.text)}</li>`).join("") || `<li class="muted">no memory events</li>`);
+
+  const approvals = [...s.approvals.values()];
+  set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+  $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";
+
+  const text = filter.text.toLowerCase();
+  const lines = s.log.filter((l) => !filter.hidden.has(l.kind) && (!text || l.text.toLowerCase().includes(text) || l.kind.includes(text)));
+  set("log", lines.slice(-200).map((l) => `<li class="log k-${esc(l.kind)}"><span class="time">${t(l.time)}</span> <span class="kind">${esc(l.kind)}</span> ${esc(l.text)}</li>`).join(""));
+  $("notice").textContent = s.notice ?? "";
+}

@@ -1,0 +1,79 @@
+// The page's pure parts under node: the reducer, log replay and the schema check.
+
+import assert from "node:assert/strict";
+import type { RbEvent, Snapshot } from "../src/protocol";
+import { validate } from "../src/schema";
+import { apply, empty, parseLog, replay } from "../src/state";
+
+let passed = 0;
+let failed = 0;
+function test(name: string, body: () => void): void {
+  try {
+    body();
+    passed++;
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${(e as Error).stack}`);
+  }
+}
+
+const snapshot: Snapshot = {
+  thread_id: "t1", time: 0, step: 0, seq: 3, mode: "IDLE", activity: "IDLE", estop: false,
+  robot: { pose: { x: 1, y: 1, theta: 0 }, battery_pct: 90, charging: false, zone: "living_room", distance_to_target: null, busy: [] },
+  tasks: [], running: [], approvals: [], last_failure: null, blocked_passages: [], incidents: [], world: "apartment",
+};
+const ev = (seq: number, kind: string, fields: Record<string, unknown>): RbEvent => ({ seq, time: seq / 10, wall_ms: 0, thread_id: "t1", step: seq, kind, ...fields });
+const op = { op: "dispatch", skill: "navigate_to", args: { zone: "kitchen" } };
+const events: RbEvent[] = [
+  ev(4, "mode", { from: "IDLE", to: "EXEC", reason: "t1" }),
+  ev(5, "approval", { approval_id: "a1", task_id: "t1", status: "requested", op, reason: "low_write" }),
+  ev(6, "telemetry", { pose: { x: 3, y: 1, theta: 0 }, battery_pct: 89, charging: false, zone: "kitchen", distance_to_target: 1, busy: ["base"] }),
+  ev(7, "approval", { approval_id: "a1", task_id: "t1", status: "approved", op, reason: "ok" }),
+  ev(8, "decision", { task_id: "t1", iteration: 1, decision_type: "FINISH", reason: "done", brain: "rule", ops: [] }),
+];
+
+test("a snapshot then events build the view; old events are ignored", () => {
+  const s = empty();
+  apply(s, { type: "snapshot", snapshot: structuredClone(snapshot) });
+  apply(s, { type: "event", event: ev(2, "mode", { from: "X", to: "SAFE", reason: "stale" }) });
+  assert.equal(s.snap?.mode, "IDLE", "an event older than the snapshot is not applied");
+  for (const e of events.slice(0, 3)) apply(s, { type: "event", event: e });
+  assert.equal(s.snap?.mode, "EXEC");
+  assert.deepEqual([...s.approvals.keys()], ["a1"]);
+  assert.equal(s.snap?.robot.zone, "kitchen");
+  assert.equal(s.trail.length, 1);
+  for (const e of events.slice(3)) apply(s, { type: "event", event: e });
+  assert.equal(s.approvals.size, 0, "an approved request leaves the list");
+  assert.equal(s.decisions[0].type, "FINISH");
+  assert.equal(s.seq, 8);
+});
+
+test("a replayed log paints like the live run, and scrubbing stops part way", () => {
+  const log = [ev(1, "snapshot", { snapshot: structuredClone(snapshot) }), ...events].map((e) => JSON.stringify(e)).join("\n");
+  const parsed = parseLog(log);
+  const full = replay(undefined, parsed, parsed.length);
+  assert.equal(full.snap?.mode, "EXEC");
+  assert.equal(full.decisions.length, 1);
+  const early = replay(undefined, parsed, 3);
+  assert.equal(early.approvals.size, 1, "at event 3 the approval still waits");
+  assert.throws(() => parseLog(`${log}\n{oops`), /line 7: not JSON/);
+  assert.throws(() => parseLog(`{"a":1}`), /line 1: not an event/);
+});
+
+test("a viewer's refusal is shown", () => {
+  const s = empty();
+  apply(s, { type: "refused", reason: "read-only" });
+  assert.match(s.notice ?? "", /refused: read-only/);
+});
+
+test("edited arguments are checked against the skill's schema", () => {
+  const schema = { type: "object", properties: { zone: { type: "string", minLength: 1 } }, required: ["zone"], additionalProperties: false };
+  assert.deepEqual(validate(schema, { zone: "kitchen" }), []);
+  assert.deepEqual(validate(schema, { zone: 3 }), ['/zone: expected "string", found integer']);
+  assert.deepEqual(validate(schema, {}), ['/: missing required "zone"']);
+  assert.deepEqual(validate(schema, { zone: "k", speed: 2 }), ["/speed: not allowed"]);
+});
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
