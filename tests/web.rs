@@ -287,3 +287,94 @@ fn the_page_in_chromium_approves_reconnects_and_refuses_a_viewer() {
         "the screenshot is kept"
     );
 }
+
+/// `robobrain report` on a recorded run: a self-contained page that opens in
+/// Chromium and shows the trajectory; a damaged log is named by line.
+#[test]
+fn a_recorded_run_becomes_a_report_that_chromium_shows() {
+    let dir = temp_dir("report");
+    let log = dir.join("demo.jsonl");
+    let html = dir.join("report.html");
+    let out = crate::support::robobrain(&["demo", "--fast", "--log", log.to_str().unwrap()], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = crate::support::robobrain(
+        &[
+            "report",
+            log.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let points = page
+        .split("id=\"trajectory\" points=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map_or(0, |p| p.split(' ').count());
+    assert!(points > 50, "the demo's trajectory has {points} points");
+    assert!(
+        page.contains("<td>smoke</td>"),
+        "the demo's incident is listed"
+    );
+    assert!(
+        !page.contains("<script") && !page.contains("http-equiv"),
+        "self-contained"
+    );
+
+    let chromium = std::path::Path::new("/usr/bin/chromium");
+    if chromium.exists() {
+        let shot = root().join("target/ui-artifacts/report.png");
+        std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&shot);
+        let status = std::process::Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                "--window-size=1150,1400",
+            ])
+            .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(format!("file://{}", html.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let png = std::fs::read(&shot).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 20_000,
+            "a real screenshot ({} bytes)",
+            png.len()
+        );
+    } else {
+        assert!(std::env::var_os("CI").is_none(), "CI must have Chromium");
+    }
+
+    let damaged = dir.join("damaged.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{not an event\n");
+    std::fs::write(&damaged, text).unwrap();
+    let out = crate::support::robobrain(
+        &[
+            "report",
+            damaged.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("damaged.jsonl:") && out.stderr.contains("line"),
+        "{}",
+        out.stderr
+    );
+}

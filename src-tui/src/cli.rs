@@ -126,6 +126,16 @@ pub enum Cmd {
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
         listen: String,
     },
+    /// A self-contained HTML report of a run's JSONL event log: the map with
+    /// the trajectory, battery, mode and activity over time, decisions,
+    /// approvals, incidents.
+    Report {
+        /// The run's event log (`runs/<thread>.jsonl`).
+        log: PathBuf,
+        /// Where to write the HTML.
+        #[arg(short, long, value_name = "FILE", default_value = "report.html")]
+        output: PathBuf,
+    },
 }
 
 /// Parses the arguments, runs, and turns the outcome into an exit code.
@@ -196,6 +206,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             scenarios(cli.world.as_deref(), cli.seed, &files, &dir, verbose)
         }
         Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
+        Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
     }
 }
 
@@ -249,6 +260,35 @@ pub fn use_configured_brain(engine: &mut Engine, config: &Config) -> Result<()> 
     engine.set_brain(brain);
     engine.log("info", &why);
     Ok(())
+}
+
+/// Writes the HTML report of the run logged in `log`; the world is the one
+/// the log's first snapshot names, unless `--world` says otherwise.
+fn report(log: &Path, output: &Path, world: Option<&str>) -> Result<ExitCode> {
+    let events = robobrain_core::eventlog::read(log)?;
+    anyhow::ensure!(
+        !events.is_empty(),
+        "{}: the log has no events",
+        log.display()
+    );
+    let named = events.iter().find_map(|e| match &e.kind {
+        robobrain_core::protocol::EventKind::Snapshot { snapshot } => Some(snapshot.world.clone()),
+        _ => None,
+    });
+    let map = match world.map(str::to_string).or(named) {
+        Some(w) => match robobrain_core::sim::World::resolve(&w) {
+            Ok(world) => Some(robobrain_core::mapview::MapView::of(&world)),
+            Err(e) => {
+                eprintln!("warning: the world {w:?}: {e}; the trajectory is drawn without walls");
+                None
+            }
+        },
+        None => None,
+    };
+    let html = robobrain_tui::report::render(&events, map.as_ref(), &log.display().to_string());
+    std::fs::write(output, html).with_context(|| format!("cannot write {}", output.display()))?;
+    eprintln!("wrote {} ({} events)", output.display(), events.len());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn mock_llm(script: &Path, listen: &str) -> Result<ExitCode> {

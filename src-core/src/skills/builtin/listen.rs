@@ -251,6 +251,7 @@ fn microphone_ready() -> Result<(), (String, String)> {
 }
 
 /// Records `seconds` from the microphone, as WAV bytes.
+#[cfg_attr(not(feature = "audio"), allow(clippy::unused_async))]
 async fn record(seconds: f64) -> Result<Vec<u8>, (String, String)> {
     #[cfg(feature = "audio")]
     {
