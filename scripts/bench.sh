@@ -14,3 +14,9 @@ echo "== whole-run: robobrain demo (release)"
 cargo build -q --release --bin robobrain
 /usr/bin/time -f "demo --fast: %e s wall, peak RSS %M KiB" "$target/release/robobrain" demo --fast >/dev/null
 /usr/bin/time -f "demo (paced, as the README runs it): %e s wall, peak RSS %M KiB" "$target/release/robobrain" demo >/dev/null
+
+echo "== whole-run: the web console under load (kernel tick with 0, 1, 20 viewers)"
+cargo bench -q -p robobrain-tui --bench web
+
+echo "== the page in Chromium: load → first snapshot, event → DOM"
+ROBOBRAIN_BIN="$target/release/robobrain" node ui/tests/bench.mjs

@@ -61,6 +61,28 @@ pub struct Runtime {
     events: broadcast::Sender<Event>,
     snapshot: watch::Receiver<Snapshot>,
     thread: Option<JoinHandle<()>>,
+    ticks: TickTimes,
+}
+
+/// How long the last ticks took (compute and publish, not the wait between
+/// them), newest last; at most [`TICKS_KEPT`].
+#[derive(Clone, Default)]
+struct TickTimes(std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<Duration>>>);
+
+/// Tick durations kept for [`Runtime::tick_durations`].
+pub const TICKS_KEPT: usize = 100_000;
+
+impl TickTimes {
+    fn record(&self, took: Duration) {
+        let mut t = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if t.len() == TICKS_KEPT {
+            t.pop_front();
+        }
+        t.push_back(took);
+    }
 }
 
 /// Events buffered per subscriber before a slow one starts losing the oldest.
@@ -87,9 +109,11 @@ impl Runtime {
         let (events, first) = broadcast::channel(EVENT_BUFFER);
         let (snap_tx, snapshot) = watch::channel(engine.snapshot());
         let out = events.clone();
+        let ticks = TickTimes::default();
+        let timed = ticks.clone();
         let thread = std::thread::Builder::new()
             .name("robobrain-kernel".into())
-            .spawn(move || drive(engine, pace, &rx, &out, &snap_tx))
+            .spawn(move || drive(engine, pace, &rx, &out, &snap_tx, &timed))
             .ok();
         (
             Self {
@@ -97,6 +121,7 @@ impl Runtime {
                 events,
                 snapshot,
                 thread,
+                ticks,
             },
             first,
         )
@@ -120,6 +145,18 @@ impl Runtime {
     /// The state as of the last tick.
     pub fn snapshot(&self) -> Snapshot {
         self.snapshot.borrow().clone()
+    }
+
+    /// How long the last ticks took on the kernel thread (the tick and
+    /// publishing its events and snapshot), oldest first: what a face's
+    /// load could slow down.
+    pub fn tick_durations(&self) -> Vec<Duration> {
+        let t = self
+            .ticks
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        t.iter().copied().collect()
     }
 
     /// Whether the kernel thread has ended (after `Shutdown`).
@@ -151,6 +188,7 @@ fn drive(
     commands: &std_mpsc::Receiver<Command>,
     events: &broadcast::Sender<Event>,
     snapshot: &watch::Sender<Snapshot>,
+    ticks: &TickTimes,
 ) {
     let period = match pace {
         Pace::Fast => Duration::ZERO,
@@ -172,8 +210,10 @@ fn drive(
                 publish(&mut engine, &mut buf, events, snapshot);
             }
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                let started = Instant::now();
                 engine.tick(&mut buf);
                 publish(&mut engine, &mut buf, events, snapshot);
+                ticks.record(started.elapsed());
                 // A tick a little late (a wake-up after the timer) is made
                 // up for, so the sim clock keeps its rate; one far behind (the
                 // machine stalled) is not: the clock slips rather than bursts.

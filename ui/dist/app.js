@@ -401,7 +401,7 @@
     return {
       kind: "tauri",
       send(line) {
-        t2.core.invoke("send", { line }).catch((e) => h.message({ type: "error", message: String(e) }));
+        t2.core.invoke("send_line", { line }).catch((e) => h.message({ type: "error", message: String(e) }));
       }
     };
   }
@@ -518,7 +518,7 @@
     const now = Date.now();
     for (const sent of unpainted) {
       latencies.push(now - sent);
-      if (latencies.length > 1e3) latencies.shift();
+      if (latencies.length > 5e3) latencies.shift();
     }
     unpainted = [];
   }

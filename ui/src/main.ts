@@ -14,7 +14,7 @@ let live: ViewState = empty();
 let shown: ViewState = live;
 let replayEvents: RbEvent[] | undefined;
 const filter: LogFilter = { hidden: new Set(["update"]), text: "" };
-/** Wall-clock ms from an event leaving the core to its paint (the last 1000). */
+/** Wall-clock ms from an event leaving the core to its paint (the last 5000). */
 const latencies: number[] = [];
 let unpainted: number[] = [];
 let queued = false;
@@ -30,7 +30,7 @@ function paint(): void {
   const now = Date.now();
   for (const sent of unpainted) {
     latencies.push(now - sent);
-    if (latencies.length > 1000) latencies.shift();
+    if (latencies.length > 5000) latencies.shift();
   }
   unpainted = [];
 }

@@ -37,7 +37,7 @@ function tauri(t: TauriGlobal, h: Handlers): Transport {
   return {
     kind: "tauri",
     send(line) {
-      t.core.invoke("send", { line }).catch((e) => h.message({ type: "error", message: String(e) }));
+      t.core.invoke("send_line", { line }).catch((e) => h.message({ type: "error", message: String(e) }));
     },
   };
 }

@@ -1,0 +1,119 @@
+//! The web console under load (whole-run, percentiles printed): the kernel's
+//! tick (compute + publish) while 0, 1 and 20 WebSocket viewers read every
+//! event of a run producing ≥ 200 events/s, and the ratio of its p99 to the
+//! run without viewers. The page's own timings (load → first snapshot, event
+//! → DOM) are measured in Chromium by `ui/tests/bench.mjs`.
+//!
+//! Run: `cargo bench -p robobrain-tui --bench web` (10 s per case; set
+//! `ROBOBRAIN_BENCH_SECONDS` to change).
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use robobrain_core::config::Config;
+use robobrain_core::engine::Engine;
+use robobrain_core::mapview::MapView;
+use robobrain_core::protocol::Command;
+use robobrain_core::runtime::{Pace, Runtime};
+use robobrain_core::sim::World;
+use robobrain_tui::web::{Access, Served, WebServer};
+use tokio_util::sync::CancellationToken;
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// One run with `viewers` pages attached: (tick p50, tick p99, events/s, messages read per viewer/s).
+async fn run(viewers: usize, seconds: f64) -> (Duration, Duration, f64, f64) {
+    let mut config = Config::default();
+    config.kernel.telemetry_interval_s = 0.1;
+    config.patrol.interval_s = Some(60.0);
+    config.speech.voice = robobrain_core::voice::VoiceChoice::Text;
+    config.skills.keep_frames = false;
+    let world = World::builtin("apartment").unwrap();
+    let engine = Engine::simulated(&config, world.clone()).unwrap();
+    // 0.1 s ticks at 20× real time: 200 ticks and ≥ 200 events a wall second.
+    let (runtime, events) = Runtime::start_subscribed(engine, Pace::RealTime { speed: 20.0 });
+    let recent = robobrain_tui::recorder::start(20_000, events, None);
+    runtime
+        .send(Command::StartPatrol { route: None })
+        .await
+        .unwrap();
+    let served = Arc::new(Served {
+        runtime,
+        recent,
+        map: MapView::of(&world),
+        skills: Vec::new(),
+        access: Access {
+            loopback: true,
+            ..Access::default()
+        },
+    });
+    let server = WebServer::bind(Arc::clone(&served), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = server.addr;
+    let stop = CancellationToken::new();
+    tokio::spawn(server.serve(stop.clone()));
+    let read = Arc::new(AtomicU64::new(0));
+    for _ in 0..viewers {
+        let read = Arc::clone(&read);
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            while let Some(Ok(_)) = ws.next().await {
+                read.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    let seq0 = served.runtime.snapshot().seq;
+    let skip = served.runtime.tick_durations().len();
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    let mut ticks: Vec<Duration> = served
+        .runtime
+        .tick_durations()
+        .into_iter()
+        .skip(skip)
+        .collect();
+    let seq1 = served.runtime.snapshot().seq;
+    stop.cancel();
+    ticks.sort();
+    let rate = (seq1 - seq0) as f64 / seconds;
+    let per_viewer = if viewers == 0 {
+        0.0
+    } else {
+        read.load(Ordering::Relaxed) as f64 / viewers as f64 / seconds
+    };
+    (
+        percentile(&ticks, 0.5),
+        percentile(&ticks, 0.99),
+        rate,
+        per_viewer,
+    )
+}
+
+fn main() {
+    let seconds: f64 = std::env::var("ROBOBRAIN_BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10.0);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut baseline = None;
+    for viewers in [0, 1, 20] {
+        let (p50, p99, rate, per_viewer) = rt.block_on(run(viewers, seconds));
+        let base = *baseline.get_or_insert(p99);
+        println!(
+            "web: {viewers:>2} viewers  tick p50 {p50:>9.2?}  p99 {p99:>9.2?}  p99/no-viewer {:.2}  events {rate:.0}/s  read by each viewer {per_viewer:.0} msgs/s",
+            p99.as_secs_f64() / base.as_secs_f64()
+        );
+    }
+}

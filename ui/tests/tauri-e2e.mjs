@@ -1,0 +1,83 @@
+// The desktop app end to end, under Xvfb: tauri-driver + Debian's
+// WebKitWebDriver drive `robobrain-gui` over plain WebDriver HTTP — say "go
+// to the kitchen", approve, see the task finish; a screenshot is kept.
+// Run by tests/gui.rs:
+//   xvfb-run -a node ui/tests/tauri-e2e.mjs   (ROBOBRAIN_GUI=target/debug/robobrain-gui)
+
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const app = process.env.ROBOBRAIN_GUI ?? "target/debug/robobrain-gui";
+const driverBin = process.env.TAURI_DRIVER ?? "tauri-driver";
+const artifacts = process.env.ROBOBRAIN_ARTIFACTS ?? "target/ui-artifacts";
+mkdirSync(artifacts, { recursive: true });
+const work = mkdtempSync(join(tmpdir(), "rb-gui-"));
+const config = join(work, "robobrain.toml");
+writeFileSync(config, `runs_dir = "${join(work, "runs")}"\n[policy]\napprove_risks = ["low_write", "high_write"]\n[speech]\nvoice = "text"\n`);
+const port = 4444 + Math.floor(Math.random() * 1000);
+const driver = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1000)], {
+  stdio: ["ignore", "inherit", "inherit"],
+  env: { ...process.env, ROBOBRAIN_CONFIG: config, ROBOBRAIN_SPEED: "8" },
+});
+const base = `http://127.0.0.1:${port}`;
+const ELEMENT = "element-6066-11e4-a6ea-4965e9f4c6ee";
+
+async function wd(method, path, body) {
+  const r = await fetch(`${base}${path}`, { method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
+  const v = await r.json();
+  if (!r.ok) throw new Error(`${method} ${path}: ${JSON.stringify(v.value ?? v).slice(0, 300)}`);
+  return v.value;
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function until(what, f, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+let passed = 0;
+let failed = 0;
+let session;
+try {
+  await until("tauri-driver", () => fetch(`${base}/status`).then((r) => r.ok), 20000);
+  session = (await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app } } } })).sessionId;
+  // The W3C key, or the old JSON-wire "ELEMENT" some WebKitWebDriver builds still send.
+  const find = async (css) => {
+    const el = (await wd("POST", `/session/${session}/elements`, { using: "css selector", value: css }))[0];
+    return el && (el[ELEMENT] ?? el.ELEMENT ?? Object.values(el)[0]);
+  };
+  const script = (js) => wd("POST", `/session/${session}/execute/sync`, { script: js, args: [] });
+  try {
+    await until("the page to connect", async () => (await script("return document.getElementById('conn').className")) === "conn up", 30000);
+    const say = await find("#say");
+    await wd("POST", `/session/${session}/element/${say}/value`, { text: "go to the kitchen\uE007" });
+    const review = await until("an approval", () => find("[data-review]"), 20000);
+    await wd("POST", `/session/${session}/element/${review}/click`, {});
+    const approve = await until("the dialog", () => find("#approval-dialog[open] #ad-approve"), 5000);
+    await wd("POST", `/session/${session}/element/${approve}/click`, {});
+    await until("the task to finish", () => find("#tasks li.st-succeeded"), 60000);
+    const zone = await script("return window.robobrain.state().snap.robot.zone");
+    if (zone !== "kitchen") throw new Error(`the robot is in ${zone}`);
+    const png = await wd("GET", `/session/${session}/screenshot`);
+    writeFileSync(join(artifacts, "gui.png"), Buffer.from(png, "base64"));
+    passed++;
+    console.log("ok   the desktop app: say, approve, the task finishes (screenshot kept)");
+  } catch (e) {
+    failed++;
+    console.log(`FAIL the desktop app: ${e.stack ?? e}`);
+  }
+} catch (e) {
+  failed++;
+  console.log(`FAIL starting the app under tauri-driver: ${e.stack ?? e}`);
+} finally {
+  if (session) await wd("DELETE", `/session/${session}`).catch(() => {});
+  driver.kill("SIGTERM");
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
