@@ -239,9 +239,12 @@ fn publish(
     if buf.is_empty() {
         return;
     }
+    // The snapshot first: a face that reacts to an event (an MCP client told
+    // `confirmation_required`) and then reads the snapshot must find that
+    // event's effect in it. The snapshot's `seq` says which events it covers.
+    snapshot.send_replace(engine.snapshot());
     for event in buf.drain(..) {
         // No subscriber is not an error: events are also logged.
         let _ = events.send(event);
     }
-    snapshot.send_replace(engine.snapshot());
 }
