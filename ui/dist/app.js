@@ -73,6 +73,7 @@
         g.fillText(inc.kind, cx - 14, cy + 4);
       }
     }
+    if (map) drawDevices(g, map, s, px);
     if (s.trail.length > 1) {
       g.strokeStyle = "rgba(37, 99, 235, 0.35)";
       g.lineWidth = 2;
@@ -126,6 +127,38 @@
       else g.moveTo(xx, yy);
     });
     g.stroke();
+  }
+  function deviceActive(d) {
+    const st = d.state ?? {};
+    return st.on === true || st.state === "on" || st.state === "open" || st.locked === false || st.open === true;
+  }
+  function drawDevices(g, map, s, px) {
+    const perRoom = /* @__PURE__ */ new Map();
+    for (const d of s.devices.values()) {
+      const z = map.zones.find((zz) => zz.name === d.room);
+      if (!z) continue;
+      const k = perRoom.get(z.name) ?? 0;
+      perRoom.set(z.name, k + 1);
+      const cx = px(z.rect.x0) + 10 + 14 * k;
+      const cy = px(z.rect.y1) - 10;
+      if (cx > px(z.rect.x1) - 6) continue;
+      g.beginPath();
+      g.arc(cx, cy, 5, 0, 2 * Math.PI);
+      if (d.online === false) {
+        g.strokeStyle = "#94a3b8";
+        g.stroke();
+        g.beginPath();
+        g.moveTo(cx - 4, cy - 4);
+        g.lineTo(cx + 4, cy + 4);
+        g.stroke();
+      } else if (deviceActive(d)) {
+        g.fillStyle = "#eab308";
+        g.fill();
+      } else {
+        g.strokeStyle = "#a16207";
+        g.stroke();
+      }
+    }
   }
 
   // src/schema.ts
@@ -231,6 +264,8 @@
         return `${str(e.verdict)}: ${str(e.reason)}`;
       case "intent":
         return `${str(e.utterance)} → ${str(e.intent)}`;
+      case "device":
+        return `${str(e.device)}${e.online === false ? " (offline)" : ""}: ${JSON.stringify(e.state ?? {}).slice(0, 120)} — ${str(e.reason)}`;
       case "telemetry":
         return `battery ${Number(e.battery_pct).toFixed(1)}% in ${str(e.zone) || "—"}`;
       default: {
@@ -246,6 +281,7 @@
     s.approvals = new Map(snap.approvals.map((a) => [a.approval_id, a]));
     s.tasks = new Map(snap.tasks.map((t2) => [t2.id, t2]));
     for (const a of snap.alerts ?? []) s.alerts.set(a.id, a);
+    for (const [id, d] of Object.entries(snap.devices ?? {})) s.devices.set(id, { ...s.devices.get(id) ?? {}, ...d });
     push(s.battery, { time: snap.time, pct: snap.robot.battery_pct }, KEEP);
   }
   function applyEvent(s, e) {
@@ -319,8 +355,17 @@
         break;
       }
       case "device": {
-        const id = str(e.device_id ?? e.id ?? e.device?.id);
-        if (id) s.devices.set(id, { ...s.devices.get(id) ?? {}, ...e });
+        const id = str(e.device);
+        if (id) {
+          const known = s.devices.get(id) ?? {};
+          s.devices.set(id, {
+            ...known,
+            state: e.state ?? known.state,
+            online: e.online ?? known.online,
+            room: e.room ?? known.room,
+            reason: e.reason
+          });
+        }
         break;
       }
       case "memory":
@@ -488,7 +533,7 @@
     set("speech", s.speech.slice(-12).reverse().map((l) => `<li><span class="time">${t(l.time)}</span> <span class="track">${esc(l.extra)}</span> ${esc(l.text)}</li>`).join("") || `<li class="muted">silent</li>`);
     const alerts = [...s.alerts.values()].reverse().slice(0, 6);
     set("alerts", alerts.map((a) => `<li class="alert st-${esc(a.status)}"><b>${esc(a.id)}</b> ${esc(a.kinds.join(", "))} in ${esc(a.zone)} — ${esc(a.status)}${a.acknowledged_by ? ` by ${esc(a.acknowledged_by)}` : ""}${a.status === "open" && s.role === "operator" ? ` <button data-ack="${esc(a.id)}">acknowledge</button>` : ""}</li>`).join("") || `<li class="muted">no alerts</li>`);
-    set("devices", [...s.devices.entries()].map(([id, d]) => `<li><b>${esc(id)}</b> <span class="muted">${esc(JSON.stringify(d.state ?? d).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no device events</li>`);
+    set("devices", [...s.devices.entries()].map(([id, d]) => `<li class="device${d.online === false ? " offline" : ""}" data-device="${esc(id)}"><b>${esc(id)}</b>${d.room ? ` <span class="muted">${esc(d.room)}</span>` : ""}${d.online === false ? ` <span class="st">offline</span>` : ""} <span class="muted">${esc(JSON.stringify(d.state ?? {}).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no devices</li>`);
     set("memory", s.memory.slice(-10).reverse().map((m) => `<li>${esc(m.text)}</li>`).join("") || `<li class="muted">no memory events</li>`);
     const approvals = [...s.approvals.values()];
     set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);

@@ -1,7 +1,8 @@
-// The map canvas: walls, zones, passages (blocked in red), incidents, the
-// robot with its heading, its planned path and the trail it left.
+// The map canvas: walls, zones, passages (blocked in red), incidents,
+// smart-home devices in their rooms, the robot with its heading, its planned
+// path and the trail it left.
 
-import type { MapView } from "./protocol";
+import type { DeviceView, MapView } from "./protocol";
 import type { ViewState } from "./state";
 
 let wallsFor: { map: MapView; canvas: HTMLCanvasElement } | undefined;
@@ -80,6 +81,7 @@ export function drawMap(canvas: HTMLCanvasElement, s: ViewState): void {
       g.fillText(inc.kind, cx - 14, cy + 4);
     }
   }
+  if (map) drawDevices(g, map, s, px);
   if (s.trail.length > 1) {
     g.strokeStyle = "rgba(37, 99, 235, 0.35)";
     g.lineWidth = 2;
@@ -135,4 +137,42 @@ export function drawSparkline(canvas: HTMLCanvasElement, points: { time: number;
     else g.moveTo(xx, yy);
   });
   g.stroke();
+}
+
+/** Whether a device's state reads as on / open / unlocked (drawn filled). */
+export function deviceActive(d: DeviceView): boolean {
+  const st = d.state ?? {};
+  return st.on === true || st.state === "on" || st.state === "open" || st.locked === false || st.open === true;
+}
+
+/** Devices as small markers along the bottom edge of their room's zone (the
+ * side panel names them): filled when on or open, hollow when off, grey with
+ * a cross when offline. */
+function drawDevices(g: CanvasRenderingContext2D, map: MapView, s: ViewState, px: (m: number) => number): void {
+  const perRoom = new Map<string, number>();
+  for (const d of s.devices.values()) {
+    const z = map.zones.find((zz) => zz.name === d.room);
+    if (!z) continue;
+    const k = perRoom.get(z.name) ?? 0;
+    perRoom.set(z.name, k + 1);
+    const cx = px(z.rect.x0) + 10 + 14 * k;
+    const cy = px(z.rect.y1) - 10;
+    if (cx > px(z.rect.x1) - 6) continue;
+    g.beginPath();
+    g.arc(cx, cy, 5, 0, 2 * Math.PI);
+    if (d.online === false) {
+      g.strokeStyle = "#94a3b8";
+      g.stroke();
+      g.beginPath();
+      g.moveTo(cx - 4, cy - 4);
+      g.lineTo(cx + 4, cy + 4);
+      g.stroke();
+    } else if (deviceActive(d)) {
+      g.fillStyle = "#eab308";
+      g.fill();
+    } else {
+      g.strokeStyle = "#a16207";
+      g.stroke();
+    }
+  }
 }

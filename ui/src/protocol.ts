@@ -19,6 +19,8 @@ export interface MapView {
 export interface Op { op: "dispatch" | "cancel" | "wait"; skill?: string; args?: unknown; goal_id?: string; seconds?: number }
 export interface TaskView { id: string; title: string; kind: string; priority: string; status: string; step: number; steps: number }
 export interface ApprovalView { approval_id: string; task_id: string; op: Op; reason: string; risk?: string }
+/** One smart-home device as the page knows it (snapshot `devices`, `device` events). */
+export interface DeviceView { state?: Record<string, unknown>; online?: boolean; room?: string; reason?: string }
 export interface Incident { zone: string; kind: string }
 export interface IncidentRecord { id: string; time: number; zone: string; kinds: string[]; description: string; status: string; acknowledged_by?: string | null }
 
@@ -47,6 +49,8 @@ export interface Snapshot {
   blocked_passages: string[];
   incidents: Incident[];
   alerts?: IncidentRecord[];
+  /** Smart-home devices: id → {state, online, room}. */
+  devices?: Record<string, DeviceView>;
   brain?: string | null;
   world: string;
 }

@@ -1,7 +1,7 @@
 // The page's state, built only from what the server sends: a pure reducer,
 // so a live run and a replayed log paint the same way.
 
-import type { ApprovalView, IncidentRecord, MapView, Point, RbEvent, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
+import type { ApprovalView, DeviceView, IncidentRecord, MapView, Point, RbEvent, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
 
 export interface DecisionEntry { seq: number; time: number; type: string; reason: string; brain: string; task: string; ops: string }
 export interface LineEntry { seq: number; time: number; text: string; extra?: string }
@@ -22,7 +22,7 @@ export interface ViewState {
   approvals: Map<string, ApprovalView>;
   tasks: Map<string, TaskView>;
   alerts: Map<string, IncidentRecord>;
-  devices: Map<string, Record<string, unknown>>;
+  devices: Map<string, DeviceView>;
   memory: LineEntry[];
   log: LogEntry[];
   notice?: string;
@@ -92,6 +92,8 @@ export function describe(e: RbEvent): string {
       return `${str(e.verdict)}: ${str(e.reason)}`;
     case "intent":
       return `${str(e.utterance)} → ${str(e.intent)}`;
+    case "device":
+      return `${str(e.device)}${e.online === false ? " (offline)" : ""}: ${JSON.stringify(e.state ?? {}).slice(0, 120)} — ${str(e.reason)}`;
     case "telemetry":
       return `battery ${Number(e.battery_pct).toFixed(1)}% in ${str(e.zone) || "—"}`;
     default: {
@@ -108,6 +110,7 @@ function takeSnapshot(s: ViewState, snap: Snapshot): void {
   s.approvals = new Map(snap.approvals.map((a) => [a.approval_id, a]));
   s.tasks = new Map(snap.tasks.map((t) => [t.id, t]));
   for (const a of snap.alerts ?? []) s.alerts.set(a.id, a);
+  for (const [id, d] of Object.entries(snap.devices ?? {})) s.devices.set(id, { ...(s.devices.get(id) ?? {}), ...d });
   push(s.battery, { time: snap.time, pct: snap.robot.battery_pct }, KEEP);
 }
 
@@ -182,8 +185,17 @@ function applyEvent(s: ViewState, e: RbEvent): void {
       break;
     }
     case "device": {
-      const id = str(e.device_id ?? e.id ?? (e.device as { id?: string } | undefined)?.id);
-      if (id) s.devices.set(id, { ...(s.devices.get(id) ?? {}), ...e });
+      const id = str(e.device);
+      if (id) {
+        const known = s.devices.get(id) ?? {};
+        s.devices.set(id, {
+          ...known,
+          state: (e.state as Record<string, unknown> | undefined) ?? known.state,
+          online: (e.online as boolean | undefined) ?? known.online,
+          room: (e.room as string | undefined) ?? known.room,
+          reason: e.reason as string | undefined,
+        });
+      }
       break;
     }
     case "memory":

@@ -56,7 +56,7 @@ export function renderPanels(s: ViewState, filter: LogFilter): void {
   const alerts = [...s.alerts.values()].reverse().slice(0, 6);
   set("alerts", alerts.map((a) => `<li class="alert st-${esc(a.status)}"><b>${esc(a.id)}</b> ${esc(a.kinds.join(", "))} in ${esc(a.zone)} — ${esc(a.status)}${a.acknowledged_by ? ` by ${esc(a.acknowledged_by)}` : ""}${a.status === "open" && s.role === "operator" ? ` <button data-ack="${esc(a.id)}">acknowledge</button>` : ""}</li>`).join("") || `<li class="muted">no alerts</li>`);
 
-  set("devices", [...s.devices.entries()].map(([id, d]) => `<li><b>${esc(id)}</b> <span class="muted">${esc(JSON.stringify(d.state ?? d).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no device events</li>`);
+  set("devices", [...s.devices.entries()].map(([id, d]) => `<li class="device${d.online === false ? " offline" : ""}" data-device="${esc(id)}"><b>${esc(id)}</b>${d.room ? ` <span class="muted">${esc(d.room)}</span>` : ""}${d.online === false ? ` <span class="st">offline</span>` : ""} <span class="muted">${esc(JSON.stringify(d.state ?? {}).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no devices</li>`);
   set("memory", s.memory.slice(-10).reverse().map((m) => `<li>${esc(m.text)}</li>`).join("") || `<li class="muted">no memory events</li>`);
 
   const approvals = [...s.approvals.values()];

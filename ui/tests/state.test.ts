@@ -61,6 +61,18 @@ test("a replayed log paints like the live run, and scrubbing stops part way", ()
   assert.throws(() => parseLog(`{"a":1}`), /line 1: not an event/);
 });
 
+test("devices come from the snapshot and follow their events", () => {
+  const s = empty();
+  const snap = { ...structuredClone(snapshot), devices: { kettle_plug: { state: { on: false, power_w: 0 }, online: true, room: "kitchen" } } };
+  apply(s, { type: "snapshot", snapshot: snap });
+  assert.equal(s.devices.get("kettle_plug")?.room, "kitchen");
+  apply(s, { type: "event", event: ev(4, "device", { device: "kettle_plug", room: "kitchen", state: { on: true, power_w: 1800 }, online: true, reason: "devices.invoke p1.s1" }) });
+  assert.deepEqual(s.devices.get("kettle_plug")?.state, { on: true, power_w: 1800 });
+  assert.match(s.log[s.log.length - 1].text, /kettle_plug: \{"on":true,"power_w":1800\} — devices.invoke p1.s1/);
+  apply(s, { type: "event", event: ev(5, "device", { device: "kettle_plug", room: "kitchen", state: { on: true, power_w: 1800 }, online: false, reason: "fault" }) });
+  assert.equal(s.devices.get("kettle_plug")?.online, false, "an offline report marks it offline");
+});
+
 test("a viewer's refusal is shown", () => {
   const s = empty();
   apply(s, { type: "refused", reason: "read-only" });
