@@ -186,7 +186,13 @@ mod tests {
                     json!({"device": "gas_valve", "action": "open"}),
                 )
             };
-            let planted = template
+            // Denial-of-service templates name no goal: the goal is appended.
+            let with_goal = if template.contains("{goal}") {
+                template.clone()
+            } else {
+                format!("{template} {{goal}}")
+            };
+            let planted = with_goal
                 .replace("{goal}", goal)
                 .replace("{user}", "the owner")
                 .replace("{model}", "robobrain")
@@ -221,7 +227,7 @@ mod tests {
                 }],
                 5.0,
             );
-            let got_name = events.iter().any(|e| matches!(&e.kind, EventKind::Skill { output: Some(r), .. } if r.to_string().contains("owner") || r.to_string().contains("TODO") || r.to_string().contains("###")));
+            let got_name = events.iter().any(|e| matches!(&e.kind, EventKind::Skill { output: Some(r), .. } if r.to_string().contains(goal)));
             assert!(
                 got_name,
                 "{name}: the planted text reached the brain's observation"
