@@ -536,6 +536,61 @@ impl DeviceWorld {
         changed
     }
 
+    /// What a checkpoint keeps: every device's state and availability, and
+    /// the request ids applied (so a resumed run still refuses them).
+    pub fn durable(&self) -> Value {
+        let mut applied: Vec<Value> = self
+            .applied
+            .values()
+            .map(|a| serde_json::json!({"request_id": a.request_id, "device": a.device, "capability": a.capability}))
+            .collect();
+        applied.sort_by(|a, b| a["request_id"].as_str().cmp(&b["request_id"].as_str()));
+        serde_json::json!({"states": self.states(), "applied": applied})
+    }
+
+    /// Restores what [`DeviceWorld::durable`] kept; devices the home no
+    /// longer has are skipped.
+    pub fn restore(&mut self, kept: &Value) {
+        if let Some(states) = kept.get("states").and_then(Value::as_object) {
+            for (id, s) in states {
+                let Some(d) = self.devices.iter_mut().find(|d| &d.id == id) else {
+                    continue;
+                };
+                if let Some(state) = s.get("state").and_then(Value::as_object) {
+                    d.state.clone_from(state);
+                }
+                if let Some(online) = s.get("online").and_then(Value::as_bool) {
+                    d.online = online;
+                }
+            }
+        }
+        for a in kept
+            .get("applied")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let field = |k: &str| {
+                a.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let request_id = field("request_id");
+            self.applied.insert(
+                request_id.clone(),
+                Applied {
+                    request_id,
+                    device: field("device"),
+                    capability: field("capability"),
+                    before: Map::new(),
+                    after: Map::new(),
+                    latency_ms: 0,
+                },
+            );
+        }
+    }
+
     /// Every device's state as JSON (for snapshots): id → {state, online}.
     pub fn states(&self) -> Value {
         let map: Map<String, Value> = self

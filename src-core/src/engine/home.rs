@@ -419,6 +419,64 @@ mod tests {
     }
 
     #[test]
+    fn a_resumed_run_keeps_device_states_and_still_refuses_applied_request_ids() {
+        let dir = std::env::temp_dir().join(format!("rb-home-resume-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = dir.join("r.db");
+        let mut config = Config {
+            thread_id: Some("home-resume".into()),
+            ..Config::default()
+        };
+        config.home.hour = Some(12.0);
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        let store = || crate::store::Store::open(&db, crate::store::Synchronous::Normal).unwrap();
+        let request;
+        {
+            let mut engine =
+                Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+            engine.attach_store(store(), &config.store, false).unwrap();
+            let events = run(
+                &mut engine,
+                vec![Command::Say {
+                    text: "打开客厅灯".into(),
+                }],
+                1.0,
+            );
+            request = events
+                .iter()
+                .find_map(|e| match &e.kind {
+                    EventKind::Device { reason, .. } => {
+                        reason.split(' ').nth(1).map(str::to_string)
+                    }
+                    _ => None,
+                })
+                .unwrap();
+        }
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        engine.attach_store(store(), &config.store, true).unwrap();
+        let mut home = hci::lock(engine.home());
+        assert_eq!(
+            home.devices.get("living_room_light").unwrap().state["on"],
+            json!(true)
+        );
+        let ids = hci::Ids {
+            plan_id: "p1".into(),
+            step_id: "1".into(),
+            request_id: request.clone(),
+        };
+        let again = home
+            .call_tool(
+                "devices.invoke",
+                &json!({"device": "living_room_light", "action": "turn_off"}),
+                &ids,
+            )
+            .unwrap_err();
+        assert_eq!(again.code(), "duplicate_request", "{request}");
+        drop(home);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_replayed_request_id_is_refused_by_the_device_layer() {
         let config = Config {
             thread_id: Some("replay".into()),
