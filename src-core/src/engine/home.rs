@@ -418,6 +418,23 @@ mod tests {
         );
     }
 
+    /// Turning `device` off under the used request id `request` is refused.
+    fn assert_replay_refused(home: &mut hci::Home, device: &str, request: &str) {
+        let ids = hci::Ids {
+            plan_id: "p9".into(),
+            step_id: "1".into(),
+            request_id: request.into(),
+        };
+        let again = home
+            .call_tool(
+                "devices.invoke",
+                &json!({"device": device, "action": "turn_off"}),
+                &ids,
+            )
+            .unwrap_err();
+        assert_eq!(again.code(), "duplicate_request", "{request}");
+    }
+
     #[test]
     fn a_resumed_run_keeps_device_states_and_still_refuses_applied_request_ids() {
         let dir = std::env::temp_dir().join(format!("rb-home-resume-{}", std::process::id()));
@@ -459,19 +476,7 @@ mod tests {
             home.devices.get("living_room_light").unwrap().state["on"],
             json!(true)
         );
-        let ids = hci::Ids {
-            plan_id: "p1".into(),
-            step_id: "1".into(),
-            request_id: request.clone(),
-        };
-        let again = home
-            .call_tool(
-                "devices.invoke",
-                &json!({"device": "living_room_light", "action": "turn_off"}),
-                &ids,
-            )
-            .unwrap_err();
-        assert_eq!(again.code(), "duplicate_request", "{request}");
+        assert_replay_refused(&mut home, "living_room_light", &request);
         drop(home);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -491,14 +496,7 @@ mod tests {
         };
         let args = json!({"device": "kitchen_light", "action": "turn_on"});
         home.call_tool("devices.invoke", &args, &ids).unwrap();
-        let again = home
-            .call_tool(
-                "devices.invoke",
-                &json!({"device": "kitchen_light", "action": "turn_off"}),
-                &ids,
-            )
-            .unwrap_err();
-        assert_eq!(again.code(), "duplicate_request");
+        assert_replay_refused(&mut home, "kitchen_light", "r-1");
         let bad = home.call_tool("devices.invoke", &json!({"device": "kitchen_light", "action": "set_brightness", "args": {"level": 5}}), &hci::Ids { request_id: "r-2".into(), ..ids.clone() }).unwrap_err();
         assert!(bad.to_string().contains("cannot `set_brightness`"), "{bad}");
         let bad = home
