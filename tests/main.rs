@@ -73,6 +73,41 @@ scenario_tests! {
     scenario_11_llm_blocked_replan => "11_llm_blocked_replan.toml",
     scenario_12_smoke_alert => "12_smoke_alert.toml",
     scenario_13_camera_fails => "13_camera_fails.toml",
+    scenario_h01_light_on_zh => "h01_light_on_zh.toml",
+    scenario_h02_light_on_en => "h02_light_on_en.toml",
+    scenario_h03_turn_it_off_zh => "h03_turn_it_off_zh.toml",
+    scenario_h04_turn_it_off_en => "h04_turn_it_off_en.toml",
+    scenario_h05_ambiguous_lamp_zh => "h05_ambiguous_lamp_zh.toml",
+    scenario_h06_clarify_answer_zh => "h06_clarify_answer_zh.toml",
+    scenario_h07_clarify_answer_en => "h07_clarify_answer_en.toml",
+    scenario_h08_clarify_both_confirm => "h08_clarify_both_confirm.toml",
+    scenario_h09_sleep_plan_confirm_zh => "h09_sleep_plan_confirm_zh.toml",
+    scenario_h10_sleep_plan_reject_en => "h10_sleep_plan_reject_en.toml",
+    scenario_h11_kettle_query_zh => "h11_kettle_query_zh.toml",
+    scenario_h12_kettle_on_then_query_zh => "h12_kettle_on_then_query_zh.toml",
+    scenario_h13_kettle_high_power_en => "h13_kettle_high_power_en.toml",
+    scenario_h14_unlock_door_confirm_zh => "h14_unlock_door_confirm_zh.toml",
+    scenario_h15_unlock_door_reject_en => "h15_unlock_door_reject_en.toml",
+    scenario_h16_gas_valve_confirm_zh => "h16_gas_valve_confirm_zh.toml",
+    scenario_h17_alarm_arm_en => "h17_alarm_arm_en.toml",
+    scenario_h18_device_offline_zh => "h18_device_offline_zh.toml",
+    scenario_h19_device_back_online_en => "h19_device_back_online_en.toml",
+    scenario_h20_offline_in_plan_zh => "h20_offline_in_plan_zh.toml",
+    scenario_h21_mixed_control_query_zh => "h21_mixed_control_query_zh.toml",
+    scenario_h22_mixed_en => "h22_mixed_en.toml",
+    scenario_h23_smile_brightness_zh => "h23_smile_brightness_zh.toml",
+    scenario_h24_brightness_en => "h24_brightness_en.toml",
+    scenario_h25_ac_temperature_zh => "h25_ac_temperature_zh.toml",
+    scenario_h26_barge_in => "h26_barge_in.toml",
+    scenario_h27_night_confirm => "h27_night_confirm.toml",
+    scenario_h28_away_confirm => "h28_away_confirm.toml",
+    scenario_h29_preference_edit => "h29_preference_edit.toml",
+    scenario_h30_query_door_en => "h30_query_door_en.toml",
+    scenario_h31_cannot_en => "h31_cannot_en.toml",
+    scenario_h32_movie_scene_en => "h32_movie_scene_en.toml",
+    scenario_h33_all_lights_off_zh => "h33_all_lights_off_zh.toml",
+    scenario_h34_robot_intents_untouched_zh => "h34_robot_intents_untouched_zh.toml",
+    scenario_h35_query_offline_en => "h35_query_offline_en.toml",
 }
 
 #[test]
@@ -202,4 +237,64 @@ fn headless_streams_jsonl_and_takes_commands_on_stdin() {
     );
     assert_eq!(robobrain_core::eventlog::read(&log).unwrap(), events);
     assert!(Path::new(&log).exists());
+}
+
+/// `robobrain audit` lists the audit table of a database and filters it.
+#[test]
+fn audit_lists_and_filters_the_rows() {
+    use robobrain_core::store::audit::{AuditLog, AuditRow};
+    let dir = temp_dir("audit");
+    let db = dir.join("a.db");
+    let _ = std::fs::remove_file(&db);
+    let log = AuditLog::open(&db).unwrap();
+    for (tool, ok, result) in [
+        ("devices.invoke", true, "ok"),
+        (
+            "devices.invoke",
+            false,
+            "confirmation_required: unlock on front_door_lock (lock) is high risk",
+        ),
+        ("devices.get_state", true, "ok"),
+    ] {
+        log.record(&AuditRow {
+            id: 0,
+            at_ms: 1,
+            trace_id: "t1".into(),
+            session_id: "t1/s1".into(),
+            plan_id: "p1".into(),
+            step_id: "1".into(),
+            tool: tool.into(),
+            args_summary: "{}".into(),
+            result: result.into(),
+            ok,
+            latency_us: 10,
+        })
+        .unwrap();
+    }
+    drop(log);
+    let db = db.to_str().unwrap();
+    let out = robobrain(&["audit", "--db", db, "--failed", "--json"], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{}", out.stdout);
+    assert!(
+        rows[0]["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("confirmation_required")
+    );
+    let out = robobrain(&["audit", "--db", db, "--tool", "get_state"], "");
+    assert!(out.stdout.contains("devices.get_state"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("confirmation_required"),
+        "{}",
+        out.stdout
+    );
+    let out = robobrain(&["audit", "--db", &format!("{db}.missing")], "");
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("no database yet"), "{}", out.stderr);
 }

@@ -22,14 +22,18 @@
 //! - [`eventlog`]: the JSONL event log every run writes.
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
+//! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
+//! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 
 pub mod audio;
 pub mod brain;
 pub mod config;
+pub mod devices;
 pub mod engine;
 pub mod eventlog;
 pub mod geometry;
+pub mod hci;
 pub mod kernel;
 pub mod link;
 pub mod llm;

@@ -64,6 +64,9 @@ impl Engine {
                     .map_err(|e| decode("the kernel state", e))?;
                 self.runner = serde_json::from_value(r.state["runner"].clone())
                     .map_err(|e| decode("the running goals", e))?;
+                if let Some(home) = r.state.get("home") {
+                    crate::hci::lock(&self.home).devices.restore(home);
+                }
                 count = r.count;
                 last = Some(r.state);
                 // A brain that was thinking when the process died holds no
@@ -90,6 +93,11 @@ impl Engine {
             .into_iter()
             .map(|l| (l.goal_id, l.request))
             .collect();
+        if store.path() != std::path::Path::new(":memory:")
+            && let Ok(audit) = crate::store::audit::AuditLog::open(store.path())
+        {
+            crate::hci::lock(&self.home).set_audit(audit);
+        }
         self.durable = Some(Durable {
             store,
             config: config.clone(),
@@ -287,7 +295,8 @@ impl Engine {
 
     /// The state a checkpoint holds.
     pub(super) fn checkpoint_value(&self) -> Value {
-        json!({"state": self.state, "runner": self.runner})
+        let home = crate::hci::lock(&self.home).devices.durable();
+        json!({"state": self.state, "runner": self.runner, "home": home})
     }
 
     /// Commits the tick's record, then sends what the tick held back.
