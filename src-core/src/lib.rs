@@ -27,6 +27,12 @@
 pub mod audio;
 pub mod brain;
 pub mod config;
+/// Smart-home devices (the device model lands with the `home` branch; until
+/// then only the real-device adapters live here).
+pub mod devices {
+    pub mod home_assistant;
+    pub mod mqtt;
+}
 pub mod engine;
 pub mod eventlog;
 pub mod geometry;

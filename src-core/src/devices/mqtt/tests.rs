@@ -1,0 +1,246 @@
+//! The adapter against a real mosquitto on loopback, with fake zigbee2mqtt
+//! devices on their own connections.
+
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, MqttOptions, QoS};
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+use super::broker::Mosquitto;
+use super::fake::{Control, FakeDevice};
+use super::*;
+
+const BASE: &str = "zigbee2mqtt";
+
+fn config(port: u16, name: &str) -> MqttConfig {
+    let mut c = MqttConfig::new("127.0.0.1", port);
+    c.client_id = format!("robobrain-test-{name}-{port}");
+    c.invoke_timeout = Duration::from_millis(1500);
+    c.reconnect_delay = Duration::from_millis(100);
+    c
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap()
+}
+
+/// Waits (10 s at most) until the adapter sees `device` with this reachability.
+async fn until_reachability(z: &Zigbee2Mqtt, device: &str, want: Reachability) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let devices = z.devices().await.unwrap();
+        if devices
+            .iter()
+            .any(|d| d.name == device && d.reachability == want)
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "`{device}` never became {want:?}: {devices:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The next event that matches, within 10 s.
+async fn next_event(
+    rx: &mut broadcast::Receiver<MqttEvent>,
+    want: impl Fn(&MqttEvent) -> bool,
+) -> MqttEvent {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match rx.recv().await {
+                Ok(e) if want(&e) => return e,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("adapter events closed: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the event came within 10 s")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invoke_is_a_set_confirmed_by_the_device_report() {
+    let broker = Mosquitto::start("invoke");
+    let _lamp = FakeDevice::start(
+        broker.port,
+        BASE,
+        "living_room/lamp",
+        json!({"state": "OFF", "brightness": 0}),
+    );
+    let z = Zigbee2Mqtt::start(config(broker.port, "invoke"));
+    until_reachability(&z, "living_room/lamp", Reachability::Online).await;
+
+    let state = z
+        .invoke(
+            "living_room/lamp",
+            obj(json!({"state": "ON", "brightness": 180})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(state, obj(json!({"state": "ON", "brightness": 180})));
+    let seen = z.devices().await.unwrap();
+    assert_eq!(seen[0].state["brightness"], 180);
+    assert_eq!(seen[0].available, Some(true));
+
+    // A device nobody has heard of is refused, naming the known ones.
+    assert_eq!(
+        z.invoke("kettle", Map::new())
+            .await
+            .unwrap_err()
+            .to_string(),
+        "no device `kettle` under `zigbee2mqtt/` (known: living_room/lamp)"
+    );
+
+    // A malformed report is refused; the last good state is kept.
+    let mut events = z.subscribe();
+    let (rogue, mut rogue_loop) =
+        AsyncClient::new(MqttOptions::new("rogue", "127.0.0.1", broker.port), 8);
+    rogue
+        .publish(
+            "zigbee2mqtt/living_room/lamp",
+            QoS::AtLeastOnce,
+            false,
+            "not json",
+        )
+        .await
+        .unwrap();
+    tokio::spawn(async move { while rogue_loop.poll().await.is_ok() {} });
+    let bad = next_event(&mut events, |e| matches!(e, MqttEvent::Malformed { .. })).await;
+    assert!(
+        format!("{bad:?}").contains("zigbee2mqtt/living_room/lamp"),
+        "{bad:?}"
+    );
+    assert_eq!(z.devices().await.unwrap()[0].state["state"], "ON");
+    z.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offline_device_refuses_invokes_until_it_is_back() {
+    let broker = Mosquitto::start("offline");
+    let plug = FakeDevice::start(
+        broker.port,
+        BASE,
+        "kettle_plug",
+        json!({"state": "OFF", "power": 0}),
+    );
+    let z = Zigbee2Mqtt::start(config(broker.port, "offline"));
+    until_reachability(&z, "kettle_plug", Reachability::Online).await;
+    let mut events = z.subscribe();
+
+    plug.control(Control::GoOffline).await;
+    next_event(&mut events, |e| {
+        matches!(e, MqttEvent::Availability { online: false, .. })
+    })
+    .await;
+    let err = z
+        .invoke("kettle_plug", obj(json!({"state": "ON"})))
+        .await
+        .unwrap_err();
+    assert_eq!(err, MqttError::Offline("kettle_plug".into()));
+    assert!(err.is_offline());
+    assert_eq!(err.to_string(), "device `kettle_plug` is offline");
+    assert_eq!(
+        z.devices().await.unwrap()[0].reachability,
+        Reachability::Offline
+    );
+
+    plug.control(Control::ComeBack).await;
+    until_reachability(&z, "kettle_plug", Reachability::Online).await;
+    let state = z
+        .invoke("kettle_plug", obj(json!({"state": "ON"})))
+        .await
+        .unwrap();
+    assert_eq!(state["state"], "ON");
+
+    // Online but not answering: the invoke times out rather than claiming success.
+    plug.control(Control::FallSilent).await;
+    let err = z
+        .invoke("kettle_plug", obj(json!({"state": "OFF"})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "device `kettle_plug` did not confirm the command within 1500 ms"
+    );
+    z.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_restart_takes_devices_offline_and_brings_them_back() {
+    let mut broker = Mosquitto::start("restart");
+    let _lamp = FakeDevice::start(broker.port, BASE, "hall_lamp", json!({"state": "OFF"}));
+    let z = Zigbee2Mqtt::start(config(broker.port, "restart"));
+    until_reachability(&z, "hall_lamp", Reachability::Online).await;
+    z.invoke("hall_lamp", obj(json!({"state": "ON"})))
+        .await
+        .unwrap();
+    let mut events = z.subscribe();
+
+    broker.stop();
+    next_event(&mut events, |e| matches!(e, MqttEvent::Disconnected { .. })).await;
+    assert!(!z.is_connected().await);
+    let err = z
+        .invoke("hall_lamp", obj(json!({"state": "OFF"})))
+        .await
+        .unwrap_err();
+    assert!(err.is_offline(), "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "device `hall_lamp` is offline: no connection to the MQTT broker at 127.0.0.1:"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        z.devices().await.unwrap()[0].reachability,
+        Reachability::Disconnected
+    );
+
+    broker.restart();
+    next_event(&mut events, |e| matches!(e, MqttEvent::Connected)).await;
+    until_reachability(&z, "hall_lamp", Reachability::Online).await;
+    // The state from before the restart came back (retained), and the device answers.
+    assert_eq!(z.devices().await.unwrap()[0].state["state"], "ON");
+    let state = z
+        .invoke("hall_lamp", obj(json!({"state": "OFF"})))
+        .await
+        .unwrap();
+    assert_eq!(state["state"], "OFF");
+    z.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_going_offline_takes_every_device_with_it() {
+    let broker = Mosquitto::start("bridge");
+    let _lamp = FakeDevice::start(broker.port, BASE, "lamp", json!({"state": "OFF"}));
+    let z = Zigbee2Mqtt::start(config(broker.port, "bridge"));
+    until_reachability(&z, "lamp", Reachability::Online).await;
+    let (bridge, mut bridge_loop) =
+        AsyncClient::new(MqttOptions::new("bridge", "127.0.0.1", broker.port), 8);
+    tokio::spawn(async move { while bridge_loop.poll().await.is_ok() {} });
+    bridge
+        .publish(
+            "zigbee2mqtt/bridge/state",
+            QoS::AtLeastOnce,
+            true,
+            r#"{"state":"offline"}"#,
+        )
+        .await
+        .unwrap();
+    until_reachability(&z, "lamp", Reachability::BridgeOffline).await;
+    assert_eq!(
+        z.invoke("lamp", obj(json!({"state": "ON"})))
+            .await
+            .unwrap_err(),
+        MqttError::BridgeOffline("lamp".into())
+    );
+    bridge
+        .publish("zigbee2mqtt/bridge/state", QoS::AtLeastOnce, true, "online")
+        .await
+        .unwrap();
+    until_reachability(&z, "lamp", Reachability::Online).await;
+    z.shutdown().await;
+}
