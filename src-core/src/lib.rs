@@ -22,17 +22,13 @@
 //! - [`eventlog`]: the JSONL event log every run writes.
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
+//! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 
 pub mod audio;
 pub mod brain;
 pub mod config;
-/// Smart-home devices (the device model lands with the `home` branch; until
-/// then only the real-device adapters live here).
-pub mod devices {
-    pub mod home_assistant;
-    pub mod mqtt;
-}
+pub mod devices;
 pub mod engine;
 pub mod eventlog;
 pub mod geometry;

@@ -1,0 +1,270 @@
+//! Device files: a catalogue of device types (`assets/devices/catalogue.toml`:
+//! kind, initial state, capabilities with argument schemas and effects) and
+//! a home file (`assets/homes/*.toml`: rooms, and devices of those types
+//! placed in them). Format: docs/devices.md. Errors name the file, the line
+//! and the field.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use toml::Spanned;
+
+use super::{Capability, Device, DeviceKind, Room};
+use crate::skills::Risk;
+use crate::source::SourceError;
+
+/// The built-in catalogue of device types.
+pub const BUILTIN_CATALOGUE: &str = include_str!("../../../assets/devices/catalogue.toml");
+/// The built-in home, paired with the `apartment` world.
+pub const BUILTIN_HOME: &str = include_str!("../../../assets/homes/apartment.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalogue {
+    #[serde(default, rename = "type")]
+    types: Vec<RawType>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawType {
+    name: String,
+    kind: DeviceKind,
+    #[serde(default)]
+    state: Map<String, Value>,
+    #[serde(default)]
+    rated_power_w: Option<f64>,
+    #[serde(default)]
+    caveat: Option<String>,
+    #[serde(default, rename = "capability")]
+    capabilities: Vec<RawCapability>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCapability {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    args: Option<Value>,
+    #[serde(default)]
+    effects: BTreeMap<String, Value>,
+    #[serde(default = "low_write")]
+    risk: Risk,
+}
+
+fn low_write() -> Risk {
+    Risk::LowWrite
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHome {
+    name: String,
+    #[serde(default, rename = "type")]
+    types: Vec<RawType>,
+    #[serde(default, rename = "room")]
+    rooms: Vec<RawRoom>,
+    #[serde(default, rename = "device")]
+    devices: Vec<RawDevice>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoom {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    aliases: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevice {
+    id: Spanned<String>,
+    #[serde(rename = "type")]
+    type_name: Spanned<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    aliases: Vec<String>,
+    room: Spanned<String>,
+    #[serde(default)]
+    state: Map<String, Value>,
+    #[serde(default = "default_online")]
+    online: bool,
+    #[serde(default = "default_latency")]
+    latency_ms: u64,
+    #[serde(default)]
+    rated_power_w: Option<f64>,
+    #[serde(default)]
+    caveat: Option<String>,
+}
+
+fn default_online() -> bool {
+    true
+}
+
+fn default_latency() -> u64 {
+    50
+}
+
+/// A home read from files: its name, rooms and devices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Home {
+    /// The home's name.
+    pub name: String,
+    /// Its rooms.
+    pub rooms: Vec<Room>,
+    /// Its devices.
+    pub devices: Vec<Device>,
+}
+
+/// The built-in home over the built-in catalogue.
+pub fn builtin_home() -> Result<Home, SourceError> {
+    parse_home(
+        Path::new("<builtin homes/apartment.toml>"),
+        BUILTIN_HOME,
+        BUILTIN_CATALOGUE,
+    )
+}
+
+/// A home file from disk, over the built-in catalogue (its own `[[type]]`s
+/// add to or replace the catalogue's).
+pub fn load_home(path: &Path) -> Result<Home, SourceError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SourceError {
+        file: path.to_path_buf(),
+        line: 0,
+        col: 0,
+        field: String::new(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse_home(path, &text, BUILTIN_CATALOGUE)
+}
+
+/// Parses a home file `text` (named `file` in errors) over a catalogue's text.
+pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, SourceError> {
+    let cat_file = Path::new("<builtin devices/catalogue.toml>");
+    let cat: RawCatalogue =
+        toml::from_str(catalogue).map_err(|e| SourceError::from_toml(cat_file, catalogue, &e))?;
+    let raw: RawHome = toml::from_str(text).map_err(|e| SourceError::from_toml(file, text, &e))?;
+    let mut types: BTreeMap<String, RawType> = BTreeMap::new();
+    for t in cat.types.into_iter().chain(raw.types) {
+        types.insert(t.name.clone(), t);
+    }
+    let rooms: Vec<Room> = raw
+        .rooms
+        .into_iter()
+        .map(|r| Room {
+            name: r.name.unwrap_or_else(|| r.id.replace('_', " ")),
+            id: r.id,
+            aliases: r.aliases,
+        })
+        .collect();
+    let mut devices: Vec<Device> = Vec::new();
+    for d in raw.devices {
+        let at = |span: std::ops::Range<usize>, field: &str, message: String| {
+            SourceError::at_offset(file, text, span.start, field, message)
+        };
+        let Some(t) = types.get(d.type_name.get_ref()) else {
+            let known: Vec<&str> = types.keys().map(String::as_str).collect();
+            return Err(at(
+                d.type_name.span(),
+                "device.type",
+                format!(
+                    "unknown device type `{}`; expected one of: {}",
+                    d.type_name.get_ref(),
+                    known.join(", ")
+                ),
+            ));
+        };
+        if !rooms.iter().any(|r| &r.id == d.room.get_ref()) {
+            let known: Vec<&str> = rooms.iter().map(|r| r.id.as_str()).collect();
+            return Err(at(
+                d.room.span(),
+                "device.room",
+                format!(
+                    "unknown room `{}`; expected one of: {}",
+                    d.room.get_ref(),
+                    known.join(", ")
+                ),
+            ));
+        }
+        if devices.iter().any(|o| &o.id == d.id.get_ref()) {
+            return Err(at(
+                d.id.span(),
+                "device.id",
+                format!("device id `{}` is used twice", d.id.get_ref()),
+            ));
+        }
+        let mut state = t.state.clone();
+        state.extend(d.state);
+        let id = d.id.into_inner();
+        devices.push(Device {
+            name: d.name.unwrap_or_else(|| id.replace('_', " ")),
+            id,
+            aliases: d.aliases,
+            room: d.room.into_inner(),
+            kind: t.kind,
+            capabilities: t.capabilities.iter().map(capability).collect(),
+            state,
+            online: d.online,
+            latency_ms: d.latency_ms,
+            rated_power_w: d.rated_power_w.or(t.rated_power_w),
+            caveat: d.caveat.or_else(|| t.caveat.clone()),
+        });
+    }
+    Ok(Home {
+        name: raw.name,
+        rooms,
+        devices,
+    })
+}
+
+fn capability(c: &RawCapability) -> Capability {
+    Capability {
+        name: c.name.clone(),
+        description: c.description.clone(),
+        args_schema: c.args.clone().unwrap_or_else(
+            || json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ),
+        effects: c.effects.clone(),
+        risk: c.risk,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_type_or_room_is_named_with_its_line() {
+        let text = "name = \"h\"\n[[room]]\nid = \"hall\"\n[[device]]\nid = \"x\"\ntype = \"toaster\"\nroom = \"hall\"\n";
+        let e = parse_home(Path::new("h.toml"), text, BUILTIN_CATALOGUE).unwrap_err();
+        assert_eq!(e.line, 6, "{e}");
+        assert!(
+            e.to_string().contains("unknown device type `toaster`"),
+            "{e}"
+        );
+        let text = text
+            .replace("toaster", "light")
+            .replace("room = \"hall\"\n", "room = \"attic\"\n");
+        let e = parse_home(Path::new("h.toml"), &text, BUILTIN_CATALOGUE).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (7, "device.room"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let e = parse_home(
+            Path::new("h.toml"),
+            "name = \"h\"\ncolour = 1\n",
+            BUILTIN_CATALOGUE,
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+    }
+}
