@@ -4,6 +4,9 @@
 //! base topic, and turns an invoke into a publish on `<base>/<device>/set`
 //! that succeeds only when the device reports the new state.
 //!
+//! [`MqttBackend`] puts the adapter behind the device world's backend seam,
+//! translating the device model's state words to zigbee2mqtt's and back.
+//!
 //! What the house can see goes through [`DeviceTable`], plain logic with no
 //! IO: a device is reachable only while the broker link is up, the bridge
 //! has not said `offline` and the device's own availability is not
@@ -11,6 +14,7 @@
 //! reconnects, the adapter subscribes again and the retained messages bring
 //! the devices back.
 
+mod backend;
 pub mod codec;
 mod table;
 mod zigbee2mqtt;
@@ -24,6 +28,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+pub use backend::{MqttBackend, from_z2m, to_z2m};
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
 

@@ -244,3 +244,110 @@ async fn the_bridge_going_offline_takes_every_device_with_it() {
     until_reachability(&z, "lamp", Reachability::Online).await;
     z.shutdown().await;
 }
+
+/// Polls the world (as the engine does every tick) until `device` is
+/// online / offline, 10 s at most.
+fn until_online(world: &mut crate::devices::DeviceWorld, device: &str, online: bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        world.poll();
+        if world.get(device).is_some_and(|d| d.online == online) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "`{device}` never became online={online}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_device_world_over_mqtt_invokes_goes_offline_and_comes_back() {
+    use crate::devices::{DeviceWorld, Invocation, builtin_home};
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut broker = Mosquitto::start("world");
+    let home = builtin_home().unwrap();
+    let (light, plug) = {
+        let _inside = rt.enter();
+        (
+            FakeDevice::start(
+                broker.port,
+                BASE,
+                "living_room_light",
+                json!({"state": "OFF", "brightness": 0}),
+            ),
+            FakeDevice::start(
+                broker.port,
+                BASE,
+                "kettle_plug",
+                json!({"state": "OFF", "power": 0}),
+            ),
+        )
+    };
+    let mut names = std::collections::BTreeMap::new();
+    names.insert("kettle_plug".to_string(), "kettle_plug".to_string());
+    let backend =
+        MqttBackend::connect(config(broker.port, "world"), &home.devices, &names).unwrap();
+    let mut devices = home.devices.clone();
+    for d in &mut devices {
+        d.online = false; // until the broker says otherwise
+    }
+    let mut world = DeviceWorld::new("mqtt", home.rooms, devices, Box::new(backend)).unwrap();
+    assert_eq!(world.backend_name(), "mqtt");
+    until_online(&mut world, "living_room_light", true);
+    until_online(&mut world, "kettle_plug", true);
+    // Devices with no zigbee2mqtt counterpart stay offline.
+    assert!(!world.get("bedroom_curtain").unwrap().online);
+
+    let call = |id: &str, device: &str, capability: &str, args: Value| Invocation {
+        request_id: id.into(),
+        plan_id: "p".into(),
+        step_id: "s".into(),
+        device: device.into(),
+        capability: capability.into(),
+        args,
+    };
+    let done = world
+        .invoke(&call(
+            "r1",
+            "living_room_light",
+            "set_brightness",
+            json!({"level": 40}),
+        ))
+        .unwrap();
+    assert_eq!(done.after["on"], json!(true));
+    assert_eq!(done.after["brightness"], json!(40));
+
+    // The plug drops off the network: the world hears it and refuses with `offline`.
+    rt.block_on(plug.control(Control::GoOffline));
+    until_online(&mut world, "kettle_plug", false);
+    let e = world
+        .invoke(&call("r2", "kettle_plug", "turn_on", json!({})))
+        .unwrap_err();
+    assert_eq!(e.code(), "offline");
+    assert_eq!(e.to_string(), "`kettle_plug` is offline");
+    rt.block_on(plug.control(Control::ComeBack));
+    until_online(&mut world, "kettle_plug", true);
+    let done = world
+        .invoke(&call("r2", "kettle_plug", "turn_on", json!({})))
+        .unwrap();
+    assert_eq!(done.after["on"], json!(true));
+
+    // The broker restarts: everything is offline meanwhile, then back.
+    broker.stop();
+    until_online(&mut world, "living_room_light", false);
+    let e = world
+        .invoke(&call("r3", "living_room_light", "turn_off", json!({})))
+        .unwrap_err();
+    assert_eq!(e.code(), "offline");
+    broker.restart();
+    until_online(&mut world, "living_room_light", true);
+    let done = world
+        .invoke(&call("r3", "living_room_light", "turn_off", json!({})))
+        .unwrap();
+    assert_eq!(done.after["on"], json!(false));
+    drop(world);
+    drop((light, plug));
+}
