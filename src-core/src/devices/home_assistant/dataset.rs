@@ -241,7 +241,7 @@ pub fn language_of(sentence: &str) -> &'static str {
         .any(|c| ('\u{0400}'..='\u{04ff}').contains(&c))
     {
         "ru"
-    } else if sentence.chars().all(|c| c.is_ascii()) {
+    } else if sentence.is_ascii() {
         "en"
     } else {
         "latin"

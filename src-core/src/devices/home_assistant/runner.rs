@@ -9,6 +9,7 @@
 //! locale, and overall.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -362,52 +363,53 @@ pub fn judge(
 pub fn render(report: &AssistReport) -> String {
     let mut out = format!("assist dataset, assistant: {}\n", report.assistant);
     let section = |out: &mut String, title: &str, rows: &BTreeMap<String, Tally>| {
-        out.push_str(&format!(
-            "\n{title:<14} {:>6} {:>7} {:>7} {:>13}\n",
+        let _ = writeln!(
+            out,
+            "\n{title:<14} {:>6} {:>7} {:>7} {:>13}",
             "passed", "of", "rate", "confirmations"
-        ));
+        );
         for (name, t) in rows {
             let name = if name.is_empty() { "-" } else { name };
-            out.push_str(&format!(
-                "{name:<14} {:>6} {:>7} {:>6.1}% {:>13}\n",
+            let _ = writeln!(
+                out,
+                "{name:<14} {:>6} {:>7} {:>6.1}% {:>13}",
                 t.passed,
                 t.total,
                 t.rate() * 100.0,
                 t.confirmations
-            ));
+            );
         }
     };
     section(&mut out, "category", &report.by_category);
     section(&mut out, "language", &report.by_language);
     section(&mut out, "home locale", &report.by_locale);
     let o = report.overall;
-    out.push_str(&format!(
-        "\noverall: {} of {} passed ({:.1}%), {} confirmation(s) approved by the runner\n",
+    let _ = writeln!(
+        out,
+        "\noverall: {} of {} passed ({:.1}%), {} confirmation(s) approved by the runner",
         o.passed,
         o.total,
         o.rate() * 100.0,
         o.confirmations
-    ));
+    );
     out
 }
 
 /// The failures, one line each: where, the sentence, and why.
 pub fn render_failures(report: &AssistReport) -> String {
-    report
-        .results
-        .iter()
-        .filter(|r| !r.passed)
-        .map(|r| {
-            format!(
-                "FAIL {}/{} #{}: {:?}: {}\n",
-                r.home,
-                r.category,
-                r.case,
-                r.sentence,
-                r.reason.as_deref().unwrap_or("")
-            )
-        })
-        .collect()
+    let mut out = String::new();
+    for r in report.results.iter().filter(|r| !r.passed) {
+        let _ = writeln!(
+            out,
+            "FAIL {}/{} #{}: {:?}: {}",
+            r.home,
+            r.category,
+            r.case,
+            r.sentence,
+            r.reason.as_deref().unwrap_or("")
+        );
+    }
+    out
 }
 
 #[cfg(test)]

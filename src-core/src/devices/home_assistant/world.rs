@@ -51,7 +51,7 @@ fn capability(name: &str, description: &str, args: Option<(&str, &str)>, risk: R
         name: name.into(),
         description: description.into(),
         args_schema,
-        effects: Default::default(),
+        effects: std::collections::BTreeMap::new(),
         risk,
     }
 }
@@ -301,12 +301,10 @@ pub fn service(
         ("lock", "lock") => set_state(&mut s, "locked"),
         ("lock", "unlock") => set_state(&mut s, "unlocked"),
         ("vacuum", "start") => set_state(&mut s, "cleaning"),
-        ("vacuum", "stop") => set_state(&mut s, "idle"),
-        ("vacuum", "pause") => set_state(&mut s, "paused"),
+        ("vacuum" | "media_player", "stop") => set_state(&mut s, "idle"),
+        ("vacuum" | "media_player", "pause") => set_state(&mut s, "paused"),
         ("vacuum", "return_to_base") => set_state(&mut s, "returning"),
         ("media_player", "play") => set_state(&mut s, "playing"),
-        ("media_player", "pause") => set_state(&mut s, "paused"),
-        ("media_player", "stop") => set_state(&mut s, "idle"),
         ("media_player", "next_track" | "previous_track") => {
             let step = if service == "next_track" { 1 } else { -1 };
             let track = s.get("media_track").and_then(Value::as_i64).unwrap_or(0);

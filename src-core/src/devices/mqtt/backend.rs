@@ -257,7 +257,10 @@ mod tests {
     use super::*;
 
     fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
+        let Value::Object(map) = v else {
+            unreachable!("an object")
+        };
+        map
     }
 
     #[test]

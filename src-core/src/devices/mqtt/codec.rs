@@ -184,7 +184,10 @@ mod tests {
     use serde_json::json;
 
     fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().unwrap().clone()
+        let Value::Object(map) = v else {
+            unreachable!("an object")
+        };
+        map
     }
 
     #[test]

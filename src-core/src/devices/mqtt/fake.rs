@@ -37,7 +37,10 @@ impl FakeDevice {
         let (control, rx) = mpsc::channel(8);
         let base = base.to_string();
         let name = name.to_string();
-        let state = state.as_object().cloned().unwrap_or_default();
+        let state = match state {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
         let task = tokio::spawn(run(port, base, name, state, rx));
         Self { control, task }
     }

@@ -22,7 +22,10 @@ fn config(port: u16, name: &str) -> MqttConfig {
 }
 
 fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().cloned().unwrap()
+    let Value::Object(map) = v else {
+        unreachable!("an object")
+    };
+    map
 }
 
 /// Waits (10 s at most) until the adapter sees `device` with this reachability.
