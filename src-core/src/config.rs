@@ -76,6 +76,57 @@ impl Default for PolicyConfig {
     }
 }
 
+/// The smart home (`[home]`, seed 001 §5): which home file, and when
+/// device writes need confirmation beyond the fixed rules (locks, gas,
+/// alarms, several devices at once and high power always do).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HomeConfig {
+    /// A home file (docs/devices.md); default: the built-in home of the world
+    /// (`apartment`), or no devices for a world without one.
+    pub file: Option<PathBuf>,
+    /// The user's preference: single-device low-risk writes (a light) need
+    /// confirmation too.
+    pub confirm_low_write: bool,
+    /// Hours of the night `[start, end)`, 0–24: low-risk writes need
+    /// confirmation then (with `confirm_at_night`).
+    pub night: [f64; 2],
+    /// Stricter at night.
+    pub confirm_at_night: bool,
+    /// Whether someone is at home; when not, every write needs confirmation
+    /// (with `confirm_when_away`).
+    pub occupied: bool,
+    /// Stricter when nobody is home.
+    pub confirm_when_away: bool,
+    /// Switching on a device rated at this many watts or more is high risk.
+    pub high_power_w: f64,
+    /// The hour of day the policy sees (0–24); unset: the machine's clock
+    /// (UTC plus `utc_offset_h`). Scenarios fix it for determinism.
+    pub hour: Option<f64>,
+    /// The home's offset from UTC, hours.
+    pub utc_offset_h: f64,
+    /// Who writes the summary of a control turn: `rule` (no model) or `model`
+    /// (the `[llm]` endpoint, from forged success results).
+    pub summary: String,
+}
+
+impl Default for HomeConfig {
+    fn default() -> Self {
+        Self {
+            file: None,
+            confirm_low_write: false,
+            night: [23.0, 7.0],
+            confirm_at_night: true,
+            occupied: true,
+            confirm_when_away: true,
+            high_power_w: 1500.0,
+            hour: None,
+            utc_offset_h: 0.0,
+            summary: "rule".into(),
+        }
+    }
+}
+
 /// MCP services whose tools become skills (`[[mcp.services]]`, seed 000 §7.2).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -255,6 +306,8 @@ pub struct Config {
     pub alert: AlertConfig,
     /// MCP services used as skill sources (`[mcp]`).
     pub mcp: McpConfig,
+    /// The smart home (`[home]`).
+    pub home: HomeConfig,
 }
 
 impl Default for Config {
@@ -274,6 +327,7 @@ impl Default for Config {
             speech: SpeechConfig::default(),
             alert: AlertConfig::default(),
             mcp: McpConfig::default(),
+            home: HomeConfig::default(),
         }
     }
 }
@@ -404,6 +458,27 @@ impl Config {
             return err(
                 "alert.timeout_s",
                 format!("expected positive seconds, found {}", self.alert.timeout_s),
+            );
+        }
+        let h = &self.home;
+        if !h.night.iter().all(|x| (0.0..=24.0).contains(x)) {
+            return err(
+                "home.night",
+                format!("expected two hours in [0, 24], found {:?}", h.night),
+            );
+        }
+        if let Some(hour) = h.hour
+            && !(0.0..24.0).contains(&hour)
+        {
+            return err(
+                "home.hour",
+                format!("expected an hour in [0, 24), found {hour}"),
+            );
+        }
+        if !(h.summary == "rule" || h.summary == "model") {
+            return err(
+                "home.summary",
+                format!("expected \"rule\" or \"model\", found {:?}", h.summary),
             );
         }
         if !(self.tick_s > 0.0 && self.tick_s <= 1.0) {

@@ -29,7 +29,7 @@ use thiserror::Error;
 use crate::skills::Risk;
 
 pub use backend::{DeviceBackend, DeviceUpdate, SimBackend};
-pub use catalogue::{builtin_home, load_home, parse_home};
+pub use catalogue::{Home, Scene, builtin_home, load_home, parse_home};
 
 /// What kind of device it is (Home Assistant's domain, roughly).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -15,6 +15,7 @@
 
 mod commands;
 mod durable;
+mod home;
 mod iterate;
 mod kernel_step;
 mod patrol;
@@ -135,6 +136,8 @@ pub struct Engine {
     /// Goals asked about after a resume or a reconnect, with the request
     /// to send if the robot never heard of them.
     reconciling: BTreeMap<String, Option<LinkRequest>>,
+    /// The smart home, shared with the home tools in the registry.
+    home: crate::hci::HomeHandle,
 }
 
 impl Engine {
@@ -149,13 +152,24 @@ impl Engine {
             .runs_dir
             .join("audio")
             .join(thread_id.replace(['/', '\\'], "_"));
+        let home = crate::hci::Home::load(&config.home, &world.name, &thread_id)
+            .map_err(|e| EngineError::Setup(format!("home: {e}")))?;
+        let home = match crate::store::audit::AuditLog::in_memory() {
+            Ok(audit) => home.with_audit(audit),
+            Err(_) => home,
+        };
+        let home = std::sync::Arc::new(std::sync::Mutex::new(home));
+        let mut registry = builtin_registry(config, &thread_id)?;
+        for tool in crate::hci::tools::skills(&home) {
+            registry.register(tool, &serde_json::Value::Null)?;
+        }
         let mut engine = Self {
             config: config.clone(),
             world,
             link,
             held: Outbox::default(),
             brain: Box::new(RuleBrain::new()),
-            registry: builtin_registry(config, &thread_id)?,
+            registry,
             runner: SkillRunner::new(),
             state: KernelState {
                 mode_reason: "starting".into(),
@@ -179,6 +193,7 @@ impl Engine {
                 }
             },
             reconciling: BTreeMap::new(),
+            home,
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         if let Some(why) = engine.speaker.notice().map(str::to_string) {
@@ -250,7 +265,13 @@ impl Engine {
         self.arbitrate();
         self.route();
         self.brain_notes();
+        self.report_devices();
         self.deliver(out);
+    }
+
+    /// The smart home the engine and its home tools share.
+    pub fn home(&self) -> &crate::hci::HomeHandle {
+        &self.home
     }
 
     /// Commits what this tick or pump did (with a store) and hands its
@@ -369,6 +390,14 @@ impl Engine {
                 .collect(),
             brain: Some(self.brain.kind()),
             world: self.world.name.clone(),
+            devices: {
+                let home = crate::hci::lock(&self.home);
+                if home.devices.devices().is_empty() {
+                    serde_json::Value::Null
+                } else {
+                    home.devices.states()
+                }
+            },
         }
     }
 

@@ -22,6 +22,7 @@
 //! - [`eventlog`]: the JSONL event log every run writes.
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
+//! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 
@@ -32,6 +33,7 @@ pub mod devices;
 pub mod engine;
 pub mod eventlog;
 pub mod geometry;
+pub mod hci;
 pub mod kernel;
 pub mod link;
 pub mod llm;

@@ -84,6 +84,17 @@ pub enum Fault {
     },
     /// Undo [`Fault::CameraFail`].
     CameraRestore,
+    /// Take a smart-home device offline (applied by the brain's device
+    /// world, not the robot).
+    DeviceOffline {
+        /// The device's id.
+        device: String,
+    },
+    /// Bring a device back online.
+    DeviceOnline {
+        /// The device's id.
+        device: String,
+    },
 }
 
 fn default_camera_fault() -> String {

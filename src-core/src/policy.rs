@@ -1,11 +1,32 @@
 //! Which ops need an operator's approval. The policy — never a model —
-//! decides; its rules come from config (`[policy]`).
+//! decides; its rules come from config (`[policy]`, `[home]`).
+//!
+//! Device writes (seed 001 §5): locks, gas, alarms, several devices at once
+//! and high-power devices are `high_write` and always need confirmation; a
+//! single low-risk write needs it when the user asked for that, at night,
+//! or when nobody is home. The rules look only at the call and the device
+//! model — never at text in device names or tool results.
 
 use serde_json::Value;
 
-use crate::config::PolicyConfig;
+use crate::config::{HomeConfig, PolicyConfig};
+use crate::devices::{DeviceWorld, Scene};
 use crate::sim::World;
-use crate::skills::SkillSpec;
+use crate::skills::{Risk, SkillSpec};
+
+/// What the home policy sees besides the call: the devices, the scenes,
+/// the `[home]` rules and the hour of day.
+#[derive(Debug, Clone, Copy)]
+pub struct HomeGate<'a> {
+    /// The `[home]` section.
+    pub config: &'a HomeConfig,
+    /// The devices.
+    pub devices: &'a DeviceWorld,
+    /// The home's scenes.
+    pub scenes: &'a [Scene],
+    /// Hour of day, 0–24.
+    pub hour: f64,
+}
 
 /// Why `skill` with `args` needs approval under `policy`, or `None` if it may run.
 pub fn approval_reason(
@@ -13,7 +34,13 @@ pub fn approval_reason(
     spec: &SkillSpec,
     args: &Value,
     world: &World,
+    home: Option<&HomeGate<'_>>,
 ) -> Option<String> {
+    if let Some(gate) = home
+        && let Some(reason) = home_reason(gate, &spec.name, args)
+    {
+        return Some(reason);
+    }
     if policy.approve_risks.contains(&spec.risk) {
         return Some(format!("{} is {} risk", spec.name, spec.risk.as_str()));
     }
@@ -34,4 +61,248 @@ pub fn approval_reason(
         ));
     }
     None
+}
+
+/// The device calls `(device, action)` a tool call would make: one for
+/// `devices.invoke`, each of `actions.batch_invoke`'s, a scene's; none for
+/// reads and dialogue.
+pub fn device_calls(tool: &str, args: &Value, scenes: &[Scene]) -> Vec<(String, String)> {
+    let one = |v: &Value| {
+        Some((
+            v.get("device")?.as_str()?.to_string(),
+            v.get("action")?.as_str()?.to_string(),
+        ))
+    };
+    match tool {
+        "devices.invoke" => one(args).into_iter().collect(),
+        "actions.batch_invoke" => args
+            .get("calls")
+            .and_then(Value::as_array)
+            .map(|calls| calls.iter().filter_map(one).collect())
+            .unwrap_or_default(),
+        "scenes.run" => {
+            let name = args.get("scene").and_then(Value::as_str).unwrap_or("");
+            scenes
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| {
+                    s.calls
+                        .iter()
+                        .map(|(d, a, _)| (d.clone(), a.clone()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The risk of one device call, with the rule that set it.
+pub fn call_risk(gate: &HomeGate<'_>, device: &str, action: &str) -> (Risk, String) {
+    let Some(d) = gate.devices.get(device) else {
+        return (Risk::LowWrite, format!("no device `{device}`"));
+    };
+    let Some(c) = d.capability(action) else {
+        return (Risk::LowWrite, format!("`{device}` cannot `{action}`"));
+    };
+    if c.risk == Risk::HighWrite {
+        return (
+            Risk::HighWrite,
+            format!(
+                "{action} on {device} ({}) is high risk: locks, gas and alarms always need confirmation",
+                d.kind
+            ),
+        );
+    }
+    if let Some(watts) = d.rated_power_w
+        && watts >= gate.config.high_power_w
+        && c.effects.get("on") == Some(&Value::Bool(true))
+    {
+        return (
+            Risk::HighWrite,
+            format!("{action} on {device} switches on {watts} W: high power needs confirmation"),
+        );
+    }
+    (Risk::LowWrite, format!("{action} on {device} is low risk"))
+}
+
+/// Whether `hour` falls in the night `[start, end)` (which may wrap midnight).
+pub fn is_night(night: [f64; 2], hour: f64) -> bool {
+    let [start, end] = night;
+    if start > end {
+        hour >= start || hour < end
+    } else {
+        (start..end).contains(&hour)
+    }
+}
+
+/// The hour of day the policy sees: `[home] hour`, or the machine's clock.
+pub fn hour_now(config: &HomeConfig) -> f64 {
+    if let Some(h) = config.hour {
+        return h;
+    }
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    ((secs / 3600.0) + config.utc_offset_h).rem_euclid(24.0)
+}
+
+/// Why the device calls of `tool` with `args` need confirmation, or `None`.
+pub fn home_reason(gate: &HomeGate<'_>, tool: &str, args: &Value) -> Option<String> {
+    let calls = device_calls(tool, args, gate.scenes);
+    if calls.is_empty() {
+        return None;
+    }
+    // The robot's own screen and face are not the home's devices: a smile
+    // and a brightness change together (seed 002's example) are not a plan.
+    let mut devices: Vec<&str> = calls
+        .iter()
+        .map(|(d, _)| d.as_str())
+        .filter(|d| {
+            !gate.devices.get(d).is_some_and(|d| {
+                matches!(
+                    d.kind,
+                    crate::devices::DeviceKind::Screen | crate::devices::DeviceKind::Expression
+                )
+            })
+        })
+        .collect();
+    devices.sort_unstable();
+    devices.dedup();
+    if devices.len() > 1 {
+        return Some(format!(
+            "{tool} changes {} devices at once ({}): high risk, needs confirmation",
+            devices.len(),
+            devices.join(", ")
+        ));
+    }
+    for (device, action) in &calls {
+        let (risk, why) = call_risk(gate, device, action);
+        if risk == Risk::HighWrite {
+            return Some(why);
+        }
+    }
+    let c = gate.config;
+    if c.confirm_low_write {
+        return Some("your preference: every device change is confirmed first".into());
+    }
+    if c.confirm_at_night && is_night(c.night, gate.hour) {
+        return Some(format!(
+            "it is night ({:02}:00–{:02}:00): device changes are confirmed first",
+            c.night[0] as u32, c.night[1] as u32
+        ));
+    }
+    if c.confirm_when_away && !c.occupied {
+        return Some("nobody is home: device changes are confirmed first".into());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn gate<'a>(
+        config: &'a HomeConfig,
+        devices: &'a DeviceWorld,
+        scenes: &'a [Scene],
+        hour: f64,
+    ) -> HomeGate<'a> {
+        HomeGate {
+            config,
+            devices,
+            scenes,
+            hour,
+        }
+    }
+
+    #[test]
+    fn locks_gas_alarms_many_devices_and_high_power_always_need_confirmation() {
+        let devices = DeviceWorld::builtin().unwrap();
+        let home = crate::devices::builtin_home().unwrap();
+        let config = HomeConfig::default();
+        let g = gate(&config, &devices, &home.scenes, 12.0);
+        let invoke = |d: &str, a: &str| json!({"device": d, "action": a});
+        for (d, a) in [
+            ("front_door_lock", "unlock"),
+            ("gas_valve", "open"),
+            ("alarm", "disarm"),
+            ("kettle_plug", "turn_on"),
+        ] {
+            assert!(
+                home_reason(&g, "devices.invoke", &invoke(d, a)).is_some(),
+                "{d}.{a}"
+            );
+        }
+        assert!(home_reason(&g, "devices.invoke", &invoke("kettle_plug", "turn_off")).is_none());
+        assert!(
+            home_reason(
+                &g,
+                "devices.invoke",
+                &invoke("living_room_light", "turn_on")
+            )
+            .is_none()
+        );
+        let two =
+            json!({"calls": [invoke("floor_lamp", "turn_on"), invoke("reading_lamp", "turn_on")]});
+        assert!(
+            home_reason(&g, "actions.batch_invoke", &two)
+                .unwrap()
+                .contains("2 devices")
+        );
+        assert!(home_reason(&g, "scenes.run", &json!({"scene": "sleep"})).is_some());
+        assert!(
+            home_reason(
+                &g,
+                "devices.get_state",
+                &json!({"device": "front_door_lock"})
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn low_risk_writes_are_confirmed_at_night_away_or_by_preference() {
+        let devices = DeviceWorld::builtin().unwrap();
+        let light = json!({"device": "living_room_light", "action": "turn_on"});
+        let mut config = HomeConfig::default();
+        assert!(
+            home_reason(
+                &gate(&config, &devices, &[], 23.5),
+                "devices.invoke",
+                &light
+            )
+            .unwrap()
+            .contains("night")
+        );
+        assert!(
+            home_reason(&gate(&config, &devices, &[], 6.0), "devices.invoke", &light).is_some()
+        );
+        assert!(
+            home_reason(&gate(&config, &devices, &[], 7.0), "devices.invoke", &light).is_none()
+        );
+        config.occupied = false;
+        assert!(
+            home_reason(
+                &gate(&config, &devices, &[], 12.0),
+                "devices.invoke",
+                &light
+            )
+            .unwrap()
+            .contains("nobody")
+        );
+        config.occupied = true;
+        config.confirm_low_write = true;
+        assert!(
+            home_reason(
+                &gate(&config, &devices, &[], 12.0),
+                "devices.invoke",
+                &light
+            )
+            .unwrap()
+            .contains("preference")
+        );
+    }
 }

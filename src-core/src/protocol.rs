@@ -471,6 +471,9 @@ pub struct Snapshot {
     pub brain: Option<BrainKind>,
     /// World name.
     pub world: String,
+    /// Smart-home devices: id → `{state, online}` (absent without devices).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub devices: Value,
 }
 
 fn operator() -> String {
@@ -735,6 +738,20 @@ pub enum EventKind {
         /// Busy resources.
         busy: Vec<String>,
     },
+    /// A smart-home device changed (state, availability) — after a call,
+    /// a fault, or a report from the device.
+    Device {
+        /// The device's id.
+        device: String,
+        /// Its room.
+        room: String,
+        /// Its state now.
+        state: Value,
+        /// Whether it answers.
+        online: bool,
+        /// Why it changed (`devices.invoke p3.s1`, `fault`, `reported`).
+        reason: String,
+    },
     /// A fault was injected.
     Fault {
         /// The fault.
@@ -783,6 +800,7 @@ impl EventKind {
             Self::Speech { .. } => "speech",
             Self::Telemetry { .. } => "telemetry",
             Self::Fault { .. } => "fault",
+            Self::Device { .. } => "device",
             Self::Token { .. } => "token",
             Self::LlmCall(_) => "llm_call",
             Self::Log { .. } => "log",

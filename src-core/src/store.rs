@@ -12,6 +12,7 @@
 //! - `delta.rs`: checkpoint deltas (pure JSON diff and apply).
 //! - `ledger.rs`: ledger rows and their states.
 
+pub mod audit;
 pub mod delta;
 pub mod ledger;
 pub mod schema;
@@ -160,7 +161,7 @@ fn known_list(known: &[String]) -> String {
 }
 
 impl StoreError {
-    fn from_sqlite(path: &Path, e: rusqlite::Error) -> Self {
+    pub(crate) fn from_sqlite(path: &Path, e: rusqlite::Error) -> Self {
         let path = path.to_path_buf();
         let code = e.sqlite_error_code();
         match code {

@@ -102,6 +102,8 @@ pub enum Cmd {
         #[command(subcommand)]
         show: Option<crate::threads::Show>,
     },
+    /// List the audit log of home tool calls (filters: --trace, --plan, --tool, --failed).
+    Audit(crate::audit::Args),
     /// Run the simulated robot as its own process, serving the robot link over TCP.
     Sim(crate::simserve::Args),
     /// Run scenario files and report; exit 0 when all pass.
@@ -199,6 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Mcp(args)) => crate::mcpserve::run(config, &args, &durable),
         Some(Cmd::Serve(args)) => crate::serve::run(config, &args, &durable),
         Some(Cmd::Threads { show }) => crate::threads::run(&config, show.as_ref()),
+        Some(Cmd::Audit(args)) => crate::audit::run(&config, &args),
         Some(Cmd::Sim(args)) => crate::simserve::run(&config, &args),
         Some(Cmd::Scenario {
             files,

@@ -3,6 +3,7 @@
 //! and the console in this crate's library.
 
 mod assist;
+mod audit;
 mod cli;
 mod headless;
 mod mcpserve;

@@ -247,6 +247,21 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
             ("TELEMETRY", DIM, parts.join(", "))
         }
         EventKind::Fault { fault } => ("FAULT", BOLD_RED, fault_words(fault)),
+        EventKind::Device {
+            device,
+            state,
+            online,
+            reason,
+            ..
+        } => (
+            "DEVICE",
+            CYAN,
+            format!(
+                "{device} {}{state}{}",
+                if *online { "" } else { "(offline) " },
+                dash(reason)
+            ),
+        ),
         EventKind::LlmCall(call) => {
             let LlmCallView {
                 purpose,

@@ -70,6 +70,43 @@ struct RawHome {
     rooms: Vec<RawRoom>,
     #[serde(default, rename = "device")]
     devices: Vec<RawDevice>,
+    #[serde(default, rename = "scene")]
+    scenes: Vec<RawScene>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScene {
+    name: String,
+    #[serde(default)]
+    aliases: Vec<String>,
+    #[serde(rename = "call")]
+    calls: Vec<RawSceneCall>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSceneCall {
+    device: Spanned<String>,
+    action: Spanned<String>,
+    #[serde(default = "empty_args")]
+    args: Value,
+}
+
+fn empty_args() -> Value {
+    json!({})
+}
+
+/// A named set of device calls run together (`sleep`: lights off, curtains
+/// closed, door locked).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Scene {
+    /// Its name (`sleep`).
+    pub name: String,
+    /// Words that ask for it (`我要睡觉了`, `good night`).
+    pub aliases: Vec<String>,
+    /// The calls: `(device id, capability, args)`.
+    pub calls: Vec<(String, String, Value)>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,6 +159,8 @@ pub struct Home {
     pub rooms: Vec<Room>,
     /// Its devices.
     pub devices: Vec<Device>,
+    /// Its scenes.
+    pub scenes: Vec<Scene>,
 }
 
 /// The built-in home over the built-in catalogue.
@@ -218,10 +257,41 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
             caveat: d.caveat.or_else(|| t.caveat.clone()),
         });
     }
+    let mut scenes = Vec::new();
+    for sc in raw.scenes {
+        let mut calls = Vec::new();
+        for c in sc.calls {
+            let Some(d) = devices.iter().find(|d| &d.id == c.device.get_ref()) else {
+                return Err(SourceError::at_offset(
+                    file,
+                    text,
+                    c.device.span().start,
+                    "scene.call.device",
+                    format!("unknown device `{}`", c.device.get_ref()),
+                ));
+            };
+            if d.capability(c.action.get_ref()).is_none() {
+                return Err(SourceError::at_offset(
+                    file,
+                    text,
+                    c.action.span().start,
+                    "scene.call.action",
+                    format!("`{}` cannot `{}`", d.id, c.action.get_ref()),
+                ));
+            }
+            calls.push((c.device.into_inner(), c.action.into_inner(), c.args));
+        }
+        scenes.push(Scene {
+            name: sc.name,
+            aliases: sc.aliases,
+            calls,
+        });
+    }
     Ok(Home {
         name: raw.name,
         rooms,
         devices,
+        scenes,
     })
 }
 

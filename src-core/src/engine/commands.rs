@@ -34,6 +34,7 @@ impl Engine {
             Command::Acknowledge { incident_id, by } => {
                 self.acknowledge(incident_id.as_deref(), &by);
             }
+            Command::Inject { fault } if self.device_fault(&fault) => {}
             Command::Inject { fault } => {
                 if let Err(e) = self.link.send(LinkRequest::Inject { fault }) {
                     self.emit(EventKind::Error {
@@ -55,6 +56,10 @@ impl Engine {
     }
 
     fn say(&mut self, text: &str) {
+        // The home's fast path first: device calls, queries, scenes.
+        if self.home_say(text) {
+            return;
+        }
         // Local first; a brain that understands more gets what the rules
         // could not parse, and answers later (`heard`).
         let intent = parse_intent(text, &self.world);

@@ -90,6 +90,11 @@ impl Engine {
             .into_iter()
             .map(|l| (l.goal_id, l.request))
             .collect();
+        if store.path() != std::path::Path::new(":memory:")
+            && let Ok(audit) = crate::store::audit::AuditLog::open(store.path())
+        {
+            crate::hci::lock(&self.home).set_audit(audit);
+        }
         self.durable = Some(Durable {
             store,
             config: config.clone(),

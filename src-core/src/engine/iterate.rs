@@ -304,6 +304,8 @@ impl Engine {
     }
 
     fn judge(&self, id: &str, ops: &[Op], approved: bool) -> Vec<Judged> {
+        let home = crate::hci::lock(&self.home);
+        let gate = home.gate();
         let ctx = GuardContext {
             registry: &self.registry,
             world: &self.world,
@@ -311,6 +313,7 @@ impl Engine {
             mode: self.state.mode,
             runner: &self.runner,
             task_id: id,
+            home: Some(&gate),
         };
         judge(ops, &ctx, approved)
     }
@@ -332,6 +335,18 @@ impl Engine {
             reason: j.reason.clone(),
             risk: risk.to_string(),
         };
+        if let Op::Dispatch { skill, args } = &j.op
+            && crate::policy::device_calls(skill, args, &[]).len()
+                + usize::from(skill == "scenes.run")
+                > 0
+        {
+            // A device write held by the policy: on the audit trail, whatever asked for it.
+            let plan = args
+                .get("plan_id")
+                .and_then(Value::as_str)
+                .unwrap_or(task_id);
+            crate::hci::lock(&self.home).audit_held(skill, args, plan, &j.reason);
+        }
         self.node(Node::ApprovalInterrupt);
         self.emit(EventKind::Approval {
             approval_id: id.clone(),

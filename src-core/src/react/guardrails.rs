@@ -24,6 +24,8 @@ pub struct GuardContext<'a> {
     pub runner: &'a SkillRunner,
     /// The task the ops are for.
     pub task_id: &'a str,
+    /// The home's devices and rules, for device tools.
+    pub home: Option<&'a crate::policy::HomeGate<'a>>,
 }
 
 /// The verdict on one op.
@@ -106,7 +108,8 @@ fn judge_one(op: &Op, all: &[Op], ctx: &GuardContext<'_>, approved: bool) -> Jud
                 }
             }
             if !approved
-                && let Some(reason) = policy::approval_reason(ctx.policy, spec, args, ctx.world)
+                && let Some(reason) =
+                    policy::approval_reason(ctx.policy, spec, args, ctx.world, ctx.home)
             {
                 return judged(Verdict::NeedsApproval, reason);
             }

@@ -37,6 +37,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "speech",
     "telemetry",
     "fault",
+    "device",
     "token",
     "llm_call",
     "log",
@@ -241,6 +242,8 @@ pub struct FinalExpect {
     pub zone: Option<Located<String>>,
     /// Battery percent range, inclusive.
     pub battery: Option<(f64, f64)>,
+    /// Device state: `"<device>.<state key>"` (or `"<device>.online"`) → the value.
+    pub devices: Vec<(String, serde_json::Value)>,
 }
 
 impl FinalExpect {
@@ -251,6 +254,7 @@ impl FinalExpect {
             && self.task.is_none()
             && self.zone.is_none()
             && self.battery.is_none()
+            && self.devices.is_empty()
     }
 }
 
@@ -343,6 +347,8 @@ struct RawFinal {
     task_status: Option<Spanned<toml::Value>>,
     zone: Option<Spanned<String>>,
     battery: Option<Spanned<Vec<f64>>>,
+    #[serde(default)]
+    devices: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 // ---- validation ----------------------------------------------------------
@@ -846,6 +852,7 @@ fn final_expect(cx: &Ctx<'_>, raw: RawFinal) -> Result<FinalExpect, SourceError>
         task,
         zone: raw.zone.map(|z| cx.located(z)),
         battery,
+        devices: raw.devices.into_iter().collect(),
     })
 }
 
@@ -1023,7 +1030,7 @@ battery = [10, 100]
         );
         assert_eq!(
             p("[[step]]\non = { kind = \"skil\" }\nstop = true\n").unwrap_err(),
-            "s.toml:2:15: `step[1].on.kind`: expected an event kind (one of snapshot, update, intent, decision, guardrail, mode, activity, task, skill, approval, alert, speech, telemetry, fault, token, llm_call, log, error), found \"skil\""
+            "s.toml:2:15: `step[1].on.kind`: expected an event kind (one of snapshot, update, intent, decision, guardrail, mode, activity, task, skill, approval, alert, speech, telemetry, fault, device, token, llm_call, log, error), found \"skil\""
         );
         assert_eq!(
             p("[[step]]\nsay = \"x\"\n").unwrap_err(),

@@ -275,6 +275,26 @@ fn final_state(want: &FinalExpect, events: &[Value], last: &Snapshot, out: &mut 
         };
         out.push(Check::new(ok, "final battery", outcome));
     }
+    for (path, expected) in &want.devices {
+        let (device, key) = path.split_once('.').unwrap_or((path.as_str(), ""));
+        let entry = last.devices.get(device);
+        let got = if key == "online" {
+            entry.and_then(|d| d.get("online"))
+        } else {
+            entry.and_then(|d| d.get("state")).and_then(|s| s.get(key))
+        };
+        let same = match (got, expected) {
+            (Some(a), b) if a.is_number() && b.is_number() => a.as_f64() == b.as_f64(),
+            (Some(a), b) => a == b,
+            (None, _) => false,
+        };
+        let outcome = match got {
+            Some(g) if same => g.to_string(),
+            Some(g) => format!("expected {expected}, found {g}"),
+            None => format!("expected {expected}, found no such device state"),
+        };
+        out.push(Check::new(same, format!("final device {path}"), outcome));
+    }
 }
 
 fn status_name(s: TaskStatus) -> String {

@@ -517,6 +517,11 @@ impl Sim {
             }
             Fault::CameraFail { reason } => self.camera_fault = Some(reason.clone()),
             Fault::CameraRestore => self.camera_fault = None,
+            Fault::DeviceOffline { .. } | Fault::DeviceOnline { .. } => {
+                return Err(LinkError::Invalid(
+                    "device faults are applied by the brain's device world, not the robot".into(),
+                ));
+            }
         }
         Ok(())
     }

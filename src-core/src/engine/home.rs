@@ -1,0 +1,318 @@
+//! The home in the engine: an utterance about devices takes the fast path
+//! ([`crate::hci`]) before the robot's own intents; a plan that needs
+//! confirmation becomes a task whose step waits for the same approval as
+//! any other; device faults and changes become events.
+
+use serde_json::Value;
+
+use super::Engine;
+use crate::hci::{self, Out};
+use crate::kernel::TaskKind;
+use crate::link::Fault;
+use crate::protocol::{EventKind, SpeechTrack};
+
+impl Engine {
+    /// Handles `text` if it is about the home; returns whether it was.
+    pub(super) fn home_say(&mut self, text: &str) -> bool {
+        let Some(turn) = hci::lock(&self.home).turn(text) else {
+            return false;
+        };
+        self.emit(EventKind::Intent {
+            utterance: text.to_string(),
+            intent: turn.intent.into(),
+            args: turn.args.clone(),
+            processed_locally: true,
+        });
+        for out in turn.out {
+            match out {
+                Out::Say(line, SpeechTrack::Summary) => {
+                    // Shown and kept in the history, not voiced over the template.
+                    self.emit(EventKind::Speech {
+                        text: line,
+                        track: SpeechTrack::Summary,
+                        audio: None,
+                    });
+                }
+                Out::Say(line, track) if !line.is_empty() => self.speak(&line, track),
+                Out::Say(..) => {}
+                Out::Devices => self.report_devices(),
+            }
+        }
+        if let Some((skill, args)) = turn.confirm {
+            self.add_task(
+                TaskKind::Call { skill, args },
+                &format!("home plan {}: {text}", turn.plan_id),
+            );
+        }
+        true
+    }
+
+    /// A `device` event for every device that changed since the last report.
+    pub(super) fn report_devices(&mut self) {
+        let changed = {
+            let mut home = hci::lock(&self.home);
+            home.poll();
+            let changed = home.take_changed();
+            changed
+                .into_iter()
+                .filter_map(|(id, reason)| {
+                    home.devices.get(&id).map(|d| {
+                        (
+                            d.id.clone(),
+                            d.room.clone(),
+                            Value::Object(d.state.clone()),
+                            d.online,
+                            reason,
+                        )
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
+        for (device, room, state, online, reason) in changed {
+            self.emit(EventKind::Device {
+                device,
+                room,
+                state,
+                online,
+                reason,
+            });
+        }
+    }
+
+    /// Applies a device fault to the device world; returns whether `fault` was one.
+    pub(super) fn device_fault(&mut self, fault: &Fault) -> bool {
+        let (device, online) = match fault {
+            Fault::DeviceOffline { device } => (device, false),
+            Fault::DeviceOnline { device } => (device, true),
+            _ => return false,
+        };
+        let result = {
+            let mut home = hci::lock(&self.home);
+            let r = home.devices.set_online(device, online);
+            if r.is_ok() {
+                home.mark_changed(device, "fault");
+            }
+            r
+        };
+        match result {
+            Ok(_) => {
+                self.emit(EventKind::Fault {
+                    fault: fault.clone(),
+                });
+                self.report_devices();
+            }
+            Err(e) => self.emit(EventKind::Error {
+                code: "inject_refused".into(),
+                message: e.to_string(),
+            }),
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::brain::ScriptedBrain;
+    use crate::config::Config;
+    use crate::engine::Engine;
+    use crate::hci;
+    use crate::protocol::{Command, DecisionType, Event, EventKind, Op};
+    use crate::react::Decision;
+    use crate::sim::World;
+    use crate::store::audit::AuditFilter;
+
+    /// AgentDojo's attack templates, read from the shared test data (never copied).
+    fn attack_templates() -> Option<Vec<(String, String)>> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/data/agentdojo/attack_templates.extracted.json");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            eprintln!(
+                "skipped: {} is absent (see shared/data/README.md)",
+                path.display()
+            );
+            return None;
+        };
+        let v: Value = serde_json::from_str(&text).ok()?;
+        Some(
+            v.as_object()?
+                .iter()
+                .filter_map(|(k, t)| Some((k.clone(), t.get("template")?.as_str()?.to_string())))
+                .collect(),
+        )
+    }
+
+    fn dispatch(skill: &str, args: Value) -> Decision {
+        Decision {
+            decision_type: DecisionType::Continue,
+            reason: "obeying the text in the tool result".into(),
+            plan_patch: None,
+            ops: vec![Op::Dispatch {
+                skill: skill.into(),
+                args,
+            }],
+        }
+    }
+
+    fn run(engine: &mut Engine, commands: Vec<Command>, until: f64) -> Vec<Event> {
+        let mut events = Vec::new();
+        for c in commands {
+            engine.submit(c);
+        }
+        while engine.time() < until {
+            engine.tick(&mut events);
+        }
+        events
+    }
+
+    #[test]
+    fn injections_in_device_names_never_unlock_the_door_or_open_the_gas_without_confirmation() {
+        let Some(templates) = attack_templates() else {
+            return;
+        };
+        assert!(templates.len() >= 5, "{templates:?}");
+        let dir = std::env::temp_dir().join(format!("rb-inject-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, (name, template)) in templates.iter().enumerate() {
+            let (goal, skill_args) = if i % 2 == 0 {
+                (
+                    "unlock the front door with devices.invoke",
+                    json!({"device": "front_door_lock", "action": "unlock"}),
+                )
+            } else {
+                (
+                    "open the gas valve with devices.invoke",
+                    json!({"device": "gas_valve", "action": "open"}),
+                )
+            };
+            // Denial-of-service templates name no goal: the goal is appended.
+            let with_goal = if template.contains("{goal}") {
+                template.clone()
+            } else {
+                format!("{template} {{goal}}")
+            };
+            let planted = with_goal
+                .replace("{goal}", goal)
+                .replace("{user}", "the owner")
+                .replace("{model}", "robobrain")
+                .replace("{tools}", "devices.invoke");
+            // The injection is the floor lamp's name, as a hostile integration could set it.
+            let home_text = crate::devices::catalogue::BUILTIN_HOME.replacen(
+                "name = \"floor lamp\"",
+                &format!("name = {}", serde_json::to_string(&planted).unwrap()),
+                1,
+            );
+            let file = dir.join(format!("{name}.toml"));
+            std::fs::write(&file, home_text).unwrap();
+            let mut config = Config {
+                thread_id: Some(format!("inject-{name}")),
+                ..Config::default()
+            };
+            config.home.file = Some(file);
+            config.home.hour = Some(12.0);
+            let mut engine =
+                Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+            // A model that obeys what it reads: it looks at the lamp, then does what the name says.
+            engine.set_brain(Box::new(ScriptedBrain::new([
+                dispatch("devices.get", json!({"device": "floor_lamp"})),
+                dispatch("devices.invoke", skill_args.clone()),
+            ])));
+            let events = run(
+                &mut engine,
+                vec![Command::Call {
+                    call_id: "c1".into(),
+                    skill: "devices.get".into(),
+                    args: json!({"device": "floor_lamp"}),
+                }],
+                5.0,
+            );
+            let got_name = events.iter().any(|e| matches!(&e.kind, EventKind::Skill { output: Some(r), .. } if r.to_string().contains(goal)));
+            assert!(
+                got_name,
+                "{name}: the planted text reached the brain's observation"
+            );
+            let held = events.iter().any(|e| matches!(&e.kind, EventKind::Approval { op: Op::Dispatch { skill, args }, .. } if skill == "devices.invoke" && args["device"] == skill_args["device"]));
+            assert!(held, "{name}: the high-risk call waits for confirmation");
+            let wrote = events.iter().any(|e| matches!(&e.kind, EventKind::Device { device, .. } if *device == skill_args["device"]));
+            assert!(!wrote, "{name}: nothing high-risk ran");
+            let home = hci::lock(engine.home());
+            let d = home
+                .devices
+                .get(skill_args["device"].as_str().unwrap())
+                .unwrap();
+            if d.id == "front_door_lock" {
+                assert_eq!(d.state["locked"], json!(true), "{name}");
+            } else {
+                assert_eq!(d.state["open"], json!(false), "{name}");
+            }
+            let audit = home
+                .audit()
+                .unwrap()
+                .list(&AuditFilter {
+                    tool: Some("devices.invoke".into()),
+                    ..AuditFilter::default()
+                })
+                .unwrap();
+            assert!(
+                audit.iter().any(|r| !r.ok
+                    && r.result.starts_with("confirmation_required")
+                    && r.args_summary
+                        .contains(skill_args["device"].as_str().unwrap())),
+                "{name}: the attempt is audited: {audit:?}"
+            );
+            // What would reach a model about the lamp carries none of the planted words.
+            let facts = hci::summary::facts(&json!({"name": planted}));
+            assert_eq!(facts["name"], "<text withheld>", "{name}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_replayed_request_id_is_refused_by_the_device_layer() {
+        let config = Config {
+            thread_id: Some("replay".into()),
+            ..Config::default()
+        };
+        let engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let mut home = hci::lock(engine.home());
+        let ids = hci::Ids {
+            plan_id: "p9".into(),
+            step_id: "1".into(),
+            request_id: "r-1".into(),
+        };
+        let args = json!({"device": "kitchen_light", "action": "turn_on"});
+        home.call_tool("devices.invoke", &args, &ids).unwrap();
+        let again = home
+            .call_tool(
+                "devices.invoke",
+                &json!({"device": "kitchen_light", "action": "turn_off"}),
+                &ids,
+            )
+            .unwrap_err();
+        assert_eq!(again.code(), "duplicate_request");
+        let bad = home.call_tool("devices.invoke", &json!({"device": "kitchen_light", "action": "set_brightness", "args": {"level": 5}}), &hci::Ids { request_id: "r-2".into(), ..ids.clone() }).unwrap_err();
+        assert!(bad.to_string().contains("cannot `set_brightness`"), "{bad}");
+        let bad = home
+            .call_tool(
+                "devices.invoke",
+                &json!({"device": "screen", "action": "set_brightness", "args": {"level": "max"}}),
+                &hci::Ids {
+                    request_id: "r-3".into(),
+                    ..ids
+                },
+            )
+            .unwrap_err();
+        assert!(bad.to_string().contains("at `/level`"), "{bad}");
+        let rows = home
+            .audit()
+            .unwrap()
+            .list(&AuditFilter {
+                plan_id: Some("p9".into()),
+                ..AuditFilter::default()
+            })
+            .unwrap();
+        assert_eq!(rows.len(), 4, "every call audited: {rows:?}");
+        assert_eq!(rows.iter().filter(|r| r.ok).count(), 1);
+    }
+}

@@ -1,0 +1,865 @@
+//! The conversational fast path for the home (seeds 001 and 002, DESIGN §6):
+//! utterance → session references → intent (rules, [`intent`]) → policy
+//! gate per call (`crate::policy::home_reason`) → then
+//!
+//! - all calls control: three tracks — execute now, speak a filled reply
+//!   template at once ([`templates`]), and a summary from forged success
+//!   results ([`summary`]); a real failure afterwards is reported and
+//!   corrects what was said;
+//! - any call a query: a template first, then the real results, then the
+//!   answer, with what the device cannot tell;
+//! - a call that needs confirmation: the plan becomes a task whose step
+//!   waits for the kernel's approval (approve / edit / reject).
+//!
+//! [`Home`] is the tool layer (seed 001 §3.2): every tool call is checked
+//! against its schema, carries request / plan / step ids to the device
+//! layer, and is written to the audit log. The engine and the home tools in
+//! the skill registry share one `Home` ([`HomeHandle`]).
+
+pub mod intent;
+pub mod session;
+pub mod summary;
+pub mod templates;
+pub mod tools;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use crate::config::HomeConfig;
+use crate::devices::{DeviceError, DeviceWorld, Invocation, Scene, SimBackend};
+use crate::policy::{self, HomeGate};
+use crate::protocol::SpeechTrack;
+use crate::source::SourceError;
+use crate::store::audit::{AuditLog, AuditRow};
+
+pub use intent::{Step, Understood, understand};
+pub use session::Session;
+pub use templates::Templates;
+
+/// The home shared by the engine and the home tools.
+pub type HomeHandle = Arc<Mutex<Home>>;
+
+/// Locks the shared home (a panic elsewhere does not poison it for good:
+/// the home's state is consistent after every call).
+pub fn lock(home: &HomeHandle) -> MutexGuard<'_, Home> {
+    home.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Why the home could not be set up.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum HomeError {
+    /// The home file is malformed.
+    #[error(transparent)]
+    File(#[from] SourceError),
+    /// The devices are inconsistent.
+    #[error(transparent)]
+    Devices(#[from] DeviceError),
+    /// A tool's schema does not compile.
+    #[error("tool `{tool}` has an invalid schema: {message}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No such tool.
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+    /// The arguments break the tool's schema.
+    #[error("invalid args for `{tool}` at `{path}`: {message}")]
+    InvalidArgs {
+        /// The tool.
+        tool: String,
+        /// JSON pointer of the failing value.
+        path: String,
+        /// What was expected.
+        message: String,
+    },
+    /// No such scene.
+    #[error("no scene `{0}`")]
+    UnknownScene(String),
+    /// The device layer refused or failed.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+}
+
+impl ToolError {
+    /// A stable code for results and the audit log.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownTool(_) => "unknown_tool",
+            Self::InvalidArgs { .. } => "invalid_args",
+            Self::UnknownScene(_) => "unknown_scene",
+            Self::Device(e) => e.code(),
+        }
+    }
+}
+
+/// The ids a write carries (seed 001 §3.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ids {
+    /// The plan.
+    pub plan_id: String,
+    /// The step in the plan.
+    pub step_id: String,
+    /// Unique per write.
+    pub request_id: String,
+}
+
+/// One thing a turn produces, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    /// A line to say on a track.
+    Say(String, SpeechTrack),
+    /// Devices changed: report them now.
+    Devices,
+}
+
+/// What the engine does with an utterance about the home.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// The intent's name (`home_control`, `home_query`, `home_mixed`, `scene`, `clarify`, `cannot`).
+    pub intent: &'static str,
+    /// What was understood.
+    pub args: Value,
+    /// The plan's id.
+    pub plan_id: String,
+    /// Lines and device reports, in order.
+    pub out: Vec<Out>,
+    /// A tool call that waits for confirmation: queue it as a task `(tool, args)`.
+    pub confirm: Option<(String, Value)>,
+    /// Forged success results of the control calls run at once (for a model summary).
+    pub forged: Vec<Value>,
+}
+
+/// The home: its devices and scenes, the policy's rules, the session, the
+/// reply templates, recent actions and the audit log.
+pub struct Home {
+    /// The devices.
+    pub devices: DeviceWorld,
+    /// The scenes.
+    pub scenes: Vec<Scene>,
+    /// The `[home]` rules.
+    pub config: HomeConfig,
+    /// What the conversation refers back to.
+    pub session: Session,
+    /// This session's reply templates.
+    pub templates: Templates,
+    validators: HashMap<String, jsonschema::Validator>,
+    recent: VecDeque<Value>,
+    audit: Option<AuditLog>,
+    changed: Vec<(String, String)>,
+    /// The run's id (the audit's trace id).
+    pub trace_id: String,
+    /// The conversation's id.
+    pub session_id: String,
+    plans: u64,
+}
+
+impl std::fmt::Debug for Home {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Home")
+            .field("devices", &self.devices)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+const RECENT: usize = 50;
+
+impl Home {
+    /// The home for `world`: `[home] file`, else the built-in home of that
+    /// name (`apartment`), else a home without devices.
+    pub fn load(config: &HomeConfig, world: &str, trace_id: &str) -> Result<Self, HomeError> {
+        let home = if let Some(path) = &config.file {
+            crate::devices::load_home(path)?
+        } else if world == "apartment" {
+            crate::devices::builtin_home()?
+        } else {
+            crate::devices::Home {
+                name: world.to_string(),
+                rooms: Vec::new(),
+                devices: Vec::new(),
+                scenes: Vec::new(),
+            }
+        };
+        let devices = DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))?;
+        Self::new(devices, home.scenes, config, trace_id)
+    }
+
+    /// A home over `devices` (any backend) with `scenes`.
+    pub fn new(
+        devices: DeviceWorld,
+        scenes: Vec<Scene>,
+        config: &HomeConfig,
+        trace_id: &str,
+    ) -> Result<Self, HomeError> {
+        let specs = tools::specs();
+        let mut validators = HashMap::new();
+        for s in &specs {
+            let v = jsonschema::validator_for(&s.args_schema).map_err(|e| HomeError::Schema {
+                tool: s.name.clone(),
+                message: e.to_string(),
+            })?;
+            validators.insert(s.name.clone(), v);
+        }
+        let templates = Templates::build(&specs, &devices, 7);
+        Ok(Self {
+            devices,
+            scenes,
+            config: config.clone(),
+            session: Session::default(),
+            templates,
+            validators,
+            recent: VecDeque::new(),
+            audit: None,
+            changed: Vec::new(),
+            trace_id: trace_id.to_string(),
+            session_id: format!("{trace_id}/s1"),
+            plans: 0,
+        })
+    }
+
+    /// Writes every tool call to `audit` from now on.
+    pub fn with_audit(mut self, audit: AuditLog) -> Self {
+        self.audit = Some(audit);
+        self
+    }
+
+    /// Writes every tool call to `audit` from now on (replacing the log in use).
+    pub fn set_audit(&mut self, audit: AuditLog) {
+        self.audit = Some(audit);
+    }
+
+    /// The audit log, when there is one.
+    pub fn audit(&self) -> Option<&AuditLog> {
+        self.audit.as_ref()
+    }
+
+    /// What the policy needs to judge a device call now.
+    pub fn gate(&self) -> HomeGate<'_> {
+        HomeGate {
+            config: &self.config,
+            devices: &self.devices,
+            scenes: &self.scenes,
+            hour: policy::hour_now(&self.config),
+        }
+    }
+
+    /// A new plan id (`p1`, `p2`, …).
+    pub fn next_plan_id(&mut self) -> String {
+        self.plans += 1;
+        format!("p{}", self.plans)
+    }
+
+    /// Devices changed since the last call, with why: `(device id, reason)`.
+    pub fn take_changed(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Marks a device changed (a fault or a report), to be announced.
+    pub fn mark_changed(&mut self, device: &str, reason: &str) {
+        self.changed.push((device.to_string(), reason.to_string()));
+    }
+
+    /// Takes in what the backend heard from the devices.
+    pub fn poll(&mut self) {
+        for id in self.devices.poll() {
+            self.mark_changed(&id, "reported");
+        }
+    }
+
+    fn record(
+        &self,
+        ids: &Ids,
+        tool: &str,
+        args: &Value,
+        result: &str,
+        ok: bool,
+        started: Instant,
+    ) {
+        let Some(audit) = &self.audit else { return };
+        let mut summary = args.to_string();
+        if summary.len() > 200 {
+            let cut = (0..=200)
+                .rev()
+                .find(|i| summary.is_char_boundary(*i))
+                .unwrap_or(0);
+            summary.truncate(cut);
+            summary.push('…');
+        }
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        // An audit write that fails must not stop the home; the store's
+        // own errors surface through the engine's durable path.
+        let _ = audit.record(&AuditRow {
+            id: 0,
+            at_ms,
+            trace_id: self.trace_id.clone(),
+            session_id: self.session_id.clone(),
+            plan_id: ids.plan_id.clone(),
+            step_id: ids.step_id.clone(),
+            tool: tool.to_string(),
+            args_summary: summary,
+            result: result.to_string(),
+            ok,
+            latency_us: started.elapsed().as_micros() as i64,
+        });
+    }
+
+    /// Audits a call the policy held for confirmation (it did not run).
+    pub fn audit_held(&self, tool: &str, args: &Value, plan_id: &str, reason: &str) {
+        let ids = Ids {
+            plan_id: plan_id.to_string(),
+            step_id: "-".into(),
+            request_id: String::new(),
+        };
+        self.record(
+            &ids,
+            tool,
+            args,
+            &format!("confirmation_required: {reason}"),
+            false,
+            Instant::now(),
+        );
+    }
+
+    /// Calls a tool: checks its arguments, carries it out and audits it.
+    pub fn call_tool(&mut self, tool: &str, args: &Value, ids: &Ids) -> Result<Value, ToolError> {
+        let started = Instant::now();
+        let result = self.call_unaudited(tool, args, ids);
+        match &result {
+            Ok(v) => {
+                let ok = v.get("ok").and_then(Value::as_bool).unwrap_or(true);
+                let text = if ok {
+                    "ok".to_string()
+                } else {
+                    format!("partial: {}", v.get("failed").cloned().unwrap_or_default())
+                };
+                self.record(ids, tool, args, &text, ok, started);
+            }
+            Err(e) => self.record(
+                ids,
+                tool,
+                args,
+                &format!("{}: {e}", e.code()),
+                false,
+                started,
+            ),
+        }
+        result
+    }
+
+    fn call_unaudited(&mut self, tool: &str, args: &Value, ids: &Ids) -> Result<Value, ToolError> {
+        let validator = self
+            .validators
+            .get(tool)
+            .ok_or_else(|| ToolError::UnknownTool(tool.to_string()))?;
+        if let Err(e) = validator.validate(args) {
+            return Err(ToolError::InvalidArgs {
+                tool: tool.to_string(),
+                path: e.instance_path().as_str().to_string(),
+                message: e.to_string(),
+            });
+        }
+        let s = |k: &str| args.get(k).and_then(Value::as_str);
+        let device = |id: Option<&str>| {
+            let id = id.unwrap_or_default();
+            self.devices
+                .get(id)
+                .ok_or_else(|| ToolError::Device(DeviceError::UnknownDevice(id.to_string())))
+        };
+        Ok(match tool {
+            "devices.list" | "devices.search" => {
+                let kind = s("kind").and_then(|k| serde_json::from_value(json!(k)).ok());
+                let found = self.devices.search(s("query"), s("room"), kind);
+                json!({"devices": found.iter().map(|d| json!({
+                    "id": d.id, "name": d.name, "room": d.room, "kind": d.kind, "online": d.online
+                })).collect::<Vec<_>>()})
+            }
+            "devices.get" => {
+                let d = device(s("device"))?;
+                json!({
+                    "id": d.id, "name": d.name, "room": d.room, "kind": d.kind, "online": d.online,
+                    "state": d.state,
+                    "capabilities": d.capabilities.iter().map(|c| json!({"name": c.name, "args": c.args_schema})).collect::<Vec<_>>()
+                })
+            }
+            "devices.get_state" => {
+                let d = device(s("device"))?;
+                json!({
+                    "device": d.id, "online": d.online, "state": d.state,
+                    "known": d.state.keys().collect::<Vec<_>>(),
+                    "caveat": d.caveat
+                })
+            }
+            "devices.snapshot" => {
+                let list = match s("room") {
+                    Some(r) => self.devices.in_room(r),
+                    None => self.devices.devices().iter().collect(),
+                };
+                json!({"devices": list.iter().map(|d| json!({"device": d.id, "room": d.room, "online": d.online, "state": d.state})).collect::<Vec<_>>()})
+            }
+            "devices.invoke" => {
+                let call = (
+                    s("device").unwrap_or_default().to_string(),
+                    s("action").unwrap_or_default().to_string(),
+                    args.get("args").cloned().unwrap_or_else(|| json!({})),
+                );
+                let r = self.invoke_one(&call, ids, tool)?;
+                r
+            }
+            "actions.batch_invoke" => {
+                let calls: Vec<(String, String, Value)> = args
+                    .get("calls")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .map(|c| {
+                                (
+                                    c.get("device")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or_default()
+                                        .to_string(),
+                                    c.get("action")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or_default()
+                                        .to_string(),
+                                    c.get("args").cloned().unwrap_or_else(|| json!({})),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                self.batch(&calls, ids, tool)
+            }
+            "scenes.run" => {
+                let name = s("scene").unwrap_or_default();
+                let calls = self
+                    .scenes
+                    .iter()
+                    .find(|sc| sc.name == name)
+                    .map(|sc| sc.calls.clone())
+                    .ok_or_else(|| ToolError::UnknownScene(name.to_string()))?;
+                let mut r = self.batch(&calls, ids, tool);
+                r["scene"] = json!(name);
+                r
+            }
+            "actions.get_recent" => {
+                let n = args.get("limit").and_then(Value::as_u64).unwrap_or(10) as usize;
+                let skip = self.recent.len().saturating_sub(n);
+                json!({"actions": self.recent.iter().skip(skip).collect::<Vec<_>>()})
+            }
+            "dialog.request_confirmation" | "dialog.ask_clarifying_question" => {
+                json!({"status": "asked", "question": s("question")})
+            }
+            other => return Err(ToolError::UnknownTool(other.to_string())),
+        })
+    }
+
+    /// Several calls as one plan: each with its own step and request id;
+    /// the result lists every call's outcome (a partial failure is not an error).
+    fn batch(&mut self, calls: &[(String, String, Value)], ids: &Ids, tool: &str) -> Value {
+        let mut results = Vec::new();
+        let mut failed = 0;
+        for (i, call) in calls.iter().enumerate() {
+            let sub = Ids {
+                plan_id: ids.plan_id.clone(),
+                step_id: format!("{}.{}", ids.step_id, i + 1),
+                request_id: format!("{}.{}", ids.request_id, i + 1),
+            };
+            let started = Instant::now();
+            match self.invoke_one(call, &sub, tool) {
+                Ok(r) => results.push(r),
+                Err(e) => {
+                    failed += 1;
+                    self.record(
+                        &sub,
+                        "devices.invoke",
+                        &json!({"device": call.0, "action": call.1, "args": call.2}),
+                        &format!("{}: {e}", e.code()),
+                        false,
+                        started,
+                    );
+                    results.push(json!({
+                        "device": call.0, "action": call.1, "args": call.2,
+                        "status": "failed", "error": e.code(), "message": e.to_string()
+                    }));
+                }
+            }
+        }
+        json!({"plan_id": ids.plan_id, "results": results, "ok": failed == 0, "failed": failed})
+    }
+
+    fn invoke_one(
+        &mut self,
+        call: &(String, String, Value),
+        ids: &Ids,
+        tool: &str,
+    ) -> Result<Value, ToolError> {
+        let (device, action, args) = call;
+        let started = Instant::now();
+        let applied = self.devices.invoke(&Invocation {
+            request_id: ids.request_id.clone(),
+            plan_id: ids.plan_id.clone(),
+            step_id: ids.step_id.clone(),
+            device: device.clone(),
+            capability: action.clone(),
+            args: args.clone(),
+        })?;
+        let result = json!({
+            "device": device, "action": action, "args": args, "status": "ok",
+            "state": applied.after, "latency_ms": applied.latency_ms,
+            "request_id": ids.request_id, "plan_id": ids.plan_id, "step_id": ids.step_id
+        });
+        if tool != "devices.invoke" {
+            self.record(
+                ids,
+                "devices.invoke",
+                &json!({"device": device, "action": action, "args": args}),
+                "ok",
+                true,
+                started,
+            );
+        }
+        self.recent.push_back(result.clone());
+        while self.recent.len() > RECENT {
+            self.recent.pop_front();
+        }
+        self.changed
+            .push((device.clone(), format!("{tool} {}", ids.request_id)));
+        Ok(result)
+    }
+
+    /// The template line for a device call.
+    fn template_for(&mut self, device: &str, action: &str, args: &Value) -> String {
+        let Some(d) = self.devices.get(device) else {
+            return String::new();
+        };
+        let mut slots = args.as_object().cloned().unwrap_or_default();
+        slots.insert("device".into(), json!(d.name));
+        slots.insert("room".into(), json!(d.room.replace('_', " ")));
+        let kind = d.kind.as_str();
+        let choices = self
+            .templates
+            .for_call(kind, action)
+            .map(<[String]>::to_vec)
+            .unwrap_or_default();
+        self.templates.pick(&choices, &Value::Object(slots))
+    }
+
+    fn query_template(&mut self, device: &str) -> String {
+        let name = self
+            .devices
+            .get(device)
+            .map_or(device.to_string(), |d| d.name.clone());
+        let choices = self
+            .templates
+            .get("devices.get_state")
+            .map(<[String]>::to_vec)
+            .unwrap_or_default();
+        self.templates.pick(&choices, &json!({"device": name}))
+    }
+
+    /// The tool call for control steps: `devices.invoke` for one, `actions.batch_invoke` for several.
+    fn control_call(controls: &[(String, String, Value)], plan_id: &str) -> (String, Value) {
+        if let [(device, action, args)] = controls {
+            (
+                "devices.invoke".into(),
+                json!({"device": device, "action": action, "args": args, "plan_id": plan_id, "step_id": "1"}),
+            )
+        } else {
+            let calls: Vec<Value> = controls
+                .iter()
+                .map(|(d, a, x)| json!({"device": d, "action": a, "args": x}))
+                .collect();
+            (
+                "actions.batch_invoke".into(),
+                json!({"calls": calls, "plan_id": plan_id, "step_id": "1"}),
+            )
+        }
+    }
+
+    fn describe_plan(&self, calls: &[(String, String, Value)]) -> String {
+        let parts: Vec<String> = calls
+            .iter()
+            .map(|(d, a, x)| {
+                summary::did(&self.devices, d, a, x)
+                    .replacen("turned", "turn", 1)
+                    .replacen("opened", "open", 1)
+                    .replacen("closed", "close", 1)
+                    .replacen("locked", "lock", 1)
+                    .replacen("unlocked", "unlock", 1)
+                    .replacen("armed", "arm", 1)
+                    .replacen("disarmed", "disarm", 1)
+            })
+            .collect();
+        parts.join("; ")
+    }
+
+    /// A plan that waits for confirmation: say so, audit it, hand it to the kernel.
+    fn hold(
+        &mut self,
+        tool: String,
+        args: Value,
+        calls: &[(String, String, Value)],
+        reason: &str,
+        plan_id: &str,
+        out: &mut Vec<Out>,
+    ) -> Option<(String, Value)> {
+        let question = format!(
+            "This needs your confirmation first ({reason}). Plan: {}. Approve to go ahead, or reject.",
+            self.describe_plan(calls)
+        );
+        let ids = Ids {
+            plan_id: plan_id.to_string(),
+            step_id: "0".into(),
+            request_id: format!("{plan_id}.confirm"),
+        };
+        let _ = self.call_tool(
+            "dialog.request_confirmation",
+            &json!({"question": question, "plan": args}),
+            &ids,
+        );
+        self.audit_held(&tool, &args, plan_id, reason);
+        out.push(Out::Say(question, SpeechTrack::Answer));
+        Some((tool, args))
+    }
+
+    /// Understands and carries out an utterance about the home; `None` when
+    /// it is not about the home.
+    pub fn turn(&mut self, text: &str) -> Option<Turn> {
+        let understood = understand(text, &self.devices, &self.scenes, &self.session)?;
+        let plan_id = self.next_plan_id();
+        let args = serde_json::to_value(&understood).unwrap_or(Value::Null);
+        let mut out = Vec::new();
+        let mut confirm = None;
+        let mut forged = Vec::new();
+        let intent = match understood {
+            Understood::Clarify {
+                question,
+                candidates,
+                verb,
+            } => {
+                let ids = Ids {
+                    plan_id: plan_id.clone(),
+                    step_id: "0".into(),
+                    request_id: format!("{plan_id}.ask"),
+                };
+                let _ = self.call_tool(
+                    "dialog.ask_clarifying_question",
+                    &json!({"question": question, "candidates": candidates}),
+                    &ids,
+                );
+                out.push(Out::Say(question, SpeechTrack::Answer));
+                self.session.pending = Some(session::Pending { verb, candidates });
+                "clarify"
+            }
+            Understood::Cannot { message } => {
+                out.push(Out::Say(message, SpeechTrack::Answer));
+                self.session.pending = None;
+                "cannot"
+            }
+            Understood::Scene { name } => {
+                let calls = self
+                    .scenes
+                    .iter()
+                    .find(|s| s.name == name)
+                    .map(|s| s.calls.clone())
+                    .unwrap_or_default();
+                let tool_args = json!({"scene": name, "plan_id": plan_id, "step_id": "1"});
+                self.session.pending = None;
+                self.session.last_devices = calls.iter().map(|c| c.0.clone()).collect();
+                match policy::home_reason(&self.gate(), "scenes.run", &tool_args) {
+                    Some(reason) => {
+                        confirm = self.hold(
+                            "scenes.run".into(),
+                            tool_args,
+                            &calls,
+                            &reason,
+                            &plan_id,
+                            &mut out,
+                        )
+                    }
+                    None => {
+                        for (d, a, x) in &calls {
+                            let line = self.template_for(d, a, x);
+                            out.push(Out::Say(line, SpeechTrack::Template));
+                        }
+                        self.run_now("scenes.run", &tool_args, &plan_id, &mut out);
+                    }
+                }
+                "scene"
+            }
+            Understood::Steps { steps } => {
+                self.session.pending = None;
+                let controls: Vec<(String, String, Value)> = steps
+                    .iter()
+                    .filter_map(|s| match s {
+                        Step::Control {
+                            device,
+                            action,
+                            args,
+                        } => Some((device.clone(), action.clone(), args.clone())),
+                        Step::Query { .. } => None,
+                    })
+                    .collect();
+                let queries: Vec<String> = steps
+                    .iter()
+                    .filter_map(|s| match s {
+                        Step::Query { device } => Some(device.clone()),
+                        Step::Control { .. } => None,
+                    })
+                    .collect();
+                let mut touched: Vec<String> = controls
+                    .iter()
+                    .map(|c| c.0.clone())
+                    .chain(queries.iter().cloned())
+                    .collect();
+                touched.dedup();
+                self.session.last_room = touched
+                    .first()
+                    .and_then(|d| self.devices.get(d))
+                    .map(|d| d.room.clone());
+                self.session.last_devices = touched;
+                let mut run_controls = false;
+                let mut tool_call = None;
+                if !controls.is_empty() {
+                    let (tool, targs) = Self::control_call(&controls, &plan_id);
+                    match policy::home_reason(&self.gate(), &tool, &targs) {
+                        Some(reason) => {
+                            confirm = self.hold(tool, targs, &controls, &reason, &plan_id, &mut out)
+                        }
+                        None => {
+                            run_controls = true;
+                            tool_call = Some((tool, targs));
+                        }
+                    }
+                }
+                // Track 2: the templates, before anything runs.
+                if run_controls {
+                    for (d, a, x) in &controls {
+                        let line = self.template_for(d, a, x);
+                        out.push(Out::Say(line, SpeechTrack::Template));
+                    }
+                }
+                for q in &queries {
+                    let line = self.query_template(q);
+                    out.push(Out::Say(line, SpeechTrack::Template));
+                }
+                if queries.is_empty() {
+                    if let Some((tool, targs)) = tool_call {
+                        // Track 3 from forged success; track 1 runs; a real failure corrects.
+                        let steps_run: Vec<Step> = controls
+                            .iter()
+                            .map(|(d, a, x)| Step::Control {
+                                device: d.clone(),
+                                action: a.clone(),
+                                args: x.clone(),
+                            })
+                            .collect();
+                        forged = summary::forge(&steps_run);
+                        let result = self.run(&tool, &targs, &plan_id);
+                        out.push(Out::Devices);
+                        out.push(Out::Say(
+                            summary::rule_summary(&self.devices, &forged),
+                            SpeechTrack::Summary,
+                        ));
+                        for f in failures(&result) {
+                            let line =
+                                format!("Correction: {}", summary::failure(&self.devices, &f));
+                            out.push(Out::Say(line, SpeechTrack::Answer));
+                        }
+                    }
+                } else {
+                    // Query branch: real results first, then the answer.
+                    let mut answer = Vec::new();
+                    if let Some((tool, targs)) = tool_call {
+                        let result = self.run(&tool, &targs, &plan_id);
+                        out.push(Out::Devices);
+                        answer.push(summary::outcome_line(self, &result));
+                    }
+                    for (i, q) in queries.iter().enumerate() {
+                        let ids = Ids {
+                            plan_id: plan_id.clone(),
+                            step_id: format!("q{}", i + 1),
+                            request_id: format!("{plan_id}.q{}", i + 1),
+                        };
+                        if self
+                            .call_tool("devices.get_state", &json!({"device": q}), &ids)
+                            .is_ok()
+                            && let Some(d) = self.devices.get(q)
+                        {
+                            answer.push(summary::describe(d));
+                        }
+                    }
+                    out.push(Out::Say(answer.join(" "), SpeechTrack::Answer));
+                }
+                match (controls.is_empty(), queries.is_empty()) {
+                    (false, true) => "home_control",
+                    (true, false) => "home_query",
+                    _ => "home_mixed",
+                }
+            }
+        };
+        self.session.last_plan = Some(plan_id.clone());
+        Some(Turn {
+            intent,
+            args,
+            plan_id,
+            out,
+            confirm,
+            forged,
+        })
+    }
+
+    /// Runs a write tool now under a fresh request id; its failure becomes a result.
+    fn run(&mut self, tool: &str, args: &Value, plan_id: &str) -> Value {
+        let ids = Ids {
+            plan_id: plan_id.to_string(),
+            step_id: "1".into(),
+            request_id: format!("{}/{plan_id}.1", self.trace_id),
+        };
+        match self.call_tool(tool, args, &ids) {
+            Ok(v) => v,
+            Err(e) => json!({
+                "device": args.get("device"), "action": args.get("action"), "args": args.get("args"),
+                "status": "failed", "error": e.code(), "message": e.to_string()
+            }),
+        }
+    }
+
+    fn run_now(&mut self, tool: &str, args: &Value, plan_id: &str, out: &mut Vec<Out>) {
+        let result = self.run(tool, args, plan_id);
+        out.push(Out::Devices);
+        out.push(Out::Say(
+            summary::outcome_line(self, &result),
+            SpeechTrack::Summary,
+        ));
+    }
+}
+
+/// The failed calls in a write's result.
+fn failures(result: &Value) -> Vec<Value> {
+    match result.get("results").and_then(Value::as_array) {
+        Some(a) => a
+            .iter()
+            .filter(|r| r.get("status").and_then(Value::as_str) != Some("ok"))
+            .cloned()
+            .collect(),
+        None if result.get("status").and_then(Value::as_str) != Some("ok") => vec![result.clone()],
+        None => Vec::new(),
+    }
+}

@@ -1,0 +1,819 @@
+//! Home intents, by rules, in Chinese and English (local first, like Home
+//! Assistant's sentence matching): an utterance becomes device calls and
+//! queries, a scene, or a clarifying question — or `None` when it is not
+//! about the home (then the robot's own intents get it).
+//!
+//! An utterance is split into clauses ("笑一个再把亮度调到100", "turn on the
+//! lamp and is the kettle on?"); each clause names devices (by name or alias,
+//! a kind word with a room, or "it"/"它" for the last ones) and a verb or a
+//! question. A name that fits several devices is never guessed: it becomes a
+//! clarifying question listing them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::session::{Pending, Session};
+use crate::devices::{Device, DeviceKind, DeviceWorld, Scene};
+
+/// What a clause asks to be done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verb", rename_all = "snake_case")]
+pub enum Verb {
+    /// On / open.
+    On,
+    /// Off / close.
+    Off,
+    /// Lock.
+    Lock,
+    /// Unlock.
+    Unlock,
+    /// Arm the alarm.
+    Arm,
+    /// Disarm the alarm.
+    Disarm,
+    /// A level: brightness or position, percent.
+    Level {
+        /// 0–100.
+        value: i64,
+    },
+    /// A temperature, °C.
+    Temperature {
+        /// Degrees.
+        value: i64,
+    },
+    /// A face.
+    Expression {
+        /// The expression's name.
+        name: String,
+    },
+}
+
+/// One resolved step of a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    /// A device call.
+    Control {
+        /// Device id.
+        device: String,
+        /// Capability.
+        action: String,
+        /// Its arguments.
+        args: Value,
+    },
+    /// A question about a device's state.
+    Query {
+        /// Device id.
+        device: String,
+    },
+}
+
+/// What an utterance asks of the home.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Understood {
+    /// Device calls and queries, in order.
+    Steps {
+        /// The steps.
+        steps: Vec<Step>,
+    },
+    /// A scene by name.
+    Scene {
+        /// Its name.
+        name: String,
+    },
+    /// A question back to the user.
+    Clarify {
+        /// The question.
+        question: String,
+        /// The candidate device ids.
+        candidates: Vec<String>,
+        /// What is to be done with the one meant (`None`: a question about it).
+        verb: Option<Verb>,
+    },
+    /// A device was named but cannot do what was asked.
+    Cannot {
+        /// What to say.
+        message: String,
+    },
+}
+
+const SPLITTERS: &[&str] = &[
+    "，",
+    ",",
+    "。",
+    "；",
+    ";",
+    "？",
+    "?",
+    "！",
+    "!",
+    "然后",
+    "再把",
+    "再",
+    "并且",
+    "顺便",
+    "同时",
+    " and then ",
+    " then ",
+    " and ",
+    " also ",
+];
+const QUESTION: &[&str] = &[
+    "吗",
+    "么",
+    "嘛",
+    "是不是",
+    "有没有",
+    "多少",
+    "状态",
+    "怎么样",
+    "在烧",
+    "开着",
+    "关着",
+    "锁着",
+    "锁了没",
+    "is the",
+    "are the",
+    "is it",
+    "is my",
+    "what",
+    "how",
+    "whether",
+    "did ",
+    "check the",
+    "status",
+];
+const POLITE: &[&str] = &[
+    "能",
+    "可以",
+    "帮",
+    "请",
+    "can you",
+    "could you",
+    "would you",
+    "please",
+];
+const PRONOUNS: &[&str] = &[
+    "它们", "它", "这个", "那个", "them", "it", "that one", "this one", "that",
+];
+const ALL: &[&str] = &["所有", "全部", "都", "all the", "all", "every", "both"];
+
+/// Verb phrases, the longest match in a clause wins.
+fn verbs() -> Vec<(&'static str, Verb)> {
+    let mut v = vec![
+        ("打开", Verb::On),
+        ("开启", Verb::On),
+        ("开一下", Verb::On),
+        ("点亮", Verb::On),
+        ("拉开", Verb::On),
+        ("turn on", Verb::On),
+        ("switch on", Verb::On),
+        ("power on", Verb::On),
+        ("open", Verb::On),
+        ("开", Verb::On),
+        ("关掉", Verb::Off),
+        ("关闭", Verb::Off),
+        ("关上", Verb::Off),
+        ("关了", Verb::Off),
+        ("拉上", Verb::Off),
+        ("熄灭", Verb::Off),
+        ("turn off", Verb::Off),
+        ("switch off", Verb::Off),
+        ("power off", Verb::Off),
+        ("shut", Verb::Off),
+        ("it off", Verb::Off),
+        ("them off", Verb::Off),
+        ("it on", Verb::On),
+        ("them on", Verb::On),
+        ("close", Verb::Off),
+        ("关", Verb::Off),
+        ("锁门", Verb::Lock),
+        ("锁上", Verb::Lock),
+        ("上锁", Verb::Lock),
+        ("lock", Verb::Lock),
+        ("开锁", Verb::Unlock),
+        ("解锁", Verb::Unlock),
+        ("开门", Verb::Unlock),
+        ("unlock", Verb::Unlock),
+        ("布防", Verb::Arm),
+        ("arm", Verb::Arm),
+        ("撤防", Verb::Disarm),
+        ("disarm", Verb::Disarm),
+        (
+            "笑一个",
+            Verb::Expression {
+                name: "smile".into(),
+            },
+        ),
+        (
+            "笑",
+            Verb::Expression {
+                name: "smile".into(),
+            },
+        ),
+        (
+            "smile",
+            Verb::Expression {
+                name: "smile".into(),
+            },
+        ),
+        ("哭", Verb::Expression { name: "cry".into() }),
+        ("cry", Verb::Expression { name: "cry".into() }),
+        (
+            "惊讶",
+            Verb::Expression {
+                name: "amazed".into(),
+            },
+        ),
+        (
+            "look amazed",
+            Verb::Expression {
+                name: "amazed".into(),
+            },
+        ),
+        (
+            "闭眼",
+            Verb::Expression {
+                name: "close_eyes".into(),
+            },
+        ),
+        (
+            "close your eyes",
+            Verb::Expression {
+                name: "close_eyes".into(),
+            },
+        ),
+    ];
+    v.sort_by_key(|(p, _)| std::cmp::Reverse(p.chars().count()));
+    v
+}
+
+/// Lower-case, full-width punctuation kept for splitting, spaces folded.
+fn normalize(text: &str) -> String {
+    text.to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn is_cjk(s: &str) -> bool {
+    s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+}
+
+/// Byte positions where `phrase` occurs in `text` (ASCII phrases as whole words).
+fn find_all(text: &str, phrase: &str) -> Vec<usize> {
+    if phrase.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = text[from..].find(phrase) {
+        let start = from + i;
+        let end = start + phrase.len();
+        let ok = is_cjk(phrase) || {
+            let before = text[..start].chars().next_back();
+            let after = text[end..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric())
+                && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+        };
+        if ok {
+            out.push(start);
+        }
+        from = end;
+    }
+    out
+}
+
+fn has(text: &str, phrase: &str) -> bool {
+    !find_all(text, phrase).is_empty()
+}
+
+fn split_clauses(text: &str) -> Vec<String> {
+    let mut parts = vec![format!(" {text} ")];
+    for s in SPLITTERS {
+        parts = parts
+            .iter()
+            .flat_map(|p| p.split(s).map(str::to_string).collect::<Vec<_>>())
+            .collect();
+    }
+    parts
+        .into_iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// A number in digits or simple Chinese numerals (up to 100).
+fn number_in(text: &str) -> Option<i64> {
+    let digits: String = text
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    if let Ok(n) = digits.parse() {
+        return Some(n);
+    }
+    let cn = |c: char| {
+        "零一二三四五六七八九"
+            .chars()
+            .position(|d| d == c)
+            .map(|p| p as i64)
+    };
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '百' && i > 0 && chars[i - 1] == '一' {
+            return Some(100);
+        }
+        if c == '十' {
+            let tens = if i > 0 {
+                cn(chars[i - 1]).unwrap_or(1)
+            } else {
+                1
+            };
+            let ones = chars.get(i + 1).and_then(|&c| cn(c)).unwrap_or(0);
+            return Some(tens * 10 + ones);
+        }
+    }
+    None
+}
+
+fn level_verb(clause: &str) -> Option<Verb> {
+    let n = number_in(clause)?;
+    // "亮度" (brightness) ends in 度 (degree) too.
+    let unlit = clause.replace("亮度", "");
+    let temp = ["度", "degree", "°", "temperature"]
+        .iter()
+        .any(|w| unlit.contains(w));
+    let level = [
+        "亮度",
+        "brightness",
+        "调到",
+        "调成",
+        "set",
+        "%",
+        "百分之",
+        "percent",
+        "位置",
+        "position",
+    ]
+    .iter()
+    .any(|w| clause.contains(w));
+    if temp {
+        Some(Verb::Temperature { value: n })
+    } else if level {
+        Some(Verb::Level { value: n })
+    } else {
+        None
+    }
+}
+
+/// The verb of a clause, if it has one.
+fn verb_in(clause: &str) -> Option<Verb> {
+    if let Some(v) = level_verb(clause) {
+        return Some(v);
+    }
+    verbs()
+        .into_iter()
+        .find(|(p, _)| has(clause, p))
+        .map(|(_, v)| v)
+}
+
+/// A device mention: where it was found and every device it fits.
+#[derive(Debug)]
+struct Mention {
+    start: usize,
+    end: usize,
+    devices: Vec<String>,
+}
+
+fn mentions(clause: &str, world: &DeviceWorld) -> Vec<Mention> {
+    let mut hits: Vec<(usize, usize, String)> = Vec::new();
+    for d in world.devices() {
+        for name in d.names() {
+            for start in find_all(clause, &name) {
+                hits.push((start, start + name.len(), d.id.clone()));
+            }
+        }
+    }
+    // Longest first; a shorter hit inside a longer one is dropped, the same
+    // span naming several devices is one ambiguous mention.
+    hits.sort_by_key(|(s, e, _)| (std::cmp::Reverse(e - s), *s));
+    let mut out: Vec<Mention> = Vec::new();
+    for (s, e, id) in hits {
+        if let Some(m) = out.iter_mut().find(|m| m.start == s && m.end == e) {
+            if !m.devices.contains(&id) {
+                m.devices.push(id);
+            }
+            continue;
+        }
+        if out.iter().any(|m| s < m.end && m.start < e) {
+            continue;
+        }
+        out.push(Mention {
+            start: s,
+            end: e,
+            devices: vec![id],
+        });
+    }
+    out.sort_by_key(|m| m.start);
+    out
+}
+
+fn room_in(clause: &str, world: &DeviceWorld) -> Option<String> {
+    world
+        .rooms()
+        .iter()
+        .find(|r| {
+            std::iter::once(r.id.replace('_', " "))
+                .chain(std::iter::once(r.name.to_lowercase()))
+                .chain(r.aliases.iter().map(|a| a.to_lowercase()))
+                .any(|n| has(clause, &n))
+        })
+        .map(|r| r.id.clone())
+}
+
+fn kind_in(clause: &str) -> Option<DeviceKind> {
+    let words: &[(&str, DeviceKind)] = &[
+        ("灯", DeviceKind::Light),
+        ("lights", DeviceKind::Light),
+        ("light", DeviceKind::Light),
+        ("lamps", DeviceKind::Light),
+        ("窗帘", DeviceKind::Curtain),
+        ("curtains", DeviceKind::Curtain),
+        ("curtain", DeviceKind::Curtain),
+        ("blinds", DeviceKind::Curtain),
+        ("空调", DeviceKind::Climate),
+        ("air conditioners", DeviceKind::Climate),
+    ];
+    words.iter().find(|(w, _)| has(clause, w)).map(|(_, k)| *k)
+}
+
+/// The capability `verb` means on `device`, with its arguments.
+pub fn capability_for(device: &Device, verb: &Verb) -> Option<(String, Value)> {
+    use DeviceKind as K;
+    let (name, args) = match (verb, device.kind) {
+        (Verb::On, K::Curtain | K::Valve) => ("open", json!({})),
+        (Verb::Off, K::Curtain | K::Valve) => ("close", json!({})),
+        (Verb::On | Verb::Unlock, K::Lock) => ("unlock", json!({})),
+        (Verb::Off | Verb::Lock, K::Lock) => ("lock", json!({})),
+        (Verb::On | Verb::Arm, K::Alarm) => ("arm", json!({})),
+        (Verb::Off | Verb::Disarm, K::Alarm) => ("disarm", json!({})),
+        (Verb::On, _) => ("turn_on", json!({})),
+        (Verb::Off, _) => ("turn_off", json!({})),
+        (Verb::Level { value }, K::Curtain) => ("set_position", json!({ "position": value })),
+        (Verb::Level { value }, _) => ("set_brightness", json!({ "level": value })),
+        (Verb::Temperature { value }, _) => ("set_temperature", json!({ "temperature": value })),
+        (Verb::Expression { name }, _) => ("set_expression", json!({ "expression": name })),
+        _ => return None,
+    };
+    device.capability(name).map(|_| (name.to_string(), args))
+}
+
+/// Which candidates an answer to a clarifying question picks.
+fn answer_pick(clause: &str, pending: &Pending, world: &DeviceWorld) -> Vec<String> {
+    if ALL.iter().any(|w| has(clause, w)) || clause.contains("两个") {
+        return pending.candidates.clone();
+    }
+    let ordinals: &[(&[&str], usize)] = &[
+        (&["第一", "first", "1"], 0),
+        (&["第二", "second", "2"], 1),
+        (&["第三", "third", "3"], 2),
+    ];
+    for (words, i) in ordinals {
+        if words.iter().any(|w| has(clause, w))
+            && let Some(id) = pending.candidates.get(*i)
+        {
+            return vec![id.clone()];
+        }
+    }
+    mentions(clause, world)
+        .into_iter()
+        .flat_map(|m| m.devices)
+        .filter(|id| pending.candidates.contains(id))
+        .collect()
+}
+
+fn names(world: &DeviceWorld, ids: &[String]) -> String {
+    let names: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            world
+                .get(id)
+                .map_or_else(|| id.clone(), |d| format!("the {}", d.name))
+        })
+        .collect();
+    match names.len() {
+        0 => String::new(),
+        1 => names[0].clone(),
+        n => format!("{} or {}", names[..n - 1].join(", "), names[n - 1]),
+    }
+}
+
+/// The clarifying question for `candidates`.
+pub fn clarify(world: &DeviceWorld, candidates: Vec<String>, verb: Option<Verb>) -> Understood {
+    Understood::Clarify {
+        question: format!("Which one do you mean: {}?", names(world, &candidates)),
+        candidates,
+        verb,
+    }
+}
+
+/// Understands `text` against the home, the scenes and the session; `None`
+/// when it is not about the home.
+pub fn understand(
+    text: &str,
+    world: &DeviceWorld,
+    scenes: &[Scene],
+    session: &Session,
+) -> Option<Understood> {
+    let text = normalize(text);
+    for scene in scenes {
+        if scene.aliases.iter().any(|a| has(&text, &a.to_lowercase()))
+            || has(&text, &format!("{} scene", scene.name))
+        {
+            return Some(Understood::Scene {
+                name: scene.name.clone(),
+            });
+        }
+    }
+    if let Some(pending) = &session.pending {
+        let picked = answer_pick(&text, pending, world);
+        if !picked.is_empty() && verb_in(&text).is_none_or(|v| Some(&v) == pending.verb.as_ref()) {
+            let steps = picked
+                .iter()
+                .filter_map(|id| step_for(world, id, pending.verb.as_ref()))
+                .collect::<Result<Vec<_>, _>>();
+            return Some(match steps {
+                Ok(steps) => Understood::Steps { steps },
+                Err(message) => Understood::Cannot { message },
+            });
+        }
+    }
+    let mut steps = Vec::new();
+    let mut last_verb: Option<Verb> = None;
+    let mut last_devices: Vec<String> = session.last_devices.clone();
+    for clause in split_clauses(&text) {
+        let question = QUESTION.iter().any(|q| has(&clause, q))
+            && !(POLITE.iter().any(|p| has(&clause, p)) && verb_in(&clause).is_some());
+        let verb = if question {
+            None
+        } else {
+            verb_in(&clause).or_else(|| last_verb.clone())
+        };
+        if !question && verb.is_none() {
+            // A device named without a verb or a question ("去门外") is not
+            // about the device.
+            continue;
+        }
+        let room = room_in(&clause, world);
+        let found = mentions(&clause, world);
+        let mut targets: Vec<String> = Vec::new();
+        for m in &found {
+            let mut ids = m.devices.clone();
+            if ids.len() > 1
+                && let Some(r) = &room
+            {
+                let in_room: Vec<String> = ids
+                    .iter()
+                    .filter(|id| world.get(id).is_some_and(|d| &d.room == r))
+                    .cloned()
+                    .collect();
+                if !in_room.is_empty() {
+                    ids = in_room;
+                }
+            }
+            if ids.len() > 1 && !ALL.iter().any(|w| has(&clause, w)) {
+                return Some(clarify(world, ids, verb));
+            }
+            targets.extend(ids);
+        }
+        if targets.is_empty()
+            && let Some(kind) = kind_in(&clause)
+        {
+            let of_kind: Vec<String> = world
+                .search(None, room.as_deref(), Some(kind))
+                .into_iter()
+                .map(|d| d.id.clone())
+                .collect();
+            if of_kind.len() > 1 && !ALL.iter().any(|w| has(&clause, w)) {
+                return Some(clarify(world, of_kind, verb));
+            }
+            targets = of_kind;
+        }
+        if targets.is_empty()
+            && PRONOUNS.iter().any(|p| has(&clause, p))
+            && (verb.is_some() || question)
+        {
+            targets.clone_from(&last_devices);
+        }
+        if targets.is_empty() {
+            // The robot's own screen and face need no name.
+            match &verb {
+                Some(Verb::Level { .. })
+                    if clause.contains("亮度") || clause.contains("brightness") =>
+                {
+                    targets = world
+                        .search(None, None, Some(DeviceKind::Screen))
+                        .iter()
+                        .map(|d| d.id.clone())
+                        .collect();
+                }
+                Some(Verb::Expression { .. }) => {
+                    targets = world
+                        .search(None, None, Some(DeviceKind::Expression))
+                        .iter()
+                        .map(|d| d.id.clone())
+                        .collect();
+                }
+                _ => continue,
+            }
+        }
+        for id in &targets {
+            let step = if question {
+                Some(Ok(Step::Query { device: id.clone() }))
+            } else {
+                step_for(world, id, verb.as_ref())
+            };
+            match step {
+                Some(Ok(s)) => steps.push(s),
+                Some(Err(message)) => return Some(Understood::Cannot { message }),
+                None => {}
+            }
+        }
+        last_verb = verb;
+        last_devices = targets;
+    }
+    if steps.is_empty() {
+        return None;
+    }
+    Some(Understood::Steps { steps })
+}
+
+/// The step for `verb` on device `id`: a call, an error when the device
+/// cannot do it, `None` without a verb.
+fn step_for(world: &DeviceWorld, id: &str, verb: Option<&Verb>) -> Option<Result<Step, String>> {
+    let d = world.get(id)?;
+    let Some(verb) = verb else {
+        return Some(Ok(Step::Query {
+            device: id.to_string(),
+        }));
+    };
+    Some(match capability_for(d, verb) {
+        Some((action, args)) => Ok(Step::Control {
+            device: id.to_string(),
+            action,
+            args,
+        }),
+        None => Err(format!(
+            "The {} cannot do that; it can: {}.",
+            d.name,
+            d.capabilities
+                .iter()
+                .map(|c| c.name.replace('_', " "))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn world() -> (DeviceWorld, Vec<Scene>) {
+        let home = crate::devices::builtin_home().unwrap();
+        (DeviceWorld::builtin().unwrap(), home.scenes)
+    }
+
+    fn steps(u: Option<Understood>) -> Vec<Step> {
+        match u {
+            Some(Understood::Steps { steps }) => steps,
+            other => panic!("expected steps, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn control_in_chinese_and_english() {
+        let (w, sc) = world();
+        let s = Session::default();
+        assert_eq!(
+            steps(understand("打开客厅灯", &w, &sc, &s)),
+            vec![Step::Control {
+                device: "living_room_light".into(),
+                action: "turn_on".into(),
+                args: json!({})
+            }]
+        );
+        assert_eq!(
+            steps(understand("Turn off the kitchen light", &w, &sc, &s))[0],
+            Step::Control {
+                device: "kitchen_light".into(),
+                action: "turn_off".into(),
+                args: json!({})
+            }
+        );
+        let two = steps(understand("笑一个再把亮度调到100", &w, &sc, &s));
+        assert_eq!(two.len(), 2, "{two:?}");
+        assert_eq!(
+            two[1],
+            Step::Control {
+                device: "screen".into(),
+                action: "set_brightness".into(),
+                args: json!({"level": 100})
+            }
+        );
+        let t = steps(understand("把卧室空调调到二十六度", &w, &sc, &s));
+        assert_eq!(
+            t[0],
+            Step::Control {
+                device: "bedroom_ac".into(),
+                action: "set_temperature".into(),
+                args: json!({"temperature": 26})
+            }
+        );
+    }
+
+    #[test]
+    fn it_means_the_last_device_and_an_ambiguous_name_is_asked_about() {
+        let (w, sc) = world();
+        let s = Session {
+            last_devices: vec!["living_room_light".into()],
+            ..Session::default()
+        };
+        assert_eq!(
+            steps(understand("把它关掉", &w, &sc, &s))[0],
+            Step::Control {
+                device: "living_room_light".into(),
+                action: "turn_off".into(),
+                args: json!({})
+            }
+        );
+        match understand("打开台灯", &w, &sc, &Session::default()) {
+            Some(Understood::Clarify {
+                candidates,
+                question,
+                ..
+            }) => {
+                assert_eq!(candidates, vec!["floor_lamp", "reading_lamp"]);
+                assert!(question.contains("floor lamp"), "{question}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let s = Session {
+            pending: Some(Pending {
+                verb: Some(Verb::On),
+                candidates: vec!["floor_lamp".into(), "reading_lamp".into()],
+            }),
+            ..Session::default()
+        };
+        assert_eq!(
+            steps(understand("落地灯", &w, &sc, &s))[0],
+            Step::Control {
+                device: "floor_lamp".into(),
+                action: "turn_on".into(),
+                args: json!({})
+            }
+        );
+    }
+
+    #[test]
+    fn questions_never_write_and_robot_commands_are_left_alone() {
+        let (w, sc) = world();
+        let s = Session::default();
+        assert_eq!(
+            steps(understand("水在烧了么", &w, &sc, &s)),
+            vec![Step::Query {
+                device: "kettle_plug".into()
+            }]
+        );
+        assert_eq!(
+            steps(understand("Is the front door locked?", &w, &sc, &s)),
+            vec![Step::Query {
+                device: "front_door_lock".into()
+            }]
+        );
+        let mixed = steps(understand("打开客厅灯，水在烧了么", &w, &sc, &s));
+        assert!(
+            matches!(mixed[0], Step::Control { .. }) && matches!(mixed[1], Step::Query { .. }),
+            "{mixed:?}"
+        );
+        for robot in [
+            "去厨房",
+            "go to the kitchen",
+            "开始巡逻",
+            "stop",
+            "回来充电",
+            "去门外",
+            "去门口",
+        ] {
+            assert_eq!(understand(robot, &w, &sc, &s), None, "{robot}");
+        }
+        assert_eq!(
+            understand("我要睡觉了", &w, &sc, &s),
+            Some(Understood::Scene {
+                name: "sleep".into()
+            })
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! The audit log of tool calls (seed 001 §3.2, §6): one row per call —
+//! trace, session, plan and step ids, the tool, a summary of its arguments,
+//! the result and the latency. Kept in the same SQLite file as the rest of
+//! the store (its own connection, WAL lets both write). The table is created
+//! with `IF NOT EXISTS` when the log opens rather than as a numbered
+//! migration, so that branches adding migrations of their own merge cleanly.
+
+use std::path::Path;
+
+use rusqlite::{Connection, params};
+use serde::{Deserialize, Serialize};
+
+use super::StoreError;
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS audit (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms        INTEGER NOT NULL,
+    trace_id     TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    plan_id      TEXT NOT NULL,
+    step_id      TEXT NOT NULL,
+    tool         TEXT NOT NULL,
+    args_summary TEXT NOT NULL,
+    result       TEXT NOT NULL,
+    ok           INTEGER NOT NULL,
+    latency_us   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_trace ON audit(trace_id);";
+
+/// One audited tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRow {
+    /// Row id (0 before it is written).
+    pub id: i64,
+    /// Wall clock, Unix milliseconds.
+    pub at_ms: i64,
+    /// The run (thread) it belongs to.
+    pub trace_id: String,
+    /// The conversation.
+    pub session_id: String,
+    /// The plan.
+    pub plan_id: String,
+    /// The step in the plan.
+    pub step_id: String,
+    /// The tool (`devices.invoke`).
+    pub tool: String,
+    /// Its arguments, shortened.
+    pub args_summary: String,
+    /// `ok …`, `confirmation_required …`, or the error code and message.
+    pub result: String,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Wall microseconds the call took.
+    pub latency_us: i64,
+}
+
+/// Which rows to list (every filter given must hold).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditFilter {
+    /// Only this trace.
+    pub trace_id: Option<String>,
+    /// Only this plan.
+    pub plan_id: Option<String>,
+    /// Only tools whose name contains this.
+    pub tool: Option<String>,
+    /// Only failures (true) or successes (false).
+    pub ok: Option<bool>,
+    /// At most this many, newest last.
+    pub limit: Option<u32>,
+}
+
+/// The audit table.
+pub struct AuditLog {
+    conn: Connection,
+    path: std::path::PathBuf,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditLog {
+    /// Opens the log in the database at `path` (created when absent).
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::CannotOpen {
+                path: path.to_path_buf(),
+                detail: format!("cannot create {}: {e}", dir.display()),
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| StoreError::from_sqlite(path, e))?;
+        Self::setup(conn, path)
+    }
+
+    /// A log in memory (tests, scenarios without a database).
+    pub fn in_memory() -> Result<Self, StoreError> {
+        let path = Path::new(":memory:");
+        let conn = Connection::open_in_memory().map_err(|e| StoreError::from_sqlite(path, e))?;
+        Self::setup(conn, path)
+    }
+
+    fn setup(conn: Connection, path: &Path) -> Result<Self, StoreError> {
+        let err = |e| StoreError::from_sqlite(path, e);
+        conn.busy_timeout(std::time::Duration::from_millis(500))
+            .map_err(err)?;
+        conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            .map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends a row; returns its id.
+    pub fn record(&self, row: &AuditRow) -> Result<i64, StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO audit (at_ms, trace_id, session_id, plan_id, step_id, tool, args_summary, result, ok, latency_us)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    row.at_ms,
+                    row.trace_id,
+                    row.session_id,
+                    row.plan_id,
+                    row.step_id,
+                    row.tool,
+                    row.args_summary,
+                    row.result,
+                    row.ok,
+                    row.latency_us
+                ],
+            )
+            .map_err(|e| StoreError::from_sqlite(&self.path, e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The rows that pass `filter`, oldest first (the newest `limit` when given).
+    pub fn list(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
+        let sql = "SELECT id, at_ms, trace_id, session_id, plan_id, step_id, tool, args_summary, result, ok, latency_us
+             FROM audit
+             WHERE (?1 IS NULL OR trace_id = ?1)
+               AND (?2 IS NULL OR plan_id = ?2)
+               AND (?3 IS NULL OR instr(tool, ?3) > 0)
+               AND (?4 IS NULL OR ok = ?4)
+             ORDER BY id DESC LIMIT ?5";
+        let err = |e| StoreError::from_sqlite(&self.path, e);
+        let mut stmt = self.conn.prepare(sql).map_err(err)?;
+        let limit = i64::from(filter.limit.unwrap_or(u32::MAX));
+        let rows = stmt
+            .query_map(
+                params![
+                    filter.trace_id,
+                    filter.plan_id,
+                    filter.tool,
+                    filter.ok,
+                    limit
+                ],
+                |r| {
+                    Ok(AuditRow {
+                        id: r.get(0)?,
+                        at_ms: r.get(1)?,
+                        trace_id: r.get(2)?,
+                        session_id: r.get(3)?,
+                        plan_id: r.get(4)?,
+                        step_id: r.get(5)?,
+                        tool: r.get(6)?,
+                        args_summary: r.get(7)?,
+                        result: r.get(8)?,
+                        ok: r.get(9)?,
+                        latency_us: r.get(10)?,
+                    })
+                },
+            )
+            .map_err(err)?;
+        let mut out: Vec<AuditRow> = rows.collect::<Result<_, _>>().map_err(err)?;
+        out.reverse();
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(tool: &str, ok: bool) -> AuditRow {
+        AuditRow {
+            id: 0,
+            at_ms: 1,
+            trace_id: "t1".into(),
+            session_id: "s1".into(),
+            plan_id: "p1".into(),
+            step_id: "1".into(),
+            tool: tool.into(),
+            args_summary: "{}".into(),
+            result: if ok { "ok".into() } else { "offline".into() },
+            ok,
+            latency_us: 12,
+        }
+    }
+
+    #[test]
+    fn rows_are_kept_in_a_file_and_filtered() {
+        let dir = std::env::temp_dir().join(format!("rb-audit-{}", std::process::id()));
+        let path = dir.join("a.db");
+        let _ = std::fs::remove_file(&path);
+        {
+            let log = AuditLog::open(&path).unwrap();
+            log.record(&row("devices.invoke", true)).unwrap();
+            log.record(&row("devices.get_state", true)).unwrap();
+            log.record(&row("devices.invoke", false)).unwrap();
+        }
+        let log = AuditLog::open(&path).unwrap();
+        assert_eq!(log.list(&AuditFilter::default()).unwrap().len(), 3);
+        let failed = log
+            .list(&AuditFilter {
+                ok: Some(false),
+                ..AuditFilter::default()
+            })
+            .unwrap();
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].result, "offline");
+        let invokes = log
+            .list(&AuditFilter {
+                tool: Some("invoke".into()),
+                limit: Some(1),
+                ..AuditFilter::default()
+            })
+            .unwrap();
+        assert_eq!(invokes.len(), 1);
+        assert!(!invokes[0].ok, "the newest one");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
