@@ -1,6 +1,6 @@
 //! `robobrain assist --dataset DIR`: runs a Home Assistant assist dataset
 //! (homes in `_fixtures.yaml`, sentences with expected changes) through the
-//! rule path and prints the pass rate per category, language and home
+//! engine with the rule brain (no model) and prints the pass rate per category, language and home
 //! locale, and overall. A malformed file is named by file:line:col (exit 2);
 //! a finished run exits 0 whatever its pass rate — it is a measurement.
 
@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
+use robobrain_core::devices::home_assistant::engine_path::EngineAssistant;
 use robobrain_core::devices::home_assistant::{load_dataset, runner};
 
 /// Arguments of `robobrain assist`.
@@ -25,12 +26,21 @@ pub struct Args {
     /// Also list every failed sentence and why.
     #[arg(long)]
     pub failures: bool,
+    /// Which path understands the sentences: `engine` (the whole engine, its
+    /// home fast path, policy and approvals) or `commands` (the device-command
+    /// parser and the risk gate alone).
+    #[arg(long, value_name = "PATH", default_value = "engine", value_parser = ["engine", "commands"])]
+    pub path: String,
 }
 
 /// Runs the dataset and prints the report.
 pub fn run(args: &Args) -> Result<ExitCode> {
     let homes = load_dataset(&args.dataset).context("loading the dataset")?;
-    let report = runner::run(&homes, &mut runner::RuleAssistant::default());
+    let report = if args.path == "commands" {
+        runner::run(&homes, &mut runner::CommandAssistant::default())
+    } else {
+        runner::run(&homes, &mut EngineAssistant::default())
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;

@@ -217,6 +217,63 @@ fn verb(text: &str) -> Option<Verb> {
     None
 }
 
+/// Verb words, taken out of the sentence before devices are looked for in
+/// it, so that "lock" in "lock the kitchen light" is not a lock's name.
+const VERB_WORDS: &[&str] = &[
+    "unlock",
+    "lock",
+    "turn on",
+    "turn off",
+    "switch on",
+    "switch off",
+    "shut off",
+    "turn",
+    "open",
+    "close",
+    "shut",
+    "start",
+    "stop",
+    "pause",
+    "unpause",
+    "resume",
+    "play",
+    "mute",
+    "skip",
+    "return",
+    "set",
+    "解锁",
+    "开锁",
+    "锁上",
+    "锁门",
+    "上锁",
+    "打开",
+    "开启",
+    "关掉",
+    "关闭",
+    "关上",
+    "拉开",
+    "拉上",
+    "暂停",
+    "播放",
+    "静音",
+    "启动",
+];
+
+/// `text` without its first verb word (the earliest one said).
+fn strip_verb(text: &str) -> String {
+    let first = VERB_WORDS
+        .iter()
+        .filter_map(|w| find(text, w).map(|pos| (pos, w.len())))
+        .min_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    match first {
+        Some((pos, len)) => format!("{} {}", &text[..pos], &text[(pos + len).min(text.len())..])
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => text.to_string(),
+    }
+}
+
 /// Capabilities only one kind of device has: a sentence with one of these
 /// verbs and no device named goes to the only device that can.
 const SPECIFIC: &[&str] = &[
@@ -360,6 +417,7 @@ pub fn parse_command(sentence: &str, world: &DeviceWorld) -> Command {
     let Some(verb) = verb(&text) else {
         return Command::NotUnderstood;
     };
+    let text = strip_verb(&text);
     let able: Vec<&Device> = world
         .devices()
         .iter()
@@ -410,6 +468,26 @@ pub fn parse_command(sentence: &str, world: &DeviceWorld) -> Command {
     pick(&fits, &verb)
 }
 
+/// The home fast path's steps for `sentence` when it is one device call
+/// ([`crate::hci`] falls back on this parser when its own intents do not
+/// know the sentence or find it ambiguous).
+pub fn as_steps(sentence: &str, world: &DeviceWorld) -> Option<crate::hci::Understood> {
+    match parse_command(sentence, world) {
+        Command::Call {
+            device,
+            capability,
+            args,
+        } => Some(crate::hci::Understood::Steps {
+            steps: vec![crate::hci::Step::Control {
+                device,
+                action: capability,
+                args,
+            }],
+        }),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,5 +531,12 @@ mod tests {
             parse_command("what is the meaning of life", &w),
             Command::NotUnderstood
         ));
+        // The verb is not a name: nothing in the kitchen locks.
+        assert!(matches!(
+            parse_command("lock the kitchen light", &w),
+            Command::NoDevice { .. }
+        ));
+        assert_eq!(strip_verb("lock smart lock"), "smart lock");
+        assert_eq!(strip_verb("打开客厅灯"), "客厅灯");
     }
 }

@@ -35,28 +35,30 @@ pub struct Turn {
 
 /// Understands a sentence and acts on the world; the runner judges the result.
 pub trait Assistant {
-    /// A short name for the report (`rules`).
+    /// A short name for the report (`engine`, `commands`).
     fn name(&self) -> &str;
-    /// Acts on `sentence` in `world`, approving what needs confirmation.
-    fn handle(&mut self, sentence: &str, world: &mut DeviceWorld) -> Turn;
+    /// Acts on `sentence` in `world`, approving what needs confirmation;
+    /// gives the world back as it is afterwards.
+    fn handle(&mut self, sentence: &str, world: DeviceWorld) -> (DeviceWorld, Turn);
 }
 
-/// The rule path, no model: [`parse_command`], then the risk gate (a
-/// high-risk capability needs confirmation, which the runner approves), then
-/// the device world's checked invoke.
+/// The device-command parser alone, no model and no engine:
+/// [`parse_command`], then the risk gate (a high-risk capability needs
+/// confirmation, which the runner approves), then the device world's
+/// checked invoke.
 #[derive(Debug, Default)]
-pub struct RuleAssistant {
+pub struct CommandAssistant {
     requests: u64,
 }
 
-impl Assistant for RuleAssistant {
+impl Assistant for CommandAssistant {
     fn name(&self) -> &'static str {
-        "rules"
+        "commands"
     }
 
-    fn handle(&mut self, sentence: &str, world: &mut DeviceWorld) -> Turn {
+    fn handle(&mut self, sentence: &str, mut world: DeviceWorld) -> (DeviceWorld, Turn) {
         let mut turn = Turn::default();
-        match parse_command(sentence, world) {
+        match parse_command(sentence, &world) {
             Command::Call {
                 device,
                 capability,
@@ -97,7 +99,7 @@ impl Assistant for RuleAssistant {
             }
             Command::NotUnderstood => turn.note = Some("not understood".into()),
         }
-        turn
+        (world, turn)
     }
 }
 
@@ -228,7 +230,7 @@ fn run_sentence(
     assistant: &mut dyn Assistant,
 ) -> (bool, Option<String>, Turn) {
     let home = with_setup(home, &case.setup);
-    let mut world = match world_of("assist", &home) {
+    let world = match world_of("assist", &home) {
         Ok(w) => w,
         Err(e) => {
             return (
@@ -239,7 +241,7 @@ fn run_sentence(
         }
     };
     let before = states(&home, &world);
-    let turn = assistant.handle(sentence, &mut world);
+    let (world, turn) = assistant.handle(sentence, world);
     let after = states(&home, &world);
     match judge(case, &before, &after) {
         Ok(()) => (true, None, turn),
@@ -435,7 +437,7 @@ mod tests {
 
     #[test]
     fn sentences_are_judged_on_the_changes_and_locks_are_confirmed() {
-        let report = run(&homes(), &mut RuleAssistant::default());
+        let report = run(&homes(), &mut CommandAssistant::default());
         let r = &report.results;
         assert!(r[0].passed, "{:?}", r[0]);
         assert_eq!(r[0].turn.confirmations, 1);
@@ -500,7 +502,18 @@ mod tests {
             eprintln!("skipped: ../shared/data/home-assistant-datasets/assist-mini is absent");
             return;
         };
-        let report = run(&load_dataset(&dir).unwrap(), &mut RuleAssistant::default());
+        let homes = load_dataset(&dir).unwrap();
+        let engine = run(
+            &homes,
+            &mut super::super::engine_path::EngineAssistant::default(),
+        );
+        eprintln!("{}{}", render(&engine), render_failures(&engine));
+        let elock = engine.by_category["lock"];
+        assert_eq!(
+            elock.confirmations, elock.passed,
+            "the engine confirmed every lock change"
+        );
+        let report = run(&homes, &mut CommandAssistant::default());
         eprintln!("{}{}", render(&report), render_failures(&report));
         // Locks are high risk: each lock sentence that acted asked first.
         let lock = report.by_category["lock"];
