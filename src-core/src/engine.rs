@@ -138,6 +138,9 @@ pub struct Engine {
     reconciling: BTreeMap<String, Option<LinkRequest>>,
     /// The smart home, shared with the home tools in the registry.
     home: crate::hci::HomeHandle,
+    /// With `[home] summary = "model"`: the model that writes turn summaries,
+    /// and the turns waiting for one (request id → forged results).
+    summarizer: Option<home::Summarizer>,
 }
 
 impl Engine {
@@ -194,6 +197,7 @@ impl Engine {
             },
             reconciling: BTreeMap::new(),
             home,
+            summarizer: home::Summarizer::for_config(config),
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         if let Some(why) = engine.speaker.notice().map(str::to_string) {
@@ -266,6 +270,7 @@ impl Engine {
         self.route();
         self.brain_notes();
         self.report_devices();
+        self.summaries();
         self.deliver(out);
     }
 
@@ -296,6 +301,7 @@ impl Engine {
         if self.halted().is_none() {
             self.heard();
             self.skill_results();
+            self.summaries();
         }
         self.brain_notes();
         self.deliver(out);
@@ -304,14 +310,25 @@ impl Engine {
     /// Whether the active task waits for its brain's decision, an utterance
     /// for the brain's understanding, or a skill for a model's answer.
     pub fn is_thinking(&self) -> bool {
-        self.deciding_task().is_some() || self.brain.is_recognizing() || self.registry.is_waiting()
+        self.deciding_task().is_some()
+            || self.brain.is_recognizing()
+            || self.registry.is_waiting()
+            || self
+                .summarizer
+                .as_ref()
+                .is_some_and(home::Summarizer::is_waiting)
     }
 
     /// Blocks until the brain has news or `timeout` passes (lockstep drivers).
     pub fn wait_brain(&mut self, timeout: std::time::Duration) {
         if self.deciding_task().is_some() || self.brain.is_recognizing() {
             self.brain.wait(timeout);
-        } else if self.registry.is_waiting() {
+        } else if self.registry.is_waiting()
+            || self
+                .summarizer
+                .as_ref()
+                .is_some_and(home::Summarizer::is_waiting)
+        {
             // A skill's model call: look again shortly.
             std::thread::sleep(timeout.min(std::time::Duration::from_millis(2)));
         }

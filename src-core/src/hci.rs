@@ -418,8 +418,7 @@ impl Home {
                     s("action").unwrap_or_default().to_string(),
                     args.get("args").cloned().unwrap_or_else(|| json!({})),
                 );
-                let r = self.invoke_one(&call, ids, tool)?;
-                r
+                self.invoke_one(&call, ids, tool)?
             }
             "actions.batch_invoke" => {
                 let calls: Vec<(String, String, Value)> = args
@@ -618,7 +617,7 @@ impl Home {
         reason: &str,
         plan_id: &str,
         out: &mut Vec<Out>,
-    ) -> Option<(String, Value)> {
+    ) -> (String, Value) {
         let question = format!(
             "This needs your confirmation first ({reason}). Plan: {}. Approve to go ahead, or reject.",
             self.describe_plan(calls)
@@ -635,7 +634,7 @@ impl Home {
         );
         self.audit_held(&tool, &args, plan_id, reason);
         out.push(Out::Say(question, SpeechTrack::Answer));
-        Some((tool, args))
+        (tool, args)
     }
 
     /// Understands and carries out an utterance about the home; `None` when
@@ -693,24 +692,21 @@ impl Home {
                 let tool_args = json!({"scene": name, "plan_id": plan_id, "step_id": "1"});
                 self.session.pending = None;
                 self.session.last_devices = calls.iter().map(|c| c.0.clone()).collect();
-                match policy::home_reason(&self.gate(), "scenes.run", &tool_args) {
-                    Some(reason) => {
-                        confirm = self.hold(
-                            "scenes.run".into(),
-                            tool_args,
-                            &calls,
-                            &reason,
-                            &plan_id,
-                            &mut out,
-                        )
+                if let Some(reason) = policy::home_reason(&self.gate(), "scenes.run", &tool_args) {
+                    confirm = Some(self.hold(
+                        "scenes.run".into(),
+                        tool_args,
+                        &calls,
+                        &reason,
+                        &plan_id,
+                        &mut out,
+                    ));
+                } else {
+                    for (d, a, x) in &calls {
+                        let line = self.template_for(d, a, x);
+                        out.push(Out::Say(line, SpeechTrack::Template));
                     }
-                    None => {
-                        for (d, a, x) in &calls {
-                            let line = self.template_for(d, a, x);
-                            out.push(Out::Say(line, SpeechTrack::Template));
-                        }
-                        self.run_now("scenes.run", &tool_args, &plan_id, &mut out);
-                    }
+                    self.run_now("scenes.run", &tool_args, &plan_id, &mut out);
                 }
                 "scene"
             }
@@ -749,14 +745,12 @@ impl Home {
                 let mut tool_call = None;
                 if !controls.is_empty() {
                     let (tool, targs) = Self::control_call(&controls, &plan_id);
-                    match policy::home_reason(&self.gate(), &tool, &targs) {
-                        Some(reason) => {
-                            confirm = self.hold(tool, targs, &controls, &reason, &plan_id, &mut out)
-                        }
-                        None => {
-                            run_controls = true;
-                            tool_call = Some((tool, targs));
-                        }
+                    if let Some(reason) = policy::home_reason(&self.gate(), &tool, &targs) {
+                        confirm =
+                            Some(self.hold(tool, targs, &controls, &reason, &plan_id, &mut out));
+                    } else {
+                        run_controls = true;
+                        tool_call = Some((tool, targs));
                     }
                 }
                 // Track 2: the templates, before anything runs.

@@ -3,15 +3,94 @@
 //! confirmation becomes a task whose step waits for the same approval as
 //! any other; device faults and changes become events.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::Engine;
-use crate::hci::{self, Out};
+use crate::config::Config;
+use crate::hci::{self, Out, summary};
 use crate::kernel::TaskKind;
 use crate::link::Fault;
+use crate::llm::{LlmClient, LlmWorker, Update};
 use crate::protocol::{EventKind, SpeechTrack};
 
+/// Track 3 by a model (`[home] summary = "model"`): the summary of a control
+/// turn written from its forged success results, off the tick.
+pub(super) struct Summarizer {
+    worker: LlmWorker,
+    model: String,
+    /// Request id → the forged results (for the rule summary if the model fails).
+    waiting: BTreeMap<u64, Vec<Value>>,
+}
+
+impl Summarizer {
+    /// A summarizer when the config asks for one and a model is configured.
+    pub(super) fn for_config(config: &Config) -> Option<Self> {
+        if config.home.summary != "model" || !config.llm.is_configured() {
+            return None;
+        }
+        let client = LlmClient::new(&config.llm).ok()?;
+        let worker = LlmWorker::spawn(client).ok()?;
+        Some(Self {
+            worker,
+            model: config.llm.summary_model.clone(),
+            waiting: BTreeMap::new(),
+        })
+    }
+
+    /// Whether a summary is being written.
+    pub(super) fn is_waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+}
+
 impl Engine {
+    /// Summaries the model finished: each a `speech` line on the summary
+    /// track; a failed call falls back to the rule summary (and says why).
+    pub(super) fn summaries(&mut self) {
+        let mut lines = Vec::new();
+        if let Some(s) = self.summarizer.as_mut() {
+            while let Some(update) = s.worker.try_recv() {
+                let Update::Done { id, result, .. } = update else {
+                    continue;
+                };
+                let Some(forged) = s.waiting.remove(&id) else {
+                    continue;
+                };
+                let text = result.reply.map(|c| {
+                    c.choices
+                        .get(&0)
+                        .map(|c| c.content.trim().to_string())
+                        .unwrap_or_default()
+                });
+                lines.push((forged, text));
+            }
+        }
+        for (forged, text) in lines {
+            match text {
+                Ok(text) if !text.is_empty() => self.emit(EventKind::Speech {
+                    text,
+                    track: SpeechTrack::Summary,
+                    audio: None,
+                }),
+                other => {
+                    let why = other.map_or_else(|e| e.to_string(), |_| "an empty reply".into());
+                    self.log(
+                        "warn",
+                        &format!("the summary model failed ({why}); the rule summary stands in"),
+                    );
+                    let text = summary::rule_summary(&hci::lock(&self.home).devices, &forged);
+                    self.emit(EventKind::Speech {
+                        text,
+                        track: SpeechTrack::Summary,
+                        audio: None,
+                    });
+                }
+            }
+        }
+    }
+
     /// Handles `text` if it is about the home; returns whether it was.
     pub(super) fn home_say(&mut self, text: &str) -> bool {
         let Some(turn) = hci::lock(&self.home).turn(text) else {
@@ -23,8 +102,24 @@ impl Engine {
             args: turn.args.clone(),
             processed_locally: true,
         });
+        // A new utterance makes summaries still being written moot (barge-in).
+        if let Some(s) = self.summarizer.as_mut() {
+            s.waiting.clear();
+        }
+        let by_model = self.summarizer.is_some() && !turn.forged.is_empty();
         for out in turn.out {
             match out {
+                Out::Say(_, SpeechTrack::Summary) if by_model => {
+                    let submitted = self.summarizer.as_mut().map(|s| {
+                        let body = summary::summary_request(&s.model, &turn.forged);
+                        s.worker
+                            .submit("summary", body)
+                            .map(|id| s.waiting.insert(id, turn.forged.clone()))
+                    });
+                    if let Some(Err(e)) = submitted {
+                        self.log("warn", &format!("the summary model is unavailable: {e}"));
+                    }
+                }
                 Out::Say(line, SpeechTrack::Summary) => {
                     // Shown and kept in the history, not voiced over the template.
                     self.emit(EventKind::Speech {
@@ -266,6 +361,61 @@ mod tests {
             assert_eq!(facts["name"], "<text withheld>", "{name}");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn with_summary_model_the_template_is_out_at_once_and_the_models_summary_follows() {
+        use crate::llm::mock_server::MockServer;
+        use crate::llm::{Secret, mock_script};
+        let script = mock_script::parse(
+            "[[reply]]\ncontent = \"The living room light is on now.\"\nlatency_ms = 300\n",
+            std::path::Path::new("summary.toml"),
+        )
+        .unwrap();
+        let server = MockServer::start(script, "127.0.0.1:0").unwrap();
+        let mut config = Config {
+            thread_id: Some("summary".into()),
+            ..Config::default()
+        };
+        config.llm.base_url = Some(server.base_url());
+        config.llm.api_key = Some(Secret::new("test"));
+        config.home.summary = "model".into();
+        config.home.hour = Some(12.0);
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let mut events = Vec::new();
+        engine.submit(Command::Say {
+            text: "打开客厅灯".into(),
+        });
+        engine.tick(&mut events);
+        let track = |events: &[Event], t: crate::protocol::SpeechTrack| {
+            events.iter().find_map(|e| match &e.kind {
+                EventKind::Speech { text, track, .. } if *track == t => Some(text.clone()),
+                _ => None,
+            })
+        };
+        assert!(track(&events, crate::protocol::SpeechTrack::Template).is_some());
+        assert!(
+            track(&events, crate::protocol::SpeechTrack::Summary).is_none(),
+            "the model is still writing"
+        );
+        assert!(engine.is_thinking());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while track(&events, crate::protocol::SpeechTrack::Summary).is_none()
+            && std::time::Instant::now() < deadline
+        {
+            engine.wait_brain(std::time::Duration::from_millis(20));
+            engine.pump(&mut events);
+        }
+        assert_eq!(
+            track(&events, crate::protocol::SpeechTrack::Summary).as_deref(),
+            Some("The living room light is on now.")
+        );
+        let asked = server.received()[0].body.to_string();
+        assert!(
+            asked.contains("living_room_light") && asked.contains("success"),
+            "{asked}"
+        );
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! messages) is withheld, so words planted in them cannot reach the model
 //! as instructions — and the policy, not the model, decides confirmations.
 
+use std::fmt::Write as _;
+
 use serde_json::{Value, json};
 
 use super::Home;
@@ -77,7 +79,7 @@ fn arg_text(args: &Value) -> String {
         .map(|m| {
             m.iter()
                 .map(|(k, v)| match k.as_str() {
-                    "level" | "position" => format!("{}%", v),
+                    "level" | "position" => format!("{v}%"),
                     "temperature" => format!("{v} degrees"),
                     _ => v.as_str().map_or_else(|| v.to_string(), str::to_string),
                 })
@@ -219,11 +221,12 @@ pub fn describe(d: &Device) -> String {
     if let Some(c) = &d.caveat {
         let mut chars = c.chars();
         if let Some(first) = chars.next() {
-            line.push_str(&format!(
+            let _ = write!(
+                line,
                 " Note: {}{} — I can't tell more than that.",
                 first.to_uppercase(),
                 chars.as_str()
-            ));
+            );
         }
     }
     line
