@@ -221,7 +221,7 @@ times = 2
     assert_eq!(first_decision(&events)["brain"], "fallback");
     assert_logged(
         &events,
-        "model reply rejected: ops[0]: unknown skill `fly`; skills: alert, dock, listen, navigate_to, speak, stop_base, watch",
+        "model reply rejected: ops[0]: unknown skill `fly`; skills: actions.batch_invoke, actions.get_recent, alert, devices.get, devices.get_state, devices.invoke, devices.list, devices.search, devices.snapshot, dialog.ask_clarifying_question, dialog.request_confirmation, dock, listen, navigate_to, scenes.run, speak, stop_base, watch",
     );
     assert_logged(
         &events,

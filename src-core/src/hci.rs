@@ -608,7 +608,8 @@ impl Home {
         parts.join("; ")
     }
 
-    /// A plan that waits for confirmation: say so, audit it, hand it to the kernel.
+    /// A plan that waits for confirmation: say so and hand it to the kernel
+    /// (its guardrails hold it for approval and audit that).
     fn hold(
         &mut self,
         tool: String,
@@ -632,7 +633,6 @@ impl Home {
             &json!({"question": question, "plan": args}),
             &ids,
         );
-        self.audit_held(&tool, &args, plan_id, reason);
         out.push(Out::Say(question, SpeechTrack::Answer));
         (tool, args)
     }
