@@ -120,5 +120,31 @@ impl MqttError {
     }
 }
 
+/// `HOST:PORT` → its parts, `None` when it is not that.
+pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let port = port.parse().ok().filter(|p| *p > 0)?;
+    (!host.is_empty()).then(|| (host.to_string(), port))
+}
+
+/// The MQTT backend `[home] mqtt` asks for, for these devices; `None` when
+/// the home is simulated.
+pub fn backend_for(
+    config: &crate::config::HomeConfig,
+    devices: &[crate::devices::Device],
+) -> Result<Option<MqttBackend>, crate::devices::DeviceError> {
+    let Some(addr) = &config.mqtt else {
+        return Ok(None);
+    };
+    let (host, port) = parse_broker(addr).ok_or_else(|| {
+        crate::devices::DeviceError::InvalidHome(format!(
+            "[home] mqtt: expected HOST:PORT, found {addr:?}"
+        ))
+    })?;
+    let mut mqtt = MqttConfig::new(host, port);
+    mqtt.base_topic.clone_from(&config.mqtt_base);
+    MqttBackend::connect(mqtt, devices, &std::collections::BTreeMap::new()).map(Some)
+}
+
 #[cfg(test)]
 mod tests;

@@ -265,6 +265,17 @@ fn until_online(world: &mut crate::devices::DeviceWorld, device: &str, online: b
     }
 }
 
+/// The built-in home's living-room light as a fake zigbee2mqtt device, on `rt`.
+fn fake_light(rt: &tokio::runtime::Runtime, port: u16) -> FakeDevice {
+    let _inside = rt.enter();
+    FakeDevice::start(
+        port,
+        BASE,
+        "living_room_light",
+        json!({"state": "OFF", "brightness": 0}),
+    )
+}
+
 #[test]
 fn the_device_world_over_mqtt_invokes_goes_offline_and_comes_back() {
     use crate::devices::{DeviceWorld, Invocation, builtin_home};
@@ -272,21 +283,14 @@ fn the_device_world_over_mqtt_invokes_goes_offline_and_comes_back() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut broker = Mosquitto::start("world");
     let home = builtin_home().unwrap();
-    let (light, plug) = {
+    let light = fake_light(&rt, broker.port);
+    let plug = {
         let _inside = rt.enter();
-        (
-            FakeDevice::start(
-                broker.port,
-                BASE,
-                "living_room_light",
-                json!({"state": "OFF", "brightness": 0}),
-            ),
-            FakeDevice::start(
-                broker.port,
-                BASE,
-                "kettle_plug",
-                json!({"state": "OFF", "power": 0}),
-            ),
+        FakeDevice::start(
+            broker.port,
+            BASE,
+            "kettle_plug",
+            json!({"state": "OFF", "power": 0}),
         )
     };
     let mut names = std::collections::BTreeMap::new();
@@ -353,4 +357,50 @@ fn the_device_world_over_mqtt_invokes_goes_offline_and_comes_back() {
     assert_eq!(done.after["on"], json!(false));
     drop(world);
     drop((light, plug));
+}
+
+#[test]
+fn home_mqtt_puts_the_fast_path_on_real_devices() {
+    use crate::config::HomeConfig;
+    use crate::hci::{Home, lock};
+
+    assert_eq!(
+        parse_broker("127.0.0.1:1883"),
+        Some(("127.0.0.1".into(), 1883))
+    );
+    assert_eq!(parse_broker("localhost"), None);
+    assert_eq!(parse_broker("h:0"), None);
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let broker = Mosquitto::start("home");
+    let _light = fake_light(&rt, broker.port);
+    let config = HomeConfig {
+        mqtt: Some(format!("127.0.0.1:{}", broker.port)),
+        hour: Some(12.0),
+        ..HomeConfig::default()
+    };
+    let home = std::sync::Arc::new(std::sync::Mutex::new(
+        Home::load(&config, "apartment", "t").unwrap(),
+    ));
+    assert_eq!(lock(&home).devices.backend_name(), "mqtt");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !lock(&home).devices.get("living_room_light").unwrap().online {
+        lock(&home).poll();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the light never came online"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let turn = lock(&home).turn("打开客厅灯").unwrap();
+    assert_eq!(turn.intent, "home_control", "{turn:?}");
+    let light = lock(&home)
+        .devices
+        .get("living_room_light")
+        .unwrap()
+        .clone();
+    assert_eq!(light.state["on"], json!(true), "{light:?}");
+    // A device with no zigbee2mqtt counterpart is offline, said plainly.
+    let turn = lock(&home).turn("打开卧室窗帘").unwrap();
+    assert!(format!("{turn:?}").contains("offline"), "{turn:?}");
 }
