@@ -10,6 +10,9 @@ cargo bench -q -p robobrain-core --bench react -- --warm-up-time 2 --measurement
 echo "== whole-run: sim speed and E-stop latency"
 cargo bench -q -p robobrain-core --bench latency
 
+echo "== whole-run: the home's three-track path (first template vs a model summary at 800 ms)"
+cargo bench -q -p robobrain-core --bench home
+
 echo "== whole-run: robobrain demo (release)"
 cargo build -q --release --bin robobrain
 /usr/bin/time -f "demo --fast: %e s wall, peak RSS %M KiB" "$target/release/robobrain" demo --fast >/dev/null

@@ -239,3 +239,63 @@ fn headless_streams_jsonl_and_takes_commands_on_stdin() {
     assert_eq!(robobrain_core::eventlog::read(&log).unwrap(), events);
     assert!(Path::new(&log).exists());
 }
+
+/// `robobrain audit` lists the audit table of a database and filters it.
+#[test]
+fn audit_lists_and_filters_the_rows() {
+    use robobrain_core::store::audit::{AuditLog, AuditRow};
+    let dir = temp_dir("audit");
+    let db = dir.join("a.db");
+    let _ = std::fs::remove_file(&db);
+    let log = AuditLog::open(&db).unwrap();
+    for (tool, ok, result) in [
+        ("devices.invoke", true, "ok"),
+        (
+            "devices.invoke",
+            false,
+            "confirmation_required: unlock on front_door_lock (lock) is high risk",
+        ),
+        ("devices.get_state", true, "ok"),
+    ] {
+        log.record(&AuditRow {
+            id: 0,
+            at_ms: 1,
+            trace_id: "t1".into(),
+            session_id: "t1/s1".into(),
+            plan_id: "p1".into(),
+            step_id: "1".into(),
+            tool: tool.into(),
+            args_summary: "{}".into(),
+            result: result.into(),
+            ok,
+            latency_us: 10,
+        })
+        .unwrap();
+    }
+    drop(log);
+    let db = db.to_str().unwrap();
+    let out = robobrain(&["audit", "--db", db, "--failed", "--json"], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{}", out.stdout);
+    assert!(
+        rows[0]["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("confirmation_required")
+    );
+    let out = robobrain(&["audit", "--db", db, "--tool", "get_state"], "");
+    assert!(out.stdout.contains("devices.get_state"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("confirmation_required"),
+        "{}",
+        out.stdout
+    );
+    let out = robobrain(&["audit", "--db", &format!("{db}.missing")], "");
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("no database yet"), "{}", out.stderr);
+}
