@@ -105,6 +105,11 @@ pub struct HomeConfig {
     pub hour: Option<f64>,
     /// The home's offset from UTC, hours.
     pub utc_offset_h: f64,
+    /// A zigbee2mqtt broker, `HOST:PORT`: the home's devices are the real ones
+    /// there (a device's friendly name is its id); unset: simulated.
+    pub mqtt: Option<String>,
+    /// zigbee2mqtt's base topic.
+    pub mqtt_base: String,
     /// Who writes the summary of a control turn: `rule` (no model) or `model`
     /// (the `[llm]` endpoint, from forged success results).
     pub summary: String,
@@ -122,6 +127,8 @@ impl Default for HomeConfig {
             high_power_w: 1500.0,
             hour: None,
             utc_offset_h: 0.0,
+            mqtt: None,
+            mqtt_base: "zigbee2mqtt".into(),
             summary: "rule".into(),
         }
     }
@@ -473,6 +480,14 @@ impl Config {
             return err(
                 "home.hour",
                 format!("expected an hour in [0, 24), found {hour}"),
+            );
+        }
+        if let Some(addr) = &h.mqtt
+            && crate::devices::mqtt::parse_broker(addr).is_none()
+        {
+            return err(
+                "home.mqtt",
+                format!("expected HOST:PORT (`127.0.0.1:1883`), found {addr:?}"),
             );
         }
         if !(h.summary == "rule" || h.summary == "model") {

@@ -16,6 +16,8 @@
 
 pub mod backend;
 pub mod catalogue;
+pub mod home_assistant;
+pub mod mqtt;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

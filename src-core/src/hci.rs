@@ -194,7 +194,17 @@ impl Home {
                 scenes: Vec::new(),
             }
         };
-        let devices = DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))?;
+        let devices = match crate::devices::mqtt::backend_for(config, &home.devices)? {
+            // Real devices: offline until the broker says otherwise.
+            Some(mqtt) => {
+                let offline = home
+                    .devices
+                    .into_iter()
+                    .map(|d| crate::devices::Device { online: false, ..d });
+                DeviceWorld::new(&home.name, home.rooms, offline.collect(), Box::new(mqtt))?
+            }
+            None => DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))?,
+        };
         Self::new(devices, home.scenes, config, trace_id)
     }
 
@@ -640,7 +650,18 @@ impl Home {
     /// Understands and carries out an utterance about the home; `None` when
     /// it is not about the home.
     pub fn turn(&mut self, text: &str) -> Option<Turn> {
-        let understood = understand(text, &self.devices, &self.scenes, &self.session)?;
+        let understood = understand(text, &self.devices, &self.scenes, &self.session);
+        // Hook: device commands the home intents do not know (media players,
+        // vacuums, Home Assistant homes), find ambiguous only by name while
+        // one device alone can do what was asked, or map to a capability the
+        // device lacks (a volume is not a brightness).
+        let understood = match understood {
+            None | Some(Understood::Clarify { .. } | Understood::Cannot { .. }) => {
+                crate::devices::home_assistant::command::as_steps(text, &self.devices)
+                    .or(understood)
+            }
+            other => other,
+        }?;
         let plan_id = self.next_plan_id();
         let args = serde_json::to_value(&understood).unwrap_or(Value::Null);
         let mut out = Vec::new();

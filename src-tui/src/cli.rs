@@ -128,6 +128,9 @@ pub enum Cmd {
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
         listen: String,
     },
+    /// Runs a Home Assistant assist dataset (homes, sentences, expected
+    /// changes) through the rule path: pass rate per category and overall.
+    Assist(crate::assist::Args),
     /// A self-contained HTML report of a run's JSONL event log: the map with
     /// the trajectory, battery, mode and activity over time, decisions,
     /// approvals, incidents.
@@ -210,6 +213,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
         Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
+        Some(Cmd::Assist(args)) => crate::assist::run(&args),
     }
 }
 

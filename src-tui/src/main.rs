@@ -2,6 +2,7 @@
 //! `demo`, `headless`, `mcp`, `serve` and `scenario`. Thin: the work is in `robobrain-core`
 //! and the console in this crate's library.
 
+mod assist;
 mod audit;
 mod cli;
 mod headless;

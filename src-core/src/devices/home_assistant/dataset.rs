@@ -1,0 +1,345 @@
+//! The home-assistant-datasets test format: per home, a `_fixtures.yaml`
+//! (the home) and test files, each a category and cases of sentences, the
+//! states to set first (`setup`), the changes expected (`expect_changes`)
+//! and the attributes not to judge (`ignore_changes`). Every entity a case
+//! names must exist in the home; anything else is refused at file:line:col.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::fixture::HaHome;
+use super::yaml;
+use crate::source::SourceError;
+
+/// One test file: a category and its cases.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestFile {
+    /// `light`, `lock`, `cover`…
+    pub category: String,
+    /// The cases.
+    pub tests: Vec<TestCase>,
+}
+
+/// Sentences that should all lead to the same changes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestCase {
+    /// What a person says, each tried from the same setup.
+    pub sentences: Vec<String>,
+    /// Entity states to set before each sentence.
+    #[serde(default)]
+    pub setup: BTreeMap<String, EntityPatch>,
+    /// Entity states expected after it.
+    #[serde(default)]
+    pub expect_changes: BTreeMap<String, EntityPatch>,
+    /// Attributes whose changes are not judged, by entity.
+    #[serde(default)]
+    pub ignore_changes: BTreeMap<String, Vec<String>>,
+}
+
+/// A state and attributes to set or to expect; an attribute expected as
+/// `null` must be absent (Home Assistant drops `brightness` from a light that is off).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntityPatch {
+    /// The state, when given.
+    #[serde(default, deserialize_with = "yaml::state_text")]
+    pub state: Option<String>,
+    /// Attributes, when given.
+    #[serde(default)]
+    pub attributes: Map<String, Value>,
+}
+
+/// One home of a dataset with its test files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HomeCase {
+    /// The folder's name (`home1-us-lock`).
+    pub name: String,
+    /// The locale in the folder's name (`us`, `pl`, `cn`), empty when none.
+    pub locale: String,
+    /// The home.
+    pub home: HaHome,
+    /// Its test files, by path.
+    pub files: Vec<(PathBuf, TestFile)>,
+}
+
+impl TestFile {
+    /// Parses and checks a test file against `home` (`file` names it in errors).
+    pub fn parse(file: &Path, text: &str, home: &HaHome) -> Result<Self, SourceError> {
+        let parsed: Self = yaml::parse(file, text)?;
+        for (i, case) in parsed.tests.iter().enumerate() {
+            let case_at = nth_item(text, i);
+            if case.sentences.iter().all(|s| s.trim().is_empty()) {
+                return Err(yaml::error_at(
+                    file,
+                    text,
+                    case_at
+                        .and_then(|o| yaml::find_key(text, o, "sentences"))
+                        .or(case_at),
+                    &format!("tests[{i}].sentences"),
+                    "expected at least one sentence",
+                ));
+            }
+            let named = [
+                ("setup", case.setup.keys().collect::<Vec<_>>()),
+                ("expect_changes", case.expect_changes.keys().collect()),
+                ("ignore_changes", case.ignore_changes.keys().collect()),
+            ];
+            for (section, ids) in named {
+                for id in ids {
+                    if home.entity(id).is_none() {
+                        let section_at = case_at.and_then(|o| yaml::find_key(text, o, section));
+                        return Err(yaml::error_at(
+                            file,
+                            text,
+                            section_at
+                                .and_then(|o| yaml::find_key(text, o, id))
+                                .or(section_at),
+                            &format!("tests[{i}].{section}.{id}"),
+                            format!(
+                                "unknown entity `{id}`: the home's entities are {}",
+                                entity_list(home)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// Where the `index`-th item of the top-level `tests:` list starts.
+fn nth_item(text: &str, index: usize) -> Option<usize> {
+    let tests = yaml::find_key(text, 0, "tests")?;
+    let mut offset = tests;
+    let mut indent = None;
+    let mut seen = 0;
+    for line in text[tests..].split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let this = line.len() - trimmed.len();
+        if trimmed.starts_with("- ") && indent.is_none_or(|i| i == this) {
+            indent = Some(this);
+            if seen == index {
+                return Some(offset + this);
+            }
+            seen += 1;
+        }
+        offset += line.len();
+    }
+    None
+}
+
+fn entity_list(home: &HaHome) -> String {
+    home.entities
+        .iter()
+        .map(|e| e.id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn read(path: &Path) -> Result<String, SourceError> {
+    std::fs::read_to_string(path).map_err(|e| SourceError {
+        file: path.to_path_buf(),
+        line: 0,
+        col: 0,
+        field: String::new(),
+        message: format!("cannot read: {e}"),
+    })
+}
+
+/// Loads a dataset folder: each sub-folder with a `_fixtures.yaml` is a home,
+/// the other `.yaml` files beside it are its tests. Homes are sorted by name.
+pub fn load_dataset(dir: &Path) -> Result<Vec<HomeCase>, SourceError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| SourceError {
+        file: dir.to_path_buf(),
+        line: 0,
+        col: 0,
+        field: String::new(),
+        message: format!("cannot read the dataset folder: {e}"),
+    })?;
+    let mut folders: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("_fixtures.yaml").is_file())
+        .collect();
+    folders.sort();
+    if folders.is_empty() {
+        return Err(SourceError {
+            file: dir.to_path_buf(),
+            line: 0,
+            col: 0,
+            field: String::new(),
+            message:
+                "no homes here: expected sub-folders holding a `_fixtures.yaml` and test files"
+                    .into(),
+        });
+    }
+    folders.iter().map(|f| load_home_case(f)).collect()
+}
+
+/// Loads one home folder (`_fixtures.yaml` and its test files).
+pub fn load_home_case(folder: &Path) -> Result<HomeCase, SourceError> {
+    let home = HaHome::load(&folder.join("_fixtures.yaml"))?;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map_err(|e| SourceError {
+            file: folder.to_path_buf(),
+            line: 0,
+            col: 0,
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "yaml" || x == "yml")
+                && p.file_name().is_some_and(|n| n != "_fixtures.yaml")
+        })
+        .collect();
+    paths.sort();
+    let mut files = Vec::new();
+    for path in paths {
+        let text = read(&path)?;
+        files.push((path.clone(), TestFile::parse(&path, &text, &home)?));
+    }
+    let name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(HomeCase {
+        locale: locale_of(&name),
+        name,
+        home,
+        files,
+    })
+}
+
+/// `home5-cn-light` → `cn`: the two-letter part of a home folder's name.
+pub fn locale_of(folder: &str) -> String {
+    folder
+        .split('-')
+        .skip(1)
+        .find(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_lowercase()))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The language a sentence is written in, by its script: `zh` (Han), `ru`
+/// (Cyrillic), `en` (Latin letters only, no accents), `latin` (other Latin).
+pub fn language_of(sentence: &str) -> &'static str {
+    if sentence
+        .chars()
+        .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+    {
+        "zh"
+    } else if sentence
+        .chars()
+        .any(|c| ('\u{0400}'..='\u{04ff}').contains(&c))
+    {
+        "ru"
+    } else if sentence.is_ascii() {
+        "en"
+    } else {
+        "latin"
+    }
+}
+
+/// `../shared/data/home-assistant-datasets/assist-mini` from the workspace
+/// root, when it is there (tests read it in place; it is never copied).
+pub fn assist_mini_dir() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    let dir = root.join("../shared/data/home-assistant-datasets/assist-mini");
+    dir.is_dir().then_some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOME: &str = "areas:\n  - name: Entry\n    id: entry\nentities:\n  - name: Smart Lock\n    id: lock.smart_lock\n    area: entry\n    state: locked\n";
+    const TESTS: &str = "---\ncategory: lock\ntests:\n  - sentences:\n      - Lock smart lock\n    setup:\n      lock.smart_lock:\n        state: unlocked\n    expect_changes:\n      lock.smart_lock:\n        state: locked\n  - sentences:\n      - Unlock smart lock\n    expect_changes:\n      lock.smart_lock:\n        state: unlocked\n        attributes:\n          changed_by: null\n";
+
+    fn home() -> HaHome {
+        HaHome::parse(Path::new("_fixtures.yaml"), HOME).unwrap()
+    }
+
+    fn err(text: &str) -> String {
+        TestFile::parse(Path::new("lock.yaml"), text, &home())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_test_file_parses() {
+        let t = TestFile::parse(Path::new("lock.yaml"), TESTS, &home()).unwrap();
+        assert_eq!(t.category, "lock");
+        assert_eq!(t.tests.len(), 2);
+        assert_eq!(
+            t.tests[0].setup["lock.smart_lock"].state.as_deref(),
+            Some("unlocked")
+        );
+        assert_eq!(
+            t.tests[1].expect_changes["lock.smart_lock"].attributes["changed_by"],
+            Value::Null
+        );
+    }
+
+    #[test]
+    fn bad_test_files_are_placed() {
+        assert_eq!(
+            err(&TESTS.replace(
+                "      lock.smart_lock:\n        state: unlocked\n    expect",
+                "      lock.smart_lok:\n        state: unlocked\n    expect"
+            )),
+            "lock.yaml:7:7: `tests[0].setup.lock.smart_lok`: unknown entity `lock.smart_lok`: the home's entities are lock.smart_lock"
+        );
+        assert_eq!(
+            err(&TESTS.replace(
+                "        state: unlocked\n        attributes",
+                "        state: unlocked\n        atributes"
+            )),
+            "lock.yaml:17:9: `tests[1].expect_changes.lock.smart_lock`: unknown field `atributes`, expected `state` or `attributes`"
+        );
+        assert_eq!(
+            err(&TESTS.replace("category: lock\n", "")),
+            "lock.yaml:2:1: missing field `category`"
+        );
+        assert_eq!(
+            err(&TESTS.replace("      - Unlock smart lock\n", "      - \" \"\n")),
+            "lock.yaml:12:5: `tests[1].sentences`: expected at least one sentence"
+        );
+    }
+
+    #[test]
+    fn locales_and_languages() {
+        assert_eq!(locale_of("home5-cn-light"), "cn");
+        assert_eq!(locale_of("dom1-pl-todo"), "pl");
+        assert_eq!(locale_of("kitchen"), "");
+        assert_eq!(language_of("Turn on the kitchen light"), "en");
+        assert_eq!(language_of("打开厨房灯"), "zh");
+        assert_eq!(language_of("Включи свет"), "ru");
+        assert_eq!(language_of("Tænd lyset"), "latin");
+    }
+
+    #[test]
+    fn the_assist_mini_dataset_loads() {
+        let Some(dir) = assist_mini_dir() else {
+            eprintln!("skipped: ../shared/data/home-assistant-datasets/assist-mini is absent");
+            return;
+        };
+        let homes = load_dataset(&dir).unwrap();
+        assert_eq!(homes.len(), 10);
+        let sentences: usize = homes
+            .iter()
+            .flat_map(|h| &h.files)
+            .flat_map(|(_, f)| &f.tests)
+            .map(|c| c.sentences.len())
+            .sum();
+        assert!(sentences >= 40, "{sentences} sentences");
+        assert!(homes.iter().any(|h| h.locale == "dk"));
+    }
+}

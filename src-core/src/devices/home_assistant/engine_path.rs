@@ -1,0 +1,104 @@
+//! The assist runner's main assistant: the whole engine, as a person would
+//! reach it. The home's device world goes into a fresh simulated engine's
+//! home, the sentence is said (`Command::Say`), the engine ticks — the home
+//! fast path's rule intents, the policy, the tool layer, the kernel's
+//! approvals — and every approval it asks for is approved
+//! (`Command::Approve`) and counted, until the engine settles.
+
+use serde_json::json;
+
+use super::runner::{Assistant, Turn};
+use crate::config::Config;
+use crate::devices::{DeviceWorld, SimBackend};
+use crate::engine::Engine;
+use crate::hci::{self, Home};
+use crate::protocol::{ApprovalStatus, Command, EventKind, SpeechTrack};
+use crate::sim::World;
+
+/// Ticks a sentence may take before the runner gives up on it.
+const MAX_TICKS: usize = 5_000;
+
+/// Drives sentences through a simulated engine (rule brain, no model).
+#[derive(Debug)]
+pub struct EngineAssistant {
+    config: Config,
+}
+
+impl Default for EngineAssistant {
+    fn default() -> Self {
+        let mut config = Config::default();
+        // Midday with someone home: only the policy's fixed rules (locks,
+        // gas, alarms, several devices, high power) ask for confirmation,
+        // whatever the hour the benchmark runs at.
+        config.home.hour = Some(12.0);
+        Self { config }
+    }
+}
+
+fn empty_world() -> DeviceWorld {
+    // A world with no devices cannot be inconsistent.
+    DeviceWorld::new("none", Vec::new(), Vec::new(), Box::new(SimBackend))
+        .unwrap_or_else(|_| unreachable!("an empty world is valid"))
+}
+
+impl Assistant for EngineAssistant {
+    fn name(&self) -> &'static str {
+        "engine"
+    }
+
+    fn handle(&mut self, sentence: &str, world: DeviceWorld) -> (DeviceWorld, Turn) {
+        let mut turn = Turn::default();
+        let Some(apartment) = World::builtin("apartment") else {
+            turn.note = Some("no built-in world".into());
+            return (world, turn);
+        };
+        let mut engine = match Engine::simulated(&self.config, apartment) {
+            Ok(e) => e,
+            Err(e) => {
+                turn.note = Some(format!("the engine did not start: {e}"));
+                return (world, turn);
+            }
+        };
+        match Home::new(world, Vec::new(), &self.config.home, "assist") {
+            Ok(home) => *hci::lock(engine.home()) = home,
+            Err(e) => {
+                turn.note = Some(format!("the home was refused: {e}"));
+                return (empty_world(), turn);
+            }
+        }
+        engine.submit(Command::Say {
+            text: sentence.to_string(),
+        });
+        let mut batch = Vec::new();
+        for tick in 0..MAX_TICKS {
+            engine.tick(&mut batch);
+            for event in batch.drain(..) {
+                match event.kind {
+                    EventKind::Approval {
+                        approval_id,
+                        status: ApprovalStatus::Requested,
+                        ..
+                    } => {
+                        turn.confirmations += 1;
+                        engine.submit(Command::Approve { approval_id });
+                    }
+                    EventKind::Intent { intent, args, .. } => {
+                        turn.calls.push(format!("{intent} {}", json!(args)));
+                    }
+                    EventKind::Speech {
+                        text,
+                        track: SpeechTrack::Answer,
+                        ..
+                    } => turn.note = Some(text),
+                    _ => {}
+                }
+            }
+            if tick > 0 && engine.is_settled() {
+                break;
+            }
+        }
+        engine.shutdown();
+        let world = std::mem::replace(&mut hci::lock(engine.home()).devices, empty_world());
+        (world, turn)
+    }
+}

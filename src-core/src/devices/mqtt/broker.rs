@@ -1,0 +1,112 @@
+//! A real mosquitto broker for the tests: started on loopback on a free
+//! port with a config of its own in a temp folder, stopped with SIGTERM (so
+//! that it saves its retained messages, as a service restart would), and
+//! started again on the same port.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One mosquitto process (or none while stopped) on a fixed loopback port.
+pub struct Mosquitto {
+    /// The port it listens on (127.0.0.1).
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// Where mosquitto is: on PATH, or Debian's /usr/sbin (not on a user's PATH).
+fn binary() -> PathBuf {
+    let sbin = Path::new("/usr/sbin/mosquitto");
+    if sbin.exists() {
+        return sbin.to_path_buf();
+    }
+    PathBuf::from("mosquitto")
+}
+
+impl Mosquitto {
+    /// Starts a broker on a free port; panics with what to install when mosquitto is missing.
+    pub fn start(name: &str) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free loopback port");
+        let dir = std::env::temp_dir().join(format!(
+            "robobrain-mosquitto-{}-{name}-{port}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temp folder for mosquitto");
+        let conf = format!(
+            "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n\
+             persistence_location {}/\nlog_dest file {}/mosquitto.log\nuser root\n",
+            dir.display(),
+            dir.display()
+        );
+        std::fs::write(dir.join("mosquitto.conf"), conf).expect("writing mosquitto.conf");
+        let mut broker = Self {
+            port,
+            dir,
+            child: None,
+        };
+        broker.spawn();
+        broker
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new(binary())
+            .arg("-c")
+            .arg(self.dir.join("mosquitto.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start mosquitto ({e}): install it with `./x setup` (Debian package `mosquitto`)")
+            });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                let log =
+                    std::fs::read_to_string(self.dir.join("mosquitto.log")).unwrap_or_default();
+                panic!("mosquitto exited ({status}) on port {}:\n{log}", self.port);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "mosquitto did not listen on {} within 10 s",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops it with SIGTERM (it saves its retained messages), killing it after 5 s.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Starts it again on the same port, with the same stored messages.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+}
+
+impl Drop for Mosquitto {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
