@@ -593,7 +593,8 @@ impl DeviceWorld {
         }
     }
 
-    /// Every device's state as JSON (for snapshots): id → {state, online}.
+    /// Every device's state as JSON (for snapshots and checkpoints):
+    /// id → {state, online, room}; the room lets a face place it on the map.
     pub fn states(&self) -> Value {
         let map: Map<String, Value> = self
             .devices
@@ -601,7 +602,7 @@ impl DeviceWorld {
             .map(|d| {
                 (
                     d.id.clone(),
-                    serde_json::json!({ "state": d.state, "online": d.online }),
+                    serde_json::json!({ "state": d.state, "online": d.online, "room": d.room }),
                 )
             })
             .collect();

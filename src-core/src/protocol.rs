@@ -471,7 +471,7 @@ pub struct Snapshot {
     pub brain: Option<BrainKind>,
     /// World name.
     pub world: String,
-    /// Smart-home devices: id → `{state, online}` (absent without devices).
+    /// Smart-home devices: id → `{state, online, room}` (absent without devices).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub devices: Value,
 }
