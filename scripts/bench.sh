@@ -10,6 +10,9 @@ cargo bench -q -p robobrain-core --bench react -- --warm-up-time 2 --measurement
 echo "== whole-run: sim speed and E-stop latency"
 cargo bench -q -p robobrain-core --bench latency
 
+echo "== memory: retrieval at 10k/100k beside rank_bm25, quality on the eval set"
+scripts/bench_memory.sh
+
 echo "== whole-run: robobrain demo (release)"
 cargo build -q --release --bin robobrain
 /usr/bin/time -f "demo --fast: %e s wall, peak RSS %M KiB" "$target/release/robobrain" demo --fast >/dev/null

@@ -255,6 +255,8 @@ pub struct Config {
     pub alert: AlertConfig,
     /// MCP services used as skill sources (`[mcp]`).
     pub mcp: McpConfig,
+    /// Memory (`[memory]`): windows, summaries, retrieval, preferences.
+    pub memory: crate::memory::MemoryConfig,
 }
 
 impl Default for Config {
@@ -274,6 +276,7 @@ impl Default for Config {
             speech: SpeechConfig::default(),
             alert: AlertConfig::default(),
             mcp: McpConfig::default(),
+            memory: crate::memory::MemoryConfig::default(),
         }
     }
 }
@@ -368,6 +371,7 @@ impl Config {
         if let Some(v) = get("ROBOBRAIN_ALERT_WEBHOOK") {
             self.alert.webhook = Some(v).filter(|v| !v.trim().is_empty());
         }
+        self.memory.apply_env(&get);
         self.llm
             .apply_env(&get)
             .map_err(|(name, message)| ConfigError::Env { name, message })?;
@@ -383,6 +387,9 @@ impl Config {
                 "skills.camera",
                 "expected \"sim\": this robobrain was built without the `camera` feature (cargo build --features robobrain-core/camera)".into(),
             );
+        }
+        if let Some((key, problem)) = self.memory.problem() {
+            return err(key, problem);
         }
         if let Some(i) = self.patrol.interval_s
             && !(i.is_finite() && i > 0.0)

@@ -135,6 +135,8 @@ pub struct Engine {
     /// Goals asked about after a resume or a reconnect, with the request
     /// to send if the robot never heard of them.
     reconciling: BTreeMap<String, Option<LinkRequest>>,
+    /// The run's memory (what was said), when attached.
+    memory: Option<crate::memory::MemoryHandle>,
 }
 
 impl Engine {
@@ -179,6 +181,7 @@ impl Engine {
                 }
             },
             reconciling: BTreeMap::new(),
+            memory: None,
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         if let Some(why) = engine.speaker.notice().map(str::to_string) {
@@ -201,6 +204,17 @@ impl Engine {
     /// Replaces the brain (the rule brain is the default).
     pub fn set_brain(&mut self, brain: Box<dyn Brain>) {
         self.brain = brain;
+        if let Some(memory) = &self.memory {
+            self.brain.use_memory(memory.clone());
+        }
+    }
+
+    /// Attaches the run's memory: the operator's utterances and the robot's
+    /// speech become messages (handed to the memory thread, never waited
+    /// for) and the brain may use the memory's context.
+    pub fn set_memory(&mut self, memory: crate::memory::MemoryHandle) {
+        self.brain.use_memory(memory.clone());
+        self.memory = Some(memory);
     }
 
     /// Adds a `log` event (for drivers: which brain runs and why, say).
@@ -317,6 +331,12 @@ impl Engine {
     fn brain_notes(&mut self) {
         let mut notes = Vec::new();
         self.brain.take_events(&mut notes);
+        if let Some(memory) = &self.memory {
+            notes.extend(memory.take_notices().into_iter().map(|n| EventKind::Log {
+                level: "info".into(),
+                message: format!("memory: {n}"),
+            }));
+        }
         for kind in notes {
             self.emit(kind);
         }
@@ -443,6 +463,9 @@ impl Engine {
     }
 
     fn emit(&mut self, kind: EventKind) {
+        if let (Some(memory), EventKind::Speech { text, .. }) = (&self.memory, &kind) {
+            memory.add_message("assistant", text);
+        }
         self.state.seq += 1;
         self.outbox.push(Event {
             seq: self.state.seq,

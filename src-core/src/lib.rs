@@ -23,6 +23,7 @@
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
+//! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
 
 pub mod audio;
 pub mod brain;
@@ -35,6 +36,7 @@ pub mod link;
 pub mod llm;
 pub mod mapview;
 pub mod mcp;
+pub mod memory;
 pub mod offload;
 pub mod perception;
 pub mod policy;

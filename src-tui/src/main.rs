@@ -5,6 +5,7 @@
 mod cli;
 mod headless;
 mod mcpserve;
+mod memorycli;
 mod pretty;
 mod serve;
 mod simserve;

@@ -39,6 +39,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "fault",
     "token",
     "llm_call",
+    "memory",
     "log",
     "error",
 ];
