@@ -63,7 +63,9 @@ fn memory_eval_runs_end_to_end_and_hybrid_beats_both() {
     }
     assert_eq!(bm25["corpus"], 314);
     assert_eq!(bm25["queries"], 168);
-    assert!(bm25["latency_ms"]["p99"].as_f64().unwrap() >= bm25["latency_ms"]["p50"].as_f64().unwrap());
+    assert!(
+        bm25["latency_ms"]["p99"].as_f64().unwrap() >= bm25["latency_ms"]["p50"].as_f64().unwrap()
+    );
     assert!(bm25["hit@10"].as_f64().unwrap() > 0.5, "{bm25}");
     let Some(model) = model_dir() else { return };
     let env = [(robobrain_core::memory::MODEL_ENV, model.as_str())];
@@ -81,10 +83,14 @@ fn memory_eval_runs_end_to_end_and_hybrid_beats_both() {
 
 #[test]
 fn memory_eval_without_the_model_says_why_dense_cannot_run() {
-    let out = eval_run("dense", &[(robobrain_core::memory::MODEL_ENV, "/nonexistent/model")]);
+    let out = eval_run(
+        "dense",
+        &[(robobrain_core::memory::MODEL_ENV, "/nonexistent/model")],
+    );
     assert_eq!(out.code, 2);
     assert!(
-        out.stderr.contains("dense retrieval needs the embedding model")
+        out.stderr
+            .contains("dense retrieval needs the embedding model")
             && out.stderr.contains("/nonexistent/model")
             && out.stderr.contains("./x setup"),
         "{}",
@@ -96,13 +102,30 @@ fn memory_eval_without_the_model_says_why_dense_cannot_run() {
 fn memory_bad_eval_files_are_named_by_line() {
     let dir = temp_dir("memory-bad");
     let corpus = dir.join("corpus.jsonl");
-    std::fs::write(&corpus, b"{\"id\":\"a\",\"text\":\"kitchen light\"}\n{\"id\":\"b\"}\n").unwrap();
+    std::fs::write(
+        &corpus,
+        b"{\"id\":\"a\",\"text\":\"kitchen light\"}\n{\"id\":\"b\"}\n",
+    )
+    .unwrap();
     let out = robobrain(
-        &["memory", "eval", "--corpus", corpus.to_str().unwrap(), "--queries", "x.jsonl", "--mode", "bm25"],
+        &[
+            "memory",
+            "eval",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--queries",
+            "x.jsonl",
+            "--mode",
+            "bm25",
+        ],
         "",
     );
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("corpus.jsonl:2: missing `text`"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("corpus.jsonl:2: missing `text`"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -124,22 +147,48 @@ fn memory_cli_remembers_across_runs() {
     let hits: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(hits[0]["text"], "卧室空调夏天开二十六度", "{hits}");
     assert!(hits[0]["why"].as_str().unwrap().contains("空调"), "{hits}");
-    let out = run(&["prefs", "set", "temperature.bedroom", "26", "--reason", "said so in July"]);
+    let out = run(&[
+        "prefs",
+        "set",
+        "temperature.bedroom",
+        "26",
+        "--reason",
+        "said so in July",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let out = run(&["prefs", "list"]);
-    assert!(out.stdout.contains("temperature.bedroom = 26    (set by cli: said so in July)"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("temperature.bedroom = 26    (set by cli: said so in July)"),
+        "{}",
+        out.stdout
+    );
     let out = run(&["prefs", "unset", "nope"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("no preference \"nope\"; set: temperature.bedroom"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("no preference \"nope\"; set: temperature.bedroom"),
+        "{}",
+        out.stderr
+    );
     let out = run(&["add", "   "]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("empty message"), "{}", out.stderr);
     let out = run(&["stats"]);
     let stats: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!((stats["memories"].as_u64(), stats["prefs"].as_u64()), (Some(2), Some(1)), "{stats}");
+    assert_eq!(
+        (stats["memories"].as_u64(), stats["prefs"].as_u64()),
+        (Some(2), Some(1)),
+        "{stats}"
+    );
     let out = run(&["search", "spare key", "--mode", "dense"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("dense retrieval needs the embedding model"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("dense retrieval needs the embedding model"),
+        "{}",
+        out.stderr
+    );
 }
 
 fn mock(dir: &Path, script: &str) -> MockServer {
@@ -173,28 +222,53 @@ fault = "server_error"
 "#,
     );
     let config = MemoryConfig::default();
-    let mut m = MemoryManager::open(&config, &dir.join("mem"), &llm(&server), "s", Err("no model here".into())).unwrap();
-    m.add_message("user", "I like the bedroom at 22 degrees at night").unwrap();
-    m.add_message("assistant", "Noted: bedroom 22 °C at night.").unwrap();
+    let mut m = MemoryManager::open(
+        &config,
+        &dir.join("mem"),
+        &llm(&server),
+        "s",
+        Err("no model here".into()),
+    )
+    .unwrap();
+    m.add_message("user", "I like the bedroom at 22 degrees at night")
+        .unwrap();
+    m.add_message("assistant", "Noted: bedroom 22 °C at night.")
+        .unwrap();
     let id = m.add_message("user", "thanks").unwrap().summarized.unwrap();
     let row = m.long().db().memory(id).unwrap().unwrap();
-    assert_eq!(row.content, "The operator wants the bedroom at 22 degrees at night.");
+    assert_eq!(
+        row.content,
+        "The operator wants the bedroom at 22 degrees at night."
+    );
     assert_eq!(row.metadata["summarizer"], "model:qwen-max");
     assert_eq!(row.analysis["source"], "model");
     assert_eq!(row.analysis["devices"][0], "thermostat");
     let asked = server.received();
     let first = serde_json::to_string(&asked[0].body).unwrap();
-    assert!(first.contains("user: I like the bedroom at 22 degrees at night"), "{first}");
+    assert!(
+        first.contains("user: I like the bedroom at 22 degrees at night"),
+        "{first}"
+    );
     assert!(first.contains("qwen-max"), "{first}");
     // The model fails: the extractive summary and the rules stand in, and a notice says so.
-    m.add_message("user", "water the balcony plants on Sundays").unwrap();
-    m.add_message("assistant", "I will water them on Sundays.").unwrap();
+    m.add_message("user", "water the balcony plants on Sundays")
+        .unwrap();
+    m.add_message("assistant", "I will water them on Sundays.")
+        .unwrap();
     let id = m.add_message("user", "great").unwrap().summarized.unwrap();
     let row = m.long().db().memory(id).unwrap().unwrap();
     assert_eq!(row.metadata["summarizer"], "extractive");
-    assert!(row.content.starts_with("operator: water the balcony plants on Sundays"), "{}", row.content);
+    assert!(
+        row.content
+            .starts_with("operator: water the balcony plants on Sundays"),
+        "{}",
+        row.content
+    );
     let notices = m.take_notices();
-    assert!(notices.iter().any(|n| n.contains("summary model failed")), "{notices:?}");
+    assert!(
+        notices.iter().any(|n| n.contains("summary model failed")),
+        "{notices:?}"
+    );
 }
 
 #[test]
@@ -210,8 +284,16 @@ times = 5
     );
     let mem = dir.join("mem");
     {
-        let mut m = MemoryManager::open(&MemoryConfig::default(), &mem, &LlmConfig::default(), "old", Err("none".into())).unwrap();
-        m.add_memory("note", "the kitchen door sticks: push it twice").unwrap();
+        let mut m = MemoryManager::open(
+            &MemoryConfig::default(),
+            &mem,
+            &LlmConfig::default(),
+            "old",
+            Err("none".into()),
+        )
+        .unwrap();
+        m.add_memory("note", "the kitchen door sticks: push it twice")
+            .unwrap();
         m.add_memory("note", "阳台的花每周浇两次水").unwrap();
     }
     let config = MemoryConfig {
@@ -244,14 +326,27 @@ say = "go to the kitchen"
     let mut engine = scenario::prepare(&s).unwrap();
     engine.set_memory(handle);
     let result = scenario::run(&s, engine, &mut |_, _| {});
-    let events: Vec<Value> = result.events.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    let events: Vec<Value> = result
+        .events
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
     let memory = events
         .iter()
         .find(|e| e["kind"] == "memory")
         .unwrap_or_else(|| panic!("no memory event in {events:#?}"));
     let used = memory["used"].as_array().unwrap();
-    assert!(used[0]["text"].as_str().unwrap().contains("kitchen door sticks"), "{memory}");
-    assert!(used[0]["why"].as_str().unwrap().contains("kitchen"), "{memory}");
+    assert!(
+        used[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("kitchen door sticks"),
+        "{memory}"
+    );
+    assert!(
+        used[0]["why"].as_str().unwrap().contains("kitchen"),
+        "{memory}"
+    );
     assert!(memory["tokens"].as_u64().unwrap() <= memory["budget"].as_u64().unwrap());
     let decide = server
         .received()
@@ -259,5 +354,8 @@ say = "go to the kitchen"
         .map(|r| serde_json::to_string(&r.body).unwrap())
         .find(|b| b.contains("Observation"))
         .unwrap();
-    assert!(decide.contains("Relevant memories") && decide.contains("kitchen door sticks"), "{decide}");
+    assert!(
+        decide.contains("Relevant memories") && decide.contains("kitchen door sticks"),
+        "{decide}"
+    );
 }

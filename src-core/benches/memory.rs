@@ -22,15 +22,99 @@ use robobrain_core::memory::eval::percentile;
 use robobrain_core::memory::tokenize::terms;
 use robobrain_core::memory::{HybridRetriever, Mode};
 
-const PEOPLE: &[&str] = &["Emma", "Tom", "Anna", "grandma", "Max", "Lily", "小明", "外婆", "爸爸", "妈妈"];
-const ROOMS_EN: &[&str] = &["kitchen", "living room", "bedroom", "bathroom", "study", "balcony", "hallway", "garage", "nursery", "dining room"];
-const ROOMS_ZH: &[&str] = &["厨房", "客厅", "卧室", "卫生间", "书房", "阳台", "走廊", "车库", "儿童房", "餐厅"];
-const THINGS_EN: &[&str] = &["light", "lamp", "fan", "curtain", "speaker", "heater", "TV", "window", "plant", "vacuum", "kettle", "fridge", "door lock", "charger", "air purifier", "camera"];
-const THINGS_ZH: &[&str] = &["灯", "台灯", "风扇", "窗帘", "音箱", "暖气", "电视", "窗户", "花", "扫地机", "水壶", "冰箱", "门锁", "充电座", "净化器", "摄像头"];
-const VERBS_EN: &[&str] = &["turn on", "turn off", "check", "clean", "dim", "open", "close", "fix", "move", "water"];
-const VERBS_ZH: &[&str] = &["打开", "关掉", "检查", "清洁", "调暗", "拉开", "关上", "修理", "移动", "浇水"];
-const TIMES_EN: &[&str] = &["at 7 am", "at noon", "at 3 pm", "this evening", "at 9 pm", "on Monday", "on Sunday", "every morning", "after dinner", "before bed"];
-const TIMES_ZH: &[&str] = &["早上七点", "中午", "下午三点", "今晚", "晚上九点", "周一", "周日", "每天早上", "晚饭后", "睡觉前"];
+const PEOPLE: &[&str] = &[
+    "Emma", "Tom", "Anna", "grandma", "Max", "Lily", "小明", "外婆", "爸爸", "妈妈",
+];
+const ROOMS_EN: &[&str] = &[
+    "kitchen",
+    "living room",
+    "bedroom",
+    "bathroom",
+    "study",
+    "balcony",
+    "hallway",
+    "garage",
+    "nursery",
+    "dining room",
+];
+const ROOMS_ZH: &[&str] = &[
+    "厨房",
+    "客厅",
+    "卧室",
+    "卫生间",
+    "书房",
+    "阳台",
+    "走廊",
+    "车库",
+    "儿童房",
+    "餐厅",
+];
+const THINGS_EN: &[&str] = &[
+    "light",
+    "lamp",
+    "fan",
+    "curtain",
+    "speaker",
+    "heater",
+    "TV",
+    "window",
+    "plant",
+    "vacuum",
+    "kettle",
+    "fridge",
+    "door lock",
+    "charger",
+    "air purifier",
+    "camera",
+];
+const THINGS_ZH: &[&str] = &[
+    "灯",
+    "台灯",
+    "风扇",
+    "窗帘",
+    "音箱",
+    "暖气",
+    "电视",
+    "窗户",
+    "花",
+    "扫地机",
+    "水壶",
+    "冰箱",
+    "门锁",
+    "充电座",
+    "净化器",
+    "摄像头",
+];
+const VERBS_EN: &[&str] = &[
+    "turn on", "turn off", "check", "clean", "dim", "open", "close", "fix", "move", "water",
+];
+const VERBS_ZH: &[&str] = &[
+    "打开", "关掉", "检查", "清洁", "调暗", "拉开", "关上", "修理", "移动", "浇水",
+];
+const TIMES_EN: &[&str] = &[
+    "at 7 am",
+    "at noon",
+    "at 3 pm",
+    "this evening",
+    "at 9 pm",
+    "on Monday",
+    "on Sunday",
+    "every morning",
+    "after dinner",
+    "before bed",
+];
+const TIMES_ZH: &[&str] = &[
+    "早上七点",
+    "中午",
+    "下午三点",
+    "今晚",
+    "晚上九点",
+    "周一",
+    "周日",
+    "每天早上",
+    "晚饭后",
+    "睡觉前",
+];
 
 /// A tiny deterministic generator (xorshift).
 struct Rng(u64);
@@ -46,19 +130,45 @@ impl Rng {
 
 fn memory(r: &mut Rng, i: usize) -> String {
     if i % 2 == 0 {
-        let (v, room, thing, t, p) = (r.pick(VERBS_EN), r.pick(ROOMS_EN), r.pick(THINGS_EN), r.pick(TIMES_EN), r.pick(PEOPLE));
-        format!("operator: {p} asked to {v} the {room} {thing} {t} | robot: I will {v} the {room} {thing} {t} (note {i})")
+        let (v, room, thing, t, p) = (
+            r.pick(VERBS_EN),
+            r.pick(ROOMS_EN),
+            r.pick(THINGS_EN),
+            r.pick(TIMES_EN),
+            r.pick(PEOPLE),
+        );
+        format!(
+            "operator: {p} asked to {v} the {room} {thing} {t} | robot: I will {v} the {room} {thing} {t} (note {i})"
+        )
     } else {
-        let (v, room, thing, t, p) = (r.pick(VERBS_ZH), r.pick(ROOMS_ZH), r.pick(THINGS_ZH), r.pick(TIMES_ZH), r.pick(PEOPLE));
-        format!("主人：{p}说{t}把{room}的{thing}{v} | 机器人：好的，{t}{v}{room}的{thing}（记录{i}）")
+        let (v, room, thing, t, p) = (
+            r.pick(VERBS_ZH),
+            r.pick(ROOMS_ZH),
+            r.pick(THINGS_ZH),
+            r.pick(TIMES_ZH),
+            r.pick(PEOPLE),
+        );
+        format!(
+            "主人：{p}说{t}把{room}的{thing}{v} | 机器人：好的，{t}{v}{room}的{thing}（记录{i}）"
+        )
     }
 }
 
 fn query(r: &mut Rng, i: usize) -> String {
     if i % 2 == 0 {
-        format!("when should the {} {} be {}", r.pick(ROOMS_EN), r.pick(THINGS_EN), r.pick(&["switched on", "cleaned", "checked", "opened", "watered"]))
+        format!(
+            "when should the {} {} be {}",
+            r.pick(ROOMS_EN),
+            r.pick(THINGS_EN),
+            r.pick(&["switched on", "cleaned", "checked", "opened", "watered"])
+        )
     } else {
-        format!("{}的{}什么时候{}", r.pick(ROOMS_ZH), r.pick(THINGS_ZH), r.pick(VERBS_ZH))
+        format!(
+            "{}的{}什么时候{}",
+            r.pick(ROOMS_ZH),
+            r.pick(THINGS_ZH),
+            r.pick(VERBS_ZH)
+        )
     }
 }
 
@@ -74,7 +184,11 @@ fn rss_kib() -> u64 {
 }
 
 fn ms(xs: &[f64]) -> String {
-    format!("p50 {:.3} ms, p99 {:.3} ms", percentile(xs, 50.0), percentile(xs, 99.0))
+    format!(
+        "p50 {:.3} ms, p99 {:.3} ms",
+        percentile(xs, 50.0),
+        percentile(xs, 99.0)
+    )
 }
 
 fn main() {
@@ -82,8 +196,10 @@ fn main() {
         .ok()
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![10_000, 100_000]);
-    let model_dir = std::env::var(robobrain_core::memory::MODEL_ENV)
-        .map_or_else(|_| robobrain_core::memory::default_model_dir(), PathBuf::from);
+    let model_dir = std::env::var(robobrain_core::memory::MODEL_ENV).map_or_else(
+        |_| robobrain_core::memory::default_model_dir(),
+        PathBuf::from,
+    );
     let embedder = match Embedder::load(&model_dir) {
         Ok(e) => Arc::new(e),
         Err(e) => {
@@ -97,7 +213,9 @@ fn main() {
         .map(|p| p.join("bench"))
         .unwrap();
     std::fs::create_dir_all(&cache).unwrap();
-    let dump = std::env::var("ROBOBRAIN_BENCH_DUMP").ok().map(PathBuf::from);
+    let dump = std::env::var("ROBOBRAIN_BENCH_DUMP")
+        .ok()
+        .map(PathBuf::from);
     let mut rq = Rng(0x5eed_0008);
     let queries: Vec<String> = (0..300).map(|i| query(&mut rq, i)).collect();
     for &n in &sizes {
@@ -106,7 +224,9 @@ fn main() {
         // Vectors: cached by size (the generator is deterministic), else embedded and timed.
         let file = cache.join(format!("vectors-{n}.bin"));
         let vectors: Vec<Vec<f32>> = match DenseIndex::load(&file, DIM, embedder.fingerprint()) {
-            Ok(ix) if ix.len() == n => (0..n as u64).map(|id| ix.vector(id).unwrap().to_vec()).collect(),
+            Ok(ix) if ix.len() == n => (0..n as u64)
+                .map(|id| ix.vector(id).unwrap().to_vec())
+                .collect(),
             _ => {
                 let t = Instant::now();
                 let texts: Vec<&str> = docs.iter().map(String::as_str).collect();
@@ -115,7 +235,10 @@ fn main() {
                     out.extend(embedder.embed(chunk).unwrap());
                 }
                 let s = t.elapsed().as_secs_f64();
-                println!("n={n}: embedding {:.0} sentences/s ({n} in {s:.1} s, batches of 32, release)", n as f64 / s);
+                println!(
+                    "n={n}: embedding {:.0} sentences/s ({n} in {s:.1} s, batches of 32, release)",
+                    n as f64 / s
+                );
                 let mut ix = DenseIndex::new(DIM, embedder.fingerprint());
                 for (i, v) in out.iter().enumerate() {
                     ix.insert(i as u64, v);
@@ -127,19 +250,28 @@ fn main() {
         let before = rss_kib();
         let mut hr = HybridRetriever::in_memory(Ok(Arc::clone(&embedder)), 0.5).unwrap();
         let t = Instant::now();
-        let pairs: Vec<(u64, &str)> = docs.iter().enumerate().map(|(i, d)| (i as u64, d.as_str())).collect();
+        let pairs: Vec<(u64, &str)> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (i as u64, d.as_str()))
+            .collect();
         for (chunk, vs) in pairs.chunks(10_000).zip(vectors.chunks(10_000)) {
             hr.add_embedded(chunk, vs).unwrap();
         }
         let build = t.elapsed().as_secs_f64();
         drop(vectors);
         let rss = rss_kib();
-        println!("n={n}: index build (BM25 + loading vectors) {build:.2} s; RSS {} MiB (retriever ≈ {} MiB)", rss / 1024, rss.saturating_sub(before) / 1024);
+        println!(
+            "n={n}: index build (BM25 + loading vectors) {build:.2} s; RSS {} MiB (retriever ≈ {} MiB)",
+            rss / 1024,
+            rss.saturating_sub(before) / 1024
+        );
         // Warm up.
         for q in queries.iter().take(20) {
             hr.search(q, 10, Mode::Hybrid).unwrap();
         }
-        let (mut full, mut part, mut bm25, mut embed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut full, mut part, mut bm25, mut embed) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for q in &queries {
             let t = Instant::now();
             let hits = hr.search(q, 10, Mode::Hybrid).unwrap();
@@ -155,8 +287,14 @@ fn main() {
             hr.search(q, 10, Mode::Bm25).unwrap();
             bm25.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        println!("n={n}: hybrid top-10, end to end (query embedded): {}", ms(&full));
-        println!("n={n}: hybrid top-10, retrieval only (query vector given): {}", ms(&part));
+        println!(
+            "n={n}: hybrid top-10, end to end (query embedded): {}",
+            ms(&full)
+        );
+        println!(
+            "n={n}: hybrid top-10, retrieval only (query vector given): {}",
+            ms(&part)
+        );
         println!("n={n}: query embedding alone: {}", ms(&embed));
         println!("n={n}: BM25 top-10 alone: {}", ms(&bm25));
         if let Some(dir) = &dump {
@@ -164,8 +302,16 @@ fn main() {
             let toks = |s: &str| terms(s).into_iter().map(|t| t.text).collect::<Vec<_>>();
             let corpus: Vec<Vec<String>> = docs.iter().map(|d| toks(d)).collect();
             let qs: Vec<Vec<String>> = queries.iter().map(|q| toks(q)).collect();
-            std::fs::write(dir.join(format!("corpus-{n}.json")), serde_json::to_string(&corpus).unwrap()).unwrap();
-            std::fs::write(dir.join("queries.json"), serde_json::to_string(&qs).unwrap()).unwrap();
+            std::fs::write(
+                dir.join(format!("corpus-{n}.json")),
+                serde_json::to_string(&corpus).unwrap(),
+            )
+            .unwrap();
+            std::fs::write(
+                dir.join("queries.json"),
+                serde_json::to_string(&qs).unwrap(),
+            )
+            .unwrap();
             std::fs::write(
                 dir.join(format!("rust-{n}.json")),
                 serde_json::json!({

@@ -202,7 +202,9 @@ pub enum MemoryError {
     #[error("empty message: expected some text")]
     EmptyMessage,
     /// A message was longer than `max_message_chars`.
-    #[error("message of {chars} characters is too long: expected at most {max} (memory.max_message_chars)")]
+    #[error(
+        "message of {chars} characters is too long: expected at most {max} (memory.max_message_chars)"
+    )]
     TooLong {
         /// Its length.
         chars: usize,

@@ -257,7 +257,9 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
                 PrefsCmd::List => {
                     let all = prefs::list(db)?;
                     if all.is_empty() {
-                        println!("no preferences set (robobrain memory prefs set KEY VALUE --reason WHY)");
+                        println!(
+                            "no preferences set (robobrain memory prefs set KEY VALUE --reason WHY)"
+                        );
                     }
                     for p in all {
                         println!(

@@ -279,7 +279,10 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
             )
         }
         EventKind::Memory {
-            used, tokens, budget, ..
+            used,
+            tokens,
+            budget,
+            ..
         } => (
             "MEMORY",
             DIM,

@@ -34,10 +34,16 @@ const ROOMS: &[(&str, &[&str])] = &[
     ("kitchen", &["kitchen", "厨房"]),
     ("living room", &["living room", "lounge", "客厅", "起居室"]),
     ("bedroom", &["bedroom", "卧室", "主卧", "次卧", "睡房"]),
-    ("bathroom", &["bathroom", "toilet", "卫生间", "浴室", "洗手间", "厕所"]),
+    (
+        "bathroom",
+        &["bathroom", "toilet", "卫生间", "浴室", "洗手间", "厕所"],
+    ),
     ("study", &["study", "office", "书房"]),
     ("balcony", &["balcony", "阳台"]),
-    ("hallway", &["hallway", "corridor", "entrance", "走廊", "玄关", "门厅"]),
+    (
+        "hallway",
+        &["hallway", "corridor", "entrance", "走廊", "玄关", "门厅"],
+    ),
     ("dining room", &["dining room", "餐厅"]),
     ("garage", &["garage", "车库"]),
     ("kids room", &["kids room", "nursery", "儿童房"]),
@@ -46,11 +52,17 @@ const ROOMS: &[(&str, &[&str])] = &[
 /// Devices: canonical name, then the words that mean it.
 const DEVICES: &[(&str, &[&str])] = &[
     ("light", &["light", "lamp", "灯", "台灯", "吊灯"]),
-    ("air conditioner", &["air conditioner", "aircon", "a/c", "空调"]),
+    (
+        "air conditioner",
+        &["air conditioner", "aircon", "a/c", "空调"],
+    ),
     ("tv", &["tv", "television", "电视"]),
     ("curtain", &["curtain", "blind", "窗帘"]),
     ("fan", &["fan", "风扇"]),
-    ("heater", &["heater", "heating", "radiator", "暖气", "取暖器"]),
+    (
+        "heater",
+        &["heater", "heating", "radiator", "暖气", "取暖器"],
+    ),
     ("kettle", &["kettle", "水壶", "烧水壶"]),
     ("fridge", &["fridge", "refrigerator", "冰箱"]),
     ("washing machine", &["washing machine", "washer", "洗衣机"]),
@@ -68,15 +80,33 @@ const DEVICES: &[(&str, &[&str])] = &[
 ];
 
 const TIME_EN: &[&str] = &[
-    "today", "tomorrow", "yesterday", "tonight", "morning", "afternoon", "evening", "night",
-    "noon", "midnight", "weekend", "monday", "tuesday", "wednesday", "thursday", "friday",
-    "saturday", "sunday", "every day", "daily", "weekly",
+    "today",
+    "tomorrow",
+    "yesterday",
+    "tonight",
+    "morning",
+    "afternoon",
+    "evening",
+    "night",
+    "noon",
+    "midnight",
+    "weekend",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "every day",
+    "daily",
+    "weekly",
 ];
 
 const TIME_ZH: &[&str] = &[
-    "今天", "明天", "昨天", "今晚", "早上", "上午", "中午", "下午", "晚上", "夜里", "半夜",
-    "周末", "周一", "周二", "周三", "周四", "周五", "周六", "周日", "星期", "每天", "每周",
-    "凌晨", "后天", "前天",
+    "今天", "明天", "昨天", "今晚", "早上", "上午", "中午", "下午", "晚上", "夜里", "半夜", "周末",
+    "周一", "周二", "周三", "周四", "周五", "周六", "周日", "星期", "每天", "每周", "凌晨", "后天",
+    "前天",
 ];
 
 /// Whether `needle` occurs in `hay` (lower-cased) as a word (English) or at all (Chinese).
@@ -87,7 +117,9 @@ fn mentions(hay: &str, needle: &str) -> bool {
             let after = hay[i + needle.len()..].chars().next();
             let edge = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric());
             // Allow an English plural after the word.
-            edge(before) && (edge(after) || (after == Some('s') && edge(hay[i + needle.len() + 1..].chars().next())))
+            edge(before)
+                && (edge(after)
+                    || (after == Some('s') && edge(hay[i + needle.len() + 1..].chars().next())))
         })
     } else {
         hay.contains(needle)
@@ -111,15 +143,20 @@ fn times(text: &str) -> Vec<String> {
     while i < chars.len() {
         if chars[i].is_ascii_digit() || "一二三四五六七八九十两".contains(chars[i]) {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_digit() || "一二三四五六七八九十两:：".contains(chars[i])) {
+            while i < chars.len()
+                && (chars[i].is_ascii_digit() || "一二三四五六七八九十两:：".contains(chars[i]))
+            {
                 i += 1;
             }
             let rest: String = chars[i..].iter().take(4).collect::<String>().to_lowercase();
             let span: String = chars[start..i].iter().collect();
-            let clock = span.contains([':', '：']) && span.chars().filter(char::is_ascii_digit).count() >= 2;
-            let unit = ["点", "am", " am", "pm", " pm", "o'clock", " o'clock", "号", "月"]
-                .iter()
-                .find(|u| rest.starts_with(*u));
+            let clock = span.contains([':', '：'])
+                && span.chars().filter(char::is_ascii_digit).count() >= 2;
+            let unit = [
+                "点", "am", " am", "pm", " pm", "o'clock", " o'clock", "号", "月",
+            ]
+            .iter()
+            .find(|u| rest.starts_with(*u));
             if clock || unit.is_some() {
                 out.push(format!("{span}{}", unit.map_or("", |u| *u)));
             }
@@ -234,23 +271,51 @@ mod tests {
 
     #[test]
     fn memory_rules_find_rooms_devices_times_and_names() {
-        let a = analyze_rules("user: 明天早上七点把卧室的空调打开\nassistant: OK, I will ask Alice to check the Kitchen lights at 7:30 pm.");
+        let a = analyze_rules(
+            "user: 明天早上七点把卧室的空调打开\nassistant: OK, I will ask Alice to check the Kitchen lights at 7:30 pm.",
+        );
         assert_eq!(a.rooms, ["kitchen", "bedroom"]);
-        assert!(a.devices.contains(&"air conditioner".to_string()) && a.devices.contains(&"light".to_string()), "{a:?}");
-        assert!(a.times.contains(&"明天".to_string()) && a.times.contains(&"七点".to_string()), "{:?}", a.times);
+        assert!(
+            a.devices.contains(&"air conditioner".to_string())
+                && a.devices.contains(&"light".to_string()),
+            "{a:?}"
+        );
+        assert!(
+            a.times.contains(&"明天".to_string()) && a.times.contains(&"七点".to_string()),
+            "{:?}",
+            a.times
+        );
         assert!(a.times.contains(&"7:30 pm".to_string()), "{:?}", a.times);
-        assert!(a.entities.contains(&"Alice".to_string()), "{:?}", a.entities);
+        assert!(
+            a.entities.contains(&"Alice".to_string()),
+            "{:?}",
+            a.entities
+        );
         assert!(a.keywords.contains(&"卧室".to_string()), "{:?}", a.keywords);
         assert_eq!(a.source, "rules");
-        assert!(analyze_rules("the bedrooms are dark").rooms.contains(&"bedroom".to_string()));
+        assert!(
+            analyze_rules("the bedrooms are dark")
+                .rooms
+                .contains(&"bedroom".to_string())
+        );
         assert!(analyze_rules("a flight").devices.is_empty());
     }
 
     #[test]
     fn memory_model_analysis_is_checked() {
-        let a = parse_model_reply("```json\n{\"keywords\":[\"tea\"],\"rooms\":[\"kitchen\"],\"times\":null}\n```").unwrap();
-        assert_eq!((a.keywords.len(), a.rooms.len(), a.source.as_str()), (1, 1, "model"));
+        let a = parse_model_reply(
+            "```json\n{\"keywords\":[\"tea\"],\"rooms\":[\"kitchen\"],\"times\":null}\n```",
+        )
+        .unwrap();
+        assert_eq!(
+            (a.keywords.len(), a.rooms.len(), a.source.as_str()),
+            (1, 1, "model")
+        );
         assert!(parse_model_reply("no").unwrap_err().contains("JSON object"));
-        assert!(parse_model_reply("{\"rooms\": \"kitchen\"}").unwrap_err().contains("`rooms`"));
+        assert!(
+            parse_model_reply("{\"rooms\": \"kitchen\"}")
+                .unwrap_err()
+                .contains("`rooms`")
+        );
     }
 }

@@ -97,7 +97,11 @@ impl Bert {
         }
         Ok(Self {
             word: embedding(config.vocab_size, h, e.pp("word_embeddings"))?,
-            position: embedding(config.max_position_embeddings, h, e.pp("position_embeddings"))?,
+            position: embedding(
+                config.max_position_embeddings,
+                h,
+                e.pp("position_embeddings"),
+            )?,
             token_type: embedding(config.type_vocab_size, h, e.pp("token_type_embeddings"))?,
             norm: ln(h, e.pp("LayerNorm"))?,
             layers,
@@ -133,11 +137,11 @@ impl Bert {
             let v = split(l.value.forward(&x)?)?;
             let scores = (q.matmul(&k.t()?)? / scale)?.broadcast_add(&bias)?;
             let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let ctx = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((batch, len, self.heads * self.head_size))?;
+            let ctx = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((
+                batch,
+                len,
+                self.heads * self.head_size,
+            ))?;
             let attended = l.attn_norm.forward(&l.attn_out.forward(&ctx)?.add(&x)?)?;
             let inner = l.inter.forward(&attended)?;
             let inner = if self.exact_gelu {
@@ -145,7 +149,9 @@ impl Bert {
             } else {
                 inner.gelu()?
             };
-            x = l.out_norm.forward(&l.out.forward(&inner)?.add(&attended)?)?;
+            x = l
+                .out_norm
+                .forward(&l.out.forward(&inner)?.add(&attended)?)?;
         }
         Ok(x)
     }

@@ -237,7 +237,8 @@ mod tests {
         {
             let mut ix = Bm25Index::open_or_create(&dir).unwrap();
             ix.add(1, "我们把厨房的灯关掉了").unwrap();
-            ix.add(2, "The operator likes the living room at 22 degrees").unwrap();
+            ix.add(2, "The operator likes the living room at 22 degrees")
+                .unwrap();
             ix.add(3, "卧室的窗帘每天早上七点打开").unwrap();
             ix.commit().unwrap();
             let hits = ix.search("厨房灯", 5).unwrap();

@@ -83,14 +83,24 @@ pub fn explain(query: &str, r: &Retrieved) -> String {
     if let Some(b) = r.hit.bm25 {
         parts.push(format!(
             "bm25 {b:.2}{} (shared terms: {})",
-            r.hit.bm25_norm.map(|n| format!(" → {n:.2}")).unwrap_or_default(),
-            if shared.is_empty() { "-".into() } else { shared.join(", ") }
+            r.hit
+                .bm25_norm
+                .map(|n| format!(" → {n:.2}"))
+                .unwrap_or_default(),
+            if shared.is_empty() {
+                "-".into()
+            } else {
+                shared.join(", ")
+            }
         ));
     }
     if let Some(c) = r.hit.dense {
         parts.push(format!(
             "cosine {c:.2}{}",
-            r.hit.dense_norm.map(|n| format!(" → {n:.2}")).unwrap_or_default()
+            r.hit
+                .dense_norm
+                .map(|n| format!(" → {n:.2}"))
+                .unwrap_or_default()
         ));
     }
     if parts.is_empty() {
@@ -133,8 +143,17 @@ pub fn render(ctx: &MemoryContext, budget: usize) -> Rendered {
         .prefs
         .iter()
         .filter_map(|p| {
-            let line = format!("- {} = {} (set by {}{})", p.key, p.value, p.source,
-                if p.reason.is_empty() { String::new() } else { format!(": {}", p.reason) });
+            let line = format!(
+                "- {} = {} (set by {}{})",
+                p.key,
+                p.value,
+                p.source,
+                if p.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", p.reason)
+                }
+            );
             fits(&line, &mut out).then_some(line)
         })
         .collect();
@@ -238,7 +257,11 @@ mod tests {
             query: "厨房的灯".into(),
             mode: "hybrid".into(),
             summaries: vec!["operator asked for tea".into()],
-            recent: vec![Message::said("user", "hello"), Message::said("assistant", "hi"), Message::said("user", "关厨房的灯")],
+            recent: vec![
+                Message::said("user", "hello"),
+                Message::said("assistant", "hi"),
+                Message::said("user", "关厨房的灯"),
+            ],
             retrieved: vec![
                 retrieved(7, "厨房的灯晚上十点后调暗", 0.9),
                 retrieved(8, &"long memory text ".repeat(40), 0.5),
@@ -249,13 +272,21 @@ mod tests {
         let all = render(&ctx, 10_000);
         assert_eq!(all.used.len(), 2);
         assert!(all.text.contains("[memory 7 score 0.90]"), "{}", all.text);
-        assert!(all.used[0].why.contains("shared terms: 厨房") || all.used[0].why.contains("厨房"), "{}", all.used[0].why);
+        assert!(
+            all.used[0].why.contains("shared terms: 厨房") || all.used[0].why.contains("厨房"),
+            "{}",
+            all.used[0].why
+        );
         assert!(all.text.contains("- last_room = kitchen"));
         let tight = render(&ctx, 80);
         assert!(tight.tokens <= 80, "{}", tight.tokens);
         assert!(tight.dropped > 0);
         assert_eq!(tight.used.iter().map(|u| u.id).collect::<Vec<_>>(), [7]);
-        assert!(tight.text.contains("关厨房的灯"), "the last turn goes first: {}", tight.text);
+        assert!(
+            tight.text.contains("关厨房的灯"),
+            "the last turn goes first: {}",
+            tight.text
+        );
         assert_eq!(render(&MemoryContext::default(), 100).text, "");
     }
 }

@@ -205,9 +205,7 @@ impl DenseIndex {
             .ok_or("truncated header")?;
         let fp = std::str::from_utf8(fp).map_err(|_| "damaged header")?;
         if fp != fingerprint {
-            return Err(format!(
-                "written by model {fp:?}, not {fingerprint:?}"
-            ));
+            return Err(format!("written by model {fp:?}, not {fingerprint:?}"));
         }
         let (d, mut rest) = take_u32(rest).ok_or("truncated header")?;
         if d as usize != dim {
@@ -303,10 +301,18 @@ mod tests {
         let back = DenseIndex::load(&path, 2, "test:2").unwrap();
         assert_eq!(back.len(), 4);
         assert_eq!(back.vector(4), ix.vector(4));
-        assert!(DenseIndex::load(&path, 2, "other:2").unwrap_err().contains("written by model"));
+        assert!(
+            DenseIndex::load(&path, 2, "other:2")
+                .unwrap_err()
+                .contains("written by model")
+        );
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
-        assert!(DenseIndex::load(&path, 2, "test:2").unwrap_err().contains("truncated"));
+        assert!(
+            DenseIndex::load(&path, 2, "test:2")
+                .unwrap_err()
+                .contains("truncated")
+        );
         assert_eq!(ix.search(&unit(1.0, 0.0), 10).len(), 3);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -230,7 +230,10 @@ mod tests {
         // A safetensors file whose word embeddings are 8 wide.
         let t = Tensor::zeros((30522, 8), DType::F32, &Device::Cpu).unwrap();
         candle_core::safetensors::save(
-            &std::collections::HashMap::from([("embeddings.word_embeddings.weight".to_string(), t)]),
+            &std::collections::HashMap::from([(
+                "embeddings.word_embeddings.weight".to_string(),
+                t,
+            )]),
             dir.join("model.safetensors"),
         )
         .unwrap();

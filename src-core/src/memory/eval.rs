@@ -89,7 +89,9 @@ fn id_of(v: &Value, key: &str) -> Result<String, String> {
     match v.get(key) {
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
         Some(Value::Number(n)) => Ok(n.to_string()),
-        Some(other) => Err(format!("`{key}`: expected a non-empty string or a number, found {other}")),
+        Some(other) => Err(format!(
+            "`{key}`: expected a non-empty string or a number, found {other}"
+        )),
         None => Err(format!("missing `{key}`")),
     }
 }
@@ -136,7 +138,11 @@ pub fn read_corpus(path: &Path) -> Result<Vec<Doc>, MemoryError> {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Number(n)) => Some(n.to_string()),
-            Some(other) => return Err(at(format!("`time`: expected a string or a number, found {other}"))),
+            Some(other) => {
+                return Err(at(format!(
+                    "`time`: expected a string or a number, found {other}"
+                )));
+            }
         };
         if let Some(first) = seen.insert(id.clone(), line) {
             return Err(at(format!("duplicate id {id:?} (first on line {first})")));
@@ -160,18 +166,32 @@ pub fn read_queries(path: &Path, corpus: &[Doc]) -> Result<Vec<Query>, MemoryErr
                 .map(|i| match i {
                     Value::String(s) => Ok(s.clone()),
                     Value::Number(n) => Ok(n.to_string()),
-                    other => Err(at(format!("`relevant`: expected ids (strings or numbers), found {other}"))),
+                    other => Err(at(format!(
+                        "`relevant`: expected ids (strings or numbers), found {other}"
+                    ))),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(_) => return Err(at("`relevant`: expected a non-empty array of corpus ids".into())),
+            Some(_) => {
+                return Err(at(
+                    "`relevant`: expected a non-empty array of corpus ids".into()
+                ));
+            }
             None => return Err(at("missing `relevant`".into())),
         };
         if let Some(unknown) = relevant.iter().find(|r| !known.contains(r.as_str())) {
             return Err(at(format!("relevant id {unknown:?} is not in the corpus")));
         }
-        out.push(Query { id, query, relevant });
+        out.push(Query {
+            id,
+            query,
+            relevant,
+        });
     }
-    non_empty(path, out, "{\"id\": \"q1\", \"query\": \"…\", \"relevant\": [\"m1\"]}")
+    non_empty(
+        path,
+        out,
+        "{\"id\": \"q1\", \"query\": \"…\", \"relevant\": [\"m1\"]}",
+    )
 }
 
 /// The metrics of one run.
@@ -244,7 +264,11 @@ pub fn score(queries: &[Query], ranked: &[Ranked], k: usize) -> (f64, f64, f64, 
         let hit_in = |n: usize| r.ids.iter().take(n).any(|id| q.relevant.contains(id));
         h5 += f64::from(u8::from(hit_in(5)));
         h10 += f64::from(u8::from(hit_in(10)));
-        let found = q.relevant.iter().filter(|rel| r.ids.iter().take(10).any(|id| id == *rel)).count();
+        let found = q
+            .relevant
+            .iter()
+            .filter(|rel| r.ids.iter().take(10).any(|id| id == *rel))
+            .count();
         rec += found as f64 / q.relevant.len() as f64;
         found_all += found;
         rel_all += q.relevant.len();
@@ -282,7 +306,11 @@ pub fn run(
     }
     let mut r = super::HybridRetriever::in_memory(embedder, alpha)?;
     let started = Instant::now();
-    let docs: Vec<(u64, &str)> = corpus.iter().enumerate().map(|(i, d)| (i as u64, d.text.as_str())).collect();
+    let docs: Vec<(u64, &str)> = corpus
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i as u64, d.text.as_str()))
+        .collect();
     for chunk in docs.chunks(512) {
         r.add(chunk)?;
     }
@@ -294,7 +322,10 @@ pub fn run(
         let hits = r.search(&q.query, want, mode)?;
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         ranked.push(Ranked {
-            ids: hits.iter().filter_map(|h| corpus.get(h.id as usize).map(|d| d.id.clone())).collect(),
+            ids: hits
+                .iter()
+                .filter_map(|h| corpus.get(h.id as usize).map(|d| d.id.clone()))
+                .collect(),
             ms,
         });
     }
@@ -345,20 +376,50 @@ mod tests {
 
     #[test]
     fn memory_eval_files_are_refused_by_line() {
-        let c = write("c1.jsonl", b"{\"id\":\"a\",\"text\":\"x\"}\n\n{\"id\":\"b\",\"text\":\"\xff\"}\n");
+        let c = write(
+            "c1.jsonl",
+            b"{\"id\":\"a\",\"text\":\"x\"}\n\n{\"id\":\"b\",\"text\":\"\xff\"}\n",
+        );
         let e = read_corpus(&c).unwrap_err().to_string();
-        assert!(e.ends_with("c1.jsonl:3: invalid UTF-8 at byte 19 of the line: expected UTF-8 text"), "{e}");
-        let c = write("c2.jsonl", b"{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"a\",\"text\":\"y\"}\n");
-        assert!(read_corpus(&c).unwrap_err().to_string().contains("c2.jsonl:2: duplicate id \"a\" (first on line 1)"));
+        assert!(
+            e.ends_with("c1.jsonl:3: invalid UTF-8 at byte 19 of the line: expected UTF-8 text"),
+            "{e}"
+        );
+        let c = write(
+            "c2.jsonl",
+            b"{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"a\",\"text\":\"y\"}\n",
+        );
+        assert!(
+            read_corpus(&c)
+                .unwrap_err()
+                .to_string()
+                .contains("c2.jsonl:2: duplicate id \"a\" (first on line 1)")
+        );
         let c = write("c3.jsonl", b"{\"id\":1,\"text\":\"x\"}\nnot json\n");
-        assert!(read_corpus(&c).unwrap_err().to_string().contains("c3.jsonl:2: expected one JSON object per line"));
+        assert!(
+            read_corpus(&c)
+                .unwrap_err()
+                .to_string()
+                .contains("c3.jsonl:2: expected one JSON object per line")
+        );
         let c = write("c4.jsonl", b"{\"id\":1,\"text\":\"x\"}\n");
         let corpus = read_corpus(&c).unwrap();
-        let q = write("q1.jsonl", b"{\"id\":\"q\",\"query\":\"x\",\"relevant\":[\"2\"]}\n");
+        let q = write(
+            "q1.jsonl",
+            b"{\"id\":\"q\",\"query\":\"x\",\"relevant\":[\"2\"]}\n",
+        );
         let e = read_queries(&q, &corpus).unwrap_err().to_string();
-        assert!(e.contains("q1.jsonl:1: relevant id \"2\" is not in the corpus"), "{e}");
+        assert!(
+            e.contains("q1.jsonl:1: relevant id \"2\" is not in the corpus"),
+            "{e}"
+        );
         let q = write("q2.jsonl", b"{\"id\":\"q\",\"query\":\"x\"}\n");
-        assert!(read_queries(&q, &corpus).unwrap_err().to_string().contains("q2.jsonl:1: missing `relevant`"));
+        assert!(
+            read_queries(&q, &corpus)
+                .unwrap_err()
+                .to_string()
+                .contains("q2.jsonl:1: missing `relevant`")
+        );
     }
 
     #[test]

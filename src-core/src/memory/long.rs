@@ -98,7 +98,11 @@ impl LongMemory {
     /// the ids archived.
     pub fn import(&mut self, ms: &[NewMemory]) -> Result<(Vec<u64>, Vec<u64>), MemoryError> {
         let ids = self.db.add_memories(ms)?;
-        let docs: Vec<(u64, &str)> = ids.iter().zip(ms).map(|(id, m)| (*id, m.content.as_str())).collect();
+        let docs: Vec<(u64, &str)> = ids
+            .iter()
+            .zip(ms)
+            .map(|(id, m)| (*id, m.content.as_str()))
+            .collect();
         self.retriever.add(&docs)?;
         let evicted = self.db.evict_over(self.max)?;
         if !evicted.is_empty() {
@@ -108,7 +112,12 @@ impl LongMemory {
     }
 
     /// The `k` memories most relevant to `query`.
-    pub fn retrieve(&self, query: &str, k: usize, mode: Mode) -> Result<Vec<Retrieved>, MemoryError> {
+    pub fn retrieve(
+        &self,
+        query: &str,
+        k: usize,
+        mode: Mode,
+    ) -> Result<Vec<Retrieved>, MemoryError> {
         let hits = self.retriever.search(query, k, mode)?;
         let mut out = Vec::with_capacity(hits.len());
         for hit in hits {

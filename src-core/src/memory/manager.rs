@@ -82,7 +82,9 @@ impl MemoryManager {
             match ModelHelper::new(llm) {
                 Ok(m) => m,
                 Err(e) => {
-                    notices.push(format!("summary model unavailable ({e}): extractive summaries"));
+                    notices.push(format!(
+                        "summary model unavailable ({e}): extractive summaries"
+                    ));
                     None
                 }
             }
@@ -165,7 +167,11 @@ impl MemoryManager {
         Ok(added)
     }
 
-    fn summarize_window(&mut self, window: &[Message], window_id: u64) -> Result<(u64, Vec<u64>), MemoryError> {
+    fn summarize_window(
+        &mut self,
+        window: &[Message],
+        window_id: u64,
+    ) -> Result<(u64, Vec<u64>), MemoryError> {
         let text = transcript(window);
         let s = summarise(window, &text, self.model.as_ref());
         self.notices.extend(s.notices);
@@ -202,12 +208,19 @@ impl MemoryManager {
     }
 
     /// Stores many memories at once (an import); their ids and those archived.
-    pub fn import_memories(&mut self, ms: &[NewMemory]) -> Result<(Vec<u64>, Vec<u64>), MemoryError> {
+    pub fn import_memories(
+        &mut self,
+        ms: &[NewMemory],
+    ) -> Result<(Vec<u64>, Vec<u64>), MemoryError> {
         self.long.import(ms)
     }
 
     /// The `k` memories most relevant to `query` (marked as used).
-    pub fn retrieve_relevant_memories(&mut self, query: &str, k: usize) -> Result<Vec<Retrieved>, MemoryError> {
+    pub fn retrieve_relevant_memories(
+        &mut self,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<Retrieved>, MemoryError> {
         let found = self.long.retrieve(query, k, self.config.mode)?;
         let ids: Vec<u64> = found.iter().map(|r| r.hit.id).collect();
         self.long.db().touch(&ids)?;
@@ -234,10 +247,10 @@ impl MemoryManager {
             window_size: self.config.conversation_window_size,
             mode: self.config.mode.as_str().into(),
             alpha: self.config.alpha,
-            summarizer: self
-                .model
-                .as_ref()
-                .map_or_else(|| "extractive".to_string(), |m| format!("model:{}", m.model())),
+            summarizer: self.model.as_ref().map_or_else(
+                || "extractive".to_string(),
+                |m| format!("model:{}", m.model()),
+            ),
         })
     }
 
@@ -254,7 +267,11 @@ impl MemoryManager {
     }
 
     /// [`MemoryManager::context`] with memories already retrieved.
-    pub fn context_with(&self, query: &str, retrieved: Vec<Retrieved>) -> Result<MemoryContext, MemoryError> {
+    pub fn context_with(
+        &self,
+        query: &str,
+        retrieved: Vec<Retrieved>,
+    ) -> Result<MemoryContext, MemoryError> {
         let db = self.long.db();
         Ok(MemoryContext {
             query: query.to_string(),
@@ -295,21 +312,35 @@ mod tests {
         let dir = temp("mgr");
         let config = MemoryConfig::default();
         let llm = LlmConfig::default();
-        let mut m = MemoryManager::open(&config, &dir, &llm, "s1", Err("no model in this test".into())).unwrap();
+        let mut m = MemoryManager::open(
+            &config,
+            &dir,
+            &llm,
+            "s1",
+            Err("no model in this test".into()),
+        )
+        .unwrap();
         assert!(m.take_notices().iter().any(|n| n.contains("BM25 alone")));
-        assert!(matches!(m.add_message("user", "  "), Err(MemoryError::EmptyMessage)));
+        assert!(matches!(
+            m.add_message("user", "  "),
+            Err(MemoryError::EmptyMessage)
+        ));
         let long = "x".repeat(config.max_message_chars + 1);
         let e = m.add_message("user", &long).unwrap_err().to_string();
         assert!(e.contains("at most 4000"), "{e}");
         m.add_message("user", "我喜欢卧室温度保持在22度").unwrap();
-        m.add_message("assistant", "好的，我记住了：卧室22度。").unwrap();
-        let added = m.add_message("user", "Also, water the balcony plants on Sundays.").unwrap();
+        m.add_message("assistant", "好的，我记住了：卧室22度。")
+            .unwrap();
+        let added = m
+            .add_message("user", "Also, water the balcony plants on Sundays.")
+            .unwrap();
         let id = added.summarized.unwrap();
         let found = m.retrieve_relevant_memories("卧室温度", 3).unwrap();
         assert_eq!(found.first().map(|r| r.hit.id), Some(id));
         assert!(found[0].memory.content.contains("22"), "{found:?}");
         assert_eq!(found[0].memory.analysis["rooms"][0], "bedroom");
-        m.add_message("assistant", "Noted: balcony plants on Sundays.").unwrap();
+        m.add_message("assistant", "Noted: balcony plants on Sundays.")
+            .unwrap();
         m.save_state().unwrap();
         let stats = m.get_stats().unwrap();
         assert_eq!((stats.long.db.memories, stats.long.db.messages), (2, 4));
@@ -319,7 +350,10 @@ mod tests {
         assert!(!again.take_notices().iter().any(|n| n.contains("rebuilt")));
         assert_eq!(again.get_stats().unwrap().session_messages, 4);
         let ctx = again.context("balcony plants").unwrap();
-        assert!(ctx.retrieved[0].memory.content.contains("balcony"), "{ctx:?}");
+        assert!(
+            ctx.retrieved[0].memory.content.contains("balcony"),
+            "{ctx:?}"
+        );
         assert_eq!(ctx.summaries.len(), 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -331,8 +365,10 @@ mod tests {
         let llm = LlmConfig::default();
         {
             let mut m = MemoryManager::open(&config, &dir, &llm, "s", Err("none".into())).unwrap();
-            m.add_memory("note", "the spare key is under the kitchen plant pot").unwrap();
-            m.add_memory("note", "车库的门每天晚上十点自动关闭").unwrap();
+            m.add_memory("note", "the spare key is under the kitchen plant pot")
+                .unwrap();
+            m.add_memory("note", "车库的门每天晚上十点自动关闭")
+                .unwrap();
         }
         let bm25 = dir.join("bm25");
         for entry in std::fs::read_dir(&bm25).unwrap() {
@@ -341,14 +377,22 @@ mod tests {
         }
         let mut m = MemoryManager::open(&config, &dir, &llm, "s", Err("none".into())).unwrap();
         let notices = m.take_notices();
-        assert!(notices.iter().any(|n| n.contains("rebuilt from the database")), "{notices:?}");
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.contains("rebuilt from the database")),
+            "{notices:?}"
+        );
         let found = m.retrieve_relevant_memories("车库门", 1).unwrap();
         assert!(found[0].memory.content.contains("车库"), "{found:?}");
         drop(m);
         std::fs::remove_dir_all(&bm25).unwrap();
         let mut m2 = MemoryManager::open(&config, &dir, &llm, "s", Err("none".into())).unwrap();
         assert!(m2.take_notices().iter().any(|n| n.contains("rebuilt")));
-        assert_eq!(m2.retrieve_relevant_memories("spare key", 1).unwrap().len(), 1);
+        assert_eq!(
+            m2.retrieve_relevant_memories("spare key", 1).unwrap().len(),
+            1
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -359,14 +403,35 @@ mod tests {
             max_memories: 2,
             ..MemoryConfig::default()
         };
-        let mut m = MemoryManager::open(&config, &dir, &LlmConfig::default(), "s", Err("none".into())).unwrap();
+        let mut m = MemoryManager::open(
+            &config,
+            &dir,
+            &LlmConfig::default(),
+            "s",
+            Err("none".into()),
+        )
+        .unwrap();
         let a = m.add_memory("note", "alpha apples").unwrap();
         m.add_memory("note", "beta bananas").unwrap();
         m.add_memory("note", "gamma grapes").unwrap();
-        assert!(m.retrieve_relevant_memories("apples", 5).unwrap().is_empty());
+        assert!(
+            m.retrieve_relevant_memories("apples", 5)
+                .unwrap()
+                .is_empty()
+        );
         let stats = m.get_stats().unwrap();
-        assert_eq!((stats.long.db.memories, stats.long.db.archived, stats.long.bm25_docs), (2, 1, 2));
-        assert_eq!(m.long().db().memory(a).unwrap().unwrap().content, "alpha apples");
+        assert_eq!(
+            (
+                stats.long.db.memories,
+                stats.long.db.archived,
+                stats.long.bm25_docs
+            ),
+            (2, 1, 2)
+        );
+        assert_eq!(
+            m.long().db().memory(a).unwrap().unwrap().content,
+            "alpha apples"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -115,7 +115,9 @@ pub fn set(
 /// The value of `key`.
 pub fn get(db: &MemoryDb, key: &str) -> Result<Option<String>, MemoryError> {
     db.conn()
-        .query_row("SELECT value FROM prefs WHERE key = ?1", [key], |r| r.get(0))
+        .query_row("SELECT value FROM prefs WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
         .optional()
         .map_err(|e| err(db, &e))
 }
@@ -183,14 +185,20 @@ mod tests {
     #[test]
     fn memory_prefs_set_list_unset_with_provenance() {
         let db = MemoryDb::in_memory().unwrap();
-        assert_eq!(set(&db, "temperature.bedroom", "22", "cli", "likes it warm").unwrap(), None);
+        assert_eq!(
+            set(&db, "temperature.bedroom", "22", "cli", "likes it warm").unwrap(),
+            None
+        );
         assert_eq!(
             set(&db, "temperature.bedroom", "21", "console", "changed").unwrap(),
             Some("22".into())
         );
         let all = list(&db).unwrap();
         assert_eq!(all.len(), 1);
-        assert_eq!((all[0].value.as_str(), all[0].source.as_str()), ("21", "console"));
+        assert_eq!(
+            (all[0].value.as_str(), all[0].source.as_str()),
+            ("21", "console")
+        );
         let e = set(&db, "Bad Key", "x", "cli", "").unwrap_err().to_string();
         assert!(e.contains("expected 1–64 characters"), "{e}");
         assert!(set(&db, "k", "  ", "cli", "").is_err());
@@ -205,8 +213,14 @@ mod tests {
         set_state(&db, "a", "last_room", "kitchen").unwrap();
         set_state(&db, "a", "last_room", "bedroom").unwrap();
         set_state(&db, "b", "last_device", "lamp").unwrap();
-        assert_eq!(state(&db, "a", "last_room").unwrap(), Some("bedroom".into()));
+        assert_eq!(
+            state(&db, "a", "last_room").unwrap(),
+            Some("bedroom".into())
+        );
         assert_eq!(state(&db, "b", "last_room").unwrap(), None);
-        assert_eq!(states(&db, "b").unwrap(), [("last_device".into(), "lamp".into())]);
+        assert_eq!(
+            states(&db, "b").unwrap(),
+            [("last_device".into(), "lamp".into())]
+        );
     }
 }

@@ -37,7 +37,10 @@ pub struct HybridRetriever {
 
 impl HybridRetriever {
     /// A retriever in RAM; `embedder` is the model or why there is none.
-    pub fn in_memory(embedder: Result<Arc<Embedder>, String>, alpha: f64) -> Result<Self, MemoryError> {
+    pub fn in_memory(
+        embedder: Result<Arc<Embedder>, String>,
+        alpha: f64,
+    ) -> Result<Self, MemoryError> {
         let (embedder, no_dense) = split(embedder);
         let dense = embedder
             .as_ref()
@@ -126,7 +129,12 @@ impl HybridRetriever {
                     (DenseIndex::new(DIM, e.fingerprint()), true)
                 }
             };
-            let extra: Vec<u64> = ix.ids().iter().copied().filter(|id| !want.contains(id)).collect();
+            let extra: Vec<u64> = ix
+                .ids()
+                .iter()
+                .copied()
+                .filter(|id| !want.contains(id))
+                .collect();
             for id in &extra {
                 ix.remove(*id);
             }
@@ -182,7 +190,11 @@ impl HybridRetriever {
 
     /// [`HybridRetriever::add`] with the vectors already computed (one per
     /// doc, in order; ignored without the model).
-    pub fn add_embedded(&mut self, docs: &[(u64, &str)], vectors: &[Vec<f32>]) -> Result<(), MemoryError> {
+    pub fn add_embedded(
+        &mut self,
+        docs: &[(u64, &str)],
+        vectors: &[Vec<f32>],
+    ) -> Result<(), MemoryError> {
         for (id, text) in docs {
             self.bm25.add(*id, text)?;
         }

@@ -182,7 +182,9 @@ fn run(
     }
     // Every handle is gone: close the open window so nothing said is lost.
     if let Err(e) = manager.save_state() {
-        lock(shared).notices.push(format!("memory save failed: {e}"));
+        lock(shared)
+            .notices
+            .push(format!("memory save failed: {e}"));
     }
 }
 
@@ -208,10 +210,19 @@ mod tests {
         assert!(h.wait_idle(Duration::from_secs(20)));
         let ctx = h.context().unwrap();
         assert_eq!(ctx.query, "where is the blue vase?");
-        assert!(ctx.retrieved[0].memory.content.contains("blue vase"), "{ctx:?}");
+        assert!(
+            ctx.retrieved[0].memory.content.contains("blue vase"),
+            "{ctx:?}"
+        );
         let notices = h.take_notices();
-        assert!(notices.iter().any(|n| n.contains("BM25 alone")), "{notices:?}");
-        assert!(notices.iter().any(|n| n.contains("empty message")), "{notices:?}");
+        assert!(
+            notices.iter().any(|n| n.contains("BM25 alone")),
+            "{notices:?}"
+        );
+        assert!(
+            notices.iter().any(|n| n.contains("empty message")),
+            "{notices:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

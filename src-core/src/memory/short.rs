@@ -34,7 +34,12 @@ impl ShortMemory {
     }
 
     /// Appends a message; the closed window (and its id) when this one filled it.
-    pub fn append(&mut self, role: &str, content: &str, ts_ms: u64) -> (Message, Option<(Vec<Message>, u64)>) {
+    pub fn append(
+        &mut self,
+        role: &str,
+        content: &str,
+        ts_ms: u64,
+    ) -> (Message, Option<(Vec<Message>, u64)>) {
         self.turns += 1;
         let message = Message {
             role: role.to_string(),
@@ -107,7 +112,13 @@ mod tests {
         assert!(s.window.is_empty());
         let (m, _) = s.append("assistant", "d", 4);
         assert_eq!(m.window_id, 1);
-        assert_eq!(s.recent(2).iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["c", "d"]);
+        assert_eq!(
+            s.recent(2)
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>(),
+            ["c", "d"]
+        );
         assert_eq!(transcript(&w), "user: a\nassistant: b\nuser: c");
         let mut again = ShortMemory::new("s1", 3);
         again.restore(s.history.clone());

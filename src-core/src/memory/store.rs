@@ -272,7 +272,11 @@ impl MemoryDb {
 
     /// Stores a memory; its id.
     pub fn add_memory(&mut self, m: &NewMemory) -> Result<u64, MemoryError> {
-        Ok(self.add_memories(std::slice::from_ref(m))?.first().copied().unwrap_or(0))
+        Ok(self
+            .add_memories(std::slice::from_ref(m))?
+            .first()
+            .copied()
+            .unwrap_or(0))
     }
 
     /// Stores many memories in one transaction (imports); their ids.
@@ -478,14 +482,20 @@ mod tests {
             .unwrap();
         }
         let last = db.last_messages("s", 2).unwrap();
-        assert_eq!(last.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["m1", "m2"]);
+        assert_eq!(
+            last.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+            ["m1", "m2"]
+        );
         let a = db.add_memory(&memory("a")).unwrap();
         let b = db.add_memory(&memory("b")).unwrap();
         let c = db.add_memory(&memory("c")).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(3));
         db.touch(&[a]).unwrap();
         assert_eq!(db.evict_over(2).unwrap(), [b]);
-        assert_eq!(db.live().unwrap().iter().map(|m| m.0).collect::<Vec<_>>(), [a, c]);
+        assert_eq!(
+            db.live().unwrap().iter().map(|m| m.0).collect::<Vec<_>>(),
+            [a, c]
+        );
         let s = db.stats().unwrap();
         assert_eq!((s.messages, s.memories, s.archived), (3, 2, 1));
         assert_eq!(db.memory(b).unwrap().map(|m| m.content), Some("b".into()));

@@ -38,10 +38,13 @@ pub fn extractive(window: &[Message]) -> String {
     window
         .iter()
         .filter_map(|m| {
-            let best = sentences(&m.content).into_iter().enumerate().max_by(|a, b| {
-                let score = |s: &str| words(s).iter().filter(|w| all.contains(*w)).count();
-                score(a.1).cmp(&score(b.1)).then(b.0.cmp(&a.0))
-            })?;
+            let best = sentences(&m.content)
+                .into_iter()
+                .enumerate()
+                .max_by(|a, b| {
+                    let score = |s: &str| words(s).iter().filter(|w| all.contains(*w)).count();
+                    score(a.1).cmp(&score(b.1)).then(b.0.cmp(&a.0))
+                })?;
             let s: String = best.1.chars().take(SENTENCE_CHARS).collect();
             Some(format!("{}: {s}", speaker(&m.role)))
         })
@@ -146,7 +149,9 @@ pub fn summarise(window: &[Message], transcript: &str, model: Option<&ModelHelpe
     let (summary, by) = match model.map(|m| (m, m.summarize(transcript))) {
         Some((m, Ok(s))) => (s, format!("model:{}", m.model())),
         Some((_, Err(e))) => {
-            notices.push(format!("summary model failed ({e}): extractive summary used"));
+            notices.push(format!(
+                "summary model failed ({e}): extractive summary used"
+            ));
             (extractive(window), "extractive".to_string())
         }
         None => (extractive(window), "extractive".to_string()),
@@ -174,8 +179,14 @@ mod tests {
     #[test]
     fn memory_extractive_summary_keeps_the_central_sentence() {
         let w = [
-            Message::said("user", "Hi there. Please water the balcony plants every morning."),
-            Message::said("assistant", "Sure. I will water the balcony plants at 8 every morning."),
+            Message::said(
+                "user",
+                "Hi there. Please water the balcony plants every morning.",
+            ),
+            Message::said(
+                "assistant",
+                "Sure. I will water the balcony plants at 8 every morning.",
+            ),
             Message::said("user", "谢谢。"),
         ];
         let s = extractive(&w);

@@ -29,9 +29,9 @@ const STOP_EN: &[&str] = &[
 ];
 
 const STOP_ZH: &[&str] = &[
-    "的", "了", "吗", "呢", "吧", "啊", "是", "在", "我", "你", "他", "她", "它", "们", "和",
-    "就", "都", "也", "还", "把", "被", "这", "那", "一个", "有", "要", "请", "一下", "什么",
-    "怎么", "么", "过", "着", "得", "地", "会", "能", "说",
+    "的", "了", "吗", "呢", "吧", "啊", "是", "在", "我", "你", "他", "她", "它", "们", "和", "就",
+    "都", "也", "还", "把", "被", "这", "那", "一个", "有", "要", "请", "一下", "什么", "怎么",
+    "么", "过", "着", "得", "地", "会", "能", "说",
 ];
 
 /// Whether `term` (already lower-cased) carries no meaning for retrieval.
@@ -48,7 +48,11 @@ fn fold(word: String) -> String {
     if let Some(stem) = word.strip_suffix("ies") {
         return format!("{stem}y");
     }
-    if word.ends_with("sses") || word.ends_with("ches") || word.ends_with("shes") || word.ends_with("xes") {
+    if word.ends_with("sses")
+        || word.ends_with("ches")
+        || word.ends_with("shes")
+        || word.ends_with("xes")
+    {
         return word[..word.len() - 2].to_string();
     }
     match word.strip_suffix('s') {
