@@ -354,6 +354,33 @@ say = "go to the kitchen"
         .map(|r| serde_json::to_string(&r.body).unwrap())
         .find(|b| b.contains("Observation"))
         .unwrap();
+    // What the operator said and what the robot said became messages of the run's session.
+    let db = robobrain_core::memory::store::MemoryDb::open(&mem.join("memory.db")).unwrap();
+    let spoken: Vec<String> = events
+        .iter()
+        .filter(|e| e["kind"] == "speech")
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    let mut kept = Vec::new();
+    for _ in 0..200 {
+        kept = db.last_messages("run", 100).unwrap();
+        if kept.len() >= 2 + spoken.len() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        kept.iter()
+            .any(|m| m.role == "user" && m.content == "go to the kitchen"),
+        "{kept:?}"
+    );
+    for line in &spoken {
+        assert!(
+            kept.iter()
+                .any(|m| m.role == "assistant" && &m.content == line),
+            "{line} not kept: {kept:?}"
+        );
+    }
     assert!(
         decide.contains("Relevant memories") && decide.contains("kitchen door sticks"),
         "{decide}"

@@ -1,6 +1,11 @@
-//! The memory vectors: one unit vector per memory, kept in RAM and searched
-//! exhaustively (exact cosine, no approximation), persisted in
+//! The memory vectors: one unit vector per memory, kept in RAM, persisted in
 //! `vectors.bin` beside the database so a restart never re-embeds.
+//!
+//! Search is exhaustive and ends exact: every vector also has an 8-bit copy
+//! (scaled per vector to ±127), a pass over those codes (a quarter of the
+//! bytes of the floats) picks the best `max(8n, 256)` candidates, and their
+//! cosines are then computed in full precision. Below [`PREFILTER_MIN`]
+//! vectors the codes are skipped and every cosine is exact.
 //!
 //! File format: `RBVEC1\n`, the model fingerprint (u32 length + UTF-8), the
 //! width (u32), then records of `id: u64` + `width × f32`, little-endian.
@@ -16,6 +21,9 @@ use super::MemoryError;
 
 const MAGIC: &[u8] = b"RBVEC1\n";
 
+/// Vectors from which the 8-bit pre-filter is used.
+pub const PREFILTER_MIN: usize = 4096;
+
 /// Vectors by memory id.
 #[derive(Debug, Clone)]
 pub struct DenseIndex {
@@ -24,6 +32,10 @@ pub struct DenseIndex {
     ids: Vec<u64>,
     /// `ids.len() × dim`, row by row.
     data: Vec<f32>,
+    /// The same rows in 8 bits (`round(x × 127 / max |x|)`).
+    codes: Vec<i8>,
+    /// Per row: `max |x| / 127`, to scale a code dot product back.
+    scales: Vec<f32>,
     row: HashMap<u64, usize>,
 }
 
@@ -49,6 +61,8 @@ impl DenseIndex {
             fingerprint: fingerprint.to_string(),
             ids: Vec::new(),
             data: Vec::new(),
+            codes: Vec::new(),
+            scales: Vec::new(),
             row: HashMap::new(),
         }
     }
@@ -85,13 +99,18 @@ impl DenseIndex {
         if v.len() != self.dim {
             return;
         }
+        let (codes, scale) = quantize(v);
         if let Some(&r) = self.row.get(&id) {
             self.data[r * self.dim..(r + 1) * self.dim].copy_from_slice(v);
+            self.codes[r * self.dim..(r + 1) * self.dim].copy_from_slice(&codes);
+            self.scales[r] = scale;
             return;
         }
         self.row.insert(id, self.ids.len());
         self.ids.push(id);
         self.data.extend_from_slice(v);
+        self.codes.extend_from_slice(&codes);
+        self.scales.push(scale);
     }
 
     /// Drops the vector of `id`; whether it was there.
@@ -105,10 +124,15 @@ impl DenseIndex {
             self.ids.swap(r, last);
             let (head, tail) = self.data.split_at_mut(last * self.dim);
             head[r * self.dim..(r + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
+            let (head, tail) = self.codes.split_at_mut(last * self.dim);
+            head[r * self.dim..(r + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
+            self.scales[r] = self.scales[last];
             self.row.insert(moved, r);
         }
         self.ids.pop();
         self.data.truncate(last * self.dim);
+        self.codes.truncate(last * self.dim);
+        self.scales.pop();
         true
     }
 
@@ -117,24 +141,35 @@ impl DenseIndex {
         self.vector(id).map(|v| dot(query, v))
     }
 
-    /// The `n` nearest ids to `query` with their cosines, best first.
+    /// The `n` nearest ids to `query` with their exact cosines, best first.
     pub fn search(&self, query: &[f32], n: usize) -> Vec<(u64, f32)> {
         if n == 0 || query.len() != self.dim {
             return Vec::new();
         }
-        // A bounded min-heap of the best n.
-        let mut best: std::collections::BinaryHeap<std::cmp::Reverse<(Ordered, u64)>> =
-            std::collections::BinaryHeap::with_capacity(n + 1);
-        for (r, v) in self.data.chunks_exact(self.dim).enumerate() {
-            let s = dot(query, v);
-            if best.len() < n {
-                best.push(std::cmp::Reverse((Ordered(s), self.ids[r])));
-            } else if best.peek().is_some_and(|w| s > w.0.0.0) {
-                best.pop();
-                best.push(std::cmp::Reverse((Ordered(s), self.ids[r])));
-            }
-        }
-        let mut out: Vec<(u64, f32)> = best.into_iter().map(|r| (r.0.1, r.0.0.0)).collect();
+        let rows: Vec<(usize, f32)> = if self.ids.len() < PREFILTER_MIN {
+            self.data
+                .chunks_exact(self.dim)
+                .enumerate()
+                .map(|(r, v)| (r, dot(query, v)))
+                .collect()
+        } else {
+            let (q, _) = quantize(query);
+            let approx = best_of(
+                self.codes
+                    .chunks_exact(self.dim)
+                    .enumerate()
+                    .map(|(r, c)| (r, dot_i8(&q, c) as f32 * self.scales[r])),
+                (8 * n).max(256),
+            );
+            approx
+                .into_iter()
+                .map(|(r, _)| (r, dot(query, &self.data[r * self.dim..(r + 1) * self.dim])))
+                .collect()
+        };
+        let mut out: Vec<(u64, f32)> = best_of(rows.into_iter(), n)
+            .into_iter()
+            .map(|(r, s)| (self.ids[r], s))
+            .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         out
     }
@@ -236,6 +271,54 @@ impl DenseIndex {
     }
 }
 
+/// The best `n` (row, score) pairs, in no particular order (a bounded min-heap).
+fn best_of(scores: impl Iterator<Item = (usize, f32)>, n: usize) -> Vec<(usize, f32)> {
+    let mut best: std::collections::BinaryHeap<std::cmp::Reverse<(Ordered, usize)>> =
+        std::collections::BinaryHeap::with_capacity(n + 1);
+    for (r, s) in scores {
+        if best.len() < n {
+            best.push(std::cmp::Reverse((Ordered(s), r)));
+        } else if best.peek().is_some_and(|w| s > w.0.0.0) {
+            best.pop();
+            best.push(std::cmp::Reverse((Ordered(s), r)));
+        }
+    }
+    best.into_iter().map(|r| (r.0.1, r.0.0.0)).collect()
+}
+
+/// `v` in 8 bits, scaled so its largest component is ±127, and the factor back.
+fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 {
+        return (vec![0; v.len()], 0.0);
+    }
+    let k = 127.0 / max;
+    (
+        v.iter()
+            .map(|x| (x * k).round().clamp(-127.0, 127.0) as i8)
+            .collect(),
+        max / 127.0,
+    )
+}
+
+/// Dot product of two code rows (i32 sums in 16 lanes; the compiler vectorises it).
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    let mut acc = [0i32; 16];
+    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
+    let tail: i32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..16 {
+            acc[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    acc.iter().sum::<i32>() + tail
+}
+
 fn take_u32(b: &[u8]) -> Option<(u32, &[u8])> {
     let (n, rest) = b.split_at_checked(4)?;
     Some((u32::from_le_bytes(n.try_into().ok()?), rest))
@@ -315,6 +398,33 @@ mod tests {
         );
         assert_eq!(ix.search(&unit(1.0, 0.0), 10).len(), 3);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn memory_dense_prefilter_keeps_the_exact_best() {
+        let mut ix = DenseIndex::new(8, "t");
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let mut rows = Vec::new();
+        for id in 0..(PREFILTER_MIN as u64 + 500) {
+            let v: Vec<f32> = (0..8).map(|_| next()).collect();
+            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let v: Vec<f32> = v.iter().map(|x| x / n).collect();
+            ix.insert(id, &v);
+            rows.push((id, v));
+        }
+        let q = rows[42].1.clone();
+        let mut exact: Vec<(u64, f32)> = rows.iter().map(|(id, v)| (*id, dot(&q, v))).collect();
+        exact.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let got = ix.search(&q, 10);
+        assert_eq!(
+            got.iter().map(|h| h.0).collect::<Vec<_>>(),
+            exact[..10].iter().map(|h| h.0).collect::<Vec<_>>()
+        );
+        assert_eq!(got[0], (42, exact[0].1));
     }
 
     #[test]

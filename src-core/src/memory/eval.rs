@@ -439,9 +439,9 @@ mod tests {
         let ranked = [r(&["x", "a", "y"], 1.0), r(&far, 3.0)];
         let (h5, h10, rec, micro, mrr, lat) = score(&queries, &ranked, 10);
         assert_eq!((h5, h10), (0.5, 1.0));
-        assert_eq!(rec, (0.5 + 1.0) / 2.0);
+        assert_eq!(rec, f64::midpoint(0.5, 1.0));
         assert_eq!(micro, 2.0 / 3.0);
-        assert!((mrr - (0.5 + 1.0 / 7.0) / 2.0).abs() < 1e-12);
+        assert!((mrr - f64::midpoint(0.5, 1.0 / 7.0)).abs() < 1e-12);
         assert_eq!((lat.p50, lat.p99), (1.0, 3.0));
         assert_eq!(percentile(&[5.0, 1.0, 3.0, 2.0], 50.0), 2.0);
     }

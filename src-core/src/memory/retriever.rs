@@ -91,17 +91,16 @@ impl HybridRetriever {
                 None
             }
         };
-        let bm25 = match bm25 {
-            Some(ix) => ix,
-            None => {
-                let _ = std::fs::remove_dir_all(&bm25_dir);
-                let mut ix = Bm25Index::open_or_create(&bm25_dir)?;
-                for (id, text) in live {
-                    ix.add(*id, text)?;
-                }
-                ix.commit()?;
-                ix
+        let bm25 = if let Some(ix) = bm25 {
+            ix
+        } else {
+            let _ = std::fs::remove_dir_all(&bm25_dir);
+            let mut ix = Bm25Index::open_or_create(&bm25_dir)?;
+            for (id, text) in live {
+                ix.add(*id, text)?;
             }
+            ix.commit()?;
+            ix
         };
         let (embedder, no_dense) = split(embedder);
         let mut this = Self {

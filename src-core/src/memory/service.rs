@@ -138,7 +138,7 @@ fn run(
             s.pending = 0;
             drop(s);
             // Keep draining so senders never pile up.
-            for _ in rx.iter() {
+            for _ in rx {
                 lock(shared).pending = 0;
             }
             return;
@@ -156,7 +156,7 @@ fn run(
         }
     };
     publish(&mut manager, &query, &retrieved);
-    for job in rx.iter() {
+    for job in rx {
         match job {
             Job::Message { role, content } => {
                 match manager.add_message(&role, &content) {
