@@ -12,6 +12,8 @@ cargo bench -q -p robobrain-core --bench latency
 
 echo "== whole-run: the home's three-track path (first template vs a model summary at 800 ms)"
 cargo bench -q -p robobrain-core --bench home
+echo "== memory: retrieval at 10k/100k beside rank_bm25, quality on the eval set"
+scripts/bench_memory.sh
 
 echo "== whole-run: robobrain demo (release)"
 cargo build -q --release --bin robobrain

@@ -10,6 +10,7 @@ mod console;
 mod durable;
 mod llm;
 mod mcp;
+mod memory;
 mod support;
 mod web;
 

@@ -99,6 +99,12 @@ pub trait Brain: Send {
         let _ = events;
     }
 
+    /// Gives the brain the run's memory, whose context it may put into its
+    /// input (the model brain does; the others ignore it).
+    fn use_memory(&mut self, memory: crate::memory::MemoryHandle) {
+        let _ = memory;
+    }
+
     /// Notified when a pending decision has news (a token, the answer), so
     /// an async driver can poll at once rather than at its next tick.
     fn waker(&self) -> Option<Arc<tokio::sync::Notify>> {

@@ -315,6 +315,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// The smart home (`[home]`).
     pub home: HomeConfig,
+    /// Memory (`[memory]`): windows, summaries, retrieval, preferences.
+    pub memory: crate::memory::MemoryConfig,
 }
 
 impl Default for Config {
@@ -335,6 +337,7 @@ impl Default for Config {
             alert: AlertConfig::default(),
             mcp: McpConfig::default(),
             home: HomeConfig::default(),
+            memory: crate::memory::MemoryConfig::default(),
         }
     }
 }
@@ -429,6 +432,7 @@ impl Config {
         if let Some(v) = get("ROBOBRAIN_ALERT_WEBHOOK") {
             self.alert.webhook = Some(v).filter(|v| !v.trim().is_empty());
         }
+        self.memory.apply_env(&get);
         self.llm
             .apply_env(&get)
             .map_err(|(name, message)| ConfigError::Env { name, message })?;
@@ -444,6 +448,9 @@ impl Config {
                 "skills.camera",
                 "expected \"sim\": this robobrain was built without the `camera` feature (cargo build --features robobrain-core/camera)".into(),
             );
+        }
+        if let Some((key, problem)) = self.memory.problem() {
+            return err(key, problem);
         }
         if let Some(i) = self.patrol.interval_s
             && !(i.is_finite() && i > 0.0)

@@ -141,6 +141,8 @@ pub struct Engine {
     /// With `[home] summary = "model"`: the model that writes turn summaries,
     /// and the turns waiting for one (request id → forged results).
     summarizer: Option<home::Summarizer>,
+    /// The run's memory (what was said), when attached.
+    memory: Option<crate::memory::MemoryHandle>,
 }
 
 impl Engine {
@@ -198,6 +200,7 @@ impl Engine {
             reconciling: BTreeMap::new(),
             home,
             summarizer: home::Summarizer::for_config(config),
+            memory: None,
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         if let Some(why) = engine.speaker.notice().map(str::to_string) {
@@ -220,6 +223,17 @@ impl Engine {
     /// Replaces the brain (the rule brain is the default).
     pub fn set_brain(&mut self, brain: Box<dyn Brain>) {
         self.brain = brain;
+        if let Some(memory) = &self.memory {
+            self.brain.use_memory(memory.clone());
+        }
+    }
+
+    /// Attaches the run's memory: the operator's utterances and the robot's
+    /// speech become messages (handed to the memory thread, never waited
+    /// for) and the brain may use the memory's context.
+    pub fn set_memory(&mut self, memory: crate::memory::MemoryHandle) {
+        self.brain.use_memory(memory.clone());
+        self.memory = Some(memory);
     }
 
     /// Adds a `log` event (for drivers: which brain runs and why, say).
@@ -355,6 +369,12 @@ impl Engine {
     fn brain_notes(&mut self) {
         let mut notes = Vec::new();
         self.brain.take_events(&mut notes);
+        if let Some(memory) = &self.memory {
+            notes.extend(memory.take_notices().into_iter().map(|n| EventKind::Log {
+                level: "info".into(),
+                message: format!("memory: {n}"),
+            }));
+        }
         for kind in notes {
             self.emit(kind);
         }
@@ -489,6 +509,9 @@ impl Engine {
     }
 
     fn emit(&mut self, kind: EventKind) {
+        if let (Some(memory), EventKind::Speech { text, .. }) = (&self.memory, &kind) {
+            memory.add_message("assistant", text);
+        }
         self.state.seq += 1;
         self.outbox.push(Event {
             seq: self.state.seq,

@@ -25,6 +25,7 @@
 //! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
+//! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
 
 pub mod audio;
 pub mod brain;
@@ -39,6 +40,7 @@ pub mod link;
 pub mod llm;
 pub mod mapview;
 pub mod mcp;
+pub mod memory;
 pub mod offload;
 pub mod perception;
 pub mod policy;

@@ -766,6 +766,22 @@ pub enum EventKind {
     },
     /// One model call ended: its usage and latency, kept for the audit.
     LlmCall(Box<LlmCallView>),
+    /// Memory put into a model decision's input (explainable retrieval):
+    /// what was searched for and each memory used, with its scores and why.
+    Memory {
+        /// What was searched for (the operator's last utterance).
+        query: String,
+        /// Retrieval mode (`bm25`, `dense`, `hybrid`).
+        mode: String,
+        /// The memories used, best first.
+        used: Vec<crate::memory::context::MemoryUse>,
+        /// Estimated tokens of the memory section.
+        tokens: usize,
+        /// The section's token budget.
+        budget: usize,
+        /// Items (turns, memories, summaries) left out for the budget.
+        dropped: usize,
+    },
     /// A note for the log.
     Log {
         /// `info`, `warn` or `debug`.
@@ -803,6 +819,7 @@ impl EventKind {
             Self::Device { .. } => "device",
             Self::Token { .. } => "token",
             Self::LlmCall(_) => "llm_call",
+            Self::Memory { .. } => "memory",
             Self::Log { .. } => "log",
             Self::Error { .. } => "error",
         }

@@ -131,6 +131,8 @@ pub enum Cmd {
     /// Runs a Home Assistant assist dataset (homes, sentences, expected
     /// changes) through the rule path: pass rate per category and overall.
     Assist(crate::assist::Args),
+    /// Memory: search, stats, eval, preferences (`robobrain memory --help`).
+    Memory(crate::memorycli::Args),
     /// A self-contained HTML report of a run's JSONL event log: the map with
     /// the trajectory, battery, mode and activity over time, decisions,
     /// approvals, incidents.
@@ -214,6 +216,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
         Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
         Some(Cmd::Assist(args)) => crate::assist::run(&args),
+        Some(Cmd::Memory(args)) => crate::memorycli::run(&config, &args),
     }
 }
 
@@ -252,6 +255,7 @@ pub fn served_session(
     let brain_config = config.clone();
     let mut session = robobrain_tui::session::open(config, prefix, log, durable)?;
     use_configured_brain(&mut session.engine, &brain_config)?;
+    attach_memory(&mut session.engine, &brain_config, &session.thread_id)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -266,6 +270,24 @@ pub fn use_configured_brain(engine: &mut Engine, config: &Config) -> Result<()> 
     let (brain, why) = brain::from_config(config).context("the model brain")?;
     engine.set_brain(brain);
     engine.log("info", &why);
+    Ok(())
+}
+
+/// Gives an interactive run (`headless`, `serve`, `mcp`) its memory when
+/// `[memory] enabled`: what is said is remembered under the thread id
+/// `session`, and the model brain's input gets the memory's context. The
+/// memory opens on its own thread; how that went arrives as `log` events.
+pub fn attach_memory(engine: &mut Engine, config: &Config, session: &str) -> Result<()> {
+    if config.memory.enabled {
+        let memory = robobrain_core::memory::MemoryHandle::spawn(
+            &config.memory,
+            &config.runs_dir,
+            &config.llm,
+            session,
+        )
+        .context("memory")?;
+        engine.set_memory(memory);
+    }
     Ok(())
 }
 

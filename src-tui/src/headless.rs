@@ -74,6 +74,7 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
     let brain_config = config.clone();
     let mut session = session::open(config, "run", args.log.as_deref(), durable)?;
     crate::cli::use_configured_brain(&mut session.engine, &brain_config)?;
+    crate::cli::attach_memory(&mut session.engine, &brain_config, &session.thread_id)?;
     // The configured MCP services' workers run on this runtime's thread,
     // beside the kernel's, in lockstep runs too.
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -7,6 +7,7 @@ mod audit;
 mod cli;
 mod headless;
 mod mcpserve;
+mod memorycli;
 mod pretty;
 mod serve;
 mod simserve;

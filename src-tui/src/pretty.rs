@@ -293,6 +293,23 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
                 ),
             )
         }
+        EventKind::Memory {
+            used,
+            tokens,
+            budget,
+            ..
+        } => (
+            "MEMORY",
+            DIM,
+            format!(
+                "{} memor{} in the model's input ({tokens}/{budget} tokens){}",
+                used.len(),
+                if used.len() == 1 { "y" } else { "ies" },
+                used.first()
+                    .map(|u| format!(": #{} {:.2} — {}", u.id, u.score, u.why))
+                    .unwrap_or_default()
+            ),
+        ),
         EventKind::Log { level, message } => match level.as_str() {
             "debug" => return None,
             "warn" => ("LOG", YELLOW, format!("warn: {message}")),

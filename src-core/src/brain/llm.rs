@@ -69,6 +69,8 @@ pub struct LlmBrain {
     failures: u32,
     cooldown_until: Option<f64>,
     keep_alive: Option<Box<dyn Send>>,
+    /// The run's memory, whose context goes into each decision's input.
+    memory: Option<crate::memory::MemoryHandle>,
 }
 
 fn log(level: &str, message: String) -> EventKind {
@@ -103,6 +105,7 @@ impl LlmBrain {
             failures: 0,
             cooldown_until: None,
             keep_alive: None,
+            memory: None,
         })
     }
 
@@ -157,7 +160,32 @@ impl LlmBrain {
         .map_err(|e| e.to_string())
     }
 
-    fn first_messages(&self, obs: &Observation) -> Result<Vec<Value>, String> {
+    /// The memory section of a decision's input (within the memory's token
+    /// budget), and a `memory` event saying what was used and why.
+    fn memory_section(&mut self) -> String {
+        let Some(memory) = &self.memory else {
+            return String::new();
+        };
+        let Some(ctx) = memory.context() else {
+            return String::new();
+        };
+        let budget = memory.token_budget();
+        let rendered = crate::memory::context::render(&ctx, budget);
+        if !rendered.text.is_empty() {
+            self.notes.push(EventKind::Memory {
+                query: ctx.query.clone(),
+                mode: ctx.mode.clone(),
+                used: rendered.used,
+                tokens: rendered.tokens,
+                budget,
+                dropped: rendered.dropped,
+            });
+        }
+        rendered.text
+    }
+
+    fn first_messages(&mut self, obs: &Observation) -> Result<Vec<Value>, String> {
+        let memory = self.memory_section();
         let functions = self.skills.as_ref().map_or("", |s| s.functions.as_str());
         let instructions = self.output_instructions()?;
         let system = self
@@ -174,7 +202,10 @@ impl LlmBrain {
             .prompts
             .render(
                 "decide_user.txt",
-                &[("observation", &request::observation_text(obs))],
+                &[
+                    ("memory", &memory),
+                    ("observation", &request::observation_text(obs)),
+                ],
             )
             .map_err(|e| e.to_string())?;
         Ok(vec![message("system", &system), message("user", &user)])
@@ -576,6 +607,10 @@ impl Brain for LlmBrain {
 
     fn take_events(&mut self, events: &mut Vec<EventKind>) {
         events.append(&mut self.notes);
+    }
+
+    fn use_memory(&mut self, memory: crate::memory::MemoryHandle) {
+        self.memory = Some(memory);
     }
 
     fn waker(&self) -> Option<Arc<tokio::sync::Notify>> {

@@ -17,6 +17,9 @@ impl Engine {
         self.node(Node::HciIngress);
         match command {
             Command::Say { text } => {
+                if let Some(memory) = &self.memory {
+                    memory.add_message("user", &text);
+                }
                 self.hush("the operator spoke");
                 self.say(&text);
             }

@@ -72,17 +72,27 @@ const BUILTIN: &[(&str, &str)] = &[
         "watch.txt",
         include_str!("../../../assets/prompts/watch.txt"),
     ),
+    (
+        "memory_summary.txt",
+        include_str!("../../../assets/prompts/memory_summary.txt"),
+    ),
+    (
+        "memory_analysis.txt",
+        include_str!("../../../assets/prompts/memory_analysis.txt"),
+    ),
 ];
 
 /// The variables each template may use.
 const VARIABLES: &[(&str, &[&str])] = &[
     ("decide_system.txt", &["skills", "output_instructions"]),
-    ("decide_user.txt", &["observation"]),
+    ("decide_user.txt", &["memory", "observation"]),
     ("repair.txt", &["error", "output_instructions"]),
     ("output_tools.txt", &[]),
     ("output_json.txt", &["decision_schema"]),
     ("intent_system.txt", &["zones"]),
     ("watch.txt", &["zone"]),
+    ("memory_summary.txt", &["conversation"]),
+    ("memory_analysis.txt", &["text"]),
 ];
 
 /// The loaded templates, checked.
@@ -212,7 +222,7 @@ mod tests {
         let e = Prompts::load(Some(&dir)).unwrap_err().to_string();
         assert_eq!(
             e,
-            "prompt template decide_user.txt: unknown variable `{obsrvation}`; expected one of {observation}"
+            "prompt template decide_user.txt: unknown variable `{obsrvation}`; expected one of {memory}, {observation}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

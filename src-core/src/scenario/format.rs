@@ -40,6 +40,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "device",
     "token",
     "llm_call",
+    "memory",
     "log",
     "error",
 ];
@@ -1030,7 +1031,7 @@ battery = [10, 100]
         );
         assert_eq!(
             p("[[step]]\non = { kind = \"skil\" }\nstop = true\n").unwrap_err(),
-            "s.toml:2:15: `step[1].on.kind`: expected an event kind (one of snapshot, update, intent, decision, guardrail, mode, activity, task, skill, approval, alert, speech, telemetry, fault, device, token, llm_call, log, error), found \"skil\""
+            "s.toml:2:15: `step[1].on.kind`: expected an event kind (one of snapshot, update, intent, decision, guardrail, mode, activity, task, skill, approval, alert, speech, telemetry, fault, device, token, llm_call, memory, log, error), found \"skil\""
         );
         assert_eq!(
             p("[[step]]\nsay = \"x\"\n").unwrap_err(),
