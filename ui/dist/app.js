@@ -264,6 +264,10 @@
         return `${str(e.verdict)}: ${str(e.reason)}`;
       case "intent":
         return `${str(e.utterance)} → ${str(e.intent)}`;
+      case "memory": {
+        const used = e.used ?? [];
+        return `${used.length} ${used.length === 1 ? "memory" : "memories"} for “${str(e.query)}” (${str(e.mode)}, ${str(e.tokens)}/${str(e.budget)} tokens${Number(e.dropped) ? `, ${str(e.dropped)} left out` : ""})`;
+      }
       case "device":
         return `${str(e.device)}${e.online === false ? " (offline)" : ""}: ${JSON.stringify(e.state ?? {}).slice(0, 120)} — ${str(e.reason)}`;
       case "telemetry":
@@ -368,9 +372,12 @@
         }
         break;
       }
-      case "memory":
-        push(s.memory, { seq: e.seq, time: e.time, text: describe(e) }, KEEP);
+      case "memory": {
+        const used = e.used ?? [];
+        const lines = used.map((u) => `#${u.id} ${u.score.toFixed(2)}${u.bm25 !== void 0 ? ` bm25 ${u.bm25.toFixed(2)}` : ""}${u.dense !== void 0 ? ` cos ${u.dense.toFixed(2)}` : ""}: ${u.text} — ${u.why}`);
+        push(s.memory, { seq: e.seq, time: e.time, text: describe(e), extra: lines.join("\n") }, KEEP);
         break;
+      }
       case "skill":
         if (snap) {
           const goal = e.goal_id;
@@ -534,7 +541,7 @@
     const alerts = [...s.alerts.values()].reverse().slice(0, 6);
     set("alerts", alerts.map((a) => `<li class="alert st-${esc(a.status)}"><b>${esc(a.id)}</b> ${esc(a.kinds.join(", "))} in ${esc(a.zone)} — ${esc(a.status)}${a.acknowledged_by ? ` by ${esc(a.acknowledged_by)}` : ""}${a.status === "open" && s.role === "operator" ? ` <button data-ack="${esc(a.id)}">acknowledge</button>` : ""}</li>`).join("") || `<li class="muted">no alerts</li>`);
     set("devices", [...s.devices.entries()].map(([id, d]) => `<li class="device${d.online === false ? " offline" : ""}" data-device="${esc(id)}"><b>${esc(id)}</b>${d.room ? ` <span class="muted">${esc(d.room)}</span>` : ""}${d.online === false ? ` <span class="st">offline</span>` : ""} <span class="muted">${esc(JSON.stringify(d.state ?? {}).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no devices</li>`);
-    set("memory", s.memory.slice(-10).reverse().map((m) => `<li>${esc(m.text)}</li>`).join("") || `<li class="muted">no memory events</li>`);
+    set("memory", s.memory.slice(-10).reverse().map((m) => `<li><span class="time">${t(m.time)}</span> ${esc(m.text)}${m.extra ? `<ul class="used">${m.extra.split("\n").map((u) => `<li class="muted">${esc(u)}</li>`).join("")}</ul>` : ""}</li>`).join("") || `<li class="muted">no memory used yet</li>`);
     const approvals = [...s.approvals.values()];
     set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
     $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";

@@ -21,6 +21,8 @@ export interface TaskView { id: string; title: string; kind: string; priority: s
 export interface ApprovalView { approval_id: string; task_id: string; op: Op; reason: string; risk?: string }
 /** One smart-home device as the page knows it (snapshot `devices`, `device` events). */
 export interface DeviceView { state?: Record<string, unknown>; online?: boolean; room?: string; reason?: string }
+/** One memory a model decision was given (`memory` events): its scores and why. */
+export interface MemoryUse { id: number; score: number; bm25?: number; dense?: number; text: string; why: string }
 export interface Incident { zone: string; kind: string }
 export interface IncidentRecord { id: string; time: number; zone: string; kinds: string[]; description: string; status: string; acknowledged_by?: string | null }
 

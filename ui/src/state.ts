@@ -1,7 +1,7 @@
 // The page's state, built only from what the server sends: a pure reducer,
 // so a live run and a replayed log paint the same way.
 
-import type { ApprovalView, DeviceView, IncidentRecord, MapView, Point, RbEvent, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
+import type { ApprovalView, DeviceView, IncidentRecord, MemoryUse, MapView, Point, RbEvent, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
 
 export interface DecisionEntry { seq: number; time: number; type: string; reason: string; brain: string; task: string; ops: string }
 export interface LineEntry { seq: number; time: number; text: string; extra?: string }
@@ -92,6 +92,10 @@ export function describe(e: RbEvent): string {
       return `${str(e.verdict)}: ${str(e.reason)}`;
     case "intent":
       return `${str(e.utterance)} → ${str(e.intent)}`;
+    case "memory": {
+      const used = (e.used as MemoryUse[] | undefined) ?? [];
+      return `${used.length} ${used.length === 1 ? "memory" : "memories"} for “${str(e.query)}” (${str(e.mode)}, ${str(e.tokens)}/${str(e.budget)} tokens${Number(e.dropped) ? `, ${str(e.dropped)} left out` : ""})`;
+    }
     case "device":
       return `${str(e.device)}${e.online === false ? " (offline)" : ""}: ${JSON.stringify(e.state ?? {}).slice(0, 120)} — ${str(e.reason)}`;
     case "telemetry":
@@ -198,9 +202,12 @@ function applyEvent(s: ViewState, e: RbEvent): void {
       }
       break;
     }
-    case "memory":
-      push(s.memory, { seq: e.seq, time: e.time, text: describe(e) }, KEEP);
+    case "memory": {
+      const used = (e.used as MemoryUse[] | undefined) ?? [];
+      const lines = used.map((u) => `#${u.id} ${u.score.toFixed(2)}${u.bm25 !== undefined ? ` bm25 ${u.bm25.toFixed(2)}` : ""}${u.dense !== undefined ? ` cos ${u.dense.toFixed(2)}` : ""}: ${u.text} — ${u.why}`);
+      push(s.memory, { seq: e.seq, time: e.time, text: describe(e), extra: lines.join("\n") }, KEEP);
       break;
+    }
     case "skill":
       if (snap) {
         const goal = e.goal_id as string;

@@ -57,7 +57,7 @@ export function renderPanels(s: ViewState, filter: LogFilter): void {
   set("alerts", alerts.map((a) => `<li class="alert st-${esc(a.status)}"><b>${esc(a.id)}</b> ${esc(a.kinds.join(", "))} in ${esc(a.zone)} — ${esc(a.status)}${a.acknowledged_by ? ` by ${esc(a.acknowledged_by)}` : ""}${a.status === "open" && s.role === "operator" ? ` <button data-ack="${esc(a.id)}">acknowledge</button>` : ""}</li>`).join("") || `<li class="muted">no alerts</li>`);
 
   set("devices", [...s.devices.entries()].map(([id, d]) => `<li class="device${d.online === false ? " offline" : ""}" data-device="${esc(id)}"><b>${esc(id)}</b>${d.room ? ` <span class="muted">${esc(d.room)}</span>` : ""}${d.online === false ? ` <span class="st">offline</span>` : ""} <span class="muted">${esc(JSON.stringify(d.state ?? {}).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no devices</li>`);
-  set("memory", s.memory.slice(-10).reverse().map((m) => `<li>${esc(m.text)}</li>`).join("") || `<li class="muted">no memory events</li>`);
+  set("memory", s.memory.slice(-10).reverse().map((m) => `<li><span class="time">${t(m.time)}</span> ${esc(m.text)}${m.extra ? `<ul class="used">${m.extra.split("\n").map((u) => `<li class="muted">${esc(u)}</li>`).join("")}</ul>` : ""}</li>`).join("") || `<li class="muted">no memory used yet</li>`);
 
   const approvals = [...s.approvals.values()];
   set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);

@@ -73,6 +73,14 @@ test("devices come from the snapshot and follow their events", () => {
   assert.equal(s.devices.get("kettle_plug")?.online, false, "an offline report marks it offline");
 });
 
+test("a memory event lists what was used, with scores and why", () => {
+  const s = empty();
+  apply(s, { type: "snapshot", snapshot: structuredClone(snapshot) });
+  apply(s, { type: "event", event: ev(4, "memory", { query: "厨房的灯", mode: "hybrid", tokens: 40, budget: 600, dropped: 0, used: [{ id: 7, score: 0.91, bm25: 3.2, dense: 0.71, text: "the kitchen light flickers", why: "matched 厨房, 灯" }] }) });
+  assert.equal(s.memory[0].text, "1 memory for “厨房的灯” (hybrid, 40/600 tokens)");
+  assert.equal(s.memory[0].extra, "#7 0.91 bm25 3.20 cos 0.71: the kitchen light flickers — matched 厨房, 灯");
+});
+
 test("a viewer's refusal is shown", () => {
   const s = empty();
   apply(s, { type: "refused", reason: "read-only" });
