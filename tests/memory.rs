@@ -386,3 +386,37 @@ say = "go to the kitchen"
         "{decide}"
     );
 }
+
+#[test]
+fn what_the_home_refers_to_is_kept_in_memory_session_state() {
+    let dir = temp_dir("memory-home-state");
+    let config = MemoryConfig {
+        dir: Some(dir.join("mem")),
+        model_dir: Some(dir.join("no-model")),
+        ..MemoryConfig::default()
+    };
+    let handle = MemoryHandle::spawn(&config, &dir, &LlmConfig::default(), "run").unwrap();
+    let text = r#"
+name = "memory-home-state"
+world = "apartment"
+max_time = 5
+
+[[step]]
+at = 0.5
+say = "打开客厅灯"
+"#;
+    let s = scenario::parse(text, &dir.join("s.toml")).unwrap();
+    let mut engine = scenario::prepare(&s).unwrap();
+    engine.set_memory(handle.clone());
+    let _ = scenario::run(&s, engine, &mut |_, _| {});
+    assert!(handle.wait_idle(Duration::from_secs(30)));
+    let state = handle.context().unwrap().state;
+    assert!(
+        state.contains(&("last_devices".to_string(), "living_room_light".to_string())),
+        "{state:?}"
+    );
+    assert!(
+        state.contains(&("last_room".to_string(), "living_room".to_string())),
+        "{state:?}"
+    );
+}

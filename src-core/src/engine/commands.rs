@@ -61,6 +61,7 @@ impl Engine {
     fn say(&mut self, text: &str) {
         // The home's fast path first: device calls, queries, scenes.
         if self.home_say(text) {
+            self.remember_home_session();
             return;
         }
         // Local first; a brain that understands more gets what the rules
@@ -76,6 +77,23 @@ impl Engine {
             return;
         }
         self.act_on(text, intent, true);
+    }
+
+    /// Keeps what the home's last turn referred to ("it", "there", the
+    /// plan) in memory's session state, where the planner's input shows it.
+    fn remember_home_session(&self) {
+        let Some(memory) = &self.memory else { return };
+        let home = crate::hci::lock(&self.home);
+        let session = &home.session;
+        let kept = [
+            ("last_devices", session.last_devices.join(", ")),
+            ("last_room", session.last_room.clone().unwrap_or_default()),
+            ("last_plan", session.last_plan.clone().unwrap_or_default()),
+        ];
+        // A turn that left one empty keeps the last one known.
+        for (key, value) in kept.iter().filter(|(_, v)| !v.is_empty()) {
+            memory.set_state(key, value);
+        }
     }
 
     /// Utterances the brain has finished recognising: the model's intent, or

@@ -20,6 +20,7 @@ use crate::llm::LlmConfig;
 
 enum Job {
     Message { role: String, content: String },
+    State { key: String, value: String },
 }
 
 #[derive(Default)]
@@ -91,6 +92,23 @@ impl MemoryHandle {
             s.pending -= 1;
             s.notices
                 .push("memory thread has stopped: message not remembered".into());
+        }
+    }
+
+    /// Sets session state `key` (the home's `last_devices`, `last_room`,
+    /// `last_plan`: what "it" and "there" refer to), kept in the memory
+    /// database and shown in the planner's input; never blocks.
+    pub fn set_state(&self, key: &str, value: &str) {
+        lock(&self.shared).pending += 1;
+        let sent = self.tx.send(Job::State {
+            key: key.into(),
+            value: value.into(),
+        });
+        if sent.is_err() {
+            let mut s = lock(&self.shared);
+            s.pending -= 1;
+            s.notices
+                .push("memory thread has stopped: session state not kept".into());
         }
     }
 
@@ -176,6 +194,16 @@ fn run(
                 }
                 publish(&mut manager, &query, &retrieved);
             }
+            Job::State { key, value } => {
+                let session = manager.session().to_string();
+                if let Err(e) = super::prefs::set_state(manager.long().db(), &session, &key, &value)
+                {
+                    lock(shared)
+                        .notices
+                        .push(format!("session state `{key}` not kept: {e}"));
+                }
+                publish(&mut manager, &query, &retrieved);
+            }
         }
         let mut s = lock(shared);
         s.pending = s.pending.saturating_sub(1);
@@ -208,8 +236,14 @@ mod tests {
         h.add_message("user", "where is the blue vase?");
         h.add_message("user", "");
         assert!(h.wait_idle(Duration::from_secs(20)));
+        h.set_state("last_room", "study");
+        assert!(h.wait_idle(Duration::from_secs(20)));
         let ctx = h.context().unwrap();
         assert_eq!(ctx.query, "where is the blue vase?");
+        assert_eq!(
+            ctx.state,
+            vec![("last_room".to_string(), "study".to_string())]
+        );
         assert!(
             ctx.retrieved[0].memory.content.contains("blue vase"),
             "{ctx:?}"
