@@ -159,7 +159,7 @@ fn memory_cli_remembers_across_runs() {
     let out = run(&["prefs", "list"]);
     assert!(
         out.stdout
-            .contains("temperature.bedroom = 26    (set by cli: said so in July)"),
+            .contains("temperature.bedroom = 26 (set by cli: said so in July)"),
         "{}",
         out.stdout
     );

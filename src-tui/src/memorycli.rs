@@ -262,17 +262,7 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
                         );
                     }
                     for p in all {
-                        println!(
-                            "{} = {}    (set by {}{})",
-                            p.key,
-                            p.value,
-                            p.source,
-                            if p.reason.is_empty() {
-                                String::new()
-                            } else {
-                                format!(": {}", p.reason)
-                            }
-                        );
+                        println!("{p}");
                     }
                 }
                 PrefsCmd::Set { key, value, reason } => {

@@ -150,11 +150,7 @@ pub async fn model_summary(
         .chat(summary_request(model, forged), &mut |_| {})
         .await;
     let completion = result.reply?;
-    let text = completion
-        .choices
-        .get(&0)
-        .map(|c| c.content.trim().to_string())
-        .unwrap_or_default();
+    let text = completion.first_text();
     if text.is_empty() {
         return Err(LlmError::BadReply("the summary was empty".into()));
     }

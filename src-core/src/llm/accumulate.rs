@@ -61,6 +61,16 @@ pub struct Completion {
     pub usage: Option<Usage>,
 }
 
+impl Completion {
+    /// Choice 0's text, trimmed (empty when there is none).
+    pub fn first_text(&self) -> String {
+        self.choices
+            .get(&0)
+            .map(|c| c.content.trim().to_string())
+            .unwrap_or_default()
+    }
+}
+
 /// What one chunk added to choice 0, for streaming it out as tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Delta {

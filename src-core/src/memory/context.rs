@@ -143,17 +143,7 @@ pub fn render(ctx: &MemoryContext, budget: usize) -> Rendered {
         .prefs
         .iter()
         .filter_map(|p| {
-            let line = format!(
-                "- {} = {} (set by {}{})",
-                p.key,
-                p.value,
-                p.source,
-                if p.reason.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", p.reason)
-                }
-            );
+            let line = format!("- {p}");
             fits(&line, &mut out).then_some(line)
         })
         .collect();

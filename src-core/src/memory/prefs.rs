@@ -33,6 +33,17 @@ pub struct Pref {
     pub updated_ms: u64,
 }
 
+impl std::fmt::Display for Pref {
+    /// `key = value (set by source: reason)`, as people and the model read it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {} (set by {}", self.key, self.value, self.source)?;
+        if !self.reason.is_empty() {
+            write!(f, ": {}", self.reason)?;
+        }
+        f.write_str(")")
+    }
+}
+
 /// Checks a key: 1–64 characters of `a-z 0-9 _ . -`, starting with a letter.
 pub fn check_key(key: &str) -> Result<(), MemoryError> {
     let ok = !key.is_empty()

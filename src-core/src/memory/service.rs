@@ -82,16 +82,21 @@ impl MemoryHandle {
 
     /// Hands over a message (`user` or `assistant`); never blocks.
     pub fn add_message(&self, role: &str, content: &str) {
-        lock(&self.shared).pending += 1;
-        let sent = self.tx.send(Job::Message {
+        let job = Job::Message {
             role: role.into(),
             content: content.into(),
-        });
-        if sent.is_err() {
+        };
+        self.send(job, "message not remembered");
+    }
+
+    /// Hands `job` to the memory thread, counted until it is handled; a
+    /// stopped thread is a notice saying what was `lost`.
+    fn send(&self, job: Job, lost: &str) {
+        lock(&self.shared).pending += 1;
+        if self.tx.send(job).is_err() {
             let mut s = lock(&self.shared);
             s.pending -= 1;
-            s.notices
-                .push("memory thread has stopped: message not remembered".into());
+            s.notices.push(format!("memory thread has stopped: {lost}"));
         }
     }
 
@@ -99,17 +104,11 @@ impl MemoryHandle {
     /// `last_plan`: what "it" and "there" refer to), kept in the memory
     /// database and shown in the planner's input; never blocks.
     pub fn set_state(&self, key: &str, value: &str) {
-        lock(&self.shared).pending += 1;
-        let sent = self.tx.send(Job::State {
+        let job = Job::State {
             key: key.into(),
             value: value.into(),
-        });
-        if sent.is_err() {
-            let mut s = lock(&self.shared);
-            s.pending -= 1;
-            s.notices
-                .push("memory thread has stopped: session state not kept".into());
-        }
+        };
+        self.send(job, "session state not kept");
     }
 
     /// The newest memory context, if any.

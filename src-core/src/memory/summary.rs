@@ -99,11 +99,7 @@ impl ModelHelper {
             .runtime
             .block_on(self.client.chat(body, &mut |_: &str| {}));
         let completion = result.reply.map_err(|e| e.to_string())?;
-        let text = completion
-            .choices
-            .get(&0)
-            .map(|c| c.content.trim().to_string())
-            .unwrap_or_default();
+        let text = completion.first_text();
         if text.is_empty() {
             return Err("the model's reply is empty".into());
         }
