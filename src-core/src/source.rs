@@ -38,6 +38,17 @@ impl fmt::Display for SourceError {
 impl std::error::Error for SourceError {}
 
 impl SourceError {
+    /// `file` could not be read (or listed): the OS error, no position.
+    pub fn unreadable(file: &Path, err: &std::io::Error) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            line: 0,
+            col: 0,
+            field: String::new(),
+            message: format!("cannot read: {err}"),
+        }
+    }
+
     /// An error about `field` found at byte `offset` of `text`.
     pub fn at_offset(
         file: &Path,
@@ -138,6 +149,11 @@ fn backtick_field(message: &str) -> Option<String> {
     let start = message.find('`')? + 1;
     let len = message[start..].find('`')?;
     Some(message[start..start + len].to_string())
+}
+
+/// The text of `file`, or a [`SourceError`] naming it.
+pub fn read(file: &Path) -> Result<String, SourceError> {
+    std::fs::read_to_string(file).map_err(|e| SourceError::unreadable(file, &e))
 }
 
 #[cfg(test)]

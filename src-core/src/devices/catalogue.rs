@@ -175,13 +175,7 @@ pub fn builtin_home() -> Result<Home, SourceError> {
 /// A home file from disk, over the built-in catalogue (its own `[[type]]`s
 /// add to or replace the catalogue's).
 pub fn load_home(path: &Path) -> Result<Home, SourceError> {
-    let text = std::fs::read_to_string(path).map_err(|e| SourceError {
-        file: path.to_path_buf(),
-        line: 0,
-        col: 0,
-        field: String::new(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let text = crate::source::read(path)?;
     parse_home(path, &text, BUILTIN_CATALOGUE)
 }
 

@@ -142,16 +142,6 @@ fn entity_list(home: &HaHome) -> String {
         .join(", ")
 }
 
-fn read(path: &Path) -> Result<String, SourceError> {
-    std::fs::read_to_string(path).map_err(|e| SourceError {
-        file: path.to_path_buf(),
-        line: 0,
-        col: 0,
-        field: String::new(),
-        message: format!("cannot read: {e}"),
-    })
-}
-
 /// Loads a dataset folder: each sub-folder with a `_fixtures.yaml` is a home,
 /// the other `.yaml` files beside it are its tests. Homes are sorted by name.
 pub fn load_dataset(dir: &Path) -> Result<Vec<HomeCase>, SourceError> {
@@ -186,13 +176,7 @@ pub fn load_dataset(dir: &Path) -> Result<Vec<HomeCase>, SourceError> {
 pub fn load_home_case(folder: &Path) -> Result<HomeCase, SourceError> {
     let home = HaHome::load(&folder.join("_fixtures.yaml"))?;
     let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
-        .map_err(|e| SourceError {
-            file: folder.to_path_buf(),
-            line: 0,
-            col: 0,
-            field: String::new(),
-            message: format!("cannot read: {e}"),
-        })?
+        .map_err(|e| SourceError::unreadable(folder, &e))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
@@ -203,7 +187,7 @@ pub fn load_home_case(folder: &Path) -> Result<HomeCase, SourceError> {
     paths.sort();
     let mut files = Vec::new();
     for path in paths {
-        let text = read(&path)?;
+        let text = crate::source::read(&path)?;
         files.push((path.clone(), TestFile::parse(&path, &text, &home)?));
     }
     let name = folder

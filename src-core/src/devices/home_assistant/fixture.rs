@@ -100,13 +100,7 @@ impl HaEntity {
 impl HaHome {
     /// Reads and checks a home file.
     pub fn load(path: &Path) -> Result<Self, SourceError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SourceError {
-            file: path.to_path_buf(),
-            line: 0,
-            col: 0,
-            field: String::new(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text = crate::source::read(path)?;
         Self::parse(path, &text)
     }
 
