@@ -46,6 +46,8 @@ pub struct DenseIndex {
     signs: Vec<u64>,
     /// u64 words per row of `signs`: `dim / 64` rounded up.
     words: usize,
+    /// Per row: 1 / its L1 norm (scales the pre-filter's estimate).
+    inv_l1: Vec<f32>,
     row: HashMap<u64, usize>,
 }
 
@@ -101,8 +103,37 @@ fn signs_into(v: &[f32], out: &mut [u64]) {
     }
 }
 
-/// Hamming distances between `query` and every row of `signs` (`query.len()` words each),
-/// with their histogram (`hist[d]` = rows at distance `d`).
+/// Rows the Hamming cut keeps per candidate the estimate cut then keeps.
+const WIDEN: usize = 8;
+
+/// The indexes of the `c` smallest `keys` (`hist[k]` = how many equal `k`),
+/// ascending: everything under the smallest key whose count reaches `c`,
+/// then rows at that key in order until `c` are in.
+fn cut(keys: &[u16], hist: &[u32], c: usize) -> Vec<usize> {
+    let (mut at, mut below) = (0usize, 0usize);
+    for (k, &n) in hist.iter().enumerate() {
+        if below + n as usize >= c {
+            at = k;
+            break;
+        }
+        below += n as usize;
+    }
+    let mut left = c.saturating_sub(below);
+    let mut out = Vec::with_capacity(c);
+    for (i, &k) in keys.iter().enumerate() {
+        let k = usize::from(k);
+        if k < at {
+            out.push(i);
+        } else if k == at && left > 0 {
+            out.push(i);
+            left -= 1;
+        }
+    }
+    out
+}
+
+/// Hamming distances between `query` and every row of `signs` (`query.len()`
+/// words each), with their histogram (`hist[d]` = rows at distance `d`).
 struct Hamming<'a> {
     query: &'a [u64],
     signs: &'a [u64],
@@ -123,6 +154,103 @@ impl WithSimd for Hamming<'_> {
             }
             *d = bits as u16;
             self.hist[bits as usize] += 1;
+        }
+    }
+}
+
+/// Levels of the query's quantisation in the pre-filter (4 bits).
+const QUERY_BITS: usize = 4;
+
+/// Buckets of the pre-filter's estimate (its resolution: 2 / `KEYS` in cosine).
+const KEYS: usize = 4096;
+
+/// The query as the pre-filter sees it: 4-bit levels `u` with
+/// `q[i] ≈ lo + step × u[i]`, stored as bit planes (plane `j` holds bit `j`
+/// of every level) so that `Σ u[i]·b[i]` over a row's sign bits `b` is
+/// `Σ_j 2^j · popcount(plane_j & b)`.
+#[derive(Debug)]
+struct QueryPlanes {
+    planes: [Vec<u64>; QUERY_BITS],
+    lo: f32,
+    step: f32,
+    /// `Σ u[i]`.
+    sum: f32,
+    dim: f32,
+}
+
+impl QueryPlanes {
+    fn new(q: &[f32], words: usize) -> Self {
+        let lo = q.iter().copied().fold(f32::INFINITY, f32::min);
+        let hi = q.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let levels = ((1 << QUERY_BITS) - 1) as f32;
+        let step = if hi > lo { (hi - lo) / levels } else { 1.0 };
+        let mut planes: [Vec<u64>; QUERY_BITS] = std::array::from_fn(|_| vec![0u64; words]);
+        let mut sum = 0u32;
+        for (i, x) in q.iter().enumerate() {
+            let u = ((x - lo) / step).round().clamp(0.0, levels) as u32;
+            sum += u;
+            for (j, plane) in planes.iter_mut().enumerate() {
+                if u >> j & 1 == 1 {
+                    plane[i / 64] |= 1 << (i % 64);
+                }
+            }
+        }
+        Self {
+            planes,
+            lo,
+            step,
+            sum: sum as f32,
+            dim: q.len() as f32,
+        }
+    }
+
+    /// The bucket of the estimated cosine with a row (sign bits `bits`,
+    /// `inv_l1` = 1 / its L1 norm): 0 for ≈ 1, `KEYS - 1` for ≈ -1.
+    ///
+    /// `x ≈ ‖x‖₁ / D · sign(x)` up to a direction error, so
+    /// `q·x ≈ (q·sign(x)) / ‖x‖₁ · ‖x‖₂²` and for unit `x`, `q·sign(x) / ‖x‖₁`
+    /// (RaBitQ's estimator with the query in 4 bits).
+    #[inline(always)]
+    fn key(&self, bits: &[u64], inv_l1: f32) -> u16 {
+        let mut ones = 0u32;
+        let mut dot = 0u32;
+        for (w, b) in bits.iter().enumerate() {
+            ones += b.count_ones();
+            for (j, plane) in self.planes.iter().enumerate() {
+                dot += (plane[w] & b).count_ones() << j;
+            }
+        }
+        // q·sign(x) = Σ q[i]·(2b[i] − 1), with q[i] = lo + step·u[i].
+        let qs =
+            self.lo * (2.0 * ones as f32 - self.dim) + self.step * (2.0 * dot as f32 - self.sum);
+        let est = qs * inv_l1;
+        ((1.0 - est) * (KEYS / 2) as f32).clamp(0.0, (KEYS - 1) as f32) as u16
+    }
+}
+
+/// The pre-filter's key of the rows `rows` of `signs` (`words` u64 each),
+/// in order, and their histogram (`hist[k]` = rows with key `k`).
+struct Estimate<'a> {
+    query: &'a QueryPlanes,
+    signs: &'a [u64],
+    inv_l1: &'a [f32],
+    words: usize,
+    rows: &'a [usize],
+    out: &'a mut [u16],
+    hist: &'a mut [u32],
+}
+
+impl WithSimd for Estimate<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let w = self.words;
+        for (&r, k) in self.rows.iter().zip(self.out.iter_mut()) {
+            *k = self
+                .query
+                .key(&self.signs[r * w..(r + 1) * w], self.inv_l1[r]);
+            self.hist[usize::from(*k)] += 1;
         }
     }
 }
@@ -163,6 +291,7 @@ impl DenseIndex {
             data: Vec::new(),
             signs: Vec::new(),
             words: dim.div_ceil(64),
+            inv_l1: Vec::new(),
             row: HashMap::new(),
         }
     }
@@ -209,9 +338,12 @@ impl DenseIndex {
             self.ids.push(id);
             self.data.extend_from_slice(v);
             self.signs.resize((r + 1) * w, 0);
+            self.inv_l1.push(0.0);
             r
         };
         signs_into(v, &mut self.signs[r * w..(r + 1) * w]);
+        let l1: f32 = v.iter().map(|x| x.abs()).sum();
+        self.inv_l1[r] = if l1 > 0.0 { l1.recip() } else { 0.0 };
     }
 
     /// Drops the vector of `id`; whether it was there.
@@ -226,11 +358,13 @@ impl DenseIndex {
             self.ids.swap(r, last);
             self.data.copy_within(last * d..(last + 1) * d, r * d);
             self.signs.copy_within(last * w..(last + 1) * w, r * w);
+            self.inv_l1[r] = self.inv_l1[last];
             self.row.insert(moved, r);
         }
         self.ids.pop();
         self.data.truncate(last * d);
         self.signs.truncate(last * w);
+        self.inv_l1.pop();
         true
     }
 
@@ -278,41 +412,35 @@ impl DenseIndex {
         out
     }
 
-    /// The `c` rows whose sign codes are nearest (Hamming) to the query's,
-    /// ascending: a distance histogram gives the cut, no sort of all rows.
+    /// The `c` rows with the best pre-filter estimate, ascending, in two
+    /// cuts: the Hamming distance of the sign codes (6 popcounts a row at
+    /// 384 wide) keeps `WIDEN × c` rows, the 4-bit-query estimate of their
+    /// cosine keeps `c`. Each cut is a histogram of small integer keys, no sort.
     fn nearest_signs(&self, query: &[f32], c: usize) -> Vec<usize> {
-        let mut q = vec![0u64; self.words];
-        signs_into(query, &mut q);
+        let mut bits = vec![0u64; self.words];
+        signs_into(query, &mut bits);
         let mut dist = vec![0u16; self.ids.len()];
         let mut hist = vec![0u32; 64 * self.words + 1];
         Arch::new().dispatch(Hamming {
-            query: &q,
+            query: &bits,
             signs: &self.signs,
             out: &mut dist,
             hist: &mut hist,
         });
-        // The smallest cut with at least `c` rows at or under it; rows at the
-        // cut itself are taken in row order until `c` are in.
-        let (mut cut, mut below) = (0usize, 0usize);
-        for (d, &k) in hist.iter().enumerate() {
-            if below + k as usize >= c {
-                cut = d;
-                break;
-            }
-            below += k as usize;
-        }
-        let mut at_cut = c - below;
-        let mut rows = Vec::with_capacity(c);
-        for (r, &d) in dist.iter().enumerate() {
-            let d = usize::from(d);
-            if d < cut {
-                rows.push(r);
-            } else if d == cut && at_cut > 0 {
-                rows.push(r);
-                at_cut -= 1;
-            }
-        }
-        rows
+        let wide = cut(&dist, &hist, (WIDEN * c).min(self.ids.len()));
+        let q = QueryPlanes::new(query, self.words);
+        let mut keys = vec![0u16; wide.len()];
+        let mut hist = vec![0u32; KEYS];
+        Arch::new().dispatch(Estimate {
+            query: &q,
+            signs: &self.signs,
+            inv_l1: &self.inv_l1,
+            words: self.words,
+            rows: &wide,
+            out: &mut keys,
+            hist: &mut hist,
+        });
+        cut(&keys, &hist, c).into_iter().map(|i| wide[i]).collect()
     }
 
     /// Writes the whole index to `path` (via `path.part`).
@@ -577,17 +705,50 @@ mod tests {
             ix.insert(i as u64, v);
         }
         let q = &random_units(1, dim, 5)[0];
-        let mut qs = vec![0u64; 1];
-        signs_into(q, &mut qs);
-        let ham = |r: usize| (ix.signs[r] ^ qs[0]).count_ones();
-        let mut all: Vec<u32> = (0..ix.len()).map(ham).collect();
+        let planes = QueryPlanes::new(q, 1);
+        let key = |r: usize| planes.key(&ix.signs[r..=r], ix.inv_l1[r]);
+        let mut all: Vec<u16> = (0..ix.len()).map(key).collect();
         all.sort_unstable();
-        for c in [1, 37, 500, 1024] {
-            let got = ix.nearest_signs(q, c);
+        let mut hist = vec![0u32; KEYS];
+        let keys: Vec<u16> = (0..ix.len()).map(key).collect();
+        for k in &keys {
+            hist[usize::from(*k)] += 1;
+        }
+        for c in [1, 37, 500, 1024, ix.len()] {
+            let got = cut(&keys, &hist, c);
             assert_eq!(got.len(), c);
-            let mut d: Vec<u32> = got.iter().map(|&r| ham(r)).collect();
+            assert!(got.windows(2).all(|w| w[0] < w[1]));
+            let mut d: Vec<u16> = got.iter().map(|&i| keys[i]).collect();
             d.sort_unstable();
             assert_eq!(d, all[..c], "c = {c}");
+        }
+        // WIDEN × 600 covers every row: the Hamming cut keeps all, the estimate decides.
+        let got = ix.nearest_signs(q, 600);
+        let mut d: Vec<u16> = got.iter().map(|&r| key(r)).collect();
+        d.sort_unstable();
+        assert_eq!(d, all[..600]);
+    }
+
+    #[test]
+    fn memory_dense_estimate_tracks_the_cosine() {
+        let dim = 384;
+        let vs = random_units(200, dim, 21);
+        let mut ix = DenseIndex::new(dim, "t");
+        for (i, v) in vs.iter().enumerate() {
+            ix.insert(i as u64, v);
+        }
+        let q = mix(&vs[0], &random_units(1, dim, 8)[0], 0.3);
+        let planes = QueryPlanes::new(&q, ix.words);
+        let w = ix.words;
+        let est = |r: usize| {
+            1.0 - f32::from(planes.key(&ix.signs[r * w..(r + 1) * w], ix.inv_l1[r]))
+                / (KEYS / 2) as f32
+        };
+        // The near row is estimated near its cosine and far above the rest.
+        let near = dot(&q, &vs[0]);
+        assert!((est(0) - near).abs() < 0.1, "{} vs {near}", est(0));
+        for r in 1..vs.len() {
+            assert!(est(r) < est(0) - 0.3, "row {r}: {}", est(r));
         }
     }
 
@@ -608,6 +769,7 @@ mod tests {
         }
         let check = |ix: &DenseIndex| {
             assert_eq!(ix.signs.len(), ix.len() * ix.words);
+            assert_eq!(ix.inv_l1.len(), ix.len());
             for (r, id) in ix.ids().iter().enumerate() {
                 let mut want = vec![0u64; ix.words];
                 signs_into(ix.vector(*id).unwrap(), &mut want);
