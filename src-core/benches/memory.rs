@@ -206,10 +206,7 @@ fn dense_recall(n: usize, vectors: &[Vec<f32>], embedder: &Embedder, queries: &[
     }
     let qs: Vec<&str> = queries.iter().take(60).map(String::as_str).collect();
     let qv = embedder.embed(&qs).unwrap();
-    let exact: Vec<Vec<u64>> = qv
-        .iter()
-        .map(|q| ix.search_exact(q, K).into_iter().map(|h| h.0).collect())
-        .collect();
+    let exact: Vec<Vec<(u64, f32)>> = qv.iter().map(|q| ix.search_exact(q, K)).collect();
     let mut times = Vec::new();
     for q in &qv {
         let t = Instant::now();
@@ -228,16 +225,23 @@ fn dense_recall(n: usize, vectors: &[Vec<f32>], embedder: &Embedder, queries: &[
         4096,
     ];
     for c in widths {
-        let (mut found, mut times) = (0usize, Vec::new());
+        let (mut found, mut top10, mut gap, mut times) = (0usize, 0usize, 0.0f32, Vec::new());
         for (q, want) in qv.iter().zip(&exact) {
             let t = Instant::now();
             let got = ix.search_among(q, K, c);
             times.push(t.elapsed().as_secs_f64() * 1e3);
-            found += got.iter().filter(|h| want.contains(&h.0)).count();
+            let has = |id: u64| got.iter().any(|h| h.0 == id);
+            found += want.iter().filter(|h| has(h.0)).count();
+            top10 += want[..10].iter().filter(|h| has(h.0)).count();
+            // How far above the exact 40th cosine the worst miss was.
+            for h in want.iter().filter(|h| !has(h.0)) {
+                gap = gap.max(h.1 - want[K - 1].1);
+            }
         }
         println!(
-            "n={n}: dense top-{K}, sign pre-filter -> {c} exact: recall@{K} {:.4} over {} queries; {}",
+            "n={n}: dense top-{K}, sign pre-filter -> {c} exact: recall@{K} {:.4}, exact top 10 kept {:.4}, worst miss {gap:.4} above the 40th cosine ({} queries); {}",
             found as f64 / (K * qv.len()) as f64,
+            top10 as f64 / (10 * qv.len()) as f64,
             qv.len(),
             ms(&times)
         );
