@@ -196,6 +196,58 @@ fn ms(xs: &[f64]) -> String {
     )
 }
 
+/// The dense pre-filter against brute force: recall@40 of the exact top 40
+/// and the time of one dense search, at the default candidate width and a few others.
+fn dense_recall(n: usize, vectors: &[Vec<f32>], embedder: &Embedder, queries: &[String]) {
+    const K: usize = 40;
+    let mut ix = DenseIndex::new(DIM, embedder.fingerprint());
+    for (i, v) in vectors.iter().enumerate() {
+        ix.insert(i as u64, v);
+    }
+    let qs: Vec<&str> = queries.iter().take(60).map(String::as_str).collect();
+    let qv = embedder.embed(&qs).unwrap();
+    let exact: Vec<Vec<(u64, f32)>> = qv.iter().map(|q| ix.search_exact(q, K)).collect();
+    let mut times = Vec::new();
+    for q in &qv {
+        let t = Instant::now();
+        ix.search_exact(q, K);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    println!("n={n}: dense top-{K}, brute force: {}", ms(&times));
+    let default = ix.search(&qv[0], K).len();
+    assert_eq!(default, K);
+    let widths = [
+        256,
+        512,
+        robobrain_core::memory::dense::MIN_CANDIDATES
+            .max(K * robobrain_core::memory::dense::CANDIDATES_PER_HIT),
+        2048,
+        4096,
+    ];
+    for c in widths {
+        let (mut found, mut top10, mut gap, mut times) = (0usize, 0usize, 0.0f32, Vec::new());
+        for (q, want) in qv.iter().zip(&exact) {
+            let t = Instant::now();
+            let got = ix.search_among(q, K, c);
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+            let has = |id: u64| got.iter().any(|h| h.0 == id);
+            found += want.iter().filter(|h| has(h.0)).count();
+            top10 += want[..10].iter().filter(|h| has(h.0)).count();
+            // How far above the exact 40th cosine the worst miss was.
+            for h in want.iter().filter(|h| !has(h.0)) {
+                gap = gap.max(h.1 - want[K - 1].1);
+            }
+        }
+        println!(
+            "n={n}: dense top-{K}, sign pre-filter -> {c} exact: recall@{K} {:.4}, exact top 10 kept {:.4}, worst miss {gap:.4} above the 40th cosine ({} queries); {}",
+            found as f64 / (K * qv.len()) as f64,
+            top10 as f64 / (10 * qv.len()) as f64,
+            qv.len(),
+            ms(&times)
+        );
+    }
+}
+
 fn main() {
     let sizes: Vec<usize> = std::env::var("ROBOBRAIN_BENCH_MEMORY_SIZES").map_or_else(
         |_| vec![10_000, 100_000],
@@ -280,6 +332,7 @@ fn main() {
                 out
             }
         };
+        dense_recall(n, &vectors, &embedder, &queries);
         let before = rss_kib();
         let mut hr = HybridRetriever::in_memory(Ok(Arc::clone(&embedder)), 0.5).unwrap();
         let t = Instant::now();

@@ -1,11 +1,14 @@
 //! The memory vectors: one unit vector per memory, kept in RAM, persisted in
 //! `vectors.bin` beside the database so a restart never re-embeds.
 //!
-//! Search is exhaustive and ends exact: every vector also has an 8-bit copy
-//! (scaled per vector to ±127), a pass over those codes (a quarter of the
-//! bytes of the floats) picks the best `max(8n, 256)` candidates, and their
-//! cosines are then computed in full precision. Below [`PREFILTER_MIN`]
-//! vectors the codes are skipped and every cosine is exact.
+//! Search ends exact: every vector also has 1-bit sign codes (48 bytes at
+//! 384 wide, 4.8 MB at 100k: they stay in cache). A Hamming pass over all
+//! codes keeps `8 × c` rows, a 4-bit-query estimate of their cosine
+//! (`q·sign(x) / ‖x‖₁`, RaBitQ-style) keeps `c = max(48n, 2048)`, and those
+//! are reranked with exact f32 cosines (SIMD via pulp), so every returned
+//! score is the exact cosine. Below [`PREFILTER_MIN`] vectors every cosine
+//! is exact. The pre-filter is approximate: recall of the exact top 40 is
+//! measured by `benches/memory.rs`.
 //!
 //! File format: `RBVEC1\n`, the model fingerprint (u32 length + UTF-8), the
 //! width (u32), then records of `id: u64` + `width × f32`, little-endian.
@@ -13,16 +16,30 @@
 //! file that does not parse, or was written by another model, is reported
 //! as such and the caller rebuilds it from SQLite.
 
+#![allow(
+    clippy::inline_always,
+    reason = "pulp's target-feature dispatch only reaches code inlined into it"
+)]
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use pulp::{Arch, Simd, WithSimd};
 
 use super::MemoryError;
 
 const MAGIC: &[u8] = b"RBVEC1\n";
 
-/// Vectors from which the 8-bit pre-filter is used.
+/// Vectors from which the sign-code pre-filter is used (below, every cosine is exact).
 pub const PREFILTER_MIN: usize = 4096;
+
+/// Candidates the pre-filter hands to the exact rerank for a top `n`:
+/// `max(CANDIDATES_PER_HIT × n, MIN_CANDIDATES)`.
+pub const CANDIDATES_PER_HIT: usize = 48;
+
+/// The fewest candidates the pre-filter hands to the exact rerank.
+pub const MIN_CANDIDATES: usize = 2048;
 
 /// Vectors by memory id.
 #[derive(Debug, Clone)]
@@ -32,25 +49,244 @@ pub struct DenseIndex {
     ids: Vec<u64>,
     /// `ids.len() × dim`, row by row.
     data: Vec<f32>,
-    /// The same rows in 8 bits (`round(x × 127 / max |x|)`).
-    codes: Vec<i8>,
-    /// Per row: `max |x| / 127`, to scale a code dot product back.
-    scales: Vec<f32>,
+    /// The same rows as sign bits (bit `i` set when component `i` ≥ 0),
+    /// `words` u64 per row, padding bits clear.
+    signs: Vec<u64>,
+    /// u64 words per row of `signs`: `dim / 64` rounded up.
+    words: usize,
+    /// Per row: 1 / its L1 norm (scales the pre-filter's estimate).
+    inv_l1: Vec<f32>,
     row: HashMap<u64, usize>,
 }
 
-/// Dot product with eight running sums (the compiler vectorises it).
+/// Dot product (runtime-dispatched SIMD: AVX2+FMA where the CPU has it).
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
+    Arch::new().dispatch(Dot { a, b })
+}
+
+struct Dot<'a> {
+    a: &'a [f32],
+    b: &'a [f32],
+}
+
+impl WithSimd for Dot<'_> {
+    type Output = f32;
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) -> f32 {
+        dot_simd(simd, self.a, self.b)
+    }
+}
+
+/// Dot product with the vector registers of `simd` (eight lanes of running sums
+/// where the ISA is wide enough, fused multiply-adds).
+#[inline(always)]
+fn dot_simd<S: Simd>(simd: S, a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let (ha, ta) = S::as_simd_f32s(a);
+    let (hb, tb) = S::as_simd_f32s(b);
+    let mut acc0 = simd.splat_f32s(0.0);
+    let mut acc1 = simd.splat_f32s(0.0);
+    let (pa, ra) = pulp::as_arrays::<2, _>(ha);
+    let (pb, rb) = pulp::as_arrays::<2, _>(hb);
+    for ([x0, x1], [y0, y1]) in pa.iter().zip(pb) {
+        acc0 = simd.mul_add_f32s(*x0, *y0, acc0);
+        acc1 = simd.mul_add_f32s(*x1, *y1, acc1);
+    }
+    for (x, y) in ra.iter().zip(rb) {
+        acc0 = simd.mul_add_f32s(*x, *y, acc0);
+    }
+    let tail: f32 = ta.iter().zip(tb).map(|(x, y)| x * y).sum();
+    simd.reduce_sum_f32s(simd.add_f32s(acc0, acc1)) + tail
+}
+
+/// The sign bits of `v` (bit `i` of word `i / 64` set when `v[i]` ≥ 0), into `out`.
+fn signs_into(v: &[f32], out: &mut [u64]) {
+    out.fill(0);
+    for (i, x) in v.iter().enumerate() {
+        if *x >= 0.0 {
+            out[i / 64] |= 1 << (i % 64);
         }
     }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    acc.iter().sum::<f32>() + tail
+}
+
+/// Rows the Hamming cut keeps per candidate the estimate cut then keeps.
+const WIDEN: usize = 8;
+
+/// The indexes of the `c` smallest `keys` (`hist[k]` = how many equal `k`),
+/// ascending: everything under the smallest key whose count reaches `c`,
+/// then rows at that key in order until `c` are in.
+fn cut(keys: &[u16], hist: &[u32], c: usize) -> Vec<usize> {
+    let (mut at, mut below) = (0usize, 0usize);
+    for (k, &n) in hist.iter().enumerate() {
+        if below + n as usize >= c {
+            at = k;
+            break;
+        }
+        below += n as usize;
+    }
+    let mut left = c.saturating_sub(below);
+    let mut out = Vec::with_capacity(c);
+    for (i, &k) in keys.iter().enumerate() {
+        let k = usize::from(k);
+        if k < at {
+            out.push(i);
+        } else if k == at && left > 0 {
+            out.push(i);
+            left -= 1;
+        }
+    }
+    out
+}
+
+/// Hamming distances between `query` and every row of `signs` (`query.len()`
+/// words each), with their histogram (`hist[d]` = rows at distance `d`).
+struct Hamming<'a> {
+    query: &'a [u64],
+    signs: &'a [u64],
+    out: &'a mut [u16],
+    hist: &'a mut [u32],
+}
+
+impl WithSimd for Hamming<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let w = self.query.len();
+        for (row, d) in self.signs.chunks_exact(w).zip(self.out.iter_mut()) {
+            let mut bits = 0u32;
+            for (x, q) in row.iter().zip(self.query) {
+                bits += (x ^ q).count_ones();
+            }
+            *d = bits as u16;
+            self.hist[bits as usize] += 1;
+        }
+    }
+}
+
+/// Levels of the query's quantisation in the pre-filter (4 bits).
+const QUERY_BITS: usize = 4;
+
+/// Buckets of the pre-filter's estimate (its resolution: 2 / `KEYS` in cosine).
+const KEYS: usize = 4096;
+
+/// The query as the pre-filter sees it: 4-bit levels `u` with
+/// `q[i] ≈ lo + step × u[i]`, stored as bit planes (plane `j` holds bit `j`
+/// of every level) so that `Σ u[i]·b[i]` over a row's sign bits `b` is
+/// `Σ_j 2^j · popcount(plane_j & b)`.
+#[derive(Debug)]
+struct QueryPlanes {
+    planes: [Vec<u64>; QUERY_BITS],
+    lo: f32,
+    step: f32,
+    /// `Σ u[i]`.
+    sum: f32,
+    dim: f32,
+}
+
+impl QueryPlanes {
+    fn new(q: &[f32], words: usize) -> Self {
+        let lo = q.iter().copied().fold(f32::INFINITY, f32::min);
+        let hi = q.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let levels = ((1 << QUERY_BITS) - 1) as f32;
+        let step = if hi > lo { (hi - lo) / levels } else { 1.0 };
+        let mut planes: [Vec<u64>; QUERY_BITS] = std::array::from_fn(|_| vec![0u64; words]);
+        let mut sum = 0u32;
+        for (i, x) in q.iter().enumerate() {
+            let u = ((x - lo) / step).round().clamp(0.0, levels) as u32;
+            sum += u;
+            for (j, plane) in planes.iter_mut().enumerate() {
+                if u >> j & 1 == 1 {
+                    plane[i / 64] |= 1 << (i % 64);
+                }
+            }
+        }
+        Self {
+            planes,
+            lo,
+            step,
+            sum: sum as f32,
+            dim: q.len() as f32,
+        }
+    }
+
+    /// The bucket of the estimated cosine with a row (sign bits `bits`,
+    /// `inv_l1` = 1 / its L1 norm): 0 for ≈ 1, `KEYS - 1` for ≈ -1.
+    ///
+    /// `x ≈ ‖x‖₁ / D · sign(x)` up to a direction error, so
+    /// `q·x ≈ (q·sign(x)) / ‖x‖₁ · ‖x‖₂²` and for unit `x`, `q·sign(x) / ‖x‖₁`
+    /// (RaBitQ's estimator with the query in 4 bits).
+    #[inline(always)]
+    fn key(&self, bits: &[u64], inv_l1: f32) -> u16 {
+        let mut ones = 0u32;
+        let mut dot = 0u32;
+        for (w, b) in bits.iter().enumerate() {
+            ones += b.count_ones();
+            for (j, plane) in self.planes.iter().enumerate() {
+                dot += (plane[w] & b).count_ones() << j;
+            }
+        }
+        // q·sign(x) = Σ q[i]·(2b[i] − 1), with q[i] = lo + step·u[i].
+        let qs =
+            self.lo * (2.0 * ones as f32 - self.dim) + self.step * (2.0 * dot as f32 - self.sum);
+        let est = qs * inv_l1;
+        ((1.0 - est) * (KEYS / 2) as f32).clamp(0.0, (KEYS - 1) as f32) as u16
+    }
+}
+
+/// The pre-filter's key of the rows `rows` of `signs` (`words` u64 each),
+/// in order, and their histogram (`hist[k]` = rows with key `k`).
+struct Estimate<'a> {
+    query: &'a QueryPlanes,
+    signs: &'a [u64],
+    inv_l1: &'a [f32],
+    words: usize,
+    rows: &'a [usize],
+    out: &'a mut [u16],
+    hist: &'a mut [u32],
+}
+
+impl WithSimd for Estimate<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let w = self.words;
+        for (&r, k) in self.rows.iter().zip(self.out.iter_mut()) {
+            *k = self
+                .query
+                .key(&self.signs[r * w..(r + 1) * w], self.inv_l1[r]);
+            self.hist[usize::from(*k)] += 1;
+        }
+    }
+}
+
+/// Exact cosines of `query` with the rows `rows` of `data` (`query.len()` wide).
+struct Rerank<'a> {
+    query: &'a [f32],
+    data: &'a [f32],
+    rows: &'a [usize],
+}
+
+impl WithSimd for Rerank<'_> {
+    type Output = Vec<(usize, f32)>;
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) -> Self::Output {
+        // A plain loop, not an iterator chain: a closure would be compiled
+        // outside the target features and lose the SIMD dot.
+        let d = self.query.len();
+        let mut out = Vec::with_capacity(self.rows.len());
+        for &r in self.rows {
+            out.push((
+                r,
+                dot_simd(simd, self.query, &self.data[r * d..(r + 1) * d]),
+            ));
+        }
+        out
+    }
 }
 
 impl DenseIndex {
@@ -61,8 +297,9 @@ impl DenseIndex {
             fingerprint: fingerprint.to_string(),
             ids: Vec::new(),
             data: Vec::new(),
-            codes: Vec::new(),
-            scales: Vec::new(),
+            signs: Vec::new(),
+            words: dim.div_ceil(64),
+            inv_l1: Vec::new(),
             row: HashMap::new(),
         }
     }
@@ -99,18 +336,22 @@ impl DenseIndex {
         if v.len() != self.dim {
             return;
         }
-        let (codes, scale) = quantize(v);
-        if let Some(&r) = self.row.get(&id) {
-            self.data[r * self.dim..(r + 1) * self.dim].copy_from_slice(v);
-            self.codes[r * self.dim..(r + 1) * self.dim].copy_from_slice(&codes);
-            self.scales[r] = scale;
-            return;
-        }
-        self.row.insert(id, self.ids.len());
-        self.ids.push(id);
-        self.data.extend_from_slice(v);
-        self.codes.extend_from_slice(&codes);
-        self.scales.push(scale);
+        let (d, w) = (self.dim, self.words);
+        let r = if let Some(&r) = self.row.get(&id) {
+            self.data[r * d..(r + 1) * d].copy_from_slice(v);
+            r
+        } else {
+            let r = self.ids.len();
+            self.row.insert(id, r);
+            self.ids.push(id);
+            self.data.extend_from_slice(v);
+            self.signs.resize((r + 1) * w, 0);
+            self.inv_l1.push(0.0);
+            r
+        };
+        signs_into(v, &mut self.signs[r * w..(r + 1) * w]);
+        let l1: f32 = v.iter().map(|x| x.abs()).sum();
+        self.inv_l1[r] = if l1 > 0.0 { l1.recip() } else { 0.0 };
     }
 
     /// Drops the vector of `id`; whether it was there.
@@ -118,21 +359,20 @@ impl DenseIndex {
         let Some(r) = self.row.remove(&id) else {
             return false;
         };
+        let (d, w) = (self.dim, self.words);
         let last = self.ids.len() - 1;
         if r != last {
             let moved = self.ids[last];
             self.ids.swap(r, last);
-            let (head, tail) = self.data.split_at_mut(last * self.dim);
-            head[r * self.dim..(r + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
-            let (head, tail) = self.codes.split_at_mut(last * self.dim);
-            head[r * self.dim..(r + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
-            self.scales[r] = self.scales[last];
+            self.data.copy_within(last * d..(last + 1) * d, r * d);
+            self.signs.copy_within(last * w..(last + 1) * w, r * w);
+            self.inv_l1[r] = self.inv_l1[last];
             self.row.insert(moved, r);
         }
         self.ids.pop();
-        self.data.truncate(last * self.dim);
-        self.codes.truncate(last * self.dim);
-        self.scales.pop();
+        self.data.truncate(last * d);
+        self.signs.truncate(last * w);
+        self.inv_l1.pop();
         true
     }
 
@@ -142,36 +382,73 @@ impl DenseIndex {
     }
 
     /// The `n` nearest ids to `query` with their exact cosines, best first.
+    ///
+    /// From [`PREFILTER_MIN`] vectors, the sign codes pick
+    /// `max(CANDIDATES_PER_HIT × n, MIN_CANDIDATES)` candidates first (see the module doc).
     pub fn search(&self, query: &[f32], n: usize) -> Vec<(u64, f32)> {
+        self.search_among(query, n, (CANDIDATES_PER_HIT * n).max(MIN_CANDIDATES))
+    }
+
+    /// [`DenseIndex::search`] with every cosine computed: the ground truth
+    /// the pre-filter is measured against.
+    pub fn search_exact(&self, query: &[f32], n: usize) -> Vec<(u64, f32)> {
+        self.search_among(query, n, usize::MAX)
+    }
+
+    /// [`DenseIndex::search`] with the pre-filter handing `candidates` rows to
+    /// the exact rerank (all rows when `candidates` ≥ the vectors held, or
+    /// below [`PREFILTER_MIN`]).
+    pub fn search_among(&self, query: &[f32], n: usize, candidates: usize) -> Vec<(u64, f32)> {
         if n == 0 || query.len() != self.dim {
             return Vec::new();
         }
-        let rows: Vec<(usize, f32)> = if self.ids.len() < PREFILTER_MIN {
-            self.data
-                .chunks_exact(self.dim)
-                .enumerate()
-                .map(|(r, v)| (r, dot(query, v)))
-                .collect()
+        let rows: Vec<usize> = if self.ids.len() < PREFILTER_MIN || candidates >= self.ids.len() {
+            (0..self.ids.len()).collect()
         } else {
-            let (q, _) = quantize(query);
-            let approx = best_of(
-                self.codes
-                    .chunks_exact(self.dim)
-                    .enumerate()
-                    .map(|(r, c)| (r, dot_i8(&q, c) as f32 * self.scales[r])),
-                (8 * n).max(256),
-            );
-            approx
-                .into_iter()
-                .map(|(r, _)| (r, dot(query, &self.data[r * self.dim..(r + 1) * self.dim])))
-                .collect()
+            self.nearest_signs(query, candidates.max(n))
         };
-        let mut out: Vec<(u64, f32)> = best_of(rows.into_iter(), n)
+        let scored = Arch::new().dispatch(Rerank {
+            query,
+            data: &self.data,
+            rows: &rows,
+        });
+        let mut out: Vec<(u64, f32)> = best_of(scored.into_iter(), n)
             .into_iter()
             .map(|(r, s)| (self.ids[r], s))
             .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         out
+    }
+
+    /// The `c` rows with the best pre-filter estimate, ascending, in two
+    /// cuts: the Hamming distance of the sign codes (6 popcounts a row at
+    /// 384 wide) keeps `WIDEN × c` rows, the 4-bit-query estimate of their
+    /// cosine keeps `c`. Each cut is a histogram of small integer keys, no sort.
+    fn nearest_signs(&self, query: &[f32], c: usize) -> Vec<usize> {
+        let mut bits = vec![0u64; self.words];
+        signs_into(query, &mut bits);
+        let mut dist = vec![0u16; self.ids.len()];
+        let mut hist = vec![0u32; 64 * self.words + 1];
+        Arch::new().dispatch(Hamming {
+            query: &bits,
+            signs: &self.signs,
+            out: &mut dist,
+            hist: &mut hist,
+        });
+        let wide = cut(&dist, &hist, (WIDEN * c).min(self.ids.len()));
+        let q = QueryPlanes::new(query, self.words);
+        let mut keys = vec![0u16; wide.len()];
+        let mut hist = vec![0u32; KEYS];
+        Arch::new().dispatch(Estimate {
+            query: &q,
+            signs: &self.signs,
+            inv_l1: &self.inv_l1,
+            words: self.words,
+            rows: &wide,
+            out: &mut keys,
+            hist: &mut hist,
+        });
+        cut(&keys, &hist, c).into_iter().map(|i| wide[i]).collect()
     }
 
     /// Writes the whole index to `path` (via `path.part`).
@@ -286,39 +563,6 @@ fn best_of(scores: impl Iterator<Item = (usize, f32)>, n: usize) -> Vec<(usize, 
     best.into_iter().map(|r| (r.0.1, r.0.0.0)).collect()
 }
 
-/// `v` in 8 bits, scaled so its largest component is ±127, and the factor back.
-fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
-    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    if max == 0.0 {
-        return (vec![0; v.len()], 0.0);
-    }
-    let k = 127.0 / max;
-    (
-        v.iter()
-            .map(|x| (x * k).round().clamp(-127.0, 127.0) as i8)
-            .collect(),
-        max / 127.0,
-    )
-}
-
-/// Dot product of two code rows (i32 sums in 16 lanes; the compiler vectorises it).
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    let mut acc = [0i32; 16];
-    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail: i32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..16 {
-            acc[i] += i32::from(x[i]) * i32::from(y[i]);
-        }
-    }
-    acc.iter().sum::<i32>() + tail
-}
-
 fn take_u32(b: &[u8]) -> Option<(u32, &[u8])> {
     let (n, rest) = b.split_at_checked(4)?;
     Some((u32::from_le_bytes(n.try_into().ok()?), rest))
@@ -400,31 +644,167 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    #[test]
-    fn memory_dense_prefilter_keeps_the_exact_best() {
-        let mut ix = DenseIndex::new(8, "t");
-        let mut seed = 7u64;
-        let mut next = || {
+    /// `count` random unit vectors of `dim` (a fixed LCG, so runs repeat).
+    fn random_units(count: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut seed = seed;
+        let mut next = move || {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
             ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         };
-        let mut rows = Vec::new();
-        for id in 0..(PREFILTER_MIN as u64 + 500) {
-            let v: Vec<f32> = (0..8).map(|_| next()).collect();
-            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            let v: Vec<f32> = v.iter().map(|x| x / n).collect();
-            ix.insert(id, &v);
-            rows.push((id, v));
+        (0..count)
+            .map(|_| {
+                let v: Vec<f32> = (0..dim).map(|_| next()).collect();
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect()
+    }
+
+    fn brute_force(rows: &[(u64, Vec<f32>)], q: &[f32], n: usize) -> Vec<(u64, f32)> {
+        let mut exact: Vec<(u64, f32)> = rows.iter().map(|(id, v)| (*id, dot(q, v))).collect();
+        exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        exact.truncate(n);
+        exact
+    }
+
+    /// `a + k × b`, renormalised.
+    fn mix(base: &[f32], noise: &[f32], k: f32) -> Vec<f32> {
+        let v: Vec<f32> = base.iter().zip(noise).map(|(x, e)| x + k * e).collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn memory_dense_prefilter_keeps_the_exact_best() {
+        // Clustered like sentence embeddings: 256 topics, 32 noisy memories each.
+        let dim = 96;
+        let topics = random_units(256, dim, 5);
+        let noise = random_units(2 * PREFILTER_MIN, dim, 7);
+        let mut ix = DenseIndex::new(dim, "t");
+        let rows: Vec<(u64, Vec<f32>)> = noise
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (i as u64 * 3, mix(&topics[i % topics.len()], e, 0.7)))
+            .collect();
+        for (id, v) in &rows {
+            ix.insert(*id, v);
         }
+        for (i, e) in random_units(40, dim, 99).iter().enumerate() {
+            let q = mix(&topics[i * 37 % topics.len()], e, 0.7);
+            let want = brute_force(&rows, &q, 5);
+            assert_eq!(ix.search(&q, 5), want, "query {i}");
+            assert_eq!(ix.search_exact(&q, 5), want, "query {i}");
+        }
+        // A stored vector finds itself first, with its exact cosine.
         let q = rows[42].1.clone();
-        let mut exact: Vec<(u64, f32)> = rows.iter().map(|(id, v)| (*id, dot(&q, v))).collect();
-        exact.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let got = ix.search(&q, 10);
-        assert_eq!(
-            got.iter().map(|h| h.0).collect::<Vec<_>>(),
-            exact[..10].iter().map(|h| h.0).collect::<Vec<_>>()
-        );
-        assert_eq!(got[0], (42, exact[0].1));
+        assert_eq!(ix.search(&q, 1), [(rows[42].0, dot(&q, &q))]);
+        // Too narrow a pre-filter still returns exact cosines of what it kept.
+        for (id, c) in ix.search_among(&q, 10, 10) {
+            assert_eq!(Some(c), ix.score(&q, id));
+        }
+    }
+
+    #[test]
+    fn memory_dense_sign_cut_takes_the_nearest_codes() {
+        let dim = 64;
+        let vs = random_units(PREFILTER_MIN + 300, dim, 11);
+        let mut ix = DenseIndex::new(dim, "t");
+        for (i, v) in vs.iter().enumerate() {
+            ix.insert(i as u64, v);
+        }
+        let q = &random_units(1, dim, 5)[0];
+        let planes = QueryPlanes::new(q, 1);
+        let key = |r: usize| planes.key(&ix.signs[r..=r], ix.inv_l1[r]);
+        let mut all: Vec<u16> = (0..ix.len()).map(key).collect();
+        all.sort_unstable();
+        let mut hist = vec![0u32; KEYS];
+        let keys: Vec<u16> = (0..ix.len()).map(key).collect();
+        for k in &keys {
+            hist[usize::from(*k)] += 1;
+        }
+        for c in [1, 37, 500, 1024, ix.len()] {
+            let got = cut(&keys, &hist, c);
+            assert_eq!(got.len(), c);
+            assert!(got.windows(2).all(|w| w[0] < w[1]));
+            let mut d: Vec<u16> = got.iter().map(|&i| keys[i]).collect();
+            d.sort_unstable();
+            assert_eq!(d, all[..c], "c = {c}");
+        }
+        // WIDEN × 600 covers every row: the Hamming cut keeps all, the estimate decides.
+        let got = ix.nearest_signs(q, 600);
+        let mut d: Vec<u16> = got.iter().map(|&r| key(r)).collect();
+        d.sort_unstable();
+        assert_eq!(d, all[..600]);
+    }
+
+    #[test]
+    fn memory_dense_estimate_tracks_the_cosine() {
+        let dim = 384;
+        let vs = random_units(200, dim, 21);
+        let mut ix = DenseIndex::new(dim, "t");
+        for (i, v) in vs.iter().enumerate() {
+            ix.insert(i as u64, v);
+        }
+        let q = mix(&vs[0], &random_units(1, dim, 8)[0], 0.3);
+        let planes = QueryPlanes::new(&q, ix.words);
+        let w = ix.words;
+        let est = |r: usize| {
+            1.0 - f32::from(planes.key(&ix.signs[r * w..(r + 1) * w], ix.inv_l1[r]))
+                / (KEYS / 2) as f32
+        };
+        // The near row is estimated near its cosine and far above the rest.
+        let near = dot(&q, &vs[0]);
+        assert!((est(0) - near).abs() < 0.1, "{} vs {near}", est(0));
+        for r in 1..vs.len() {
+            assert!(est(r) < est(0) - 0.3, "row {r}: {}", est(r));
+        }
+    }
+
+    #[test]
+    fn memory_dense_codes_follow_insert_remove_replace_and_reload() {
+        let dim = 70; // not a multiple of 64: the padding bits must stay clear
+        let vs = random_units(PREFILTER_MIN + 200, dim, 3);
+        let mut ix = DenseIndex::new(dim, "t:70");
+        for (i, v) in vs.iter().enumerate() {
+            ix.insert(i as u64, v);
+        }
+        for id in (0..vs.len() as u64).step_by(7) {
+            assert!(ix.remove(id));
+        }
+        let fresh = random_units(50, dim, 4);
+        for (i, v) in fresh.iter().enumerate() {
+            ix.insert(i as u64 * 13 + 1, v); // replaces some, re-adds removed ones
+        }
+        let check = |ix: &DenseIndex| {
+            assert_eq!(ix.signs.len(), ix.len() * ix.words);
+            assert_eq!(ix.inv_l1.len(), ix.len());
+            for (r, id) in ix.ids().iter().enumerate() {
+                let mut want = vec![0u64; ix.words];
+                signs_into(ix.vector(*id).unwrap(), &mut want);
+                assert_eq!(
+                    ix.signs[r * ix.words..(r + 1) * ix.words],
+                    want,
+                    "memory {id}"
+                );
+            }
+            let rows: Vec<(u64, Vec<f32>)> = ix
+                .ids()
+                .iter()
+                .map(|id| (*id, ix.vector(*id).unwrap().to_vec()))
+                .collect();
+            for q in fresh.iter().take(10) {
+                assert_eq!(ix.search(q, 3), brute_force(&rows, q, 3));
+            }
+        };
+        check(&ix);
+        let dir = std::env::temp_dir().join(format!("rb-dense-codes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = file_in(&dir);
+        ix.save(&path).unwrap();
+        let back = DenseIndex::load(&path, dim, "t:70").unwrap();
+        assert_eq!(back.len(), ix.len());
+        check(&back);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
