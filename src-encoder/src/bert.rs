@@ -161,7 +161,7 @@ impl Products<'_> {
         }
         let half = n_out / 2;
         let first = lin.part(self.arch, x, 0..half);
-        let Ok(second) = results.recv() else {
+        let Ok(second) = recv_soon(results) else {
             return lin.part(self.arch, x, 0..n_out);
         };
         let rows = x.len() / lin.inputs();
@@ -379,7 +379,7 @@ impl Bert {
             let (job_tx, job_rx) = mpsc::channel::<Job>();
             let (res_tx, res_rx) = mpsc::channel();
             scope.spawn(move || {
-                for (layer, p, x) in job_rx {
+                while let Ok((layer, p, x)) = recv_soon(&job_rx) {
                     let lin = self.layers[layer].product(p);
                     let n_out = lin.b.len();
                     if res_tx
@@ -469,6 +469,23 @@ impl Bert {
         ctx
     }
 }
+
+/// The next message on `rx`, spinning briefly before sleeping: within a
+/// forward pass the two threads hand over every few hundred microseconds,
+/// and waking a sleeping thread costs tens of them.
+fn recv_soon<T>(rx: &mpsc::Receiver<T>) -> Result<T, mpsc::RecvError> {
+    for _ in 0..SPIN {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(mpsc::TryRecvError::Disconnected) => return Err(mpsc::RecvError),
+            Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+        }
+    }
+    rx.recv()
+}
+
+/// Polls before [`recv_soon`] sleeps (tens of microseconds).
+const SPIN: usize = 20_000;
 
 /// Row `i` of an embedding table `h` wide.
 fn row(table: &[f32], h: usize, i: u32) -> Result<&[f32], WeightsError> {
