@@ -229,9 +229,32 @@ pub fn erf(x: f32) -> f32 {
     p / q
 }
 
-/// The dot product of two rows, vectorised.
+/// The dot product of two rows, vectorised (the shorter length counts).
 pub fn dot(arch: Arch, a: &[f32], b: &[f32]) -> f32 {
     arch.dispatch(Dot(a, b))
+}
+
+/// [`dot`] inside a caller's own `dispatch` body (it must be inlined there
+/// to use that body's instruction set). Two running sums hide the
+/// multiply-add latency of a lone dot product.
+#[inline(always)]
+pub fn dot_with<S: Simd>(simd: S, a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (ha, ta) = S::as_simd_f32s(&a[..n]);
+    let (hb, tb) = S::as_simd_f32s(&b[..n]);
+    let (pa, ra) = pulp::as_arrays::<2, _>(ha);
+    let (pb, rb) = pulp::as_arrays::<2, _>(hb);
+    let mut acc0 = simd.splat_f32s(0.0);
+    let mut acc1 = simd.splat_f32s(0.0);
+    for ([x0, x1], [y0, y1]) in pa.iter().zip(pb) {
+        acc0 = simd.mul_add_e_f32s(*x0, *y0, acc0);
+        acc1 = simd.mul_add_e_f32s(*x1, *y1, acc1);
+    }
+    for (x, y) in ra.iter().zip(rb) {
+        acc0 = simd.mul_add_e_f32s(*x, *y, acc0);
+    }
+    let tail: f32 = ta.iter().zip(tb).map(|(x, y)| x * y).sum();
+    simd.reduce_sum_f32s(simd.add_f32s(acc0, acc1)) + tail
 }
 
 struct Dot<'a>(&'a [f32], &'a [f32]);
@@ -241,7 +264,7 @@ impl WithSimd for Dot<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) -> f32 {
-        block::<S, 1, 1>(simd, [self.0], [self.1])[0][0]
+        dot_with(simd, self.0, self.1)
     }
 }
 

@@ -26,6 +26,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use pulp::{Arch, Simd, WithSimd};
+use robobrain_encoder::kernels;
 
 use super::MemoryError;
 
@@ -61,44 +62,7 @@ pub struct DenseIndex {
 
 /// Dot product (runtime-dispatched SIMD: AVX2+FMA where the CPU has it).
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    Arch::new().dispatch(Dot { a, b })
-}
-
-struct Dot<'a> {
-    a: &'a [f32],
-    b: &'a [f32],
-}
-
-impl WithSimd for Dot<'_> {
-    type Output = f32;
-
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, simd: S) -> f32 {
-        dot_simd(simd, self.a, self.b)
-    }
-}
-
-/// Dot product with the vector registers of `simd` (eight lanes of running sums
-/// where the ISA is wide enough, fused multiply-adds).
-#[inline(always)]
-fn dot_simd<S: Simd>(simd: S, a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let (ha, ta) = S::as_simd_f32s(a);
-    let (hb, tb) = S::as_simd_f32s(b);
-    let mut acc0 = simd.splat_f32s(0.0);
-    let mut acc1 = simd.splat_f32s(0.0);
-    let (pa, ra) = pulp::as_arrays::<2, _>(ha);
-    let (pb, rb) = pulp::as_arrays::<2, _>(hb);
-    for ([x0, x1], [y0, y1]) in pa.iter().zip(pb) {
-        acc0 = simd.mul_add_f32s(*x0, *y0, acc0);
-        acc1 = simd.mul_add_f32s(*x1, *y1, acc1);
-    }
-    for (x, y) in ra.iter().zip(rb) {
-        acc0 = simd.mul_add_f32s(*x, *y, acc0);
-    }
-    let tail: f32 = ta.iter().zip(tb).map(|(x, y)| x * y).sum();
-    simd.reduce_sum_f32s(simd.add_f32s(acc0, acc1)) + tail
+    kernels::dot(Arch::new(), a, b)
 }
 
 /// The sign bits of `v` (bit `i` of word `i / 64` set when `v[i]` ≥ 0), into `out`.
@@ -282,7 +246,7 @@ impl WithSimd for Rerank<'_> {
         for &r in self.rows {
             out.push((
                 r,
-                dot_simd(simd, self.query, &self.data[r * d..(r + 1) * d]),
+                kernels::dot_with(simd, self.query, &self.data[r * d..(r + 1) * d]),
             ));
         }
         out
