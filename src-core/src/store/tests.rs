@@ -204,3 +204,61 @@ fn a_locked_database_is_a_clear_error_and_nothing_is_half_written() {
     assert!(store.events("t").unwrap().is_empty());
     assert!(store.restore("t").unwrap().is_none());
 }
+
+/// Makes a leaf page in the middle of the file (table, or index — the
+/// events are a `WITHOUT ROWID` table) claim a single cell: its other rows
+/// vanish from a plain read, with no error from SQLite.
+fn drop_rows_from_a_live_page(path: &Path) {
+    let mut data = std::fs::read(path).unwrap();
+    let page = usize::from(u16::from_be_bytes([data[16], data[17]]));
+    let leaves: Vec<usize> = (1..data.len() / page)
+        .filter(|p| matches!(data[p * page], 0x0a | 0x0d) && data[p * page + 4] > 1)
+        .collect();
+    let at = leaves[leaves.len() / 2] * page;
+    data[at + 3..at + 5].copy_from_slice(&1u16.to_be_bytes());
+    std::fs::write(path, data).unwrap();
+}
+
+#[test]
+fn a_file_damaged_inside_its_pages_is_refused_when_opened() {
+    let path = temp("damaged");
+    {
+        let mut store = Store::open(&path, Synchronous::Normal).unwrap();
+        store.create_thread("t", "IDLE").unwrap();
+        for seq in 1..=500 {
+            commit(&mut store, seq, None);
+        }
+    } // closed: the WAL is checkpointed into the file
+    drop_rows_from_a_live_page(&path);
+    let e = Store::open(&path, Synchronous::Normal).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.starts_with(&path.display().to_string()), "{text}");
+    assert!(text.contains("quick_check"), "{text}");
+}
+
+#[test]
+fn a_history_shorter_than_its_record_is_an_error_not_a_short_list() {
+    let mut store = Store::in_memory().unwrap();
+    store.create_thread("t", "IDLE").unwrap();
+    for seq in 1..=3 {
+        commit(&mut store, seq, None);
+    }
+    store
+        .conn
+        .execute("DELETE FROM events WHERE seq = 2", [])
+        .unwrap();
+    let e = store.events("t").unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(e.to_string().contains("event 2 is missing"), "{e}");
+    store
+        .conn
+        .execute("DELETE FROM events WHERE seq = 3", [])
+        .unwrap();
+    let e = store.events("t").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("1 events stored where its record says 3"),
+        "{e}"
+    );
+}
