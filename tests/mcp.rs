@@ -205,6 +205,15 @@ async fn stdio_lists_reads_holds_for_approval_and_runs_once_approved() {
 
 /// `robobrain mcp --http 127.0.0.1:0 …` with piped stdin; returns the child and its URL.
 fn spawn_http(extra: &[&str], log: &std::path::Path) -> (Child, String) {
+    let (child, url, _stderr) = spawn_http_watched(extra, log);
+    (child, url)
+}
+
+/// [`spawn_http`], with the rest of the server's stderr, line by line.
+fn spawn_http_watched(
+    extra: &[&str],
+    log: &std::path::Path,
+) -> (Child, String, std::sync::mpsc::Receiver<String>) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_robobrain"))
         .args(["mcp", "--http", "127.0.0.1:0", "--speed", "25", "--log"])
         .arg(log)
@@ -226,8 +235,13 @@ fn spawn_http(extra: &[&str], log: &std::path::Path) -> (Child, String) {
         }
     };
     // Keep draining stderr so the child never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    (child, url)
+    let (tx, stderr) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, url, stderr)
 }
 
 /// A raw HTTP/1.1 POST; returns the status line and the body.
@@ -728,4 +742,59 @@ fn a_service_by_url_with_a_token_becomes_skills() {
         "without the token: {evs:?}"
     );
     assert!(succeeded(&evs, "mcp.web.robot_status"), "{evs:?}");
+}
+
+/// The operator's stdin with `--http`: a line that is not UTF-8 is named
+/// and the E-stop after it arrives; SIGTERM ends the server while that
+/// stdin is still open.
+#[test]
+fn http_operator_stdin_survives_a_bad_line_and_sigterm_ends_the_server() {
+    let dir = temp_dir("mcp-operator");
+    let log = dir.join("run.jsonl");
+    let (mut child, _url, stderr) = spawn_http_watched(&[], &log);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"\xff\xfe approve\n{\"cmd\":\"estop\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let bad = loop {
+        let line = stderr
+            .recv_timeout(Duration::from_secs(10))
+            .expect("no error line for the bad line");
+        if line.contains("invalid_utf8") {
+            break line;
+        }
+    };
+    let bad: Value = serde_json::from_str(&bad).unwrap();
+    assert_eq!(bad["line"], 1, "{bad}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains(r#""kind":"mode","from":"IDLE","to":"SAFE""#)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the E-stop after the bad line was lost"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SIGTERM with the operator's stdin still open.
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("robobrain mcp --http ignored SIGTERM while its stdin was open");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    drop(stdin);
 }
