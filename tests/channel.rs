@@ -6,14 +6,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use robobrain_core::protocol::{MAX_LINE_BYTES, MAX_UTTERANCE_BYTES};
 use serde_json::Value;
 
-use crate::support::{Output, robobrain, robobrain_bytes, root, temp_dir};
+use crate::support::{Output, robobrain, robobrain_bytes, start, temp_dir};
 
 /// The JSON objects of a stream of lines (events on stdout, errors on stderr).
 fn objects(text: &str) -> Vec<Value> {
@@ -39,15 +39,7 @@ fn went_safe(events: &[Value]) -> bool {
 /// Runs `robobrain ARGS…` with `stdin`, killing it (and failing) if it has
 /// not ended within `limit`.
 fn ends_within(args: &[&str], stdin: &[u8], limit: Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_robobrain"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = start(args, &[]);
     let mut input = child.stdin.take().unwrap();
     input.write_all(stdin).unwrap();
     drop(input);
@@ -97,6 +89,15 @@ fn quiet_config(dir: &Path) -> String {
     config.display().to_string()
 }
 
+/// Lockstep, or paced at 20× the wall clock.
+fn pace(fast: bool) -> &'static [&'static str] {
+    if fast {
+        &["--fast"]
+    } else {
+        &["--speed", "20"]
+    }
+}
+
 const BAD_THEN_ESTOP: &[u8] = b"\xe5\xb7\xa1\xe9\x80\xbb\n\xff\xfe not text\n{\"cmd\":\"estop\"}\n";
 
 #[test]
@@ -105,11 +106,7 @@ fn a_line_that_is_not_utf8_is_named_and_the_estop_after_it_still_arrives() {
     let config = quiet_config(&dir);
     for fast in [false, true] {
         let mut args = vec!["--config", &config, "headless", "--duration", "10"];
-        if fast {
-            args.push("--fast");
-        } else {
-            args.extend(["--speed", "20"]);
-        }
+        args.extend(pace(fast));
         let out = ends_within(&args, BAD_THEN_ESTOP, Duration::from_secs(60));
         assert_eq!(out.code, 0, "fast {fast}: {}", out.stderr);
         let bad = errors(&out, "invalid_utf8");
@@ -178,14 +175,7 @@ struct Live {
 
 impl Live {
     fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_robobrain"))
-            .args(args)
-            .current_dir(root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = start(args, &[]);
         let (tx, events) = channel();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {
@@ -321,10 +311,7 @@ fn with_an_approval_pending_and_stdin_closed_the_run_says_so_and_ends_after_the_
     let config = quiet_config(&dir);
     for fast in [false, true] {
         let mut args = vec!["--config", &config, "headless", "--grace", "3"];
-        args.push(if fast { "--fast" } else { "--speed" });
-        if !fast {
-            args.push("20");
-        }
+        args.extend(pace(fast));
         let out = ends_within(&args, "去门外\n".as_bytes(), Duration::from_secs(60));
         assert_eq!(out.code, 0, "fast {fast}: {}", out.stderr);
         let events = objects(&out.stdout);
@@ -369,28 +356,25 @@ fn with_an_approval_pending_and_stdin_closed_the_run_says_so_and_ends_after_the_
     }
 }
 
-#[test]
-fn a_resumed_run_counts_its_duration_from_where_it_was() {
-    let dir = temp_dir("channel-resume");
-    let db = dir.join("t.db");
+/// A database holding thread `thread`: a `--fast` patrol of `duration` sim
+/// seconds recorded in a fresh file. Returns the file and what the run printed.
+fn recorded(name: &str, thread: &str, duration: &str) -> (String, Output) {
+    let db = temp_dir(name).join("t.db");
     let _ = std::fs::remove_file(&db);
-    let db = db.to_str().unwrap();
+    let db = db.to_str().unwrap().to_string();
+    let args = ["headless", "--fast", "--thread", thread, "--db", &db];
     let first = robobrain(
-        &[
-            "headless",
-            "--fast",
-            "--thread",
-            "r1",
-            "--db",
-            db,
-            "--duration",
-            "20",
-            "--say",
-            "巡逻",
-        ],
+        &[&args[..], &["--duration", duration, "--say", "巡逻"]].concat(),
         "",
     );
     assert_eq!(first.code, 0, "{}", first.stderr);
+    (db, first)
+}
+
+#[test]
+fn a_resumed_run_counts_its_duration_from_where_it_was() {
+    let (db, first) = recorded("channel-resume", "r1", "20");
+    let db = db.as_str();
     let ended = objects(&first.stdout).last().unwrap()["time"]
         .as_f64()
         .unwrap();
@@ -406,11 +390,7 @@ fn a_resumed_run_counts_its_duration_from_where_it_was() {
             "--duration",
             "3",
         ];
-        args.extend(if fast {
-            &["--fast"][..]
-        } else {
-            &["--speed", "20"][..]
-        });
+        args.extend(pace(fast));
         let out = ends_within(&args, b"", Duration::from_secs(30));
         assert_eq!(out.code, 0, "{}", out.stderr);
         let events = objects(&out.stdout);
@@ -430,40 +410,13 @@ fn a_resumed_run_counts_its_duration_from_where_it_was() {
 
 #[test]
 fn a_locked_database_on_resume_exits_non_zero_and_says_so() {
-    let dir = temp_dir("channel-locked");
-    let db = dir.join("t.db");
-    let _ = std::fs::remove_file(&db);
-    let first = robobrain(
-        &[
-            "headless",
-            "--fast",
-            "--thread",
-            "l1",
-            "--db",
-            db.to_str().unwrap(),
-            "--duration",
-            "2",
-        ],
-        "",
-    );
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    let (db, _) = recorded("channel-locked", "l1", "2");
     let other = rusqlite::Connection::open(&db).unwrap();
     other.execute_batch("BEGIN EXCLUSIVE").unwrap();
     for fast in [true, false] {
-        let mut args = vec![
-            "headless",
-            "--thread",
-            "l1",
-            "--db",
-            db.to_str().unwrap(),
-            "--resume",
-            "--duration",
-            "3",
-        ];
-        args.push(if fast { "--fast" } else { "--speed" });
-        if !fast {
-            args.push("20");
-        }
+        let mut args = vec!["headless", "--thread", "l1", "--db", &db, "--resume"];
+        args.extend(["--duration", "3"]);
+        args.extend(pace(fast));
         let out = ends_within(&args, b"", Duration::from_secs(30));
         assert_ne!(out.code, 0, "fast {fast}: a locked database exited 0");
         assert!(
@@ -490,26 +443,8 @@ fn drop_rows_from_a_live_page(path: &Path) {
 
 #[test]
 fn a_database_damaged_inside_its_pages_is_refused_by_every_command() {
-    let dir = temp_dir("channel-corrupt");
-    let db = dir.join("t.db");
-    let _ = std::fs::remove_file(&db);
-    let db = db.to_str().unwrap();
-    let first = robobrain(
-        &[
-            "headless",
-            "--fast",
-            "--thread",
-            "c1",
-            "--db",
-            db,
-            "--duration",
-            "60",
-            "--say",
-            "巡逻",
-        ],
-        "",
-    );
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    let (db, _) = recorded("channel-corrupt", "c1", "60");
+    let db = db.as_str();
     drop_rows_from_a_live_page(Path::new(db));
     for args in [
         &["threads", "--db", db][..],

@@ -49,8 +49,10 @@ fn run_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     run_bytes(args, stdin.as_bytes(), env)
 }
 
-fn run_bytes(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_robobrain"))
+/// Starts `robobrain ARGS…` from the workspace root with these environment
+/// variables, colours off, stdin, stdout and stderr piped.
+pub fn start(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_robobrain"))
         .args(args)
         .current_dir(root())
         .envs(env.iter().copied())
@@ -59,7 +61,11 @@ fn run_bytes(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn run_bytes(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
+    let mut child = start(args, env);
     let mut input = child.stdin.take().unwrap();
     input.write_all(stdin).unwrap();
     drop(input);
