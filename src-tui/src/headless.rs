@@ -224,6 +224,9 @@ enum Input {
 
 async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
     let pace = Pace::RealTime { speed: args.speed };
+    // A resumed thread counts its duration from where it was (read before
+    // the kernel starts, which moves the clock on at once).
+    let limit = args.duration.map_or(f64::INFINITY, |d| engine.time() + d);
     // Subscribed before the first tick, so no event is missed.
     let (brain, mut events) = Runtime::start_subscribed(engine, pace);
     for text in &args.say {
@@ -237,10 +240,6 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
         let _ = lines_tx.send(f);
     });
 
-    // A resumed thread counts its duration from where it was.
-    let limit = args
-        .duration
-        .map_or(f64::INFINITY, |d| brain.snapshot().time + d);
     let mut stdin_open = true;
     let mut idle_since: Option<f64> = None;
     let mut grace = Grace::new(args.grace);
