@@ -278,7 +278,7 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
             }
             Input::Event(Err(broadcast::error::RecvError::Closed)) => break,
             Input::Stdin(None | Some(Forwarded::End)) => stdin_open = false,
-            Input::Stdin(Some(Forwarded::Sent(..))) => last_command_at = brain.snapshot().time,
+            Input::Stdin(Some(Forwarded::Sent(_))) => last_command_at = brain.snapshot().time,
             Input::Poll => {
                 // Stopped by a `shutdown` command, or halted.
                 if halted.is_some() || brain.is_finished() {

@@ -162,10 +162,12 @@ impl<R: BufRead> Iterator for LineReader<R> {
             Err(e) => return Some(Err(e)),
         };
         self.n += 1;
+        // A `\r\n` ending is not part of the line; `buf` holds at most
+        // `limit` + 1 bytes, so it ends the line only when the line fits.
         if self.buf.last() == Some(&b'\r') && len <= self.limit + 1 {
             self.buf.pop();
         }
-        if len > self.limit && self.buf.len() > self.limit {
+        if self.buf.len() > self.limit {
             let too_long = TooLong::Line {
                 bytes: len,
                 limit: self.limit,
@@ -189,10 +191,10 @@ impl<R: BufRead> Iterator for LineReader<R> {
 }
 
 /// What became of an operator line [`forward`] read.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Forwarded {
     /// Line `n` was a command, and the kernel has it.
-    Sent(usize, Command),
+    Sent(usize),
     /// The input ended (or could not be read any more).
     End,
 }
@@ -227,8 +229,8 @@ where
         for line in reader {
             match line {
                 Ok(ReadLine::Text(n, text)) => match parse_line(&text) {
-                    Line::Command(command) => match sender.send(command.clone()) {
-                        Ok(()) => told(Forwarded::Sent(n, command)),
+                    Line::Command(command) => match sender.send(command) {
+                        Ok(()) => told(Forwarded::Sent(n)),
                         Err(e) => error_line(&label, Some(n), "not_sent", &e.to_string()),
                     },
                     Line::Blank => {}
