@@ -764,21 +764,21 @@ impl App {
     /// The pending approval `id`; when there is none, says so on the hint line.
     fn waiting(&mut self, id: &str) -> Option<&ApprovalView> {
         if !self.snap.approvals.iter().any(|a| a.approval_id == id) {
-            let pending: Vec<&str> = self
+            let ids: Vec<&str> = self
                 .snap
                 .approvals
                 .iter()
                 .map(|a| a.approval_id.as_str())
                 .collect();
-            let why = if pending.is_empty() {
-                format!("no approval {id} is waiting; nothing is")
+            let waiting = if ids.is_empty() {
+                "none".to_string()
             } else {
-                format!(
-                    "no approval {id} is waiting; waiting: {}",
-                    pending.join(", ")
-                )
+                ids.join(", ")
             };
-            self.notice = Some((Level::Error, why));
+            self.notice = Some((
+                Level::Error,
+                format!("no approval {id} is waiting; waiting: {waiting}"),
+            ));
             return None;
         }
         self.snap.approvals.iter().find(|a| a.approval_id == id)
