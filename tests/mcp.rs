@@ -19,7 +19,7 @@ use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::protocol::Command;
 use robobrain_core::runtime::Pace;
-use robobrain_core::sim::World;
+use robobrain_core::world::World;
 use robobrain_tui::mcp::{EVENTS_URI, McpServer, Options, SNAPSHOT_URI};
 use serde_json::{Value, json};
 

@@ -33,8 +33,8 @@ use crate::protocol::{
     Activity, ApprovalView, BrainKind, Command, DecisionView, Event, EventKind, Mode, Node, Op,
     RobotView, Snapshot, SpeechTrack,
 };
-use crate::sim::World;
 use crate::skills::{SkillContext, SkillError, SkillRegistry, SkillRunner};
+use crate::world::World;
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]

@@ -15,7 +15,8 @@
 //! - [`policy`]: which ops need an operator's approval.
 //! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
 //!   in process (`SimLink`) or over TCP (`TcpLink`).
-//! - [`sim`]: the simulated apartment: world files, planner, base, battery, faults.
+//! - [`world`]: the map — zones, passages, routes — read from world files; the grid and the A* planner.
+//! - [`sim`]: the simulated robot in a world: base, battery, goals, faults; `SimLink`, `SimServer`.
 //! - [`scenario`]: scripted headless runs with expectations and a report.
 //! - [`source`]: file:line:col errors for the files people write.
 //! - [`config`]: layered configuration with precise errors.
@@ -55,3 +56,4 @@ pub mod source;
 pub mod store;
 pub mod voice;
 pub mod webhook;
+pub mod world;

@@ -19,7 +19,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use robobrain_core::{config::Config, engine::Engine, protocol::Command, runtime::{Pace, Runtime}, sim::World};
+//! use robobrain_core::{config::Config, engine::Engine, protocol::Command, runtime::{Pace, Runtime}, world::World};
 //! let config = Config::default();
 //! let engine = Engine::simulated(&config, World::resolve(&config.world)?)?;
 //! let brain = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
@@ -408,7 +408,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::protocol::{EventKind, MAX_UTTERANCE_BYTES, Mode};
-    use crate::sim::World;
+    use crate::world::World;
 
     fn started() -> (Runtime, broadcast::Receiver<Event>) {
         let mut config = Config::default();

@@ -18,7 +18,7 @@ use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::link::Fault;
 use robobrain_core::protocol::{Command, Event};
-use robobrain_core::sim::World;
+use robobrain_core::world::World;
 use robobrain_tui::console::{Action, App, FRAME, ui};
 
 fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {

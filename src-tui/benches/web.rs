@@ -19,7 +19,7 @@ use robobrain_core::engine::Engine;
 use robobrain_core::mapview::MapView;
 use robobrain_core::protocol::Command;
 use robobrain_core::runtime::{Pace, Runtime};
-use robobrain_core::sim::World;
+use robobrain_core::world::World;
 use robobrain_tui::web::{Access, Served, WebServer};
 use tokio_util::sync::CancellationToken;
 

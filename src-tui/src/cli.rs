@@ -305,7 +305,7 @@ fn report(log: &Path, output: &Path, world: Option<&str>) -> Result<ExitCode> {
         _ => None,
     });
     let map = match world.map(str::to_string).or(named) {
-        Some(w) => match robobrain_core::sim::World::resolve(&w) {
+        Some(w) => match robobrain_core::world::World::resolve(&w) {
             Ok(world) => Some(robobrain_core::mapview::MapView::of(&world)),
             Err(e) => {
                 eprintln!("warning: the world {w:?}: {e}; the trajectory is drawn without walls");

@@ -14,8 +14,8 @@ use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::{self, EventLog};
 use robobrain_core::link::RobotLink;
 use robobrain_core::link::tcp::TcpLink;
-use robobrain_core::sim::{SimLink, World};
 use robobrain_core::store::Store;
+use robobrain_core::{sim::SimLink, world::World};
 
 /// What the durability flags ask of a run.
 #[derive(Debug, Clone, Default)]

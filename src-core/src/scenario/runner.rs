@@ -17,8 +17,8 @@ use crate::link::Fault;
 use crate::llm::mock_script;
 use crate::llm::mock_server::MockServer;
 use crate::protocol::{Command, Event};
-use crate::sim::World;
 use crate::source::SourceError;
+use crate::world::World;
 
 /// Slack for comparing accumulated sim times.
 const EPS: f64 = 1e-6;

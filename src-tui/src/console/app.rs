@@ -12,8 +12,8 @@ use robobrain_core::protocol::{
     ApprovalStatus, ApprovalView, BrainKind, Command, DecisionType, Event, EventKind, Op,
     SkillStatus, Snapshot, SpeechTrack, TaskStatus, Verdict,
 };
-use robobrain_core::sim::World;
 use robobrain_core::skills::SkillRegistry;
+use robobrain_core::world::World;
 use serde_json::Value;
 
 use super::forecast::{Forecast, NoForecast, forecast};

@@ -256,7 +256,7 @@ mod tests {
         };
         let mut engine = Engine::simulated(
             &config,
-            robobrain_core::sim::World::builtin("apartment").unwrap(),
+            robobrain_core::world::World::builtin("apartment").unwrap(),
         )
         .unwrap();
         let mcp = McpConfig {
