@@ -384,6 +384,23 @@ impl Config {
             .unwrap_or_else(|| self.runs_dir.join("robobrain.db"))
     }
 
+    /// The layers every face reads, lowest first: the defaults, then the
+    /// file (`path`, else `./robobrain.toml` when there is one), then the
+    /// environment (`get`). Command-line flags go on top, in the face.
+    pub fn layered(
+        path: Option<&Path>,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let default = Path::new("robobrain.toml");
+        let mut config = match path {
+            Some(path) => Self::load(path)?,
+            None if default.exists() => Self::load(default)?,
+            None => Self::default(),
+        };
+        config.apply_env(get)?;
+        Ok(config)
+    }
+
     /// Reads, parses and validates a config file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {

@@ -143,6 +143,8 @@ pub struct Engine {
     summarizer: Option<home::Summarizer>,
     /// The run's memory (what was said), when attached.
     memory: Option<crate::memory::MemoryHandle>,
+    /// What the run is made of, as the session builder assembled it.
+    run: Option<crate::protocol::RunInfo>,
 }
 
 impl Engine {
@@ -201,6 +203,7 @@ impl Engine {
             home,
             summarizer: home::Summarizer::for_config(config),
             memory: None,
+            run: None,
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         if let Some(why) = engine.speaker.notice().map(str::to_string) {
@@ -234,6 +237,13 @@ impl Engine {
     pub fn set_memory(&mut self, memory: crate::memory::MemoryHandle) {
         self.brain.use_memory(memory.clone());
         self.memory = Some(memory);
+    }
+
+    /// Records what the run is made of (the session builder's account of
+    /// it) and says so in a `run` event; every snapshot carries it from now on.
+    pub fn set_run_info(&mut self, run: crate::protocol::RunInfo) {
+        self.run = Some(run.clone());
+        self.emit(EventKind::Run { run });
     }
 
     /// Adds a `log` event (for drivers: which brain runs and why, say).
@@ -427,6 +437,7 @@ impl Engine {
                 .collect(),
             brain: Some(self.brain.kind()),
             world: self.world.name.clone(),
+            run: self.run.clone(),
             devices: {
                 let home = crate::hci::lock(&self.home);
                 if home.devices.devices().is_empty() {

@@ -3,6 +3,7 @@
 //! The map of the crate, outside in:
 //!
 //! - [`protocol`]: the wire — `Command` in, `Event` out, `Snapshot` for a first paint.
+//! - [`session`]: one run assembled from a config — brain, memory, MCP services, store, log, robot — and started.
 //! - [`runtime`]: the async handle faces hold; one task owns the [`engine`].
 //! - [`engine`]: one synchronous tick — kernel K1–K6, then the ReAct loop R1–R8.
 //! - [`kernel`]: hard rules: mode arbitration, the priority task queue, preemption.
@@ -50,6 +51,7 @@ pub mod react;
 pub mod rng;
 pub mod runtime;
 pub mod scenario;
+pub mod session;
 pub mod sim;
 pub mod skills;
 pub mod source;
