@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::llm::LlmConfig;
-use crate::skills::spec::Risk;
+use crate::protocol::Risk;
 use crate::source::SourceError;
 
 /// Thresholds and loop guards of the kernel and the ReAct loop.
@@ -113,6 +113,14 @@ pub struct HomeConfig {
     /// Who writes the summary of a control turn: `rule` (no model) or `model`
     /// (the `[llm]` endpoint, from forged success results).
     pub summary: String,
+}
+
+/// A broker address, `HOST:PORT` (`[home] mqtt`) → its parts; `None` when
+/// it is not that.
+pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let port = port.parse().ok().filter(|p| *p > 0)?;
+    (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
 impl Default for HomeConfig {
@@ -507,7 +515,7 @@ impl Config {
             );
         }
         if let Some(addr) = &h.mqtt
-            && crate::devices::mqtt::parse_broker(addr).is_none()
+            && parse_broker(addr).is_none()
         {
             return err(
                 "home.mqtt",

@@ -32,6 +32,8 @@ pub use backend::{MqttBackend, from_z2m, to_z2m};
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
 
+pub use crate::config::parse_broker;
+
 /// Where the broker is and how the adapter talks to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MqttConfig {
@@ -118,13 +120,6 @@ impl MqttError {
             Self::Offline(_) | Self::BridgeOffline(_) | Self::NotConnected { .. }
         )
     }
-}
-
-/// `HOST:PORT` → its parts, `None` when it is not that.
-pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
-    let (host, port) = addr.rsplit_once(':')?;
-    let port = port.parse().ok().filter(|p| *p > 0)?;
-    (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
 /// The MQTT backend for these devices on the broker at `broker`
