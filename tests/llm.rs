@@ -325,15 +325,6 @@ tool_calls = [{ name = "navigate_to", arguments = { zone = "kitchen" } }]
     );
 }
 
-/// Where the shared test data lives: `ROBOBRAIN_SHARED_DATA`, else `../shared/data`.
-fn shared_data() -> Option<PathBuf> {
-    let dir = std::env::var_os("ROBOBRAIN_SHARED_DATA").map_or_else(
-        || crate::support::root().join("../shared/data"),
-        PathBuf::from,
-    );
-    dir.join("openai-streams").is_dir().then_some(dir)
-}
-
 fn chat(server: &MockServer, body: Value) -> Completion {
     let config = LlmConfig {
         base_url: Some(server.base_url()),
@@ -353,11 +344,7 @@ fn chat(server: &MockServer, body: Value) -> Completion {
 /// (Apache-2.0), replayed by mock-llm: the client rebuilds each exactly.
 #[test]
 fn recorded_provider_streams_rebuild_exactly() {
-    let Some(data) = shared_data() else {
-        eprintln!("skipped: ../shared/data/openai-streams is absent (set ROBOBRAIN_SHARED_DATA)");
-        return;
-    };
-    let streams = data.join("openai-streams");
+    let streams = robobrain_core::testing::shared_data("openai-streams");
     let expected: Value = serde_json::from_str(
         &std::fs::read_to_string(streams.join("expected_accumulated.DERIVED.json")).unwrap(),
     )
