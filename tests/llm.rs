@@ -490,6 +490,41 @@ fn the_model_scenario_script_parses() {
     ));
 }
 
+/// Scenario 11's model re-plans because the observation shows the blocked
+/// step, not because it is asked a second time: the same scenario with the
+/// door left open never gets the scripted REPLAN — the request after the
+/// arrival does not hold that reply's `when`, mock-llm says why (409) and the
+/// rule brain stands in, so the scenario fails.
+#[test]
+fn scenario_11s_model_replans_only_on_an_observation_of_the_blocked_step() {
+    let file = crate::support::root().join("tests/scenarios/11_llm_blocked_replan.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let block = "[[step]]\non = { kind = \"skill\", match = { skill = \"navigate_to\", status = \"dispatched\" } }\nafter = 3\ninject = { fault = \"block\", passage = \"kitchen_door\" }\n";
+    assert!(text.contains(block), "the scenario's block step moved");
+    let s = scenario::parse(&text.replace(block, ""), &file).unwrap();
+    let engine = scenario::prepare(&s).unwrap();
+    let result = scenario::run(&s, engine, &mut |_, _| {});
+    assert!(!result.passed, "{}", result.report);
+    let events: Vec<Value> = result
+        .events
+        .iter()
+        .map(robobrain_core::protocol::Event::to_json)
+        .collect();
+    let decisions: Vec<(&Value, &Value)> = of_kind(&events, "decision")
+        .iter()
+        .map(|d| (&d["decision_type"], &d["brain"]))
+        .collect();
+    assert!(
+        !decisions.contains(&(&json!("REPLAN"), &json!("model"))),
+        "{decisions:?}"
+    );
+    assert!(
+        decisions.iter().any(|(_, brain)| *brain == "fallback"),
+        "{decisions:?}"
+    );
+    assert_logged(&events, "does not match reply[2]");
+}
+
 /// `watch` with a vision model (the rule brain decides): a reply that is not
 /// the JSON asked for is rejected and the stand-in's labels are used, saying
 /// so; a valid reply that reports smoke raises the alert, as the model saw it.
