@@ -88,14 +88,13 @@ pub fn shared_data_dir() -> PathBuf {
 #[track_caller]
 pub fn shared_data(rel: &str) -> PathBuf {
     let path = shared_data_dir().join(rel);
-    if !path.exists() {
-        panic!(
-            "missing test data: {} is absent. The tests read the shared data beside the \
-             checkout (../shared/data, given by the environment here and in CI; see \
-             shared/data/README.md); set {SHARED_DATA_ENV} to that folder if it is elsewhere",
-            path.display()
-        );
-    }
+    assert!(
+        path.exists(),
+        "missing test data: {} is absent. The tests read the shared data beside the \
+         checkout (../shared/data, given by the environment here and in CI; see \
+         shared/data/README.md); set {SHARED_DATA_ENV} to that folder if it is elsewhere",
+        path.display()
+    );
     path
 }
 
@@ -164,7 +163,7 @@ mod tests {
     fn a_missing_prerequisite_fails_with_the_install_command() {
         assert_eq!(require("x", "y", Some(3)), 3);
         let e = std::panic::catch_unwind(|| {
-            require::<()>("espeak-ng", "apt-get install espeak-ng", None)
+            require::<()>("espeak-ng", "apt-get install espeak-ng", None);
         })
         .unwrap_err();
         let msg = e.downcast_ref::<String>().unwrap();

@@ -74,14 +74,15 @@ impl Shared {
         let pick = match self.script.replies.get(i) {
             _ if !answer => Pick::Refused,
             None => Pick::Exhausted,
-            Some(r) => match r.when.as_ref().and_then(|w| w.mismatch(request)) {
-                Some(why) => Pick::Mismatch(format!(
-                    "mock-llm: request {} does not match reply[{}] (line {}): {why}",
-                    log.received.len() + 1,
-                    i + 1,
-                    r.line
-                )),
-                None => {
+            Some(r) => {
+                if let Some(why) = r.when.as_ref().and_then(|w| w.mismatch(request)) {
+                    Pick::Mismatch(format!(
+                        "mock-llm: request {} does not match reply[{}] (line {}): {why}",
+                        log.received.len() + 1,
+                        i + 1,
+                        r.line
+                    ))
+                } else {
                     log.cursor = if used + 1 >= r.times {
                         (i + 1, 0)
                     } else {
@@ -89,7 +90,7 @@ impl Shared {
                     };
                     Pick::Reply(i, r.clone())
                 }
-            },
+            }
         };
         log.received.push(Received {
             body: request.clone(),
@@ -301,7 +302,7 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let refused = refused_feature(&shared.script, &request);
     let (number, reply) = match reply_or_error(&shared, &request, refused) {
         Ok(picked) => picked,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
     if let Some(r) = delay_or_fault(&reply, streamed).await {
@@ -329,10 +330,10 @@ fn reply_or_error(
     shared: &Shared,
     request: &Value,
     refused: Option<&str>,
-) -> Result<(usize, Reply), Response> {
-    match shared.take_reply(request, refused.is_none()) {
-        (number, Pick::Reply(_, reply)) => Ok((number, reply)),
-        (_, Pick::Refused) => Err(json_response(
+) -> Result<(usize, Reply), Box<Response>> {
+    let response = match shared.take_reply(request, refused.is_none()) {
+        (number, Pick::Reply(_, reply)) => return Ok((number, reply)),
+        (_, Pick::Refused) => json_response(
             StatusCode::BAD_REQUEST,
             &error_body(
                 &format!(
@@ -341,13 +342,13 @@ fn reply_or_error(
                 ),
                 "invalid_request_error",
             ),
-        )),
-        (_, Pick::Exhausted) => Err(exhausted(shared)),
-        (_, Pick::Mismatch(why)) => Err(json_response(
-            StatusCode::CONFLICT,
-            &error_body(&why, "no_matching_reply"),
-        )),
-    }
+        ),
+        (_, Pick::Exhausted) => exhausted(shared),
+        (_, Pick::Mismatch(why)) => {
+            json_response(StatusCode::CONFLICT, &error_body(&why, "no_matching_reply"))
+        }
+    };
+    Err(Box::new(response))
 }
 
 /// 409: every scripted reply has been played.
@@ -428,7 +429,7 @@ async fn transcription(State(shared): State<Arc<Shared>>, body: Bytes) -> Respon
     });
     let (_, reply) = match reply_or_error(&shared, &request, None) {
         Ok(picked) => picked,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     if let Some(r) = delay_or_fault(&reply, false).await {
         return r;

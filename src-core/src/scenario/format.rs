@@ -421,13 +421,14 @@ impl Ctx<'_> {
                 ),
             ));
         }
-        let matcher = match &raw.matcher {
-            Some(m) => self.json_table(m, &format!("{field}.match"))?,
+        let table = raw.matcher.as_ref().map(Spanned::span);
+        let matcher = match raw.matcher {
+            Some(m) => self.json_table(&m, &format!("{field}.match"))?,
             None => Map::new(),
         };
         let pattern = Pattern::new(kind.clone(), &matcher);
-        if let (Some(test), Some(table)) = (pattern.unknown_field(), &raw.matcher) {
-            return Err(self.unknown_field(kind, test, &table.span(), field));
+        if let (Some(test), Some(table)) = (pattern.unknown_field(), table) {
+            return Err(self.unknown_field(kind, test, &table, field));
         }
         Ok(pattern)
     }

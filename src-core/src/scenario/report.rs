@@ -151,14 +151,12 @@ fn expectation(n: usize, e: &Expectation, events: &[Value]) -> Check {
     // Up to the first event matching `before` (which must come).
     let mut window = events;
     if let Some(b) = &e.before {
-        match events.iter().position(|ev| b.matches(ev)) {
-            Some(i) => window = &events[..i],
-            None => {
-                let mut check = Check::new(false, label, format!("never saw {b}"));
-                check.detail = nearest(b, &events.iter().collect::<Vec<_>>());
-                return check;
-            }
-        }
+        let Some(i) = events.iter().position(|ev| b.matches(ev)) else {
+            let mut check = Check::new(false, label, format!("never saw {b}"));
+            check.detail = nearest(b, &events.iter().collect::<Vec<_>>());
+            return check;
+        };
+        window = &events[..i];
     }
     let in_time: Vec<&Value> = window
         .iter()
