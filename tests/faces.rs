@@ -324,23 +324,35 @@ fn mcp_events(config: &Path) -> String {
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"faces","version":"1"}}}"#,
     );
     send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    send(
-        r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"robobrain://events"}}"#,
-    );
-    let read = loop {
-        let l = lines.next().expect("mcp ended").unwrap();
-        let v: serde_json::Value = serde_json::from_str(&l).unwrap();
-        if v["id"] == 2 {
-            break v;
+    // The resource fills as the run's recorder keeps its events: read it
+    // until it holds the `run` event.
+    let mut events = Vec::new();
+    for id in 2..200 {
+        send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"robobrain://events"}}}}"#
+        ));
+        let read = loop {
+            let l = lines.next().expect("mcp ended").unwrap();
+            let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+            if v["id"] == id {
+                break v;
+            }
+        };
+        let text = read["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        events = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if events
+            .iter()
+            .any(|e: &Event| matches!(e.kind, EventKind::Run { .. }))
+        {
+            break;
         }
-    };
-    let text = read["result"]["contents"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
-    let events: Vec<Event> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let _ = child.kill();
     let _ = child.wait();
     run_of(&events).summary()
