@@ -490,3 +490,153 @@ pub fn fresh_thread_id(prefix: &str) -> String {
         .map_or(0, |d| d.as_secs());
     format!("{prefix}-{secs}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::McpServiceConfig;
+    use crate::protocol::EventKind;
+    use crate::protocol::run::ServiceInfo;
+
+    /// A config whose files all go to a fresh folder; memory off unless asked.
+    fn config(name: &str) -> Config {
+        let dir = std::env::temp_dir().join(format!("rb-session-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut config = Config {
+            runs_dir: dir,
+            ..Config::default()
+        };
+        config.memory.enabled = false;
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        config
+    }
+
+    #[tokio::test]
+    async fn a_run_says_what_it_is_made_of_in_its_run_event_and_snapshot() {
+        let mut config = config("plain");
+        config.memory.enabled = true;
+        config.memory.model_dir = Some(config.runs_dir.join("no-model"));
+        config.mcp.services.push(McpServiceConfig {
+            name: "ghost".into(),
+            command: "/nonexistent/ghost-mcp".into(),
+            args: Vec::new(),
+            capabilities: Vec::new(),
+            risk: None,
+            url: None,
+            token: None,
+        });
+        let mut run = Run::assemble(&config, SessionOptions::new("test"))
+            .await
+            .unwrap();
+        assert!(run.thread_id.starts_with("test-"), "{}", run.thread_id);
+        assert_eq!(run.info.brain, BrainInfo::default());
+        assert_eq!(run.info.memory.mode, MemoryMode::Bm25);
+        assert!(
+            run.info
+                .memory
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("no embedding model"),
+            "{:?}",
+            run.info.memory
+        );
+        assert_eq!(run.info.services.len(), 1);
+        let ghost: &ServiceInfo = &run.info.services[0];
+        assert!(
+            ghost.error.as_deref().unwrap().starts_with("cannot start"),
+            "{ghost:?}"
+        );
+        assert_eq!(run.info.robot, "sim:");
+        assert_eq!(
+            run.info.summary(),
+            "brain rules · memory bm25 · mcp ghost(failed)"
+        );
+        assert_eq!(run.engine.snapshot().run.as_ref(), Some(&run.info));
+        let mut events = Vec::new();
+        run.engine.tick(&mut events);
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+        assert_eq!(kinds[0], "snapshot", "{kinds:?}");
+        let warned = events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Log { level, message }
+                if level == "warn" && message.starts_with("MCP service `ghost` cannot start"))
+        });
+        assert!(warned, "{kinds:?}");
+        let announced = events.iter().find_map(|e| match &e.kind {
+            EventKind::Run { run } => Some(run.clone()),
+            _ => None,
+        });
+        assert_eq!(announced.as_ref(), Some(&run.info));
+        assert!(run.skills().iter().any(|s| s.name == "navigate_to"));
+    }
+
+    #[tokio::test]
+    async fn a_configured_model_is_the_brain_and_a_bad_pace_is_refused() {
+        let mut config = config("model");
+        config.llm.base_url = Some("http://127.0.0.1:9/v1".into());
+        config.llm.api_key = Some(crate::llm::Secret::new("k"));
+        config.llm.decision_model = "qwen-max".into();
+        let run = Run::assemble(&config, SessionOptions::new("test"))
+            .await
+            .unwrap();
+        assert_eq!(run.info.brain.kind, BrainChoice::Model);
+        assert_eq!(run.info.brain_label(), "model qwen-max");
+        assert_eq!(
+            run.info.brain.endpoint.as_deref(),
+            Some("http://127.0.0.1:9/v1")
+        );
+        let slow = SessionOptions {
+            pace: Pace::RealTime { speed: 0.0 },
+            ..SessionOptions::new("test")
+        };
+        let e = Run::assemble(&config, slow).await.err().unwrap();
+        assert!(matches!(e, SessionError::Speed(_)), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("--speed: expected a positive number"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_started_run_logs_every_event_and_says_things_said_at_start() {
+        let config = config("started");
+        let options = SessionOptions {
+            pace: Pace::RealTime { speed: 50.0 },
+            say: vec!["去厨房".into()],
+            keep_recent: 100,
+            ..SessionOptions::new("test")
+        };
+        let mut session = Session::open(&config, options).await.unwrap();
+        let mut events = session.take_events();
+        let heard = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Ok(e) = events.recv().await
+                    && e.kind.name() == "intent"
+                {
+                    return e;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert!(heard.to_json()["utterance"] == "去厨房", "{heard:?}");
+        let hello = session.hello(Role::Viewer);
+        assert_eq!(hello.run, *session.info());
+        assert_eq!(hello.map.name, "apartment");
+        assert!(!session.recent().all().is_empty());
+        session.stop().await.unwrap();
+        let logged = crate::eventlog::read(session.log_path()).unwrap();
+        assert_eq!(logged.first().map(|e| e.kind.name()), Some("snapshot"));
+        assert!(logged.iter().any(|e| e.kind.name() == "run"));
+        assert!(
+            logged.iter().any(|e| e.seq == heard.seq),
+            "the log has what a face saw"
+        );
+        let seqs: Vec<u64> = logged.iter().map(|e| e.seq).collect();
+        assert!(
+            seqs.windows(2).all(|w| w[1] == w[0] + 1),
+            "no gaps: {seqs:?}"
+        );
+    }
+}
