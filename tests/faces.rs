@@ -306,14 +306,7 @@ fn run_of(events: &[Event]) -> RunInfo {
 
 /// `robobrain mcp` over stdio: the `run` event of its events resource.
 fn mcp_events(config: &Path) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_robobrain"))
-        .args(["--config", config.to_str().unwrap(), "mcp"])
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = crate::support::start(&["--config", config.to_str().unwrap(), "mcp"], &[]);
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut send = |line: &str| {

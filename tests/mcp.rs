@@ -511,7 +511,9 @@ async fn in_process_a_call_runs_once_after_approval_through_the_runtime_handle()
     )
     .await
     .unwrap();
-    let server = McpServer::start(run, Options::default()).await.unwrap();
+    let server = Box::pin(McpServer::start(run, Options::default()))
+        .await
+        .unwrap();
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let serving = server.clone();
     tokio::spawn(async move {

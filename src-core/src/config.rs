@@ -178,6 +178,22 @@ pub struct McpServiceConfig {
     pub risk: Option<Risk>,
 }
 
+impl McpServiceConfig {
+    /// A service run as `command ARGS…` and spoken to over stdio, with no
+    /// capability tags and the risk its tools' annotations give.
+    pub fn command(name: &str, command: &str, args: &[&str]) -> Self {
+        Self {
+            name: name.into(),
+            command: command.into(),
+            url: None,
+            token: None,
+            args: args.iter().map(|a| (*a).to_string()).collect(),
+            capabilities: Vec::new(),
+            risk: None,
+        }
+    }
+}
+
 /// The skills (`[skills]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -442,8 +442,7 @@ fn attach_memory(
     engine.set_memory(memory);
     let missing = config.memory.model_missing();
     let mode = match (config.memory.mode, &missing) {
-        (_, Some(_)) => MemoryMode::Bm25,
-        (crate::memory::Mode::Bm25, None) => MemoryMode::Bm25,
+        (_, Some(_)) | (crate::memory::Mode::Bm25, None) => MemoryMode::Bm25,
         (crate::memory::Mode::Dense, None) => MemoryMode::Dense,
         (crate::memory::Mode::Hybrid, None) => MemoryMode::Hybrid,
     };
@@ -516,15 +515,11 @@ mod tests {
         let mut config = config("plain");
         config.memory.enabled = true;
         config.memory.model_dir = Some(config.runs_dir.join("no-model"));
-        config.mcp.services.push(McpServiceConfig {
-            name: "ghost".into(),
-            command: "/nonexistent/ghost-mcp".into(),
-            args: Vec::new(),
-            capabilities: Vec::new(),
-            risk: None,
-            url: None,
-            token: None,
-        });
+        config.mcp.services.push(McpServiceConfig::command(
+            "ghost",
+            "/nonexistent/ghost-mcp",
+            &[],
+        ));
         let mut run = Run::assemble(&config, SessionOptions::new("test"))
             .await
             .unwrap();

@@ -177,7 +177,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         );
     }
     match cli.command {
-        None if console::has_terminal() => tui(config, 1.0, None, &durable),
+        None if console::has_terminal() => tui(&config, 1.0, None, &durable),
         None => demo(
             cli.world.as_deref(),
             cli.seed,
@@ -196,7 +196,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             speed,
             log,
             connect: None,
-        }) => tui(config, speed, log, &durable),
+        }) => tui(&config, speed, log, &durable),
         Some(Cmd::Demo { fast, speed, log }) => demo(
             cli.world.as_deref(),
             cli.seed,
@@ -229,7 +229,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn tui(config: Config, speed: f64, log: Option<PathBuf>, durable: &Durability) -> Result<ExitCode> {
+fn tui(
+    config: &Config,
+    speed: f64,
+    log: Option<PathBuf>,
+    durable: &Durability,
+) -> Result<ExitCode> {
     anyhow::ensure!(
         console::has_terminal(),
         "the console needs a terminal; use `robobrain headless` or `robobrain demo` without one"
@@ -239,7 +244,7 @@ fn tui(config: Config, speed: f64, log: Option<PathBuf>, durable: &Durability) -
         log,
         ..durable.options("console")?
     };
-    let ended = console::run(&config, session, console::color_allowed())?;
+    let ended = console::run(config, session, console::color_allowed())?;
     Ok(ExitCode::from(ended.exit_status()))
 }
 
@@ -418,11 +423,7 @@ fn demo(
     };
     // The configured MCP services' workers run on this runtime's thread,
     // beside the lockstep engine.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::flags::async_runtime(1)?;
     let run = rt.block_on(Run::around(engine, world, config, session))?;
     let (engine, log) = run.into_lockstep();
     let style = Style::detect();

@@ -1,10 +1,11 @@
-//! What the subcommands share of the command line: the help of `--log`, and
-//! the global flags (`--robot`, `--thread`, `--resume`, `--db`) as the
-//! session builder's options. Below `cli.rs` and every subcommand, so no
-//! subcommand reaches back into `cli.rs`.
+//! What the subcommands share: the help of `--log`, the global flags
+//! (`--robot`, `--thread`, `--resume`, `--db`) as the session builder's
+//! options, and the async runtime a session runs on. Below `cli.rs` and
+//! every subcommand, so no subcommand reaches back into `cli.rs`.
 
 use anyhow::{Context, Result};
 use robobrain_core::session::{RobotUrl, SessionOptions};
+use tokio::runtime::Runtime;
 
 /// Help for `--log`.
 pub const LOG_HELP: &str = "Event log file (default: <runs_dir>/<thread_id>.jsonl)";
@@ -34,4 +35,15 @@ impl Durability {
             ..SessionOptions::new(face)
         })
     }
+}
+
+/// The async runtime a subcommand runs its session on: `workers` threads
+/// (the kernel has its own; the MCP services' workers and the run's
+/// recorder run here, in lockstep runs too).
+pub fn async_runtime(workers: usize) -> Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }

@@ -139,11 +139,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
     };
     // The configured MCP services' workers run on this runtime's thread,
     // beside the kernel's, in lockstep runs too.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::flags::async_runtime(1)?;
     let run = rt.block_on(Run::assemble(config, options))?;
     if args.fast {
         let (engine, log) = run.into_lockstep();

@@ -67,11 +67,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
         keep_recent: RECENT_EVENTS,
         ..durable.options("mcp")?
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::flags::async_runtime(2)?;
     rt.block_on(serve(config, options, args))
 }
 
@@ -87,7 +83,8 @@ async fn serve(config: &Config, session: SessionOptions, args: &Args) -> Result<
     let options = Options {
         call_timeout: Duration::from_secs_f64(args.call_timeout),
     };
-    let server = McpServer::start(run, options).await?;
+    // The run (the engine with its world) is large: the future lives on the heap.
+    let server = Box::pin(McpServer::start(run, options)).await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(on_signal(shutdown.clone()));
     // Operator lines are read on a thread of their own and go straight to
@@ -101,7 +98,7 @@ async fn serve(config: &Config, session: SessionOptions, args: &Args) -> Result<
     }
     match args.http {
         None => {
-            eprintln!("robobrain mcp: thread {} on stdio", thread_id);
+            eprintln!("robobrain mcp: thread {thread_id} on stdio");
             let running = server
                 .clone()
                 .serve(rmcp::transport::stdio())

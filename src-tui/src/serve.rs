@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use robobrain_core::config::Config;
 use robobrain_core::runtime::Pace;
 use robobrain_core::session::{Session, SessionOptions};
@@ -53,11 +53,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
         keep_recent: RECENT_EVENTS,
         ..durable.options("serve")?
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::flags::async_runtime(2)?;
     rt.block_on(async {
         let session = Session::open(config, options).await?;
         for service in &session.info().services {

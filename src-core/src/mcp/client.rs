@@ -277,15 +277,11 @@ mod tests {
     async fn a_service_that_cannot_start_is_named_and_left_out() {
         let mut registry = SkillRegistry::with_builtins().unwrap();
         let mcp = McpConfig {
-            services: vec![McpServiceConfig {
-                name: "ghost".into(),
-                command: "/nonexistent/ghost-mcp".into(),
-                args: Vec::new(),
-                capabilities: Vec::new(),
-                risk: None,
-                url: None,
-                token: None,
-            }],
+            services: vec![McpServiceConfig::command(
+                "ghost",
+                "/nonexistent/ghost-mcp",
+                &[],
+            )],
         };
         let infos = connect_all(&mcp, &mut registry).await;
         assert_eq!(infos.len(), 1);
