@@ -1,6 +1,8 @@
-//! Operator lines: what a person (or a script) types to a headless run, a
-//! served page's chat box, or an MCP server's side channel. `{…}` is a
-//! command as JSON; any other text is said.
+//! Operator lines read from a byte stream: what a person (or a script)
+//! types to a headless run or an MCP server's side channel. `{…}` is a
+//! command as JSON; any other text is said — the parsing is the core's
+//! ([`robobrain_core::protocol::line`], which the page's chat and the
+//! desktop app use too); this is the reading.
 //!
 //! Nothing on an operator's channel is trusted to be well formed, and
 //! nothing on it may end the channel: [`LineReader`] reads bytes, not text,
