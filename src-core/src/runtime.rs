@@ -113,7 +113,7 @@ impl Runtime {
         let timed = ticks.clone();
         let thread = std::thread::Builder::new()
             .name("robobrain-kernel".into())
-            .spawn(move || drive(engine, pace, &rx, &out, &snap_tx, &timed))
+            .spawn(move || kernel(engine, pace, &rx, &out, &snap_tx, &timed))
             .ok();
         (
             Self {
@@ -164,6 +164,17 @@ impl Runtime {
         self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
+    /// Stops the kernel and waits (at most two seconds) until it has
+    /// brought the robot to rest and closed the thread; for faces that
+    /// share the handle and cannot give it up ([`Runtime::shutdown`]).
+    pub async fn stop(&self) {
+        let _ = self.commands.try_send(Command::Shutdown);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.is_finished() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
     /// Stops the kernel and waits for it (at most two seconds).
     pub async fn shutdown(mut self) {
         let _ = self.commands.try_send(Command::Shutdown);
@@ -181,9 +192,40 @@ impl Drop for Runtime {
     }
 }
 
-/// The kernel thread: commands as they come, ticks on the clock.
-fn drive(
+/// The kernel thread: drives the engine until `Shutdown`; then, or after a
+/// panic (caught here), the engine brings the robot to rest and closes, and
+/// faces get the last events.
+fn kernel(
     mut engine: Engine,
+    pace: Pace,
+    commands: &std_mpsc::Receiver<Command>,
+    events: &broadcast::Sender<Event>,
+    snapshot: &watch::Sender<Snapshot>,
+    ticks: &TickTimes,
+) {
+    let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drive(&mut engine, pace, commands, events, snapshot, ticks);
+    }));
+    if let Err(panic) = driven {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        engine.halt_on_panic(&message);
+    }
+    // Brings the robot to rest, commits what is left and, if the thread is
+    // done, marks it finished.
+    engine.close();
+    let mut buf = Vec::new();
+    engine.take_events(&mut buf);
+    publish(&mut engine, &mut buf, events, snapshot);
+    snapshot.send_replace(engine.snapshot());
+}
+
+/// Commands as they come, ticks on the clock, until `Shutdown`.
+fn drive(
+    engine: &mut Engine,
     pace: Pace,
     commands: &std_mpsc::Receiver<Command>,
     events: &broadcast::Sender<Event>,
@@ -207,12 +249,12 @@ fn drive(
             Ok(command) => engine.submit(command),
             Err(std_mpsc::RecvTimeoutError::Timeout) if Instant::now() < next_tick => {
                 engine.pump(&mut buf);
-                publish(&mut engine, &mut buf, events, snapshot);
+                publish(engine, &mut buf, events, snapshot);
             }
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
                 let started = Instant::now();
                 engine.tick(&mut buf);
-                publish(&mut engine, &mut buf, events, snapshot);
+                publish(engine, &mut buf, events, snapshot);
                 ticks.record(started.elapsed());
                 // A tick a little late (a wake-up after the timer) is made
                 // up for, so the sim clock keeps its rate; one far behind (the
@@ -225,9 +267,6 @@ fn drive(
             }
         }
     }
-    // Commits what is left and, if the thread is done, marks it finished.
-    engine.close();
-    snapshot.send_replace(engine.snapshot());
 }
 
 fn publish(

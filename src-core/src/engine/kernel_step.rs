@@ -43,6 +43,8 @@ impl Engine {
                         self.reconciled(goal_id, status);
                     }
                 }
+                LinkReply::Hello { .. } => {}
+                LinkReply::Deadman { .. } => self.on_deadman(&reply),
                 _ => self.apply_goal_reply(&reply),
             }
         }
