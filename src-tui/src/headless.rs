@@ -3,12 +3,16 @@
 //! Stdin is read a line at a time: a line starting with `{` is a `Command`
 //! as JSON, anything else is something said. A bad line gets an `error` JSON
 //! line on stderr naming the line and what was expected; the run goes on.
-//! The run stops at `--duration` sim seconds, or once stdin has ended and
-//! the robot has had nothing to do for [`SETTLE_S`] sim seconds.
+//! The run stops at `--duration` sim seconds, once stdin has ended and
+//! the robot has had nothing to do for [`SETTLE_S`] sim seconds, or on
+//! SIGTERM / SIGINT (exit 143 / 130); every way out brings the robot to
+//! rest first (the engine's close).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -19,6 +23,7 @@ use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
 use robobrain_core::runtime::{Pace, Runtime};
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
+use tokio::signal::unix::SignalKind;
 use tokio::sync::{broadcast, mpsc};
 
 use robobrain_tui::session::{self, Durability};
@@ -87,15 +92,27 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
         &mut session.engine,
     ));
     if args.fast {
-        return lockstep(session.engine, args, session.log);
+        // Signals are noted on the runtime's thread; the loop stops at the next tick.
+        let signalled = Arc::new(AtomicI32::new(0));
+        rt.block_on(note_signals(Arc::clone(&signalled)))?;
+        return lockstep(session.engine, args, session.log, &signalled);
     }
-    rt.block_on(drive(session.engine, args, session.log))
+    let ended = rt.block_on(drive(session.engine, args, session.log));
+    // Not a plain drop: it would wait for the stdin reader, blocked in a
+    // read while the writer keeps stdin open (a signal, a halted thread).
+    rt.shutdown_background();
+    ended
 }
 
 /// `--fast`: nobody can answer at machine speed, so stdin is read to its end
 /// first and every command is given at t = 0; the engine then runs in
 /// lockstep (deterministic for a seed, no event dropped).
-fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
+fn lockstep(
+    mut engine: Engine,
+    args: &Args,
+    mut log: EventLog<std::fs::File>,
+    signalled: &AtomicI32,
+) -> Result<ExitCode> {
     for text in &args.say {
         engine.submit(Command::Say { text: text.clone() });
     }
@@ -130,6 +147,12 @@ fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -
             engine.shutdown();
             anyhow::bail!("the thread was paused: {why}");
         }
+        let n = signalled.load(Ordering::Relaxed);
+        if n != 0 {
+            // Brings the robot to rest before the process ends.
+            engine.shutdown();
+            return Ok(ExitCode::from(128 + n as u8));
+        }
         if engine.is_settled() {
             let since = *idle_since.get_or_insert(engine.time());
             if engine.time() - since >= SETTLE_S {
@@ -143,11 +166,31 @@ fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -
     Ok(ExitCode::SUCCESS)
 }
 
+/// Listens for SIGTERM and SIGINT (on the current runtime) and stores the
+/// number of the first that arrives in `signalled`.
+async fn note_signals(signalled: Arc<AtomicI32>) -> Result<()> {
+    let listen = |kind| tokio::signal::unix::signal(kind).context("cannot listen for signals");
+    let (mut term, mut interrupt) = (
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::interrupt())?,
+    );
+    tokio::spawn(async move {
+        let n = tokio::select! {
+            _ = term.recv() => 15,
+            _ = interrupt.recv() => 2,
+        };
+        signalled.store(n, Ordering::Relaxed);
+    });
+    Ok(())
+}
+
 /// What woke the loop.
 enum Input {
     Event(Result<Box<Event>, broadcast::error::RecvError>),
     Stdin(Option<(usize, String)>),
     Poll,
+    /// SIGTERM or SIGINT: the run stops, the robot is brought to rest.
+    Signal(i32),
 }
 
 async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
@@ -167,8 +210,14 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
     let mut poll = tokio::time::interval(POLL);
     let mut out = std::io::stdout();
     let mut halted = None;
+    let mut signalled = None;
+    let listen = |kind| tokio::signal::unix::signal(kind).context("cannot listen for signals");
+    let mut term = listen(SignalKind::terminate())?;
+    let mut interrupt = listen(SignalKind::interrupt())?;
     loop {
         let input = tokio::select! {
+            _ = term.recv() => Input::Signal(15),
+            _ = interrupt.recv() => Input::Signal(2),
             ev = events.recv() => Input::Event(ev.map(Box::new)),
             line = lines.recv(), if stdin_open => Input::Stdin(line),
             _ = poll.tick() => Input::Poll,
@@ -196,6 +245,10 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
                 );
             }
             Input::Event(Err(broadcast::error::RecvError::Closed)) => break,
+            Input::Signal(n) => {
+                signalled = Some(n);
+                break;
+            }
             Input::Stdin(None) => stdin_open = false,
             Input::Stdin(Some((n, text))) => match parse_line(&text) {
                 Line::Command(cmd) => {
@@ -224,6 +277,7 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
             }
         }
     }
+    // The engine brings the robot to rest before anything else, then closes.
     brain.shutdown().await;
     // Events already broadcast before the engine stopped.
     while let Ok(event) = events.try_recv() {
@@ -238,7 +292,8 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
     if let Some(why) = halted {
         anyhow::bail!("the thread was paused: {why}");
     }
-    Ok(ExitCode::SUCCESS)
+    // The status a shell reports for a process the signal ended.
+    Ok(signalled.map_or(ExitCode::SUCCESS, |n| ExitCode::from(128 + n as u8)))
 }
 
 fn emit(out: &mut std::io::Stdout, event: &Event) -> std::io::Result<()> {
