@@ -11,6 +11,7 @@ mod durable;
 mod llm;
 mod mcp;
 mod memory;
+mod rest;
 mod support;
 mod web;
 
