@@ -163,7 +163,7 @@ impl Engine {
         // Whether the thread is done, judged before the stop's own events.
         let settled =
             self.pending.is_empty() && self.state.approvals.is_empty() && self.is_settled_now();
-        self.bring_to_rest("the brain is shutting down");
+        self.rest("the brain is shutting down", !settled);
         let value = self.checkpoint_value();
         let thread = self.thread_id.clone();
         if let Some(d) = self.durable.as_mut()

@@ -42,9 +42,17 @@ impl Engine {
     /// it — all of that is recorded. Calling it again sends another stop;
     /// that is harmless.
     pub fn bring_to_rest(&mut self, why: &str) {
+        self.rest(why, true);
+    }
+
+    /// [`Engine::bring_to_rest`]; `safe`: whether the mode goes SAFE (an
+    /// orderly close of a thread with nothing left to do keeps its mode).
+    pub(super) fn rest(&mut self, why: &str, safe: bool) {
         self.rests += 1;
         let stop = self.send_stop("rest", self.rests);
-        self.set_mode(Mode::Safe, format!("robot brought to rest: {why}"));
+        if safe {
+            self.set_mode(Mode::Safe, format!("robot brought to rest: {why}"));
+        }
         let interrupted = self.note_stop(&stop);
         for id in interrupted {
             self.interrupt(&id, why);
