@@ -94,7 +94,10 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
     if args.fast {
         // Signals are noted on the runtime's thread; the loop stops at the next tick.
         let signalled = Arc::new(AtomicI32::new(0));
-        rt.block_on(note_signals(Arc::clone(&signalled)))?;
+        {
+            let _runtime = rt.enter();
+            note_signals(Arc::clone(&signalled))?;
+        }
         return lockstep(session.engine, args, session.log, &signalled);
     }
     let ended = rt.block_on(drive(session.engine, args, session.log));
@@ -166,9 +169,9 @@ fn lockstep(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Listens for SIGTERM and SIGINT (on the current runtime) and stores the
+/// Listens for SIGTERM and SIGINT (on the runtime entered) and stores the
 /// number of the first that arrives in `signalled`.
-async fn note_signals(signalled: Arc<AtomicI32>) -> Result<()> {
+fn note_signals(signalled: Arc<AtomicI32>) -> Result<()> {
     let listen = |kind| tokio::signal::unix::signal(kind).context("cannot listen for signals");
     let (mut term, mut interrupt) = (
         listen(SignalKind::terminate())?,
