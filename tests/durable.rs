@@ -17,59 +17,11 @@ use robobrain_core::rng::SplitMix64;
 use robobrain_core::store::{LedgerStatus, Store, Synchronous};
 use serde_json::Value;
 
+use crate::sim_process::SimProcess;
 use crate::support::temp_dir;
 
 const THREAD: &str = "kill-test";
 const SPEED: &str = "20";
-
-/// The simulator process; stopped when dropped.
-pub(crate) struct SimProcess {
-    child: Child,
-    /// `tcp://…` to reach it.
-    pub(crate) url: String,
-}
-
-impl SimProcess {
-    fn start(record: &Path) -> Self {
-        Self::start_with(record, SPEED, &[])
-    }
-
-    /// `robobrain [global…] sim --listen 127.0.0.1:0 --speed SPEED --record RECORD`.
-    pub(crate) fn start_with(record: &Path, speed: &str, global: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_robobrain"))
-            .args(global)
-            .args([
-                "sim",
-                "--listen",
-                "127.0.0.1:0",
-                "--speed",
-                speed,
-                "--record",
-            ])
-            .arg(record)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line from the simulator: {line:?}"))
-            .to_string();
-        Self { child, url }
-    }
-}
-
-impl Drop for SimProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// One brain process and the JSON events it prints.
 pub(crate) struct Brain {
@@ -233,7 +185,7 @@ fn a_brain_killed_at_random_moments_resumes_without_repeating_a_side_effect() {
     let dir = temp_dir("durable-kill");
     let (db, record): (PathBuf, PathBuf) = (dir.join("brain.db"), dir.join("goals.jsonl"));
     let _ = std::fs::remove_file(&db);
-    let sim = SimProcess::start(&record);
+    let sim = SimProcess::start(&record, SPEED, &[]);
     let wait = Duration::from_secs(20);
 
     // 1. Going outside needs approval: kill while it waits, twice.

@@ -12,6 +12,7 @@ mod llm;
 mod mcp;
 mod memory;
 mod rest;
+mod sim_process;
 mod support;
 mod web;
 

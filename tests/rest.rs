@@ -18,7 +18,8 @@ use robobrain_core::link::tcp::TcpLink;
 use robobrain_core::link::{LinkReply, RobotLink};
 use serde_json::Value;
 
-use crate::durable::{Brain, SimProcess};
+use crate::durable::Brain;
+use crate::sim_process::SimProcess;
 use crate::support::temp_dir;
 
 /// Sim seconds per wall second: one brain tick every 10 ms of wall time.
@@ -51,7 +52,8 @@ fn driving(dir: &Path, db: &Path, deadman_s: f64) -> (SimProcess, Brain, PathBuf
     let config = config(dir, deadman_s);
     let config = config.to_str().unwrap();
     let record = dir.join("goals.jsonl");
-    let sim = SimProcess::start_with(&record, SPEED, &["--config", config]);
+    let _ = std::fs::remove_file(db);
+    let sim = SimProcess::start(&record, SPEED, &["--config", config]);
     let mut brain = Brain::start_with(
         &sim.url,
         db,
@@ -201,53 +203,56 @@ fn halted(mut brain: Brain, sim: &SimProcess, record: &Path, fault: u64, what: &
     at_rest(&sim.url, what);
 }
 
+/// A store test: the brain drives, `fault` breaks its database (given the
+/// database's path), and the brain must stop the robot at once.
+fn store_fault(name: &str, db_in: Option<&Path>, what: &str, fault: impl FnOnce(&Path)) {
+    let dir = temp_dir(name);
+    let db = db_in.map_or_else(|| dir.join("brain.db"), Path::to_path_buf);
+    let _ = std::fs::remove_file(&db);
+    let (sim, brain, record) = driving(&dir, &db, 0.0);
+    fault(&db);
+    let at = wall_us();
+    halted(brain, &sim, &record, at, what);
+}
+
 #[test]
 fn a_full_disk_brings_the_robot_to_rest_at_once() {
-    let dir = temp_dir("rest-full");
-    let disk = Tmpfs::mount(&dir.join("disk"));
-    let db = disk.0.join("brain.db");
-    let (sim, brain, record) = driving(&dir, &db, 0.0);
-    // Fill the disk: the brain's next commit cannot grow the WAL.
+    let disk = Tmpfs::mount(&temp_dir("rest-full").join("disk"));
     let mut filler = std::fs::File::create(disk.0.join("filler")).unwrap();
-    let chunk = vec![0u8; 64 * 1024];
-    while std::io::Write::write_all(&mut filler, &chunk).is_ok() {}
-    let fault = wall_us();
-    halted(brain, &sim, &record, fault, "disk full");
-    drop(filler);
+    store_fault(
+        "rest-full",
+        Some(&disk.0.join("brain.db")),
+        "disk full",
+        |_| {
+            // Fill the disk: the brain's next commit cannot grow the WAL.
+            let chunk = vec![0u8; 64 * 1024];
+            while std::io::Write::write_all(&mut filler, &chunk).is_ok() {}
+        },
+    );
 }
 
 #[test]
 fn a_database_made_read_only_brings_the_robot_to_rest_at_once() {
-    let dir = temp_dir("rest-ro");
-    let db = dir.join("brain.db");
-    let _ = std::fs::remove_file(&db);
-    let (sim, brain, record) = driving(&dir, &db, 0.0);
-    let mut perms = std::fs::metadata(&db).unwrap().permissions();
-    perms.set_readonly(true);
-    std::fs::set_permissions(&db, perms).unwrap();
-    let fault = wall_us();
-    halted(brain, &sim, &record, fault, "read-only database");
+    store_fault("rest-ro", None, "read-only database", |db| {
+        let mut perms = std::fs::metadata(db).unwrap().permissions();
+        perms.set_readonly(true);
+        std::fs::set_permissions(db, perms).unwrap();
+    });
 }
 
 #[test]
 fn a_database_deleted_mid_run_brings_the_robot_to_rest_at_once() {
-    let dir = temp_dir("rest-deleted");
-    let db = dir.join("brain.db");
-    let _ = std::fs::remove_file(&db);
-    let (sim, brain, record) = driving(&dir, &db, 0.0);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
-    let fault = wall_us();
-    halted(brain, &sim, &record, fault, "database deleted");
+    store_fault("rest-deleted", None, "database deleted", |db| {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+    });
 }
 
 #[test]
 fn sigterm_of_headless_brings_the_robot_to_rest_before_it_exits() {
     let dir = temp_dir("rest-sigterm");
-    let db = dir.join("brain.db");
-    let _ = std::fs::remove_file(&db);
-    let (sim, mut brain, record) = driving(&dir, &db, 0.0);
+    let (sim, mut brain, record) = driving(&dir, &dir.join("brain.db"), 0.0);
     let fault = wall_us();
     let killed = Command::new("kill")
         .args(["-TERM", &brain.child.id().to_string()])
@@ -262,10 +267,8 @@ fn sigterm_of_headless_brings_the_robot_to_rest_before_it_exits() {
 #[test]
 fn the_robots_dead_man_stops_the_base_when_the_brain_is_killed() {
     let dir = temp_dir("rest-deadman");
-    let db = dir.join("brain.db");
-    let _ = std::fs::remove_file(&db);
     let deadman = Duration::from_millis(500);
-    let (sim, mut brain, record) = driving(&dir, &db, deadman.as_secs_f64());
+    let (sim, mut brain, record) = driving(&dir, &dir.join("brain.db"), deadman.as_secs_f64());
     // SIGKILL: no goodbye, no stop from the brain; nobody restarts it.
     let fault = wall_us();
     brain.child.kill().unwrap();

@@ -313,6 +313,12 @@ impl Engine {
     /// cancelled, its approvals withdrawn, and it resumes at the same step.
     pub(super) fn set_aside(&mut self, id: &str, why: &str) {
         self.stop_task_goals(id);
+        self.interrupt(id, why);
+    }
+
+    /// Makes a task resume at the same step when it runs again, without
+    /// touching its goals or approvals (a stop already ended its step).
+    pub(super) fn interrupt(&mut self, id: &str, why: &str) {
         if let Some(task) = self.state.queue.get_mut(id) {
             task.status = TaskStatus::Preempted;
             task.react.phase = Phase::Ready;

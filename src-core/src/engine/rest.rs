@@ -19,8 +19,8 @@ use serde_json::json;
 
 use super::Engine;
 use crate::link::{GoalKind, LinkReply, LinkRequest, RobotLink};
-use crate::protocol::{EventKind, Mode, Node, SkillStatus, TaskStatus};
-use crate::react::{LastResult, Phase};
+use crate::protocol::{EventKind, Mode, Node, SkillStatus};
+use crate::react::Phase;
 use crate::skills::runner::Completion;
 
 /// A stop just sent: its goal id and the goals it cancelled.
@@ -55,7 +55,7 @@ impl Engine {
         }
         let interrupted = self.note_stop(&stop);
         for id in interrupted {
-            self.interrupt(&id, why);
+            self.interrupt(&id, &format!("interrupted: {why}"));
         }
         self.log("warn", &format!("robot brought to rest: {why}"));
         self.record_stop("the stop");
@@ -169,22 +169,6 @@ impl Engine {
         interrupted
     }
 
-    /// A task whose step was cut by a stop it did not ask for: it resumes
-    /// at the same step when it runs again (its approvals stay).
-    pub(super) fn interrupt(&mut self, id: &str, why: &str) {
-        if let Some(task) = self.state.queue.get_mut(id) {
-            task.status = TaskStatus::Preempted;
-            task.react.phase = Phase::Ready;
-            task.react.last = Some(LastResult::Resumed {
-                after: why.to_string(),
-            });
-        }
-        if self.state.queue.active_id() == Some(id) {
-            self.state.queue.set_active(None);
-        }
-        self.task_event(id, &format!("interrupted: {why}"));
-    }
-
     /// Records what a stop changed, now that it has reached the robot;
     /// when the store has failed, says that it cannot be recorded.
     pub(super) fn record_stop(&mut self, what: &str) {
@@ -236,7 +220,7 @@ impl Engine {
                 self.completion_event(&c);
             }
             if let Some(id) = task {
-                self.interrupt(&id, "the robot's dead-man stopped the base");
+                self.interrupt(&id, "interrupted: the robot's dead-man stopped the base");
             }
         }
     }
@@ -372,19 +356,20 @@ mod tests {
         panic!("the store never failed");
     }
 
-    fn navigating(engine: &mut Engine, events: &mut Vec<Event>) {
+    /// Sends the robot to the kitchen; the navigation's goal id once it runs.
+    fn navigating(engine: &mut Engine, events: &mut Vec<Event>) -> String {
         engine.submit(Command::Say {
             text: "去厨房".into(),
         });
         for _ in 0..200 {
             engine.tick(events);
-            if engine
+            let nav = engine
                 .runner
                 .running()
                 .iter()
-                .any(|g| g.skill == "navigate_to")
-            {
-                return;
+                .find(|g| g.skill == "navigate_to");
+            if let Some(g) = nav {
+                return g.goal_id.clone();
             }
         }
         panic!("never navigated");
@@ -406,8 +391,7 @@ mod tests {
     fn a_rest_sends_stop_then_cancels_and_the_task_resumes_at_its_step() {
         let (mut engine, sent) = spied("r");
         let mut events = Vec::new();
-        navigating(&mut engine, &mut events);
-        let nav = engine.runner.running()[0].goal_id.clone();
+        let nav = navigating(&mut engine, &mut events);
         sent.lock().unwrap().clear();
         engine.bring_to_rest("a test");
         let sent = sent.lock().unwrap().clone();
@@ -445,8 +429,7 @@ mod tests {
         let path = temp_db("failed");
         let (mut engine, sent, _) = spied_on("f", Some(&path));
         let mut events = Vec::new();
-        navigating(&mut engine, &mut events);
-        let nav = engine.runner.running()[0].goal_id.clone();
+        let nav = navigating(&mut engine, &mut events);
         sent.lock().unwrap().clear();
         events.clear();
         let other = fail_the_store(&mut engine, &path, &mut events);
@@ -491,7 +474,7 @@ mod tests {
         let path = temp_db("estop");
         let (mut engine, sent, committed_first) = spied_on("e", Some(&path));
         let mut events = Vec::new();
-        navigating(&mut engine, &mut events);
+        let _nav = navigating(&mut engine, &mut events);
         sent.lock().unwrap().clear();
         engine.submit(Command::EStop);
         let first = stops(&sent.lock().unwrap());
@@ -532,7 +515,7 @@ mod tests {
     fn a_dropped_engine_that_never_closed_stops_the_robot() {
         let (mut engine, sent) = spied("d");
         let mut events = Vec::new();
-        navigating(&mut engine, &mut events);
+        let _nav = navigating(&mut engine, &mut events);
         sent.lock().unwrap().clear();
         drop(engine);
         assert_eq!(stops(&sent.lock().unwrap()).len(), 1);
@@ -551,8 +534,7 @@ mod tests {
     fn the_robots_dead_man_notice_is_an_error_and_the_task_resumes_its_step() {
         let (mut engine, _sent) = spied("m");
         let mut events = Vec::new();
-        navigating(&mut engine, &mut events);
-        let nav = engine.runner.running()[0].goal_id.clone();
+        let nav = navigating(&mut engine, &mut events);
         events.clear();
         engine.replies.push(LinkReply::Deadman {
             silent_s: 2.1,
