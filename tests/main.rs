@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod assist;
+mod channel;
 mod console;
 mod durable;
 mod llm;

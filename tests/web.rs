@@ -254,9 +254,11 @@ async fn tokens_and_origins_decide_who_connects() {
     assert!(out.stderr.contains("needs --token"), "{}", out.stderr);
 }
 
-/// The page in headless Chromium (playwright-core; `./x test` installs both).
+/// The page in headless Chromium (playwright-core; `./x test` installs both):
+/// approve, reconnect, a viewer refused, and typing in the chat never
+/// approving (only a click after the guard does).
 #[test]
-fn the_page_in_chromium_approves_reconnects_and_refuses_a_viewer() {
+fn the_page_in_chromium_approves_reconnects_refuses_a_viewer_and_typing_never_approves() {
     let ui = root().join("ui");
     let ready = ui.join("node_modules/playwright-core").exists()
         && std::path::Path::new("/usr/bin/chromium").exists();
@@ -278,7 +280,7 @@ fn the_page_in_chromium_approves_reconnects_and_refuses_a_viewer() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && stdout.contains("4 passed, 0 failed"),
+        out.status.success() && stdout.contains("5 passed, 0 failed"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -376,5 +378,48 @@ fn a_recorded_run_becomes_a_report_that_chromium_shows() {
         out.stderr.contains("damaged.jsonl:") && out.stderr.contains("line"),
         "{}",
         out.stderr
+    );
+}
+
+/// A frame over the line limit is refused before parsing, a binary frame
+/// is named, the connection goes on, and the E-stop sent after them acts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_frame_is_refused_and_the_estop_after_it_arrives() {
+    let server = serve("web-frames", &[]);
+    let mut ws = connect(&server.addr, "").await;
+    let mut seen = Vec::new();
+    until(&mut ws, &mut seen, |m| m["type"] == "snapshot").await;
+    let huge = format!(r#"{{"cmd":"say","text":"{}"}}"#, "x".repeat(10 << 20));
+    let bytes = huge.len();
+    let started = std::time::Instant::now();
+    ws.send(Message::Text(huge.into())).await.unwrap();
+    ws.send(Message::Binary(vec![0xff, 0xfe].into()))
+        .await
+        .unwrap();
+    let sent = std::time::Instant::now();
+    ws.send(Message::Text(r#"{"cmd":"estop"}"#.into()))
+        .await
+        .unwrap();
+    let refused = until(&mut ws, &mut seen, |m| m["type"] == "error").await;
+    assert_eq!(refused["code"], "line_too_long", "{refused}");
+    let why = refused["message"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("{bytes} bytes")) && why.contains("16384-byte limit"),
+        "{why}"
+    );
+    let binary = until(&mut ws, &mut seen, |m| m["type"] == "error").await;
+    assert_eq!(binary["code"], "invalid_utf8", "{binary}");
+    until(&mut ws, &mut seen, |m| {
+        is_event(m, "mode") && m["event"]["to"] == "SAFE"
+    })
+    .await;
+    eprintln!(
+        "E-stop behind a {bytes}-byte frame over the WebSocket: {:.1} ms from its frame to the SAFE event ({:.1} ms from the big frame's first byte)",
+        sent.elapsed().as_secs_f64() * 1e3,
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    assert!(
+        !seen.iter().any(|e| e["kind"] == "intent"),
+        "the refused frame reached the intent parser"
     );
 }

@@ -5,13 +5,37 @@ use crate::brain::{Intent, parse_intent};
 use crate::kernel::{PlanStep, TaskKind};
 use crate::link::LinkRequest;
 use crate::protocol::{
-    AlertStatus, Command, EventKind, Mode, Node, Priority, SkillCall, SpeechTrack, TaskStatus,
+    AlertStatus, Command, Event, EventKind, Mode, Node, Priority, SkillCall, SpeechTrack,
+    TaskStatus,
 };
 use crate::react::{LastResult, Phase};
 
 impl Engine {
+    /// Takes in one command at once, between ticks (K1 without the rest of
+    /// a tick), commits what it did and appends its events to `out`. The
+    /// runtime hands commands over one by one this way, so that an urgent
+    /// one that comes meanwhile is taken before the next (an E-stop still
+    /// goes through [`Engine::submit`]). A halted engine keeps it pending.
+    pub fn take_in(&mut self, command: Command, out: &mut Vec<Event>) {
+        if self.halted().is_some() {
+            self.pending.push(command);
+            return;
+        }
+        self.ingest(command);
+        self.deliver(out);
+    }
+
     pub(super) fn ingest(&mut self, command: Command) {
         self.node(Node::HciIngress);
+        // Every face's utterance passes here: one that is too long is
+        // refused before the home, the intent parser or memory see it.
+        if let Err(e) = command.check_limits() {
+            self.emit(EventKind::Error {
+                code: e.code().into(),
+                message: e.to_string(),
+            });
+            return;
+        }
         match command {
             Command::Say { text } => {
                 if let Some(memory) = &self.memory {

@@ -490,6 +490,18 @@ pub fn parse(text: &str, file: &Path) -> Result<Scenario, SourceError> {
         .collect::<Result<Vec<_>, _>>()?;
     let final_state = final_expect(&cx, raw.final_state)?;
     let brain = brain_choice(&cx, raw.brain.as_ref(), raw.mock_llm, raw.decision)?;
+    if steps.is_empty() && expects.is_empty() && orders.is_empty() && final_state.is_empty() {
+        return Err(SourceError {
+            file: file.to_path_buf(),
+            line: 0,
+            col: 0,
+            field: String::new(),
+            message: "the scenario is empty: expected at least one `[[step]]`, `[[expect]]`, \
+                      `[[expect_order]]` or `[final]` (with nothing to do or check, a run \
+                      would pass without testing anything)"
+                .into(),
+        });
+    }
 
     let name = raw.name.unwrap_or_else(|| {
         file.file_stem()
@@ -1000,13 +1012,14 @@ battery = [10, 100]
 
     #[test]
     fn worlds_are_names_or_paths_next_to_the_scenario() {
+        let step = "[[step]]\nat = 1\nsay = \"x\"\n";
         let s = parse(
-            "world = \"worlds/small.toml\"\n",
+            &format!("world = \"worlds/small.toml\"\n{step}"),
             Path::new("tests/scenarios/a.toml"),
         )
         .unwrap();
         assert_eq!(s.world, "tests/scenarios/worlds/small.toml");
-        let s = parse("", Path::new("tests/scenarios/a.toml")).unwrap();
+        let s = parse(step, Path::new("tests/scenarios/a.toml")).unwrap();
         assert_eq!(s.world, "apartment");
         assert_eq!(s.name, "a");
     }
@@ -1081,13 +1094,18 @@ brain = "scripted"
 type = "REPLAN"
 reason = "scripted"
 ops = [{ op = "wait", seconds = 2 }]
+
+[[step]]
+at = 1
+say = "go"
 "#)
         .unwrap();
         let BrainChoice::Scripted(list) = &s.brain else {
             panic!("{:?}", s.brain)
         };
         assert_eq!(list[0].decision_type, crate::protocol::DecisionType::Replan);
-        let s = p("brain = \"llm\"\nmock_llm = \"mock/a.toml\"\n").unwrap();
+        let s =
+            p("brain = \"llm\"\nmock_llm = \"mock/a.toml\"\n[final]\nmode = \"IDLE\"\n").unwrap();
         assert_eq!(
             s.brain,
             BrainChoice::Llm {
