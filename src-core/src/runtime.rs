@@ -384,7 +384,7 @@ fn kernel(
         buf: Vec::new(),
     };
     engine.take_events(&mut out.buf);
-    out.publish(engine);
+    out.publish(&engine);
     snapshot.send_replace(engine.snapshot());
 }
 

@@ -11,7 +11,7 @@
 //! Run: `cargo bench -p robobrain-tui --bench estop` (400 trials per case;
 //! set `ROBOBRAIN_BENCH_TRIALS` to change).
 
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};

@@ -251,7 +251,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::link::LinkError;
-    use crate::protocol::{Command, Event};
+    use crate::protocol::{Command, Event, TaskStatus};
     use crate::sim::World;
     use crate::store::{Store, Synchronous};
     use std::sync::{Arc, Mutex};
