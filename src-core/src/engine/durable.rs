@@ -367,7 +367,15 @@ impl Engine {
                 || !d.updates.is_empty()
                 || !d.sent.is_empty()
                 || force_full;
-            if changed && let Err(e) = self.commit(force_full) {
+            // Nothing to write still looks at the file: a database deleted
+            // or made read-only is noticed within a tick, not at the next
+            // event.
+            let written = if changed {
+                self.commit(force_full)
+            } else {
+                d.guard.as_ref().map_or(Ok(()), FileGuard::check)
+            };
+            if let Err(e) = written {
                 let message = e.to_string();
                 self.held.take();
                 self.fail_store(&message);

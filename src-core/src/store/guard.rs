@@ -3,8 +3,9 @@
 //! SQLite keeps writing through the descriptors it opened: a database
 //! deleted, replaced or made read-only (`chmod a-w`; root writes through
 //! any mode) under a running brain does not make a commit fail, and the
-//! thread would go on recording into a file nobody will find. So before
-//! each commit the engine looks at the path again (one `stat`, about a
+//! thread would go on recording into a file nobody will find. So every
+//! tick (before its commit, or instead of one when there is nothing to
+//! write) the engine looks at the path again (one `stat`, about a
 //! microsecond) and treats a changed file as a failed store.
 
 use std::path::{Path, PathBuf};
