@@ -264,6 +264,9 @@ mod tests {
         sent: Arc<Mutex<Vec<LinkRequest>>>,
         db: Option<std::path::PathBuf>,
         committed_first: Arc<Mutex<Vec<bool>>>,
+        /// The thread it serves: listed in [`BOOM`], its next advance
+        /// panics (a bug on the kernel's path).
+        thread: String,
     }
 
     impl RobotLink for Spy {
@@ -290,6 +293,7 @@ mod tests {
             self.inner.send(request)
         }
         fn advance(&mut self, dt: f64) {
+            assert!(!BOOM.lock().unwrap().contains(&self.thread), "boom");
             self.inner.advance(dt);
         }
         fn drain(&mut self, out: &mut Vec<LinkReply>) {
@@ -298,6 +302,9 @@ mod tests {
     }
 
     type Sent = Arc<Mutex<Vec<LinkRequest>>>;
+
+    /// Threads whose spied link panics on its next advance.
+    static BOOM: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
     fn spied(thread: &str) -> (Engine, Sent) {
         let (engine, sent, _) = spied_on(thread, None);
@@ -320,6 +327,7 @@ mod tests {
             sent: Arc::clone(&sent),
             db: db.map(std::path::Path::to_path_buf),
             committed_first: Arc::clone(&committed_first),
+            thread: thread.to_string(),
         };
         let mut engine = Engine::new(&config, world, Box::new(link)).unwrap();
         if let Some(path) = db {
@@ -556,5 +564,43 @@ mod tests {
             .map(|g| g.goal_id.clone())
             .collect();
         assert!(running.iter().any(|g| *g != nav), "{running:?}");
+    }
+
+    #[test]
+    fn a_panic_on_the_kernel_thread_stops_the_robot_and_says_so() {
+        let (mut engine, sent) = spied("p");
+        let mut events = Vec::new();
+        let _nav = navigating(&mut engine, &mut events);
+        sent.lock().unwrap().clear();
+        let (runtime, mut rx) = crate::runtime::Runtime::start_subscribed(
+            engine,
+            crate::runtime::Pace::RealTime { speed: 1.0 },
+        );
+        BOOM.lock().unwrap().push("p".into());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut said = None;
+        while said.is_none() && std::time::Instant::now() < deadline {
+            match rx.try_recv() {
+                Ok(e) => {
+                    if let EventKind::Error { code, message } = e.kind
+                        && code == "kernel_panic"
+                    {
+                        said = Some(message);
+                    }
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        }
+        BOOM.lock().unwrap().retain(|t| t != "p");
+        let said = said.expect("a kernel_panic event");
+        assert!(
+            said.contains("boom") && said.contains("brought to rest"),
+            "{said}"
+        );
+        assert!(
+            !stops(&sent.lock().unwrap()).is_empty(),
+            "the stop went out"
+        );
+        drop(runtime);
     }
 }
