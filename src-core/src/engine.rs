@@ -150,9 +150,12 @@ pub struct Engine {
     rests: u64,
     /// Unique to this engine (its start time, µs): stop goal ids carry it.
     nonce: u64,
-    /// Whether [`Engine::close`] ran (a dropped engine that did not close
-    /// still stops the robot).
+    /// Whether [`Engine::close`] ran (a dropped engine that ran but did
+    /// not close still stops the robot).
     closed: bool,
+    /// Whether a tick ran: an engine dropped before its first (a run that
+    /// could not start) has sent nothing and stops nothing.
+    ticked: bool,
 }
 
 impl Engine {
@@ -216,6 +219,7 @@ impl Engine {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_micros() as u64),
             closed: false,
+            ticked: false,
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         if let Some(why) = engine.speaker.notice().map(str::to_string) {
@@ -281,6 +285,7 @@ impl Engine {
     /// are committed before anything it sends leaves for the robot; a halted
     /// engine (see [`Engine::halted`]) does nothing.
     pub fn tick(&mut self, out: &mut Vec<Event>) {
+        self.ticked = true;
         if self.halted().is_some() {
             out.append(&mut self.ready);
             out.append(&mut self.outbox);
@@ -546,10 +551,10 @@ impl Engine {
 }
 
 impl Drop for Engine {
-    /// An engine that ends without [`Engine::close`] — a panic unwinding
-    /// through a driver, a face that forgot — still stops the robot.
+    /// An engine that ran and ends without [`Engine::close`] — a panic
+    /// unwinding through a driver, a face that forgot — still stops the robot.
     fn drop(&mut self) {
-        if !self.closed {
+        if self.ticked && !self.closed {
             self.rests += 1;
             let _ = self.send_stop("rest", self.rests);
         }

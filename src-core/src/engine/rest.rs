@@ -520,13 +520,19 @@ mod tests {
     }
 
     #[test]
-    fn a_dropped_engine_that_never_closed_stops_the_robot() {
+    fn a_dropped_engine_that_ran_but_never_closed_stops_the_robot() {
         let (mut engine, sent) = spied("d");
         let mut events = Vec::new();
         let _nav = navigating(&mut engine, &mut events);
         sent.lock().unwrap().clear();
         drop(engine);
         assert_eq!(stops(&sent.lock().unwrap()).len(), 1);
+        let (engine, sent) = spied("n");
+        drop(engine);
+        assert!(
+            stops(&sent.lock().unwrap()).is_empty(),
+            "a run that never started stops nothing"
+        );
         let (mut engine, sent) = spied("c");
         engine.close();
         engine.close();
