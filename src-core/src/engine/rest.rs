@@ -383,6 +383,20 @@ mod tests {
         panic!("never navigated");
     }
 
+    /// A spied engine (recording into `db` when given) whose robot is on
+    /// its way to the kitchen, the link's record cleared: the engine, what
+    /// it sends from now on, whether each stop's row was committed before
+    /// it went, and the navigation's goal id.
+    fn under_way(
+        thread: &str,
+        db: Option<&std::path::Path>,
+    ) -> (Engine, Sent, Arc<Mutex<Vec<bool>>>, String) {
+        let (mut engine, sent, committed_first) = spied_on(thread, db);
+        let nav = navigating(&mut engine, &mut Vec::new());
+        sent.lock().unwrap().clear();
+        (engine, sent, committed_first, nav)
+    }
+
     pub(crate) fn stops(sent: &[LinkRequest]) -> Vec<String> {
         sent.iter()
             .filter_map(|r| match r {
@@ -397,10 +411,7 @@ mod tests {
 
     #[test]
     fn a_rest_sends_stop_then_cancels_and_the_task_resumes_at_its_step() {
-        let (mut engine, sent) = spied("r");
-        let mut events = Vec::new();
-        let nav = navigating(&mut engine, &mut events);
-        sent.lock().unwrap().clear();
+        let (mut engine, sent, _, nav) = under_way("r", None);
         engine.bring_to_rest("a test");
         let sent = sent.lock().unwrap().clone();
         assert!(
@@ -435,11 +446,8 @@ mod tests {
     #[test]
     fn a_failed_commit_stops_the_robot_first_and_sends_nothing_else() {
         let path = temp_db("failed");
-        let (mut engine, sent, _) = spied_on("f", Some(&path));
+        let (mut engine, sent, _, nav) = under_way("f", Some(&path));
         let mut events = Vec::new();
-        let nav = navigating(&mut engine, &mut events);
-        sent.lock().unwrap().clear();
-        events.clear();
         let other = fail_the_store(&mut engine, &path, &mut events);
         let sent = sent.lock().unwrap().clone();
         assert_eq!(stops(&sent).len(), 1, "{sent:?}");
@@ -480,10 +488,8 @@ mod tests {
     #[test]
     fn the_estop_reaches_the_robot_before_its_commit_and_with_a_failed_store() {
         let path = temp_db("estop");
-        let (mut engine, sent, committed_first) = spied_on("e", Some(&path));
+        let (mut engine, sent, committed_first, _) = under_way("e", Some(&path));
         let mut events = Vec::new();
-        let _nav = navigating(&mut engine, &mut events);
-        sent.lock().unwrap().clear();
         engine.submit(Command::EStop);
         let first = stops(&sent.lock().unwrap());
         assert_eq!(first.len(), 1);
@@ -521,10 +527,7 @@ mod tests {
 
     #[test]
     fn a_dropped_engine_that_ran_but_never_closed_stops_the_robot() {
-        let (mut engine, sent) = spied("d");
-        let mut events = Vec::new();
-        let _nav = navigating(&mut engine, &mut events);
-        sent.lock().unwrap().clear();
+        let (engine, sent, _, _) = under_way("d", None);
         drop(engine);
         assert_eq!(stops(&sent.lock().unwrap()).len(), 1);
         let (engine, sent) = spied("n");
@@ -546,10 +549,8 @@ mod tests {
 
     #[test]
     fn the_robots_dead_man_notice_is_an_error_and_the_task_resumes_its_step() {
-        let (mut engine, _sent) = spied("m");
+        let (mut engine, _, _, nav) = under_way("m", None);
         let mut events = Vec::new();
-        let nav = navigating(&mut engine, &mut events);
-        events.clear();
         engine.replies.push(LinkReply::Deadman {
             silent_s: 2.1,
             time: 12.0,
@@ -574,10 +575,7 @@ mod tests {
 
     #[test]
     fn a_panic_on_the_kernel_thread_stops_the_robot_and_says_so() {
-        let (mut engine, sent) = spied("p");
-        let mut events = Vec::new();
-        let _nav = navigating(&mut engine, &mut events);
-        sent.lock().unwrap().clear();
+        let (engine, sent, _, _) = under_way("p", None);
         let (runtime, mut rx) = crate::runtime::Runtime::start_subscribed(
             engine,
             crate::runtime::Pace::RealTime { speed: 1.0 },
