@@ -328,7 +328,9 @@ pub struct Session {
 impl Session {
     /// Assembles and starts a run ([`Run::assemble`], then [`Run::start`]).
     pub async fn open(config: &Config, options: SessionOptions) -> Result<Self, SessionError> {
-        Run::assemble(config, options).await?.start().await
+        // Boxed: the run being assembled is large, the caller's future stays small.
+        let run = Box::pin(Run::assemble(config, options)).await?;
+        Box::pin(run.start()).await
     }
 
     /// The running brain: commands in, events out, snapshots.
@@ -390,11 +392,8 @@ impl Session {
     /// thread), waits for the last events to reach the log, and says
     /// whether the log holds the whole run.
     pub async fn stop(&self) -> Result<(), SessionError> {
-        let _ = self.runtime.send(Command::Shutdown).await;
-        let deadline = tokio::time::Instant::now() + STOP_WAIT;
-        while !self.runtime.is_finished() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        // The kernel brings the robot to rest and closes the thread first.
+        self.runtime.stop().await;
         Ok(self.recorder.finished(STOP_WAIT).await?)
     }
 }
