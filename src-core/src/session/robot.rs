@@ -68,9 +68,9 @@ impl RobotUrl {
     pub fn connect(&self, config: &Config, world: &World) -> Result<Box<dyn RobotLink>, LinkError> {
         Ok(match self {
             Self::Sim => Box::new(SimLink::new(world.clone(), config.seed)),
-            Self::Tcp { .. } => Box::new(
-                TcpLink::connect(&self.to_string())?.with_deadman(config.link.deadman_s),
-            ),
+            Self::Tcp { .. } => {
+                Box::new(TcpLink::connect(&self.to_string())?.with_deadman(config.link.deadman_s))
+            }
         })
     }
 }
