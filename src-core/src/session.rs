@@ -618,8 +618,9 @@ mod tests {
         let hello = session.hello(Role::Viewer);
         assert_eq!(hello.run, *session.info());
         assert_eq!(hello.map.name, "apartment");
-        assert!(!session.recent().all().is_empty());
         session.stop().await.unwrap();
+        // The recorder runs beside the face: once stopped, it has seen all.
+        assert!(!session.recent().all().is_empty());
         let logged = crate::eventlog::read(session.log_path()).unwrap();
         assert_eq!(logged.first().map(|e| e.kind.name()), Some("snapshot"));
         assert!(logged.iter().any(|e| e.kind.name() == "run"));
