@@ -20,7 +20,6 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use robobrain_core::llm::mock_script;
 use robobrain_core::llm::mock_server::MockServer;
 use robobrain_core::protocol::{Event, EventKind, RunInfo, ServerMessage};
 use tokio_tungstenite::tungstenite::Message;
@@ -102,14 +101,10 @@ struct Setup {
 
 fn setup() -> Setup {
     let dir = temp_dir("faces");
-    let script = dir.join("mock.toml");
-    std::fs::write(
-        &script,
+    let model = crate::support::mock_model(
+        &dir,
         "[[reply]]\ndecision = { type = \"FINISH\", reason = \"nothing to do\", ops = [] }\n",
-    )
-    .unwrap();
-    let model = MockServer::start(mock_script::load(&script).unwrap(), "127.0.0.1:0").unwrap();
-    let python = std::env::var("ROBOBRAIN_PYTHON").unwrap_or_else(|_| "python3".into());
+    );
     let config = dir.join("robobrain.toml");
     std::fs::write(
         &config,
@@ -124,14 +119,11 @@ enabled = true
 model_dir = {no_model:?}
 [speech]
 voice = "text"
-[[mcp.services]]
-name = "time"
-command = {python:?}
-args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
-"#,
+{time}"#,
             runs = dir.join("runs").display().to_string(),
             url = model.base_url(),
             no_model = dir.join("no-model").display().to_string(),
+            time = crate::support::time_service(),
         ),
     )
     .unwrap();

@@ -221,7 +221,8 @@ times = 2
     assert_eq!(first_decision(&events)["brain"], "fallback");
     assert_logged(
         &events,
-        "model reply rejected: ops[0]: unknown skill `fly`; skills: actions.batch_invoke, actions.get_recent, alert, devices.get, devices.get_state, devices.invoke, devices.list, devices.search, devices.snapshot, dialog.ask_clarifying_question, dialog.request_confirmation, dock, listen, navigate_to, scenes.run, speak, stop_base, watch",
+        // The names the model was shown (see skills/model_name.rs).
+        "model reply rejected: ops[0]: unknown skill `fly`; skills: actions__batch_invoke, actions__get_recent, alert, devices__get, devices__get_state, devices__invoke, devices__list, devices__search, devices__snapshot, dialog__ask_clarifying_question, dialog__request_confirmation, dock, listen, navigate_to, scenes__run, speak, stop_base, watch",
     );
     assert_logged(
         &events,

@@ -5,6 +5,7 @@
 //! break the schema: errors, and the server stays up.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -809,26 +810,26 @@ command = "/nonexistent/ghost-mcp"
 /// Runs `robobrain headless` with `services` (TOML `[[mcp.services]]`
 /// entries) configured, calls `skill` once, and returns the events.
 fn headless_call(name: &str, services: &str, skill: &str) -> Vec<Value> {
-    let dir = temp_dir(name);
-    let config = dir.join("robobrain.toml");
-    std::fs::write(
-        &config,
-        format!("runs_dir = \"{}\"\n{services}", dir.display()),
-    )
-    .unwrap();
     let call = json!({"cmd": "call", "call_id": "c1", "skill": skill, "args": {}});
-    let out = crate::support::robobrain(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "headless",
-            "--speed",
-            "20",
-        ],
-        &format!("{call}\n"),
-    );
+    headless_with(&temp_dir(name), services, &[], &format!("{call}\n")).0
+}
+
+/// Runs `robobrain headless --speed 20` in `dir` with `config` (TOML) and
+/// `extra` flags, `stdin` as its input; the events and stdout.
+fn headless_with(dir: &Path, config: &str, extra: &[&str], stdin: &str) -> (Vec<Value>, String) {
+    let file = dir.join("robobrain.toml");
+    std::fs::write(&file, format!("runs_dir = \"{}\"\n{config}", dir.display())).unwrap();
+    let mut args = vec![
+        "--config",
+        file.to_str().unwrap(),
+        "headless",
+        "--speed",
+        "20",
+    ];
+    args.extend_from_slice(extra);
+    let out = crate::support::robobrain(&args, stdin);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    events(&out.stdout)
+    (events(&out.stdout), out.stdout)
 }
 
 fn logged(evs: &[Value], level: &str, text: &str) -> bool {
@@ -928,4 +929,47 @@ fn http_operator_stdin_survives_a_bad_line_and_sigterm_ends_the_server() {
     };
     assert!(status.success(), "{status:?}");
     drop(stdin);
+}
+
+/// A model sees an MCP service's tools under names OpenAI-style endpoints
+/// accept (`mcp__time__get_current_time`; mock-llm refuses a request with
+/// any other name, as OpenAI does), and its answer is mapped back to the
+/// skill's own name (`mcp.time.get_current_time`).
+#[test]
+fn a_model_sees_mcp_tools_under_names_it_accepts_and_answers_with_them() {
+    use robobrain_core::skills::model_name::is_valid;
+    let dir = temp_dir("mcp-model-names");
+    let model = crate::support::mock_model(
+        &dir,
+        "[[reply]]\ntool_calls = [{ name = \"mcp__time__get_current_time\", arguments = { timezone = \"UTC\" } }]\n",
+    );
+    let config = format!(
+        "[llm]\nbase_url = {:?}\napi_key = \"model-names-key\"\n{}",
+        model.base_url(),
+        crate::support::time_service()
+    );
+    let say = ["--say", "what time is it in Berlin, roughly?"];
+    let (evs, stdout) = headless_with(&dir, &config, &say, "");
+    let received = model.received();
+    let asked = received
+        .iter()
+        .find(|r| r.body["tools"][0]["function"]["name"] != "decide")
+        .unwrap_or_else(|| panic!("no intent request: {stdout}"));
+    let names: Vec<&str> = asked.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.iter().all(|n| is_valid(n)), "{names:?}");
+    for name in [
+        "mcp__time__get_current_time",
+        "devices__list",
+        "navigate_to",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    // The answer was mapped back: the kernel judged the skill by its own name.
+    let why = "`mcp.time.get_current_time` is not something an utterance may start";
+    assert!(logged(&evs, "warn", why), "{stdout}");
 }

@@ -91,3 +91,21 @@ pub fn toml_files(dir: &str) -> Vec<String> {
     files.sort();
     files
 }
+
+/// A mock-llm server on loopback playing `script` (mock-llm TOML), written
+/// to `dir/mock.toml`.
+pub fn mock_model(dir: &Path, script: &str) -> robobrain_core::llm::mock_server::MockServer {
+    use robobrain_core::llm::{mock_script, mock_server::MockServer};
+    let path = dir.join("mock.toml");
+    std::fs::write(&path, script).unwrap();
+    MockServer::start(mock_script::load(&path).unwrap(), "127.0.0.1:0").unwrap()
+}
+
+/// The `[[mcp.services]]` entry of PyPI's reference `mcp-server-time`
+/// (installed by `./x setup`), run with `ROBOBRAIN_PYTHON`.
+pub fn time_service() -> String {
+    let python = std::env::var("ROBOBRAIN_PYTHON").unwrap_or_else(|_| "python3".into());
+    format!(
+        "[[mcp.services]]\nname = \"time\"\ncommand = {python:?}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n"
+    )
+}

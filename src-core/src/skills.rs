@@ -6,6 +6,7 @@
 //! their time limits. Registering a skill needs no change to the kernel.
 
 pub mod builtin;
+pub mod model_name;
 pub mod registry;
 pub mod runner;
 pub mod spec;
@@ -18,6 +19,7 @@ use crate::link::{LinkError, RobotLink, Telemetry};
 use crate::protocol::SpeechTrack;
 use crate::world::World;
 
+pub use model_name::ModelNames;
 pub use registry::{Init, SkillRegistry};
 pub use runner::{Completion, SkillRunner};
 pub use spec::{MainType, Recovery, Risk, SkillSpec, SubType};

@@ -25,16 +25,19 @@ use super::rule;
 use super::{Brain, BrainError, Intent, Thinking};
 use crate::llm::prompt::Prompts;
 use crate::llm::{CallResult, LlmClient, LlmConfig, LlmWorker, Structured, Update};
-use crate::protocol::{BrainKind, EventKind, LlmCallView};
+use crate::protocol::{BrainKind, EventKind, LlmCallView, Op};
 use crate::react::{Decision, Observation};
-use crate::skills::SkillRegistry;
+use crate::skills::{ModelNames, SkillRegistry};
 use crate::world::World;
 use reply::Validators;
 use request::message;
 
 /// What the registry looked like when the caches were built.
 struct Skills {
+    /// The registry's skill names, in order (to notice a change).
     names: Vec<String>,
+    /// Those names as the model sees them, and back.
+    model_names: ModelNames,
     schema: Value,
     validators: Validators,
     functions: String,
@@ -124,17 +127,26 @@ impl LlmBrain {
         if self.skills.as_ref().is_some_and(|s| s.names == names) {
             return Ok(());
         }
-        let schema = request::decision_schema(&names);
+        // The model sees and answers with names it accepts; they are mapped
+        // back to the skills' own before anything is checked or run.
+        let model_names = ModelNames::new(names.iter().map(String::as_str));
+        let shown: Vec<String> = names
+            .iter()
+            .map(|n| model_names.model(n).to_string())
+            .collect();
+        let schema = request::decision_schema(&shown);
         let decision = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
         let mut validators = BTreeMap::new();
         for spec in registry.specs() {
             let v = jsonschema::validator_for(&spec.args_schema).map_err(|e| e.to_string())?;
-            validators.insert(spec.name.clone(), v);
+            validators.insert(model_names.model(&spec.name).to_string(), v);
         }
         let functions =
-            serde_json::to_string_pretty(&request::skill_functions(registry)).unwrap_or_default();
+            serde_json::to_string_pretty(&request::skill_functions(registry, &model_names))
+                .unwrap_or_default();
         self.skills = Some(Skills {
             names,
+            model_names,
             schema,
             validators: Validators {
                 decision,
@@ -323,7 +335,8 @@ impl LlmBrain {
             Err(problem) => Err(problem),
             Ok(text) => {
                 let parsed = match self.skills.as_ref() {
-                    Some(skills) => reply::parse_decision(&text, &skills.validators),
+                    Some(skills) => reply::parse_decision(&text, &skills.validators)
+                        .map(|d| own_skill_names(d, &skills.model_names)),
                     None => Err("no skills are known".into()),
                 };
                 if parsed.is_err() {
@@ -396,6 +409,7 @@ impl LlmBrain {
     /// (bounded by the call's deadline).
     fn ask_intent(&mut self, utterance: &str, world: &World, registry: &SkillRegistry) -> bool {
         let zones: Vec<&str> = world.zones.iter().map(|z| z.name.as_str()).collect();
+        let names = ModelNames::new(registry.specs().map(|s| s.name.as_str()));
         let Ok(system) = self
             .prompts
             .render("intent_system.txt", &[("zones", &zones.join(", "))])
@@ -405,7 +419,7 @@ impl LlmBrain {
         let body = serde_json::json!({
             "model": self.config.decision_model,
             "messages": [message("system", &system), message("user", utterance)],
-            "tools": request::skill_functions(registry),
+            "tools": request::skill_functions(registry, &names),
             "tool_choice": "auto",
             "temperature": self.config.temperature,
             "stream": false,
@@ -454,6 +468,19 @@ impl LlmBrain {
     }
 }
 
+/// The decision with each dispatched skill under its own name again (the
+/// model answered with the names it was shown).
+fn own_skill_names(mut decision: Decision, names: &ModelNames) -> Decision {
+    for op in &mut decision.ops {
+        if let Op::Dispatch { skill, .. } = op
+            && let Some(own) = names.skill(skill)
+        {
+            *skill = own.to_string();
+        }
+    }
+    decision
+}
+
 /// Tool calls → an intent: navigate_to once (go) or several times (patrol),
 /// dock (charge), stop_base (stop). Arguments are checked against the skill
 /// and the world; anything else is not usable.
@@ -462,8 +489,10 @@ fn intent_of(
     world: &World,
     registry: &SkillRegistry,
 ) -> Result<Option<Intent>, String> {
+    let names = ModelNames::new(registry.specs().map(|s| s.name.as_str()));
     let mut zones = Vec::new();
     for call in calls {
+        let name = names.skill(&call.name).unwrap_or(&call.name);
         let args: Value = serde_json::from_str(if call.arguments.trim().is_empty() {
             "{}"
         } else {
@@ -471,9 +500,9 @@ fn intent_of(
         })
         .map_err(|e| format!("`{}` arguments are not JSON ({e})", call.name))?;
         registry
-            .check(&call.name, &args, world)
+            .check(name, &args, world)
             .map_err(|e| e.to_string())?;
-        match call.name.as_str() {
+        match name {
             "navigate_to" => {
                 let zone = args
                     .get("zone")

@@ -286,6 +286,22 @@ fn refused_feature(script: &Script, request: &Value) -> Option<&'static str> {
         .copied()
 }
 
+/// What OpenAI answers a request whose function names break its pattern
+/// (`^[a-zA-Z0-9_-]+$`, at most 64): the whole request is refused.
+fn bad_function_name(request: &Value) -> Option<String> {
+    let tools = request.get("tools")?.as_array()?;
+    tools.iter().enumerate().find_map(|(i, tool)| {
+        let name = tool.pointer("/function/name").and_then(Value::as_str)?;
+        (!crate::skills::model_name::is_valid(name)).then(|| {
+            format!(
+                "Invalid 'tools[{i}].function.name': string does not match pattern. \
+                 Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$' \
+                 (at most 64 characters), found {name:?}."
+            )
+        })
+    })
+}
+
 async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -299,6 +315,12 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             );
         }
     };
+    if let Some(why) = bad_function_name(&request) {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &error_body(&why, "invalid_request_error"),
+        );
+    }
     let refused = refused_feature(&shared.script, &request);
     let (number, reply) = match reply_or_error(&shared, &request, refused) {
         Ok(picked) => picked,

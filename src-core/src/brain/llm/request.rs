@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::Structured;
 use crate::react::Observation;
-use crate::skills::SkillRegistry;
+use crate::skills::{ModelNames, SkillRegistry};
 
 /// The JSON Schema of a decision, with `skill` limited to `skills`.
 pub fn decision_schema(skills: &[String]) -> Value {
@@ -52,11 +52,16 @@ pub fn decision_schema(skills: &[String]) -> Value {
     })
 }
 
-/// Every skill as an OpenAI function definition, pretty JSON, for the prompt.
-pub fn skill_functions(registry: &SkillRegistry) -> Vec<Value> {
+/// Every skill as an OpenAI function definition, under the name the model
+/// sees ([`ModelNames`]).
+pub fn skill_functions(registry: &SkillRegistry, names: &ModelNames) -> Vec<Value> {
     registry
         .specs()
-        .map(crate::skills::SkillSpec::to_function)
+        .map(|spec| {
+            let mut function = spec.to_function();
+            function["function"]["name"] = Value::from(names.model(&spec.name));
+            function
+        })
         .collect()
 }
 
