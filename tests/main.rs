@@ -305,3 +305,55 @@ fn audit_lists_and_filters_the_rows() {
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("no database yet"), "{}", out.stderr);
 }
+
+/// `robobrain completions SHELL` gives each shell a script it loads and
+/// completes with (the real bash, zsh and fish, installed by `./x setup`),
+/// and `robobrain man` a page groff reads without a warning.
+#[test]
+fn completions_complete_in_real_shells_and_the_man_page_reads() {
+    const INSTALL: &str = "./x setup (apt-get install bash zsh fish groff-base)";
+    let bin = env!("CARGO_BIN_EXE_robobrain");
+    let run = |name: &str, args: &[&str]| -> String {
+        let out = std::process::Command::new(robobrain_core::testing::program(name, INSTALL))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shell = |name: &str, script: &str| run(name, &["-c", script]);
+    let bash = shell(
+        "bash",
+        &format!(
+            "source <({bin} completions bash); COMP_WORDS=(robobrain hea); COMP_CWORD=1; \
+             _robobrain robobrain hea robobrain; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+        ),
+    );
+    assert_eq!(bash.trim(), "headless");
+    let fish = shell(
+        "fish",
+        &format!("source ({bin} completions fish | psub); complete -C'robobrain hea'"),
+    );
+    assert!(fish.starts_with("headless\t"), "{fish}");
+    let zsh = shell(
+        "zsh",
+        &format!(
+            "autoload -U compinit; compinit -u; source <({bin} completions zsh); print $_comps[robobrain]"
+        ),
+    );
+    assert_eq!(zsh.trim(), "_robobrain");
+    let page = robobrain(&["man"], "");
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    assert!(page.stdout.contains(".TH robobrain 1"), "{}", page.stdout);
+    let dir = temp_dir("man");
+    let file = dir.join("robobrain.1");
+    std::fs::write(&file, &page.stdout).unwrap();
+    let text = run("groff", &["-man", "-Tutf8", "-ww", file.to_str().unwrap()]);
+    for word in ["headless", "serve", "completions"] {
+        assert!(text.contains(word), "{word} not in the man page:\n{text}");
+    }
+}

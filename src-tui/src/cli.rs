@@ -145,6 +145,15 @@ pub enum Cmd {
         #[arg(short, long, value_name = "FILE", default_value = "report.html")]
         output: PathBuf,
     },
+    /// Prints a shell completion script: `source <(robobrain completions bash)`,
+    /// or save it where your shell looks (README, "Shell completions").
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Prints the man page (roff): `robobrain man > robobrain.1 && man -l robobrain.1`.
+    Man,
 }
 
 /// Parses the arguments, runs, and turns the outcome into an exit code.
@@ -161,6 +170,12 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    // Neither reads the config: a broken one must not break a shell.
+    match &cli.command {
+        Some(Cmd::Completions { shell }) => return completions(*shell),
+        Some(Cmd::Man) => return man(),
+        _ => {}
+    }
     let config = load_config(&cli)?;
     let durable = Durability {
         resume: cli.resume,
@@ -224,6 +239,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
         Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
+        Some(Cmd::Completions { .. } | Cmd::Man) => unreachable!("answered before the config"),
         Some(Cmd::Assist(args)) => crate::assist::run(&args),
         Some(Cmd::Memory(args)) => crate::memorycli::run(&config, &args),
     }
@@ -505,6 +521,34 @@ fn scenarios(
     } else {
         println!("{}", style.paint("1;31", &line));
         Ok(ExitCode::from(1))
+    }
+}
+
+/// `robobrain completions SHELL`: the completion script on stdout.
+fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "robobrain", &mut script);
+    print_all(&script)
+}
+
+/// `robobrain man`: the man page, section 1, on stdout.
+fn man() -> Result<ExitCode> {
+    use clap::CommandFactory;
+    let mut page = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut page)
+        .context("cannot render the man page")?;
+    print_all(&page)
+}
+
+/// Writes `bytes` to stdout; a reader that stopped early (`| head`) is fine.
+fn print_all(bytes: &[u8]) -> Result<ExitCode> {
+    match std::io::stdout().write_all(bytes) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to stdout")
+        }
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 
