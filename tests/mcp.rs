@@ -861,9 +861,15 @@ fn headless_runs_the_configured_services_tools_as_skills() {
 #[test]
 fn a_service_by_url_with_a_token_becomes_skills() {
     let dir = temp_dir("mcp-url");
-    let (mut server, url) = spawn_http(&["--token", "t0k"], &dir.join("server.jsonl"));
+    // The token from a file on both sides: never on a command line.
+    let token = dir.join("token");
+    std::fs::write(&token, "t0k\n").unwrap();
+    let (mut server, url) = spawn_http(
+        &["--token-file", token.to_str().unwrap()],
+        &dir.join("server.jsonl"),
+    );
     let services = format!(
-        "[[mcp.services]]\nname = \"web\"\nurl = \"{url}\"\ntoken = \"t0k\"\n\n[[mcp.services]]\nname = \"locked\"\nurl = \"{url}\"\n"
+        "[[mcp.services]]\nname = \"web\"\nurl = \"{url}\"\ntoken_file = {token:?}\n\n[[mcp.services]]\nname = \"locked\"\nurl = \"{url}\"\n"
     );
     let evs = headless_call("mcp-url-headless", &services, "mcp.web.robot_status");
     let _ = server.kill();

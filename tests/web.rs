@@ -20,6 +20,8 @@ pub(crate) struct Server {
     child: Child,
     /// `HOST:PORT`.
     pub(crate) addr: String,
+    /// What it said on stderr before serving.
+    pub(crate) said: Vec<String>,
 }
 
 impl Drop for Server {
@@ -63,6 +65,7 @@ pub(crate) fn serve_with(config: &std::path::Path, extra: &[&str], speed: f64) -
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
     let addr = loop {
         let line = lines.next().expect("serve ended before serving").unwrap();
         if let Some(at) = line.find(" at http://") {
@@ -70,9 +73,10 @@ pub(crate) fn serve_with(config: &std::path::Path, extra: &[&str], speed: f64) -
                 .trim_end_matches('/')
                 .to_string();
         }
+        said.push(line);
     };
     std::thread::spawn(move || for _ in lines {});
-    Server { child, addr }
+    Server { child, addr, said }
 }
 
 type Ws =
@@ -219,17 +223,28 @@ async fn a_page_that_reconnects_gets_what_it_missed_and_nothing_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_and_origins_decide_who_connects() {
+    // The operator's token from a file; the viewer's on the command line,
+    // which works and is warned about.
+    let token = temp_dir("web-tokens-file").join("token");
+    std::fs::write(&token, "op-secret\n").unwrap();
     let server = serve(
         "web-tokens",
         &[
             "--listen",
             "0.0.0.0:0",
-            "--token",
-            "op-secret",
+            "--token-file",
+            token.to_str().unwrap(),
             "--viewer-token",
             "look",
         ],
     );
+    let warned = server.said.join("\n");
+    assert!(
+        warned.contains("--viewer-token on the command line is visible to other users")
+            && warned.contains("ROBOBRAIN_VIEWER_TOKEN"),
+        "{warned}"
+    );
+    assert!(!warned.contains("warning: --token "), "{warned}");
     let port = server.addr.rsplit(':').next().unwrap().to_string();
     let addr = format!("127.0.0.1:{port}");
     let refused = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await;

@@ -163,9 +163,16 @@ pub struct McpServiceConfig {
     /// The endpoint to connect to (or `command`), e.g. `http://127.0.0.1:8931/mcp`.
     #[serde(default)]
     pub url: Option<String>,
-    /// A bearer token for `url`.
+    /// A bearer token for `url`, written here (prefer `token_env` or
+    /// `token_file`: a config file is often shared or checked in).
     #[serde(default)]
     pub token: Option<String>,
+    /// The environment variable holding the bearer token for `url`.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// The file holding the bearer token for `url` (one line, mode 0600).
+    #[serde(default)]
+    pub token_file: Option<std::path::PathBuf>,
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
@@ -179,6 +186,18 @@ pub struct McpServiceConfig {
 }
 
 impl McpServiceConfig {
+    /// The bearer token for `url`: written in the config, or read from
+    /// `token_env` / `token_file` now.
+    pub fn bearer(&self) -> Result<Option<String>, crate::secrets::SecretError> {
+        if let Some(name) = &self.token_env {
+            return crate::secrets::from_env(name).map(Some);
+        }
+        if let Some(path) = &self.token_file {
+            return crate::secrets::from_file(path).map(Some);
+        }
+        Ok(self.token.clone())
+    }
+
     /// A service run as `command ARGS…` and spoken to over stdio, with no
     /// capability tags and the risk its tools' annotations give.
     pub fn command(name: &str, command: &str, args: &[&str]) -> Self {
@@ -187,6 +206,8 @@ impl McpServiceConfig {
             command: command.into(),
             url: None,
             token: None,
+            token_env: None,
+            token_file: None,
             args: args.iter().map(|a| (*a).to_string()).collect(),
             capabilities: Vec::new(),
             risk: None,
@@ -641,6 +662,23 @@ impl Config {
                 }
                 _ => {}
             }
+            let tokens = [
+                service.token.is_some(),
+                service.token_env.is_some(),
+                service.token_file.is_some(),
+            ];
+            if tokens.iter().filter(|t| **t).count() > 1 {
+                return err(
+                    "mcp.services",
+                    format!("service `{name}`: expected one of token, token_env, token_file"),
+                );
+            }
+            if tokens.contains(&true) && service.url.is_none() {
+                return err(
+                    "mcp.services",
+                    format!("service `{name}`: a token goes with a url (a command needs none)"),
+                );
+            }
         }
         if self.store.keep_checkpoints == 0 {
             return err(
@@ -756,6 +794,26 @@ mod tests {
             c.mcp.services[0].url.as_deref(),
             Some("http://127.0.0.1:1/mcp")
         );
+        assert_eq!(c.mcp.services[0].bearer().unwrap().as_deref(), Some("t"));
+        let e = refusal(
+            "[[mcp.services]]\nname = \"a\"\nurl = \"http://h\"\ntoken = \"t\"\ntoken_env = \"T\"\n",
+        );
+        assert!(
+            e.ends_with("expected one of token, token_env, token_file"),
+            "{e}"
+        );
+        let e = refusal("[[mcp.services]]\nname = \"a\"\ncommand = \"x\"\ntoken_file = \"t\"\n");
+        assert!(
+            e.ends_with("a token goes with a url (a command needs none)"),
+            "{e}"
+        );
+        let c = Config::from_toml_str(
+            "[[mcp.services]]\nname = \"web\"\nurl = \"http://h\"\ntoken_env = \"ROBOBRAIN_TEST_UNSET_TOKEN\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let e = c.mcp.services[0].bearer().unwrap_err().to_string();
+        assert!(e.contains("ROBOBRAIN_TEST_UNSET_TOKEN is not set"), "{e}");
     }
 
     #[test]

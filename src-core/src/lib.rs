@@ -52,6 +52,7 @@ pub mod react;
 pub mod rng;
 pub mod runtime;
 pub mod scenario;
+pub mod secrets;
 pub mod session;
 pub mod sim;
 pub mod skills;

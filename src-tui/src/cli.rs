@@ -271,8 +271,28 @@ fn attach(url: &str, durable: &Durability) -> Result<ExitCode> {
         !durable.record && !durable.resume && durable.robot.is_none(),
         "--connect attaches to a run `robobrain serve` assembled: --thread, --db, --resume and --robot belong to that command"
     );
-    let ended = console::attach(url, console::color_allowed())?;
+    let url = with_token(url);
+    let ended = console::attach(&url, console::color_allowed())?;
     Ok(ExitCode::from(ended.exit_status()))
+}
+
+/// The `--connect` URL with its token: as given (`?token=…`, warned about:
+/// `ps` shows it), else ROBOBRAIN_TOKEN's, else none.
+fn with_token(url: &str) -> String {
+    let given = url
+        .split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|p| p.starts_with("token=")));
+    if given {
+        crate::flags::warn_visible("the token in --connect's URL", "ROBOBRAIN_TOKEN=…");
+        return url.to_string();
+    }
+    match robobrain_core::secrets::from_env("ROBOBRAIN_TOKEN") {
+        Ok(token) => {
+            let join = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{join}token={token}")
+        }
+        Err(_) => url.to_string(),
+    }
 }
 
 /// Writes the HTML report of the run logged in `log`; the world is the one

@@ -47,3 +47,38 @@ pub fn async_runtime(workers: usize) -> Result<Runtime> {
         .build()
         .context("cannot start the async runtime")
 }
+
+/// A secret a subcommand takes: `--NAME VALUE` (visible to every user of
+/// the machine in `ps`: a warning says so), `--NAME-file FILE`, or the
+/// environment variable `env`, in that order.
+pub fn secret(
+    flag: &str,
+    given: Option<&str>,
+    file: Option<&std::path::Path>,
+    env: &str,
+) -> Result<Option<String>> {
+    if let Some(value) = given {
+        warn_visible(flag, &format!("{env}=… or {flag}-file FILE"));
+        return Ok(Some(value.to_string()));
+    }
+    if let Some(path) = file {
+        if robobrain_core::secrets::readable_by_others(path) {
+            eprintln!(
+                "warning: {} can be read by other users (chmod 600 it)",
+                path.display()
+            );
+        }
+        return robobrain_core::secrets::from_file(path)
+            .map(Some)
+            .with_context(|| format!("{flag}-file"));
+    }
+    Ok(robobrain_core::secrets::from_env(env).ok())
+}
+
+/// Says on stderr that the secret `what` was given on the command line,
+/// where every user of the machine sees it (`ps`), and what to use instead.
+pub fn warn_visible(what: &str, instead: &str) {
+    eprintln!(
+        "warning: {what} on the command line is visible to other users of this machine (ps); use {instead}"
+    );
+}

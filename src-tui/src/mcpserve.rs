@@ -25,7 +25,7 @@ use robobrain_tui::mcp::http::{HttpServer, PATH, check_bind};
 use robobrain_tui::mcp::{McpServer, Options, RECENT_EVENTS};
 use robobrain_tui::operator::forward;
 
-use crate::flags::{Durability, LOG_HELP};
+use crate::flags::{Durability, LOG_HELP, secret};
 
 /// Arguments of `robobrain mcp`.
 #[derive(Debug, clap::Args)]
@@ -33,9 +33,13 @@ pub struct Args {
     /// Serve streamable HTTP at ADDR (endpoint `/mcp`) instead of stdio; stdin then takes operator lines.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
-    /// Bearer token HTTP clients must send; required when `--http` is not a loopback address.
+    /// Bearer token HTTP clients must send; required when `--http` is not a
+    /// loopback address. Visible in `ps`: prefer --token-file or ROBOBRAIN_TOKEN.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// The bearer token, read from FILE (one line; mode 0600).
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
     /// Operator lines (as on `robobrain headless` stdin) read from FILE, e.g. a FIFO.
     #[arg(long, value_name = "FILE")]
     pub operator: Option<PathBuf>,
@@ -56,11 +60,20 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
         "--call-timeout: expected positive seconds, found {}",
         args.call_timeout
     );
-    if let Some(addr) = args.http {
-        check_bind(addr, args.token.as_deref())?;
-    } else if args.token.is_some() {
+    let token = if let Some(addr) = args.http {
+        let token = secret(
+            "--token",
+            args.token.as_deref(),
+            args.token_file.as_deref(),
+            "ROBOBRAIN_TOKEN",
+        )?;
+        check_bind(addr, token.as_deref())?;
+        token
+    } else if args.token.is_some() || args.token_file.is_some() {
         anyhow::bail!("--token goes with --http (stdio needs none)");
-    }
+    } else {
+        None
+    };
     let options = SessionOptions {
         pace: Pace::RealTime { speed: args.speed },
         log: args.log.clone(),
@@ -68,10 +81,15 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
         ..durable.options("mcp")?
     };
     let rt = crate::flags::async_runtime(2)?;
-    rt.block_on(serve(config, options, args))
+    rt.block_on(serve(config, options, token, args))
 }
 
-async fn serve(config: &Config, session: SessionOptions, args: &Args) -> Result<ExitCode> {
+async fn serve(
+    config: &Config,
+    session: SessionOptions,
+    token: Option<String>,
+    args: &Args,
+) -> Result<ExitCode> {
     let run = Run::assemble(config, session).await?;
     // A service that cannot start is named; the rest runs without it.
     for service in &run.info.services {
@@ -110,8 +128,8 @@ async fn serve(config: &Config, session: SessionOptions, args: &Args) -> Result<
             }
         }
         Some(addr) => {
-            let http = HttpServer::bind(server.clone(), addr, args.token.clone(), shutdown.clone())
-                .await?;
+            let http =
+                HttpServer::bind(server.clone(), addr, token.clone(), shutdown.clone()).await?;
             // Tests and scripts read the address (the real port) from this line.
             eprintln!(
                 "robobrain mcp: thread {} serving http://{}{PATH}",

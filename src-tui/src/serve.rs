@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use robobrain_tui::web::{Access, Served, WebServer, access};
 
-use crate::flags::{Durability, LOG_HELP};
+use crate::flags::{Durability, LOG_HELP, secret};
 
 /// Events kept for viewers that reconnect.
 const RECENT_EVENTS: usize = 20_000;
@@ -27,12 +27,20 @@ pub struct Args {
     /// Address to serve on (port 0 picks a free one).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
     pub listen: SocketAddr,
-    /// The operator's token; required beyond loopback (pages connect with ?token=…).
+    /// The operator's token; required beyond loopback (pages connect with
+    /// ?token=…). Visible in `ps`: prefer --token-file or ROBOBRAIN_TOKEN.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// A token for read-only viewers (they watch; their commands are refused).
+    /// The operator's token, read from FILE (one line; mode 0600).
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
+    /// A token for read-only viewers (they watch; their commands are
+    /// refused). Or --viewer-token-file, or ROBOBRAIN_VIEWER_TOKEN.
     #[arg(long, value_name = "TOKEN")]
     pub viewer_token: Option<String>,
+    /// The viewers' token, read from FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "viewer_token")]
+    pub viewer_token_file: Option<PathBuf>,
     /// Sim seconds per wall second.
     #[arg(long, value_name = "N", default_value_t = 1.0)]
     pub speed: f64,
@@ -45,7 +53,22 @@ pub struct Args {
 
 /// Serves until Ctrl-C or SIGTERM.
 pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
-    access::check_bind(args.listen, args.token.as_deref()).map_err(anyhow::Error::msg)?;
+    let access = Access {
+        token: secret(
+            "--token",
+            args.token.as_deref(),
+            args.token_file.as_deref(),
+            "ROBOBRAIN_TOKEN",
+        )?,
+        viewer_token: secret(
+            "--viewer-token",
+            args.viewer_token.as_deref(),
+            args.viewer_token_file.as_deref(),
+            "ROBOBRAIN_VIEWER_TOKEN",
+        )?,
+        loopback: args.listen.ip().is_loopback(),
+    };
+    access::check_bind(args.listen, access.token.as_deref()).map_err(anyhow::Error::msg)?;
     let options = SessionOptions {
         pace: Pace::RealTime { speed: args.speed },
         log: args.log.clone(),
@@ -61,19 +84,12 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
                 eprintln!("error: MCP service `{}` {e}", service.name);
             }
         }
-        serve(session, args).await
+        serve(session, access, args).await
     })
 }
 
-async fn serve(session: Session, args: &Args) -> Result<ExitCode> {
-    let served = Arc::new(Served {
-        session,
-        access: Access {
-            token: args.token.clone(),
-            viewer_token: args.viewer_token.clone(),
-            loopback: args.listen.ip().is_loopback(),
-        },
-    });
+async fn serve(session: Session, access: Access, args: &Args) -> Result<ExitCode> {
+    let served = Arc::new(Served { session, access });
     let server = WebServer::bind(Arc::clone(&served), args.listen).await?;
     // Tests and scripts read the address (the real port) from this line.
     eprintln!("robobrain serve: {}", served.session.info().summary());

@@ -57,6 +57,9 @@ pub enum ServiceError {
     /// A tool that is not JSON.
     #[error("a tool that is not JSON: {0}")]
     Tool(#[from] serde_json::Error),
+    /// Its bearer token could not be read (`token_env`, `token_file`).
+    #[error("no bearer token: {0}")]
+    Token(#[from] crate::secrets::SecretError),
 }
 
 /// Starts every configured service and registers its tools in `registry`.
@@ -108,8 +111,8 @@ fn describe(service: &McpServiceConfig) -> String {
 async fn start(service: &McpServiceConfig) -> Result<(Client, Vec<Value>), ServiceError> {
     let handshake = if let Some(url) = &service.url {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-        if let Some(token) = &service.token {
-            config = config.auth_header(token.clone());
+        if let Some(token) = service.bearer()? {
+            config = config.auth_header(token);
         }
         tokio::time::timeout(
             START_TIMEOUT,

@@ -213,13 +213,9 @@ mod tests {
 
     fn service(risk: Option<Risk>) -> McpServiceConfig {
         McpServiceConfig {
-            name: "home".into(),
-            command: "home-mcp".into(),
-            args: Vec::new(),
             capabilities: vec!["home".into()],
             risk,
-            url: None,
-            token: None,
+            ..McpServiceConfig::command("home", "home-mcp", &[])
         }
     }
 
