@@ -979,3 +979,39 @@ fn a_model_sees_mcp_tools_under_names_it_accepts_and_answers_with_them() {
     let why = "`mcp.time.get_current_time` is not something an utterance may start";
     assert!(logged(&evs, "warn", why), "{stdout}");
 }
+
+/// The libraries' own diagnostics are shown, not dropped: with
+/// `RUST_LOG=rmcp=info`, rmcp's `tracing` lines about the configured service
+/// reach `headless`'s stderr; with neither `RUST_LOG` nor `-v` they do not.
+#[test]
+fn rust_log_shows_the_mcp_librarys_tracing_on_stderr() {
+    let dir = temp_dir("mcp-rust-log");
+    let config = dir.join("robobrain.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "runs_dir = \"{}\"\n{}",
+            dir.display(),
+            crate::support::time_service()
+        ),
+    )
+    .unwrap();
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "headless",
+        "--fast",
+        "--duration",
+        "1",
+    ];
+    let out = crate::support::robobrain_env(&args, &[("RUST_LOG", "rmcp=info")]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("rmcp::service") && out.stderr.contains("mcp-time"),
+        "{}",
+        out.stderr
+    );
+    let quiet = crate::support::robobrain(&args, "");
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("rmcp::"), "{}", quiet.stderr);
+}

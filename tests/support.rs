@@ -50,11 +50,13 @@ fn run_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
 }
 
 /// Starts `robobrain ARGS…` from the workspace root with these environment
-/// variables, colours off, stdin, stdout and stderr piped.
+/// variables (and the caller's `RUST_LOG` unset), colours off, stdin,
+/// stdout and stderr piped.
 pub fn start(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_robobrain"))
         .args(args)
         .current_dir(root())
+        .env_remove("RUST_LOG")
         .envs(env.iter().copied())
         .env("NO_COLOR", "1")
         .stdin(Stdio::piped())

@@ -60,6 +60,12 @@ pub struct Cli {
     /// A robot in another process, e.g. tcp://127.0.0.1:7000 (`robobrain sim --listen`).
     #[arg(long, global = true, value_name = "URL")]
     pub robot: Option<String>,
+    /// More diagnostics (-v info, -vv debug, -vvv trace); RUST_LOG, when set, decides.
+    #[arg(short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Errors only in the diagnostics.
+    #[arg(short = 'q', long = "quiet", global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
     /// What to run.
     #[command(subcommand)]
     pub command: Option<Cmd>,
@@ -177,6 +183,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
         _ => {}
     }
     let config = load_config(&cli)?;
+    // The console's terminal is its UI: its diagnostics go to a file.
+    let console_here = match &cli.command {
+        None => console::has_terminal(),
+        Some(Cmd::Tui { .. }) => true,
+        _ => false,
+    };
+    let sink = if console_here {
+        crate::logging::Sink::FileIn(config.runs_dir.join("logs"), "console")
+    } else {
+        crate::logging::Sink::Stderr
+    };
+    let verbosity = if cli.quiet {
+        -1
+    } else {
+        i8::try_from(cli.verbose).unwrap_or(i8::MAX)
+    };
+    crate::logging::init(&sink, verbosity)?;
     let durable = Durability {
         resume: cli.resume,
         robot: cli.robot.clone(),

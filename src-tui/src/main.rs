@@ -7,6 +7,7 @@ mod audit;
 mod cli;
 mod flags;
 mod headless;
+mod logging;
 mod mcpserve;
 mod memorycli;
 mod pretty;

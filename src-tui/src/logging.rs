@@ -1,0 +1,94 @@
+//! Diagnostics: one `tracing` subscriber per process, so what robobrain and
+//! its libraries (rmcp, the HTTP stack, anything logging through `log`)
+//! say is shown instead of dropped. `RUST_LOG` decides what is shown when
+//! set (`RUST_LOG=rmcp=debug`); else `-q` (errors), the default (warnings),
+//! `-v` (info), `-vv` (debug), `-vvv` (trace).
+//!
+//! Where: stderr for the faces that do not own the terminal (`headless`,
+//! `serve`, `mcp`, `demo`, `scenario`…); a file per run for the console,
+//! whose terminal is the UI: `<runs_dir>/logs/console-<unix time>-<pid>.log`.
+//! This is not the run's event log (`<runs_dir>/<thread>.jsonl`), which
+//! records what the brain did; this is what the program says about itself.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tracing_subscriber::EnvFilter;
+
+/// Where diagnostics go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sink {
+    /// The process's stderr.
+    Stderr,
+    /// A new file in this folder (created when missing), named for the face.
+    FileIn(PathBuf, &'static str),
+}
+
+/// The filter for `verbosity` (−1 quiet … 3) when `RUST_LOG` is not set.
+pub fn default_filter(verbosity: i8) -> &'static str {
+    match verbosity {
+        i8::MIN..=-1 => "error",
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    }
+}
+
+/// Installs the subscriber; returns the file it writes to, if any.
+pub fn init(sink: &Sink, verbosity: i8) -> Result<Option<PathBuf>> {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(default_filter(verbosity)));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match sink {
+        Sink::Stderr => {
+            // Colours only on a terminal, and never with NO_COLOR.
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none();
+            let _ = builder
+                .with_writer(std::io::stderr)
+                .with_ansi(ansi)
+                .try_init();
+            Ok(None)
+        }
+        Sink::FileIn(dir, face) => {
+            let path = log_file(dir, face);
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the log folder {}", dir.display()))?;
+            let file = std::fs::File::create(&path)
+                .with_context(|| format!("cannot create the log file {}", path.display()))?;
+            let _ = builder
+                .with_writer(std::sync::Mutex::new(file))
+                .with_ansi(false)
+                .try_init();
+            tracing::info!(target: "robobrain", "{face} started, pid {}", std::process::id());
+            Ok(Some(path))
+        }
+    }
+}
+
+/// The file of this run of `face` in `dir`.
+fn log_file(dir: &Path, face: &str) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    dir.join(format!("{face}-{secs}-{}.log", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_default_and_verbose_map_to_levels() {
+        assert_eq!(default_filter(-1), "error");
+        assert_eq!(default_filter(0), "warn");
+        assert_eq!(default_filter(1), "info");
+        assert_eq!(default_filter(2), "debug");
+        assert_eq!(default_filter(9), "trace");
+        let f = log_file(Path::new("runs/logs"), "console");
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with("console-"), "{name}");
+        assert_eq!(f.extension().and_then(|e| e.to_str()), Some("log"));
+    }
+}
