@@ -8,6 +8,7 @@ pub mod guardrails;
 pub mod guards;
 pub mod observation;
 pub mod progress;
+pub mod step;
 
 use serde::{Deserialize, Serialize};
 
