@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::kernel::PlanStep;
 use crate::link::{Incident, NavFeedback};
 use crate::protocol::Op;
+use crate::react::PlanStep;
 
 /// What happened since the last decision (R7's record).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
