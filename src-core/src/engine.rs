@@ -8,7 +8,8 @@
 //!
 //! - `commands.rs`: K1, turning commands and utterances into tasks and interrupts.
 //! - `kernel_step.rs`: K2–K5, telemetry, results, activity, mode arbitration, preemption.
-//! - `iterate.rs`: K6 and R1–R8, one ReAct iteration and the approval interrupt.
+//! - `iterate.rs`: K6 and R1–R8, the driver of [`crate::react::step`] (it
+//!   observes, asks the brain, judges, dispatches) and the approval interrupt.
 //! - `patrol.rs`: repeated patrol rounds on a fixed schedule (`PATROL_INTERVAL`).
 //! - `durable.rs`: the per-tick commit, the side-effect ledger, resume and
 //!   reconciliation with the robot (only with a [`crate::store::Store`] attached).

@@ -1,15 +1,18 @@
-//! The inner loop (seed 003 R1–R8) as data: the per-task [`ReactState`], the
-//! [`Observation`] a brain sees, the [`Decision`] it returns, the guardrails
-//! that judge its ops, and the loop guards. The engine drives it; nothing in
-//! here does IO.
+//! The inner loop (seed 003 R1–R8) as data: the per-task [`ReactState`] and
+//! the [`PlanStep`]s it walks, the [`Observation`] a brain sees, the
+//! [`Decision`] it returns, the guardrails that judge its ops, the loop
+//! guards, and [`step::step`], the loop's transitions as one pure function.
+//! The engine drives it; nothing in here does IO.
 
 pub mod decision;
 pub mod guardrails;
 pub mod guards;
 pub mod observation;
 pub mod progress;
+pub mod step;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use crate::protocol::Op;
 
@@ -67,4 +70,31 @@ pub struct ReactState {
     /// when it runs again, without asking twice.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approved: Vec<Op>,
+}
+
+/// One step of a plan: a skill call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanStep {
+    /// Skill name.
+    pub skill: String,
+    /// Its arguments.
+    pub args: Value,
+}
+
+impl PlanStep {
+    /// `watch`.
+    pub fn watch() -> Self {
+        Self {
+            skill: "watch".into(),
+            args: json!({}),
+        }
+    }
+
+    /// `navigate_to {zone}`.
+    pub fn navigate(zone: &str) -> Self {
+        Self {
+            skill: "navigate_to".into(),
+            args: json!({ "zone": zone }),
+        }
+    }
 }

@@ -403,8 +403,6 @@ mod tests {
 
     fn obs(kind: &str, zones: &[&str], step: usize, last: Option<LastResult>) -> Observation {
         Observation {
-            time: 10.0,
-            task_id: "t1".into(),
             task_kind: kind.into(),
             title: "task".into(),
             plan: zones
@@ -414,21 +412,9 @@ mod tests {
                 .collect(),
             step,
             plan_len: zones.len(),
-            iteration: 1,
             zone: Some("kitchen".into()),
-            battery_pct: 50.0,
-            charging: false,
-            battery_resume_pct: 80.0,
-            distance_to_target: None,
-            running: Vec::new(),
             last_result: last,
-            failures: 0,
-            no_progress: None,
-            preempt: None,
-            blocked_passages: Vec::new(),
-            incidents: Vec::new(),
-            replan_wait_s: 3.0,
-            vision: None,
+            ..crate::react::observation::sample()
         }
     }
 

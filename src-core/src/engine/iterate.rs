@@ -1,27 +1,24 @@
-//! K6 and the ReAct loop R1–R8: when to decide, one iteration, and the
-//! approval interrupt.
+//! K6 and the ReAct loop R1–R8: the driver of [`crate::react::step`].
+//!
+//! The step machine decides every transition — when an iteration is due,
+//! the loop guards, the kernel's overrules, what a verdict means, the next
+//! phase — and this file carries out what it asks: it builds observations,
+//! asks the brain, judges ops, holds approvals, dispatches goals, records
+//! events, and feeds each outcome back.
 
 use serde_json::{Value, json};
 
 use super::{Engine, PendingApproval};
-use crate::brain::{BrainError, Thinking};
+use crate::brain::Thinking;
 use crate::kernel::Task;
 use crate::protocol::{
-    ApprovalStatus, BrainKind, DecisionType, DecisionView, EventKind, Mode, Node, Op, SkillStatus,
-    SpeechTrack, TaskStatus, Verdict,
+    ApprovalStatus, DecisionView, EventKind, Mode, Node, Op, SkillStatus, SpeechTrack, Verdict,
 };
 use crate::react::guardrails::{GuardContext, Judged, judge};
 use crate::react::observation::{PLAN_WINDOW, PreemptObs, RunningGoalObs};
-use crate::react::{Decision, LastResult, Observation, Phase, guards};
+use crate::react::step::{Effect, Input, Outcome, step};
+use crate::react::{LastResult, Observation, Phase};
 use crate::skills::Completion;
-
-/// What woke the loop.
-enum Trigger {
-    /// The phase asks for a decision.
-    Ready,
-    /// A running step is due for a progress check (with evidence of no progress).
-    Check(Option<String>),
-}
 
 /// How a dispatch went.
 enum Dispatched {
@@ -34,61 +31,136 @@ enum Dispatched {
 }
 
 impl Engine {
-    /// K6: in EXEC or CHARGE, run the active task's inner loop when it is due.
+    /// K6: in EXEC or CHARGE, tick the active task's loop.
     pub(super) fn route(&mut self) {
         if !matches!(self.state.mode, Mode::Exec | Mode::Charge) {
             return;
         }
-        let Some(task) = self.state.queue.active() else {
+        let Some(task) = self.state.queue.active_mut() else {
             return;
         };
-        let now = self.state.time;
-        let k = &self.config.kernel;
-        let preempt = self.state.preempt_for.is_some();
-        if matches!(task.react.phase, Phase::Deciding { .. }) {
+        let input = Input::Tick {
+            now: self.state.time,
+            preempt: self.state.preempt_for.is_some(),
+            limits: &self.config.kernel,
+        };
+        let (react, effects) = step(std::mem::take(&mut task.react), input);
+        task.react = react;
+        if !effects.is_empty() {
             let id = task.id.clone();
-            self.poll_brain(&id);
-            return;
+            self.drive(&id, effects, None);
         }
-        let trigger = match &task.react.phase {
-            Phase::Ready => Some(Trigger::Ready),
-            Phase::Waiting { until, .. } if now >= *until - 1e-9 => Some(Trigger::Ready),
-            Phase::Running { .. } if now >= task.react.next_check - 1e-9 => Some(Trigger::Check(
-                task.react
-                    .progress
-                    .stalled(now, k.no_progress_window_s, k.no_progress_min_m),
-            )),
-            Phase::Halted | Phase::Deciding { .. } => None,
-            Phase::Waiting { .. } | Phase::Running { .. } | Phase::AwaitingApproval { .. } => {
-                preempt.then_some(Trigger::Check(None))
-            }
-        };
-        let Some(trigger) = trigger else { return };
-        let id = task.id.clone();
-        if let Some(task) = self.state.queue.get_mut(&id) {
-            if let Phase::Waiting { since, until } = task.react.phase
-                && now >= until - 1e-9
-                && task.react.last.is_none()
-            {
-                task.react.last = Some(LastResult::Waited {
-                    seconds: until - since,
-                });
-            }
-            if let (Trigger::Check(Some(_)), Some(step)) = (&trigger, task.current_step().cloned())
-            {
-                *task.failures.entry(step.skill).or_insert(0) += 1;
-            }
-        }
-        let no_progress = match trigger {
-            Trigger::Check(evidence) => evidence,
-            Trigger::Ready => None,
-        };
-        self.iterate(&id, no_progress);
     }
 
-    /// One ReAct iteration for task `id`.
+    /// Feeds `input` to task `id`'s step machine and returns what it asks
+    /// for (nothing when the task is gone).
+    fn step(&mut self, id: &str, input: Input<'_>) -> Vec<Effect> {
+        let Some(task) = self.state.queue.get_mut(id) else {
+            return Vec::new();
+        };
+        let (react, effects) = step(std::mem::take(&mut task.react), input);
+        task.react = react;
+        effects
+    }
+
+    /// Carries out the step machine's effects for task `id`, in order,
+    /// feeding each outcome it asked for back in, until it asks for nothing
+    /// more. `obs` is the observation of the iteration under way, if any.
+    fn drive(&mut self, id: &str, mut effects: Vec<Effect>, obs: Option<&Observation>) {
+        let limits = self.config.kernel.clone();
+        let mut approval = None;
+        loop {
+            let mut next = None;
+            for effect in effects {
+                match effect {
+                    Effect::Node(node) => self.node(node),
+                    Effect::CountFailure => self.count_failure(id),
+                    Effect::Observe { no_progress } => self.iterate(id, no_progress),
+                    Effect::Think => {
+                        if let Some(obs) = obs {
+                            next = Some(match self.brain.decide(obs, &self.registry) {
+                                Thinking::Done(answer) => Input::Answered { obs, answer },
+                                Thinking::Pending => Input::Thinking {
+                                    obs: Box::new(obs.clone()),
+                                },
+                            });
+                        }
+                    }
+                    Effect::Poll => self.poll_brain(id),
+                    Effect::Decided {
+                        iteration,
+                        decision_type,
+                        reason,
+                        ops,
+                        brain,
+                    } => {
+                        self.state.last_decision = Some(DecisionView {
+                            iteration,
+                            decision_type,
+                            reason: reason.clone(),
+                            brain,
+                        });
+                        self.emit(EventKind::Decision {
+                            task_id: id.to_string(),
+                            iteration,
+                            decision_type,
+                            reason,
+                            brain,
+                            ops,
+                        });
+                    }
+                    Effect::SkipStep => {
+                        if let Some(t) = self.state.queue.get_mut(id) {
+                            t.cursor += 1;
+                            t.failures.clear();
+                        }
+                    }
+                    Effect::Judge { decision } => {
+                        let verdicts = self.judge(id, &decision.ops, false);
+                        for j in &verdicts {
+                            self.emit(EventKind::Guardrail {
+                                task_id: id.to_string(),
+                                op: j.op.clone(),
+                                verdict: j.verdict,
+                                reason: j.reason.clone(),
+                            });
+                        }
+                        next = Some(Input::Judged { decision, verdicts });
+                    }
+                    Effect::RequestApproval(j) => approval = Some(self.request_approval(id, &j)),
+                    Effect::Dispatch { ops, decision } => {
+                        let step_goal = self.dispatch_ops(id, &ops);
+                        let outcome = Outcome {
+                            step_goal,
+                            approval: approval.take(),
+                            running_step: self.running_goal(id),
+                            alerting: self
+                                .state
+                                .incidents
+                                .iter()
+                                .any(|i| i.acknowledged_by.is_none()),
+                        };
+                        next = Some(Input::Dispatched {
+                            decision,
+                            outcome,
+                            now: self.state.time,
+                            limits: &limits,
+                        });
+                    }
+                    Effect::Halt { status, reason } => self.halt_task(id, status, &reason),
+                    Effect::SetAside { reason } => self.set_aside(id, &reason),
+                    Effect::Speak(text) => self.speak(&text, SpeechTrack::Answer),
+                }
+            }
+            let Some(input) = next else {
+                return;
+            };
+            effects = self.step(id, input);
+        }
+    }
+
+    /// One ReAct iteration for task `id`: R1 here, the rest as the step machine asks.
     fn iterate(&mut self, id: &str, no_progress: Option<String>) {
-        // R1: observe.
         self.node(Node::BuildObservation);
         let Some(obs) = self.observe(id, no_progress) else {
             return;
@@ -102,32 +174,15 @@ impl Engine {
                 "zone": obs.zone,
             }),
         });
-        // R2: decide (the loop guards speak first; the brain never sees a tripped loop).
-        let guard = self
-            .state
-            .queue
-            .get(id)
-            .and_then(|t| guards::tripped(t, obs.iteration, &self.config.kernel));
-        let thinking = match guard {
-            Some(reason) => Thinking::Done(Ok((
-                Decision::new(DecisionType::AskHuman, reason),
-                BrainKind::Kernel,
-            ))),
-            None => self.brain.decide(&obs, &self.registry),
-        };
-        if let Some(t) = self.state.queue.get_mut(id) {
-            t.react.last = None;
-        }
-        match thinking {
-            Thinking::Done(answer) => self.decided(id, &obs, answer),
-            Thinking::Pending => {
-                if let Some(t) = self.state.queue.get_mut(id) {
-                    t.react.phase = Phase::Deciding {
-                        observation: Box::new(obs),
-                    };
-                }
-            }
-        }
+        let limits = self.config.kernel.clone();
+        let effects = self.step(
+            id,
+            Input::Observed {
+                obs: &obs,
+                limits: &limits,
+            },
+        );
+        self.drive(id, effects, Some(&obs));
     }
 
     /// Polls a brain that is still thinking about task `id`.
@@ -138,114 +193,27 @@ impl Engine {
             self.emit(e);
         }
         if let Thinking::Done(answer) = thinking {
-            let Some(task) = self.state.queue.get_mut(id) else {
-                return;
-            };
-            let Phase::Deciding { observation } =
-                std::mem::replace(&mut task.react.phase, Phase::Ready)
-            else {
-                return;
-            };
-            self.decided(id, &observation, answer);
+            let effects = self.step(id, Input::Polled { answer });
+            self.drive(id, effects, None);
         }
     }
 
-    /// R2's answer arrived: R3–R8.
-    fn decided(
-        &mut self,
-        id: &str,
-        obs: &Observation,
-        answer: Result<(Decision, BrainKind), BrainError>,
-    ) {
-        let (mut decision, brain) = match answer {
-            Ok(d) => d,
-            Err(e) => (
-                Decision::new(DecisionType::AskHuman, format!("the brain failed: {e}")),
-                BrainKind::Kernel,
-            ),
-        };
-        // The kernel's preemption is a hard rule: a brain that ignores it is overruled.
-        if obs.preempt.is_some() && decision.decision_type != DecisionType::SwitchTask {
-            let reason = format!(
-                "kernel: a higher-priority task waits; {} overruled",
-                decision.decision_type.as_str()
-            );
-            let cancels = obs.running.iter().map(|g| Op::Cancel {
-                goal_id: g.goal_id.clone(),
-            });
-            decision = Decision::new(DecisionType::SwitchTask, reason).with_ops(cancels);
-        }
-        self.node(Node::Decide);
-        self.state.last_decision = Some(DecisionView {
-            iteration: obs.iteration,
-            decision_type: decision.decision_type,
-            reason: decision.reason.clone(),
-            brain,
-        });
-        self.emit(EventKind::Decision {
-            task_id: id.to_string(),
-            iteration: obs.iteration,
-            decision_type: decision.decision_type,
-            reason: decision.reason.clone(),
-            brain,
-            ops: decision.ops.clone(),
-        });
-        // R3: compile the plan patch.
-        self.node(Node::CompileOps);
-        if decision.plan_patch.as_ref().is_some_and(|p| p.skip_current)
-            && let Some(t) = self.state.queue.get_mut(id)
+    /// K6 found the running step making no progress: one more failure of its skill.
+    fn count_failure(&mut self, id: &str) {
+        if let Some(task) = self.state.queue.get_mut(id)
+            && let Some(skill) = task.current_step().map(|s| s.skill.clone())
         {
-            t.cursor += 1;
-            t.failures.clear();
+            *task.failures.entry(skill).or_insert(0) += 1;
         }
-        // R4: guardrails.
-        self.node(Node::Guardrails);
-        let judged = self.judge(id, &decision.ops, false);
-        for j in &judged {
-            self.emit(EventKind::Guardrail {
-                task_id: id.to_string(),
-                op: j.op.clone(),
-                verdict: j.verdict,
-                reason: j.reason.clone(),
-            });
-        }
-        let rejected = judged
+    }
+
+    /// A goal of task `id` still running, if any.
+    fn running_goal(&self, id: &str) -> Option<String> {
+        self.runner
+            .running()
             .iter()
-            .find(|j| j.verdict == Verdict::Rejected)
-            .cloned();
-        let looping = matches!(
-            decision.decision_type,
-            DecisionType::Continue | DecisionType::Replan | DecisionType::Retry
-        );
-        if let (Some(r), true) = (&rejected, looping) {
-            if let Some(t) = self.state.queue.get_mut(id) {
-                t.react.last = Some(LastResult::GuardrailRejected {
-                    op: r.op.clone(),
-                    reason: r.reason.clone(),
-                });
-                t.react.phase = Phase::Ready;
-            }
-            return;
-        }
-        // R5: the approval interrupt holds ops that need an operator.
-        let mut approval = None;
-        for j in judged
-            .iter()
-            .filter(|j| j.verdict == Verdict::NeedsApproval)
-        {
-            approval = Some(self.request_approval(id, j));
-        }
-        // R6: dispatch, the only node with side effects.
-        self.node(Node::Dispatch);
-        let allowed: Vec<Op> = judged
-            .into_iter()
-            .filter(|j| j.verdict == Verdict::Allowed)
-            .map(|j| j.op)
-            .collect();
-        let step_goal = self.dispatch_ops(id, &allowed);
-        // R8: stop or loop.
-        self.node(Node::StopOrLoop);
-        self.stop_or_loop(id, &decision, step_goal, approval);
+            .find(|g| g.task_id.as_deref() == Some(id))
+            .map(|g| g.goal_id.clone())
     }
 
     fn observe(&self, id: &str, no_progress: Option<String>) -> Option<Observation> {
@@ -347,7 +315,6 @@ impl Engine {
                 .unwrap_or(task_id);
             crate::hci::lock(&self.home).audit_held(skill, args, plan, &j.reason);
         }
-        self.node(Node::ApprovalInterrupt);
         self.emit(EventKind::Approval {
             approval_id: id.clone(),
             task_id: task_id.to_string(),
@@ -449,78 +416,6 @@ impl Engine {
         }
     }
 
-    /// R8: apply the decision's effect on the task and set the loop's next phase.
-    fn stop_or_loop(
-        &mut self,
-        id: &str,
-        decision: &Decision,
-        step_goal: Option<String>,
-        approval: Option<String>,
-    ) {
-        let now = self.state.time;
-        let check = self.config.kernel.progress_check_s;
-        match decision.decision_type {
-            DecisionType::Finish => self.halt_task(id, TaskStatus::Succeeded, &decision.reason),
-            DecisionType::Abort => self.halt_task(id, TaskStatus::Aborted, &decision.reason),
-            DecisionType::AskHuman => {
-                self.halt_task(id, TaskStatus::WaitingHuman, &decision.reason);
-                let alerting = self
-                    .state
-                    .incidents
-                    .iter()
-                    .any(|i| i.acknowledged_by.is_none());
-                let ask = if alerting {
-                    "I will stay here until an operator says \"acknowledge\"."
-                } else {
-                    "Say \"retry\" to try again or \"cancel\" to give up."
-                };
-                if alerting {
-                    self.speak(ask, SpeechTrack::Answer);
-                } else {
-                    self.speak(
-                        &format!("I need help: {}. {ask}", decision.reason),
-                        SpeechTrack::Answer,
-                    );
-                }
-            }
-            DecisionType::SwitchTask => self.set_aside(id, &decision.reason),
-            DecisionType::Continue | DecisionType::Replan | DecisionType::Retry => {
-                let running_step = self
-                    .runner
-                    .running()
-                    .iter()
-                    .find(|g| g.task_id.as_deref() == Some(id))
-                    .map(|g| g.goal_id.clone());
-                let Some(task) = self.state.queue.get_mut(id) else {
-                    return;
-                };
-                task.react.iteration += 1;
-                if let Some(approval_id) = approval {
-                    task.react.phase = Phase::AwaitingApproval { approval_id };
-                } else if let Some(goal_id) = step_goal {
-                    task.react.phase = Phase::Running { goal_id };
-                    task.react.progress.restart(now);
-                    task.react.next_check = now + check;
-                } else if matches!(task.react.phase, Phase::Waiting { .. }) {
-                    // A wait op set the phase.
-                } else if let Some(goal_id) = running_step {
-                    task.react.phase = Phase::Running { goal_id };
-                    task.react.next_check = now + check;
-                } else if task.react.last.is_none() {
-                    // Nothing runs and nothing was asked for: look again after a while.
-                    task.react.phase = Phase::Waiting {
-                        since: now,
-                        until: now + check,
-                    };
-                }
-                return;
-            }
-        }
-        if let Some(task) = self.state.queue.get_mut(id) {
-            task.react.iteration += 1;
-        }
-    }
-
     /// Approve (with `edit` = None) or edit-and-approve a pending approval.
     pub(super) fn approve(&mut self, approval_id: &str, edit: Option<&Value>) {
         let Some(pending) = self.pending_approval(approval_id) else {
@@ -605,22 +500,15 @@ impl Engine {
     /// its step's goal (or waits on for its other approvals).
     pub(super) fn dispatch_approved(&mut self, task_id: &str, ops: &[Op]) {
         let step_goal = self.dispatch_ops(task_id, ops);
-        let now = self.state.time;
-        let check = self.config.kernel.progress_check_s;
-        let still_waiting = self.state.approvals.iter().any(|a| a.task_id == task_id);
-        if let Some(task) = self.state.queue.get_mut(task_id) {
-            if still_waiting {
-                return;
-            }
-            match step_goal {
-                Some(goal_id) => {
-                    task.react.phase = Phase::Running { goal_id };
-                    task.react.progress.restart(now);
-                    task.react.next_check = now + check;
-                }
-                None => task.react.phase = Phase::Ready,
-            }
-        }
+        let limits = self.config.kernel.clone();
+        let input = Input::Approved {
+            step_goal,
+            still_waiting: self.state.approvals.iter().any(|a| a.task_id == task_id),
+            now: self.state.time,
+            limits: &limits,
+        };
+        let effects = self.step(task_id, input);
+        self.drive(task_id, effects, None);
     }
 
     /// Refuses a pending approval; the brain decides what follows.
@@ -647,12 +535,8 @@ impl Engine {
     }
 
     fn resolve_to_decision(&mut self, pending: &PendingApproval, last: LastResult) {
-        if let Some(task) = self.state.queue.get_mut(&pending.task_id) {
-            task.react.last = Some(last);
-            if matches!(task.react.phase, Phase::AwaitingApproval { .. }) {
-                task.react.phase = Phase::Ready;
-            }
-        }
+        let effects = self.step(&pending.task_id, Input::Refused { last });
+        self.drive(&pending.task_id, effects, None);
     }
 
     /// The pending approval `approval_id`, or an `error` event listing the pending ones.

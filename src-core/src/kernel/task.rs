@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::protocol::{Priority, TaskStatus, TaskView};
+pub use crate::react::PlanStep;
 use crate::react::ReactState;
 
 /// What a task is for.
@@ -100,33 +101,6 @@ fn patrol_title(zones: &[String]) -> String {
     match zones.len() - shown {
         0 => format!("patrol: {named}"),
         more => format!("patrol: {named} → … (+{more} more)"),
-    }
-}
-
-/// One step of a plan: a skill call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlanStep {
-    /// Skill name.
-    pub skill: String,
-    /// Its arguments.
-    pub args: Value,
-}
-
-impl PlanStep {
-    /// `watch`.
-    pub fn watch() -> Self {
-        Self {
-            skill: "watch".into(),
-            args: json!({}),
-        }
-    }
-
-    /// `navigate_to {zone}`.
-    pub fn navigate(zone: &str) -> Self {
-        Self {
-            skill: "navigate_to".into(),
-            args: json!({ "zone": zone }),
-        }
     }
 }
 

@@ -3,19 +3,19 @@
 //! the operator.
 
 use crate::config::KernelConfig;
-use crate::kernel::Task;
+use crate::react::Observation;
 
-/// Why the loop must stop and ask, if a guard trips before iteration `iteration`.
-pub fn tripped(task: &Task, iteration: u32, config: &KernelConfig) -> Option<String> {
-    if iteration > config.max_iterations {
+/// Why the loop must stop and ask, if a guard trips before the iteration
+/// `obs` is for.
+pub fn tripped(obs: &Observation, config: &KernelConfig) -> Option<String> {
+    if obs.iteration > config.max_iterations {
         return Some(format!(
             "iteration cap reached: {} iterations without finishing {}",
-            config.max_iterations,
-            task.title()
+            config.max_iterations, obs.title
         ));
     }
-    let step = task.current_step()?;
-    let failures = task.failures.get(&step.skill).copied().unwrap_or(0);
+    let step = obs.current_step()?;
+    let failures = obs.failures;
     (failures >= config.max_skill_failures).then(|| {
         format!(
             "{} failed {failures} times in a row (cap {})",
@@ -27,8 +27,7 @@ pub fn tripped(task: &Task, iteration: u32, config: &KernelConfig) -> Option<Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::TaskKind;
-    use crate::protocol::Priority;
+    use crate::react::observation::sample;
 
     #[test]
     fn caps_trip_at_their_limits() {
@@ -37,24 +36,24 @@ mod tests {
             max_skill_failures: 2,
             ..KernelConfig::default()
         };
-        let mut t = Task::new(
-            "t1".into(),
-            TaskKind::Goto {
-                zone: "kitchen".into(),
-            },
-            Priority::Main,
-            0.0,
-        );
-        assert_eq!(tripped(&t, 3, &config), None);
-        assert!(
-            tripped(&t, 4, &config)
-                .unwrap()
-                .starts_with("iteration cap reached")
-        );
-        t.failures.insert("navigate_to".into(), 2);
+        let mut obs = sample();
+        obs.iteration = 3;
+        assert_eq!(tripped(&obs, &config), None);
+        obs.iteration = 4;
         assert_eq!(
-            tripped(&t, 1, &config).unwrap(),
+            tripped(&obs, &config).unwrap(),
+            "iteration cap reached: 3 iterations without finishing go to kitchen"
+        );
+        obs.iteration = 1;
+        obs.failures = 1;
+        assert_eq!(tripped(&obs, &config), None);
+        obs.failures = 2;
+        assert_eq!(
+            tripped(&obs, &config).unwrap(),
             "navigate_to failed 2 times in a row (cap 2)"
         );
+        // No step left: nothing to have failed.
+        obs.plan.clear();
+        assert_eq!(tripped(&obs, &config), None);
     }
 }

@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::kernel::PlanStep;
 use crate::link::{Incident, NavFeedback};
 use crate::protocol::Op;
+use crate::react::PlanStep;
 
 /// What happened since the last decision (R7's record).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,5 +155,34 @@ impl Observation {
     /// Whether the current step is the last.
     pub fn on_last_step(&self) -> bool {
         self.step + 1 >= self.plan_len
+    }
+}
+
+/// An observation of a one-step `goto kitchen` task, for unit tests.
+#[cfg(test)]
+pub(crate) fn sample() -> Observation {
+    Observation {
+        time: 10.0,
+        task_id: "t1".into(),
+        task_kind: "goto".into(),
+        title: "go to kitchen".into(),
+        plan: vec![PlanStep::navigate("kitchen")],
+        step: 0,
+        plan_len: 1,
+        iteration: 1,
+        zone: Some("hall".into()),
+        battery_pct: 50.0,
+        charging: false,
+        battery_resume_pct: 80.0,
+        distance_to_target: None,
+        running: Vec::new(),
+        last_result: None,
+        failures: 0,
+        no_progress: None,
+        preempt: None,
+        blocked_passages: Vec::new(),
+        incidents: Vec::new(),
+        replan_wait_s: 3.0,
+        vision: None,
     }
 }
