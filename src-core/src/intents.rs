@@ -1,0 +1,32 @@
+//! Language as data (DESIGN §12): one matcher over one template grammar.
+//!
+//! Home Assistant's intents — the community's sentence templates for
+//! Assist, compiled per language into the PyPI package
+//! `home-assistant-intents` (CC BY 4.0) — are loaded from the JSON the setup
+//! downloads (`~/.cache/robobrain/intents/en.json`, `zh-CN.json`); the
+//! robot's own commands are written in the same template language
+//! (`assets/intents/*.yaml`). The matcher returns the intent, its slots and
+//! the context; [`targets`] turns slots into the devices they mean.
+//!
+//! - [`text`]: how an utterance is prepared (punctuation, case, skip words,
+//!   white space between CJK characters), as hassil prepares it;
+//! - [`template`]: the template language's parser;
+//! - [`numbers`]: numbers in words, English and Chinese;
+//! - [`slots`]: slot lists (text values, ranges, wildcards) and the home's
+//!   `{name}`, `{area}`, `{floor}`;
+//! - [`grammar`]: a language's intents, lists, rules and responses, loaded;
+//! - [`matcher`]: utterance → the best match, with hassil's semantics.
+//!
+//! All of it is pure: text and data in, values out; the files are read by
+//! [`grammar::Grammar::load`] only.
+
+pub mod grammar;
+pub mod matcher;
+pub mod numbers;
+pub mod slots;
+pub mod template;
+pub mod text;
+
+pub use grammar::{Grammar, GrammarError};
+pub use matcher::{Matcher, MatcherError, Recognized, Slot};
+pub use slots::{HomeNames, NamedArea, NamedEntity, NamedFloor, SlotList};
