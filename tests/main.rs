@@ -8,6 +8,7 @@
 mod assist;
 mod console;
 mod durable;
+mod intents;
 mod llm;
 mod mcp;
 mod memory;

@@ -29,4 +29,25 @@ pub mod text;
 
 pub use grammar::{Grammar, GrammarError};
 pub use matcher::{Matcher, MatcherError, Recognized, Slot};
-pub use slots::{HomeNames, NamedArea, NamedEntity, NamedFloor, SlotList};
+pub use slots::{HomeFile, HomeNames, NamedArea, NamedEntity, NamedFloor, SlotList};
+
+use std::path::PathBuf;
+
+/// The version of Home Assistant's intents the setup downloads (`./x setup`).
+pub const HA_INTENTS_VERSION: &str = "2026.10.27";
+
+/// The languages of Home Assistant's grammar robobrain loads.
+pub const LANGUAGES: [&str; 2] = ["en", "zh-CN"];
+
+/// Where the setup unpacks Home Assistant's intents: `$ROBOBRAIN_INTENTS_DIR`,
+/// else `$XDG_CACHE_HOME/robobrain/intents`, else `~/.cache/robobrain/intents`.
+pub fn default_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ROBOBRAIN_INTENTS_DIR") {
+        return PathBuf::from(dir);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"));
+    cache.join("robobrain").join("intents")
+}

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toml::Spanned;
 
-use super::{Capability, Device, DeviceKind, Room};
+use super::{Capability, Device, DeviceKind, Floor, Room};
 use crate::skills::Risk;
 use crate::source::SourceError;
 
@@ -66,6 +66,8 @@ struct RawHome {
     name: String,
     #[serde(default, rename = "type")]
     types: Vec<RawType>,
+    #[serde(default, rename = "floor")]
+    floors: Vec<RawFloor>,
     #[serde(default, rename = "room")]
     rooms: Vec<RawRoom>,
     #[serde(default, rename = "device")]
@@ -117,6 +119,18 @@ struct RawRoom {
     name: Option<String>,
     #[serde(default)]
     aliases: Vec<String>,
+    #[serde(default)]
+    floor: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFloor {
+    id: Spanned<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    aliases: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -155,6 +169,8 @@ fn default_latency() -> u64 {
 pub struct Home {
     /// The home's name.
     pub name: String,
+    /// Its floors (rooms name theirs).
+    pub floors: Vec<Floor>,
     /// Its rooms.
     pub rooms: Vec<Room>,
     /// Its devices.
@@ -189,15 +205,53 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
     for t in cat.types.into_iter().chain(raw.types) {
         types.insert(t.name.clone(), t);
     }
-    let rooms: Vec<Room> = raw
-        .rooms
-        .into_iter()
-        .map(|r| Room {
+    let mut floors: Vec<Floor> = Vec::new();
+    for f in raw.floors {
+        if floors.iter().any(|o| &o.id == f.id.get_ref()) {
+            return Err(SourceError::at_offset(
+                file,
+                text,
+                f.id.span().start,
+                "floor.id",
+                format!("floor id `{}` is used twice", f.id.get_ref()),
+            ));
+        }
+        let id = f.id.into_inner();
+        floors.push(Floor {
+            name: f.name.unwrap_or_else(|| id.replace('_', " ")),
+            id,
+            aliases: f.aliases,
+        });
+    }
+    let mut rooms: Vec<Room> = Vec::new();
+    for r in raw.rooms {
+        if let Some(f) = &r.floor
+            && !floors.iter().any(|o| &o.id == f.get_ref())
+        {
+            let known: Vec<&str> = floors.iter().map(|f| f.id.as_str()).collect();
+            return Err(SourceError::at_offset(
+                file,
+                text,
+                f.span().start,
+                "room.floor",
+                format!(
+                    "unknown floor `{}`; expected one of: {}",
+                    f.get_ref(),
+                    if known.is_empty() {
+                        "(no [[floor]] in this file)".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        rooms.push(Room {
             name: r.name.unwrap_or_else(|| r.id.replace('_', " ")),
             id: r.id,
             aliases: r.aliases,
-        })
-        .collect();
+            floor: r.floor.map(Spanned::into_inner),
+        });
+    }
     let mut devices: Vec<Device> = Vec::new();
     for d in raw.devices {
         let at = |span: std::ops::Range<usize>, field: &str, message: String| {
@@ -283,6 +337,7 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
     }
     Ok(Home {
         name: raw.name,
+        floors,
         rooms,
         devices,
         scenes,
@@ -319,6 +374,22 @@ mod tests {
             .replace("room = \"hall\"\n", "room = \"attic\"\n");
         let e = parse_home(Path::new("h.toml"), &text, BUILTIN_CATALOGUE).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (7, "device.room"), "{e}");
+    }
+
+    #[test]
+    fn floors_are_read_and_an_unknown_floor_is_named() {
+        let text = "name = \"h\"\n[[floor]]\nid = \"up\"\naliases = [\"upstairs\", \"楼上\"]\n[[room]]\nid = \"bedroom\"\nfloor = \"up\"\n";
+        let home = parse_home(Path::new("h.toml"), text, BUILTIN_CATALOGUE).unwrap();
+        assert_eq!(home.floors[0].aliases, vec!["upstairs", "楼上"]);
+        assert_eq!(home.rooms[0].floor.as_deref(), Some("up"));
+        let e = parse_home(
+            Path::new("h.toml"),
+            &text.replace("floor = \"up\"", "floor = \"attic\""),
+            BUILTIN_CATALOGUE,
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (7, "room.floor"), "{e}");
+        assert!(e.to_string().contains("unknown floor `attic`"), "{e}");
     }
 
     #[test]

@@ -93,7 +93,25 @@ impl Engine {
 
     /// Handles `text` if it is about the home; returns whether it was.
     pub(super) fn home_say(&mut self, text: &str) -> bool {
-        let Some(turn) = hci::lock(&self.home).turn(text) else {
+        // "The lights here": the room the robot is in.
+        let pose = self.state.telemetry.pose;
+        let here = self
+            .world
+            .zone_at(crate::geometry::Point {
+                x: pose.x,
+                y: pose.y,
+            })
+            .map(|z| z.name.clone());
+        let turn = {
+            let mut home = hci::lock(&self.home);
+            home.here = here.and_then(|z| {
+                home.devices
+                    .room(&z)
+                    .map(|r| (r.id.clone(), r.name.clone()))
+            });
+            home.turn(text)
+        };
+        let Some(turn) = turn else {
             return false;
         };
         self.emit(EventKind::Intent {

@@ -46,6 +46,13 @@ pub enum Verb {
         /// The expression's name.
         name: String,
     },
+    /// A capability by name (what Home Assistant's grammar asked for).
+    Call {
+        /// The capability.
+        action: String,
+        /// Its arguments.
+        args: Value,
+    },
 }
 
 /// One resolved step of a turn.
@@ -465,6 +472,7 @@ pub fn capability_for(device: &Device, verb: &Verb) -> Option<(String, Value)> {
         (Verb::Level { value }, _) => ("set_brightness", json!({ "level": value })),
         (Verb::Temperature { value }, _) => ("set_temperature", json!({ "temperature": value })),
         (Verb::Expression { name }, _) => ("set_expression", json!({ "expression": name })),
+        (Verb::Call { action, args }, _) => (action.as_str(), args.clone()),
         _ => return None,
     };
     device.capability(name).map(|_| (name.to_string(), args))

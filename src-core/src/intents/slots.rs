@@ -474,6 +474,148 @@ pub struct HomeNames {
     pub floors: Vec<NamedFloor>,
 }
 
+/// A home written for the grammar alone (`tests/fixtures/intents/test_home.yaml`):
+/// floors, areas and devices with their Home Assistant domains.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HomeFile {
+    /// Its name.
+    #[serde(default)]
+    pub name: String,
+    /// The area the speaker is in (the matcher's context for "here").
+    #[serde(default)]
+    pub speaker_area: Option<IdName>,
+    /// Floors.
+    #[serde(default)]
+    pub floors: Vec<FileFloor>,
+    /// Areas.
+    #[serde(default)]
+    pub areas: Vec<FileArea>,
+    /// Devices.
+    #[serde(default)]
+    pub entities: Vec<FileEntity>,
+}
+
+/// An id and a name.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdName {
+    /// Id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+}
+
+/// A floor in a [`HomeFile`].
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileFloor {
+    /// Id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Other names.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+}
+
+/// An area in a [`HomeFile`].
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileArea {
+    /// Id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Other names.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// Its floor's id.
+    #[serde(default)]
+    pub floor: Option<String>,
+}
+
+/// A device in a [`HomeFile`].
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileEntity {
+    /// Id (`light.kitchen`).
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Other names.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// Home Assistant domain.
+    pub domain: String,
+    /// Device class.
+    #[serde(default)]
+    pub device_class: Option<String>,
+    /// Area id.
+    #[serde(default)]
+    pub area: Option<String>,
+}
+
+impl HomeFile {
+    /// Parses the YAML; errors carry the line and column.
+    pub fn from_yaml(text: &str) -> Result<Self, String> {
+        serde_norway::from_str(text).map_err(|e| {
+            e.location().map_or_else(
+                || e.to_string(),
+                |l| format!("line {} column {}: {e}", l.line(), l.column()),
+            )
+        })
+    }
+
+    /// What the grammar's lists see of it.
+    pub fn names(&self) -> HomeNames {
+        let with = |name: &str, aliases: &[String]| {
+            std::iter::once(name.to_string())
+                .chain(aliases.iter().cloned())
+                .collect()
+        };
+        HomeNames {
+            entities: self
+                .entities
+                .iter()
+                .map(|e| NamedEntity {
+                    id: e.id.clone(),
+                    names: with(&e.name, &e.aliases),
+                    domain: e.domain.clone(),
+                    device_class: e.device_class.clone(),
+                    area: e.area.clone(),
+                })
+                .collect(),
+            areas: self
+                .areas
+                .iter()
+                .map(|a| NamedArea {
+                    id: a.id.clone(),
+                    names: with(&a.name, &a.aliases),
+                    floor: a.floor.clone(),
+                })
+                .collect(),
+            floors: self
+                .floors
+                .iter()
+                .map(|f| NamedFloor {
+                    id: f.id.clone(),
+                    names: with(&f.name, &f.aliases),
+                })
+                .collect(),
+        }
+    }
+
+    /// The matcher's context for the speaker's area (`{"area": {"value", "text"}}`).
+    pub fn context(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(a) = &self.speaker_area {
+            m.insert("area".into(), json!({"value": a.id, "text": a.name}));
+        }
+        m
+    }
+}
+
 impl HomeNames {
     /// The three lists: `name` (value: the name said, context: domain and
     /// device class), `area` and `floor` (value: the id).

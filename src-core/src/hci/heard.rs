@@ -1,0 +1,712 @@
+//! The home heard through Home Assistant's grammar (DESIGN §12): the
+//! utterance is matched against the home's names, areas and floors
+//! ([`crate::intents`]), and the intent with its slots becomes the same
+//! plan the rules make — device calls, queries, a scene, a clarifying
+//! question — so that the policy, the approvals and the three tracks do not
+//! care who understood it. What Home Assistant's intent means here:
+//!
+//! | intent | on what | call |
+//! |---|---|---|
+//! | `HassTurnOn` / `HassTurnOff` | lights, switches, fans, media, climate | `turn_on` / `turn_off` |
+//! | | covers, valves | `open` / `close` |
+//! | | locks | `lock` / `unlock` (high risk: always confirmed) |
+//! | | scenes, scripts | the scene |
+//! | `HassLightSet` | lights | `set_brightness`, `set_color` |
+//! | `HassSetPosition` | covers, valves | `set_position` |
+//! | `HassFanSetSpeed` | fans | `set_speed` |
+//! | `HassClimateSetTemperature` | climate | `set_temperature` |
+//! | `HassMediaPause` / `Unpause` / `Next` / `Previous` | media players | `pause` / `play` / `next_track` / `previous_track` |
+//! | `HassSetVolume` / `HassSetVolumeRelative` / `Mute` / `Unmute` | media players | `set_volume` / `mute` / `unmute` |
+//! | `HassVacuumStart` / `HassVacuumReturnToBase` | vacuums | `start` / `return_to_base` |
+//! | `HassListAddItem` / `HassShoppingListAddItem` | to-do lists | `add_item` |
+//! | `HassGetState` / `HassClimateGetTemperature` | anything | a query: read, never written |
+//! | `HassNevermind`, `HassGetCurrentTime`, `HassGetCurrentDate`, `HassRespond`, `HassBroadcast` | — | an answer |
+//!
+//! Targets are found as Home Assistant finds them: a name (with the
+//! domain its list value carries), an area, a floor, a domain, a device
+//! class — each a filter, never a widening: "the upstairs lights" are the
+//! lights of rooms on that floor, and a sensor called "kitchen light level"
+//! is never a light. A name that fits several devices is asked about, never
+//! guessed. Responses are Home Assistant's English response templates when
+//! they are plain text with slots; the rest are robobrain's own.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Map, Value, json};
+
+use super::intent::{Step, Understood, Verb, clarify};
+use crate::devices::{Device, DeviceKind, DeviceWorld, Scene};
+use crate::intents::{Grammar, HomeNames, Matcher, NamedArea, NamedEntity, NamedFloor, Recognized};
+
+/// What the grammar made of an utterance about the home.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Device calls, queries, a scene or a question back; with Home
+    /// Assistant's response line for it, when there is one.
+    Understood(Understood, Option<String>),
+    /// Nothing to run: just say this.
+    Answer(String),
+}
+
+/// An utterance the grammar matched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heard {
+    /// The grammar's language (`en`, `zh-CN`).
+    pub language: String,
+    /// The match.
+    pub recognized: Recognized,
+}
+
+/// The grammars the home hears with, compiled with its names.
+#[derive(Debug)]
+pub struct Hearing {
+    matchers: Vec<Matcher>,
+    /// The English grammar, for its response templates.
+    responses: Option<Arc<Grammar>>,
+}
+
+/// Grammars read once per process, by file.
+fn cache() -> &'static Mutex<HashMap<PathBuf, Arc<Grammar>>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<Grammar>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Home Assistant's grammars in `dir` (`en.json`, `zh-CN.json`), each read
+/// once per process; with a notice saying what is missing, if anything.
+pub fn load_grammars(dir: &Path) -> (Vec<Arc<Grammar>>, Option<String>) {
+    let mut grammars = Vec::new();
+    let mut missing = Vec::new();
+    for lang in crate::intents::LANGUAGES {
+        let file = dir.join(format!("{lang}.json"));
+        let cached = cache()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&file)
+            .cloned();
+        if let Some(g) = cached {
+            grammars.push(g);
+            continue;
+        }
+        match Grammar::load(&file) {
+            Ok(g) => {
+                let g = Arc::new(g);
+                cache()
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(file, g.clone());
+                grammars.push(g);
+            }
+            Err(e) => missing.push(e.to_string()),
+        }
+    }
+    let notice = (!missing.is_empty()).then(|| {
+        format!(
+            "Home Assistant's intents are not loaded ({}): the home is understood by robobrain's own rules only; run ./x setup to download them",
+            missing.join("; ")
+        )
+    });
+    (grammars, notice)
+}
+
+/// What the grammar's lists see of a device world and its scenes.
+pub fn names_of(world: &DeviceWorld, scenes: &[Scene]) -> HomeNames {
+    let mut entities: Vec<NamedEntity> = world
+        .devices()
+        .iter()
+        .filter_map(|d| {
+            let domain = d.domain()?;
+            let mut names = vec![d.name.clone()];
+            names.extend(d.aliases.iter().cloned());
+            Some(NamedEntity {
+                id: d.id.clone(),
+                names,
+                domain: domain.to_string(),
+                device_class: d.device_class().map(str::to_string),
+                area: Some(d.room.clone()),
+            })
+        })
+        .collect();
+    for s in scenes {
+        let mut names = vec![s.name.replace('_', " ")];
+        names.extend(s.aliases.iter().cloned());
+        entities.push(NamedEntity {
+            id: scene_id(&s.name),
+            names,
+            domain: "scene".into(),
+            device_class: None,
+            area: None,
+        });
+    }
+    HomeNames {
+        entities,
+        areas: world
+            .rooms()
+            .iter()
+            .map(|r| {
+                let mut names = vec![r.name.clone()];
+                names.extend(r.aliases.iter().cloned());
+                NamedArea {
+                    id: r.id.clone(),
+                    names,
+                    floor: r.floor.clone(),
+                }
+            })
+            .collect(),
+        floors: world
+            .floors()
+            .iter()
+            .map(|f| {
+                let mut names = vec![f.name.clone()];
+                names.extend(f.aliases.iter().cloned());
+                NamedFloor {
+                    id: f.id.clone(),
+                    names,
+                }
+            })
+            .collect(),
+    }
+}
+
+fn scene_id(name: &str) -> String {
+    format!("scene:{name}")
+}
+
+fn is_cjk_text(text: &str) -> bool {
+    text.chars().any(crate::intents::text::is_cjk)
+}
+
+impl Hearing {
+    /// The grammars compiled with the home's names.
+    pub fn new(
+        grammars: &[Arc<Grammar>],
+        world: &DeviceWorld,
+        scenes: &[Scene],
+    ) -> Result<Self, crate::intents::MatcherError> {
+        let names = names_of(world, scenes);
+        let mut matchers = Vec::new();
+        for g in grammars {
+            matchers.push(Matcher::new(g.clone(), names.lists())?);
+        }
+        let responses = grammars.iter().find(|g| g.language == "en").cloned();
+        Ok(Self {
+            matchers,
+            responses,
+        })
+    }
+
+    /// The best match of `text` in its language's grammar (Chinese script:
+    /// the Chinese grammar, else the English one); `here` is the room the
+    /// speaker is in, for "the lights here".
+    pub fn hear(&self, text: &str, here: Option<(&str, &str)>) -> Option<Heard> {
+        let cjk = is_cjk_text(text);
+        let mut context = Map::new();
+        if let Some((id, name)) = here {
+            context.insert("area".into(), json!({"value": id, "text": name}));
+        }
+        self.matchers
+            .iter()
+            .filter(|m| m.grammar().language.starts_with("zh") == cjk)
+            .find_map(|m| {
+                m.recognize(text, &context).map(|recognized| Heard {
+                    language: m.grammar().language.clone(),
+                    recognized,
+                })
+            })
+    }
+
+    /// Home Assistant's English response `key` for `intent`, filled with the
+    /// slots, when it is plain text (no logic) — else `None`.
+    pub fn response(&self, intent: &str, key: &str, r: &Recognized) -> Option<String> {
+        let g = self.responses.as_ref()?;
+        let template = g.response(intent, key)?;
+        render(template, &|name| {
+            name.strip_prefix("slots.").and_then(|slot| {
+                r.slot(slot).map(|s| {
+                    if s.text.is_empty() {
+                        value_text(&s.value)
+                    } else {
+                        s.text.clone()
+                    }
+                })
+            })
+        })
+    }
+
+    /// Home Assistant's English error response `key`, filled in.
+    pub fn error(&self, key: &str, values: &[(&str, String)]) -> Option<String> {
+        let g = self.responses.as_ref()?;
+        let template = g.errors.get(key)?;
+        render(template, &|name| {
+            values
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+        })
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.as_f64().map_or_else(
+            || n.to_string(),
+            |f| {
+                if f.fract() == 0.0 {
+                    format!("{}", f as i64)
+                } else {
+                    format!("{f}")
+                }
+            },
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Fills a response template that is text with `{{ name }}` holes (filters
+/// `capitalize`, `lower`, `.replace('_', ' ')`); `None` for templates with
+/// logic (`{% … %}`) or holes it cannot fill.
+pub fn render(template: &str, get: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if template.contains("{%") {
+        return None;
+    }
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find("}}")? + start;
+        let expr = rest[start + 2..end].trim();
+        let mut parts = expr.split('|').map(str::trim);
+        let head = parts.next()?;
+        let (name, replace) = match head.split_once(".replace(") {
+            Some((n, _)) => (n.trim(), true),
+            None => (head, false),
+        };
+        let mut value = get(name)?;
+        if replace {
+            value = value.replace('_', " ");
+        }
+        for filter in parts {
+            value = match filter {
+                "capitalize" => {
+                    let mut c = value.chars();
+                    c.next().map_or_else(String::new, |f| {
+                        f.to_uppercase()
+                            .chain(c.flat_map(char::to_lowercase))
+                            .collect()
+                    })
+                }
+                "lower" => value.to_lowercase(),
+                _ => return None,
+            };
+        }
+        out.push_str(&value);
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!out.is_empty()).then_some(out)
+}
+
+/// The filters a match puts on targets.
+#[derive(Debug, Default)]
+struct Want<'r> {
+    name: Option<&'r str>,
+    area: Option<&'r str>,
+    area_text: Option<&'r str>,
+    floor: Option<&'r str>,
+    floor_text: Option<&'r str>,
+    domains: Vec<String>,
+    device_classes: Vec<String>,
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn want(r: &Recognized) -> Want<'_> {
+    let slot = |n: &str| r.slot(n).filter(|s| !s.wildcard);
+    let mut w = Want {
+        name: slot("name").and_then(|s| s.value.as_str()),
+        area: slot("area").and_then(|s| s.value.as_str()),
+        area_text: slot("area").map(|s| s.text.as_str()),
+        floor: slot("floor").and_then(|s| s.value.as_str()),
+        floor_text: slot("floor").map(|s| s.text.as_str()),
+        ..Want::default()
+    };
+    if let Some(d) = r.slot("domain") {
+        w.domains = strings(&d.value);
+    } else if w.name.is_some()
+        && let Some(d) = r.context.get("domain")
+    {
+        // The domain of the name's list value: "kitchen light" the light,
+        // not the sensor of the same words.
+        w.domains = strings(d);
+    }
+    if let Some(c) = r.slot("device_class") {
+        w.device_classes = strings(&c.value);
+    }
+    w
+}
+
+fn same_name(d: &Device, name: &str) -> bool {
+    let name = name.trim().to_lowercase();
+    d.name.to_lowercase() == name || d.aliases.iter().any(|a| a.to_lowercase() == name)
+}
+
+/// The devices a match means, or what to say instead.
+fn targets<'w>(
+    w: &Want<'_>,
+    world: &'w DeviceWorld,
+    hearing: &Hearing,
+) -> Result<Vec<&'w Device>, Plan> {
+    let mut found: Vec<&Device> = world
+        .devices()
+        .iter()
+        .filter(|d| d.domain().is_some())
+        .filter(|d| w.name.is_none_or(|n| same_name(d, n)))
+        .filter(|d| {
+            w.domains.is_empty()
+                || d.domain()
+                    .is_some_and(|dm| w.domains.iter().any(|x| x == dm))
+        })
+        .filter(|d| {
+            w.device_classes.is_empty()
+                || d.device_class()
+                    .is_some_and(|c| w.device_classes.iter().any(|x| x == c))
+        })
+        .collect();
+    if let Some(area) = w.area {
+        found.retain(|d| d.room == area);
+    }
+    if let Some(floor) = w.floor {
+        found.retain(|d| world.floor_of(d) == Some(floor));
+    }
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    let area = w.area_text.unwrap_or_default().to_string();
+    let floor = w.floor_text.unwrap_or_default().to_string();
+    let domain = w.domains.first().cloned().unwrap_or_default();
+    let (key, values) = match (w.name, w.area.is_some(), w.floor.is_some()) {
+        (Some(n), true, _) => (
+            "no_entity_in_area",
+            vec![("entity", n.to_string()), ("area", area)],
+        ),
+        (Some(n), _, true) => (
+            "no_entity_in_floor",
+            vec![("entity", n.to_string()), ("floor", floor)],
+        ),
+        (Some(n), _, _) => ("no_entity", vec![("entity", n.to_string())]),
+        (None, true, _) if !w.device_classes.is_empty() => (
+            "no_device_class_in_area",
+            vec![
+                ("device_class", w.device_classes[0].clone()),
+                ("area", area),
+            ],
+        ),
+        (None, true, _) => (
+            "no_domain_in_area",
+            vec![("domain", domain), ("area", area)],
+        ),
+        (None, _, true) => (
+            "no_domain_in_floor",
+            vec![("domain", domain), ("floor", floor)],
+        ),
+        (None, _, _) => ("no_domain", vec![("domain", domain)]),
+    };
+    let message = hearing
+        .error(key, &values)
+        .unwrap_or_else(|| "Sorry, I am not aware of any such device.".into());
+    Err(Plan::Answer(message))
+}
+
+fn number(r: &Recognized, slot: &str) -> Option<i64> {
+    r.number_of(slot).map(|n| n.round() as i64)
+}
+
+/// The call `intent` means on `d`: `(capability, args)`; `None` when it
+/// cannot do it.
+fn call_for(intent: &str, r: &Recognized, d: &Device) -> Option<(String, Value)> {
+    let domain = d.domain().unwrap_or_default();
+    let (cap, args) = match (intent, domain) {
+        ("HassTurnOn", "cover" | "valve") => ("open", json!({})),
+        ("HassTurnOff", "cover" | "valve") => ("close", json!({})),
+        ("HassTurnOn", "lock") => ("lock", json!({})),
+        ("HassTurnOff", "lock") => ("unlock", json!({})),
+        ("HassTurnOn", "alarm_control_panel") => ("arm", json!({})),
+        ("HassTurnOff", "alarm_control_panel") => ("disarm", json!({})),
+        ("HassTurnOn", "vacuum") => ("start", json!({})),
+        ("HassTurnOff", "vacuum") => ("return_to_base", json!({})),
+        ("HassTurnOn", _) => ("turn_on", json!({})),
+        ("HassTurnOff", _) => ("turn_off", json!({})),
+        ("HassLightSet", _) => {
+            if let Some(level) = number(r, "brightness") {
+                ("set_brightness", json!({"level": level}))
+            } else if let Some(color) = r.text_of("color") {
+                ("set_color", json!({"color": color}))
+            } else {
+                return None;
+            }
+        }
+        ("HassSetPosition", _) => ("set_position", json!({"position": number(r, "position")?})),
+        ("HassFanSetSpeed", _) => ("set_speed", json!({"level": number(r, "percentage")?})),
+        ("HassClimateSetTemperature", _) => (
+            "set_temperature",
+            json!({"temperature": number(r, "temperature")?}),
+        ),
+        ("HassMediaPause", _) => ("pause", json!({})),
+        ("HassMediaUnpause", _) => ("play", json!({})),
+        ("HassMediaNext", _) => ("next_track", json!({})),
+        ("HassMediaPrevious", _) => ("previous_track", json!({})),
+        ("HassMediaPlayerMute", _) => ("mute", json!({})),
+        ("HassMediaPlayerUnmute", _) => ("unmute", json!({})),
+        ("HassSetVolume", _) => ("set_volume", json!({"level": number(r, "volume_level")?})),
+        ("HassSetVolumeRelative", _) => {
+            let now = d
+                .state
+                .get("volume")
+                .and_then(Value::as_f64)
+                .or_else(|| {
+                    d.state
+                        .get("volume_level")
+                        .and_then(Value::as_f64)
+                        .map(|v| v * 100.0)
+                })
+                .unwrap_or(50.0);
+            let step = match r.slot("volume_step").map(|s| &s.value) {
+                Some(Value::String(s)) if s == "down" => -10.0,
+                Some(Value::String(_)) => 10.0,
+                Some(v) => v.as_f64().unwrap_or(10.0),
+                None => 10.0,
+            };
+            (
+                "set_volume",
+                json!({"level": (now + step).clamp(0.0, 100.0).round() as i64}),
+            )
+        }
+        ("HassVacuumStart", _) => ("start", json!({})),
+        ("HassVacuumReturnToBase", _) => ("return_to_base", json!({})),
+        ("HassListAddItem" | "HassShoppingListAddItem", _) => {
+            ("add_item", json!({"item": r.text_of("item")?}))
+        }
+        _ => return None,
+    };
+    d.capability(cap)?;
+    Some((cap.to_string(), args))
+}
+
+fn is_query(intent: &str) -> bool {
+    matches!(intent, "HassGetState" | "HassClimateGetTemperature")
+}
+
+/// Whether a device's state is what a query's `state` slot asks
+/// (`on`, `off`, `open`, `closed`, `locked`, `unlocked`).
+fn in_state(d: &Device, want: &str) -> bool {
+    let s = &d.state;
+    let text = s.get("state").and_then(Value::as_str);
+    let on = s.get("on").and_then(Value::as_bool);
+    match want {
+        "on" => {
+            text.is_some_and(|t| t != "off" && t != "closed" && t != "unavailable")
+                || on == Some(true)
+        }
+        "off" => text == Some("off") || on == Some(false),
+        "open" => {
+            text == Some("open")
+                || s.get("position")
+                    .and_then(Value::as_i64)
+                    .is_some_and(|p| p > 0)
+                || s.get("open").and_then(Value::as_bool) == Some(true)
+        }
+        "closed" => {
+            text == Some("closed")
+                || s.get("position").and_then(Value::as_i64) == Some(0)
+                || s.get("open").and_then(Value::as_bool) == Some(false)
+        }
+        "locked" => {
+            text == Some("locked") || s.get("locked").and_then(Value::as_bool) == Some(true)
+        }
+        "unlocked" => {
+            text == Some("unlocked") || s.get("locked").and_then(Value::as_bool) == Some(false)
+        }
+        other => text == Some(other),
+    }
+}
+
+fn names_list(ds: &[&Device]) -> String {
+    let n: Vec<&str> = ds.iter().map(|d| d.name.as_str()).collect();
+    match n.len() {
+        0 => String::new(),
+        1 => n[0].to_string(),
+        k => format!("{} and {}", n[..k - 1].join(", "), n[k - 1]),
+    }
+}
+
+/// What the grammar's match means in this home.
+pub fn plan(
+    heard: &Heard,
+    hearing: &Hearing,
+    world: &DeviceWorld,
+    scenes: &[Scene],
+    clock_h: f64,
+) -> Option<Plan> {
+    let r = &heard.recognized;
+    let intent = r.intent.as_str();
+    let response = hearing.response(intent, &r.response, r);
+    match intent {
+        "HassNevermind" => return Some(Plan::Answer(response.unwrap_or_else(|| "OK.".into()))),
+        "HassRespond" => return Some(Plan::Answer(response.unwrap_or_else(|| "Hello.".into()))),
+        "HassBroadcast" => {
+            return Some(Plan::Answer(
+                r.text_of("message")
+                    .map_or_else(|| "Done.".into(), str::to_string),
+            ));
+        }
+        "HassGetCurrentTime" => {
+            let h = clock_h.rem_euclid(24.0);
+            let (hour, minute) = (h.floor() as u32, ((h.fract()) * 60.0).floor() as u32);
+            return Some(Plan::Answer(format!("It is {hour:02}:{minute:02}.")));
+        }
+        "HassStartTimer"
+        | "HassCancelTimer"
+        | "HassCancelAllTimers"
+        | "HassIncreaseTimer"
+        | "HassDecreaseTimer"
+        | "HassPauseTimer"
+        | "HassUnpauseTimer"
+        | "HassTimerStatus" => {
+            return Some(Plan::Answer(
+                hearing
+                    .error("no_timer_support", &[])
+                    .unwrap_or_else(|| "Sorry, timers are not supported on this device".into()),
+            ));
+        }
+        _ => {}
+    }
+    let w = want(r);
+    // A scene or a script by name.
+    if intent == "HassTurnOn"
+        && let Some(name) = w.name
+        && w.domains.iter().any(|d| d == "scene" || d == "script")
+        && let Some(s) = scenes.iter().find(|s| {
+            s.name.replace('_', " ").eq_ignore_ascii_case(name)
+                || s.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+        })
+    {
+        return Some(Plan::Understood(
+            Understood::Scene {
+                name: s.name.clone(),
+            },
+            response,
+        ));
+    }
+    let found = match targets(&w, world, hearing) {
+        Ok(found) => found,
+        Err(answer) => return Some(answer),
+    };
+    // One name, several devices: ask which (never guess, never all).
+    if w.name.is_some() && found.len() > 1 {
+        let ids = found.iter().map(|d| d.id.clone()).collect();
+        let verb = found
+            .first()
+            .and_then(|d| call_for(intent, r, d))
+            .map(|(action, args)| Verb::Call { action, args });
+        return Some(Plan::Understood(clarify(world, ids, verb), None));
+    }
+    if is_query(intent) {
+        let mut asked: Vec<&Device> = found.clone();
+        if let Some(state) = r.text_of("state") {
+            asked.retain(|d| in_state(d, state));
+            if asked.is_empty() {
+                let what = found.first().map_or("device", |d| d.kind.as_str());
+                return Some(Plan::Answer(format!("No {what} is {state}.")));
+            }
+            if found.len() > 1 {
+                return Some(Plan::Answer(format!("{}: {state}.", names_list(&asked))));
+            }
+        }
+        let steps = asked
+            .iter()
+            .map(|d| Step::Query {
+                device: d.id.clone(),
+            })
+            .collect();
+        return Some(Plan::Understood(Understood::Steps { steps }, None));
+    }
+    let mut steps = Vec::new();
+    for d in &found {
+        if let Some((action, args)) = call_for(intent, r, d) {
+            steps.push(Step::Control {
+                device: d.id.clone(),
+                action,
+                args,
+            });
+        }
+    }
+    if steps.is_empty() {
+        let can = found.first().map(|d| {
+            format!(
+                "The {} cannot do that; it can: {}.",
+                d.name,
+                d.capabilities
+                    .iter()
+                    .map(|c| c.name.replace('_', " "))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
+        let message = if found.len() == 1 {
+            can.unwrap_or_default()
+        } else {
+            hearing
+                .error("feature_not_supported", &[])
+                .unwrap_or_else(|| "Sorry, no device supports the required features".into())
+        };
+        return Some(Plan::Answer(message));
+    }
+    Some(Plan::Understood(Understood::Steps { steps }, response))
+}
+
+/// Whether a device kind is one the grammar's execution can reach (for docs and tests).
+pub fn reachable(kind: DeviceKind) -> bool {
+    kind.domain().is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_responses_are_filled_and_logic_is_left_alone() {
+        let get = |n: &str| match n {
+            "slots.item" => Some("oat milk".to_string()),
+            "area" => Some("Kitchen".to_string()),
+            "domain" => Some("media_player".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            render("Added {{ slots.item }}", &get).as_deref(),
+            Some("Added oat milk")
+        );
+        assert_eq!(
+            render("Sorry, I am not aware of any {{ domain.replace('_', ' ') }} in the {{ area }} area", &get).as_deref(),
+            Some("Sorry, I am not aware of any media player in the Kitchen area")
+        );
+        assert_eq!(
+            render("{{ slots.item | capitalize }} is here", &get).as_deref(),
+            Some("Oat milk is here")
+        );
+        assert_eq!(render("{% if x %}Yes{% endif %}", &get), None);
+        assert_eq!(render("{{ slots.missing }}", &get), None);
+    }
+}
