@@ -141,6 +141,9 @@ impl ZhSet {
 
     /// 0–9999.
     fn below_wan(&self, n: u64) -> String {
+        if n == 2 && self.liang {
+            return "两".into();
+        }
         if n == 0 {
             return self.digits[0].to_string();
         }
@@ -193,7 +196,9 @@ impl ZhSet {
         if frac == 0 {
             self.integer(int)
         } else {
-            format!("{}点{}", self.integer(int), self.digits[frac])
+            // A bare 2 before a decimal point stays 二 even in the 两 form.
+            let whole = if self.liang && int == 2 { self.digits[2].to_string() } else { self.integer(int) };
+            format!("{whole}点{}", self.digits[frac])
         }
     }
 }
