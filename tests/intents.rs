@@ -79,9 +79,29 @@ fn normal(v: &Value) -> Value {
     }
 }
 
+/// The one disagreement we keep on purpose: hassil caches the words of a
+/// number range by (from, to, step, fractions) and not by multiplier, so a
+/// range with `multiplier: -1` ("volume down by twenty") gets the words'
+/// values of a range without one (+20) when another 0–100 range was spelled
+/// first; digits get −20. robobrain applies the multiplier to words too.
+fn known(ours: &Value, hassil: &Value) -> bool {
+    let (Some(o), Some(h)) = (ours.as_object(), hassil.as_object()) else {
+        return false;
+    };
+    o.len() == h.len()
+        && o.iter().all(
+            |(k, v)| match (k.as_str(), v.as_f64(), h.get(k).and_then(Value::as_f64)) {
+                ("volume_step", Some(x), Some(y)) => x == -y || x == y,
+                _ => h.get(k) == Some(v),
+            },
+        )
+}
+
 struct Agreement {
     total: usize,
     agree: usize,
+    /// Disagreements not of the one known kind (see `known`).
+    unexplained: usize,
     hassil_matched: usize,
     ours_matched: usize,
     disagreements: Vec<String>,
@@ -103,6 +123,7 @@ fn compare(lang: &str) -> Agreement {
     let mut a = Agreement {
         total: 0,
         agree: 0,
+        unexplained: 0,
         hassil_matched: 0,
         ours_matched: 0,
         disagreements: Vec::new(),
@@ -132,9 +153,13 @@ fn compare(lang: &str) -> Agreement {
             .iter()
             .map(|(k, v)| (k.clone(), normal(v)))
             .collect();
-        if intent == want["intent"] && slots == Value::Object(want_slots) {
+        let want_slots = Value::Object(want_slots);
+        if intent == want["intent"] && slots == want_slots {
             a.agree += 1;
         } else {
+            if !(intent == want["intent"] && known(&slots, &want_slots)) {
+                a.unexplained += 1;
+            }
             a.disagreements.push(format!(
                 "{text:?} (template {:?}): hassil {} {}, ours {intent} {slots}",
                 want["template"].as_str().unwrap_or_default(),
@@ -145,11 +170,12 @@ fn compare(lang: &str) -> Agreement {
     }
     let pct = |n: usize| 100.0 * n as f64 / a.total.max(1) as f64;
     eprintln!(
-        "{lang}: {} sentences; agreement {}/{} = {:.2} %; matched: hassil {:.2} %, ours {:.2} %",
+        "{lang}: {} sentences; agreement {}/{} = {:.2} % ({} disagreements not the known volume_step one); matched: hassil {:.2} %, ours {:.2} %",
         a.total,
         a.agree,
         a.total,
         pct(a.agree),
+        a.unexplained,
         pct(a.hassil_matched),
         pct(a.ours_matched)
     );
@@ -162,23 +188,28 @@ fn compare(lang: &str) -> Agreement {
     a
 }
 
+/// Measured 2026-11-25: en 3404 of 3424 (99.42 %), every one of the 20
+/// disagreements the known `volume_step` sign; zh-CN 2666 of 2686 (99.26 %),
+/// likewise.
 #[test]
 fn agrees_with_hassil_in_english() {
     let a = compare("en");
-    assert!(a.total >= 2000, "only {} sentences", a.total);
+    assert!(a.total >= 3000, "only {} sentences", a.total);
+    assert_eq!(a.unexplained, 0, "disagreements beyond the known one");
     assert!(
-        a.agree * 1000 >= a.total * 995,
-        "agreement fell below 99.5 %"
+        a.agree * 10_000 >= a.total * 9941,
+        "agreement fell below 99.41 %"
     );
 }
 
 #[test]
 fn agrees_with_hassil_in_chinese() {
     let a = compare("zh-CN");
-    assert!(a.total >= 2000, "only {} sentences", a.total);
+    assert!(a.total >= 2500, "only {} sentences", a.total);
+    assert_eq!(a.unexplained, 0, "disagreements beyond the known one");
     assert!(
-        a.agree * 1000 >= a.total * 995,
-        "agreement fell below 99.5 %"
+        a.agree * 10_000 >= a.total * 9925,
+        "agreement fell below 99.25 %"
     );
 }
 

@@ -197,7 +197,11 @@ impl ZhSet {
             self.integer(int)
         } else {
             // A bare 2 before a decimal point stays 二 even in the 两 form.
-            let whole = if self.liang && int == 2 { self.digits[2].to_string() } else { self.integer(int) };
+            let whole = if self.liang && int == 2 {
+                self.digits[2].to_string()
+            } else {
+                self.integer(int)
+            };
             format!("{whole}点{}", self.digits[frac])
         }
     }
