@@ -206,9 +206,15 @@ impl Device {
         }
     }
 
-    /// Its device class (`garage`, `temperature`), from its state.
-    pub fn device_class(&self) -> Option<&str> {
-        self.state.get("device_class").and_then(Value::as_str)
+    /// Its device class (`garage`, `temperature`), from its state; the
+    /// enum form the assist datasets write (`cover.CoverDeviceClass.GARAGE`)
+    /// read as Home Assistant's value (`garage`).
+    pub fn device_class(&self) -> Option<String> {
+        let raw = self.state.get("device_class").and_then(Value::as_str)?;
+        Some(match raw.rsplit_once("DeviceClass.") {
+            Some((_, name)) => name.to_lowercase(),
+            None => raw.to_string(),
+        })
     }
 
     /// Every name it answers to, lower-case: id, name, aliases.

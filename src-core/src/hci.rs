@@ -730,6 +730,7 @@ impl Home {
     pub fn turn(&mut self, text: &str) -> Option<Turn> {
         let mut response = None;
         let mut heard_about = None;
+        let mut not_found = None;
         let answering = self.session.pending.is_some();
         let mut understood = if answering { self.by_rules(text) } else { None };
         if understood.is_none()
@@ -737,6 +738,7 @@ impl Home {
         {
             match plan {
                 heard::Plan::Answer(line) => return Some(self.answer_turn(line, about)),
+                heard::Plan::NotFound(line) => not_found = Some((line, about)),
                 heard::Plan::Understood(u, r) => {
                     response = r;
                     heard_about = Some(about);
@@ -746,6 +748,13 @@ impl Home {
         }
         if understood.is_none() && !answering {
             understood = self.by_rules(text);
+        }
+        // The grammar knew the words but found nothing here, and the rules
+        // did not understand it either: say what the grammar found missing.
+        if understood.is_none()
+            && let Some((line, about)) = not_found
+        {
+            return Some(self.answer_turn(line, about));
         }
         let understood = understood?;
         let plan_id = self.next_plan_id();

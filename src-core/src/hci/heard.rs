@@ -48,6 +48,10 @@ pub enum Plan {
     Understood(Understood, Option<String>),
     /// Nothing to run: just say this.
     Answer(String),
+    /// The grammar understood the words, but nothing in this home fits them
+    /// (no such device, area, class or feature): what to say if nobody
+    /// else understands it either.
+    NotFound(String),
 }
 
 /// An utterance the grammar matched.
@@ -123,7 +127,7 @@ pub fn names_of(world: &DeviceWorld, scenes: &[Scene]) -> HomeNames {
                 id: d.id.clone(),
                 names,
                 domain: domain.to_string(),
-                device_class: d.device_class().map(str::to_string),
+                device_class: d.device_class(),
                 area: Some(d.room.clone()),
             })
         })
@@ -382,7 +386,7 @@ fn targets<'w>(
         .filter(|d| {
             w.device_classes.is_empty()
                 || d.device_class()
-                    .is_some_and(|c| w.device_classes.iter().any(|x| x == c))
+                    .is_some_and(|c| w.device_classes.iter().any(|x| *x == c))
         })
         .collect();
     if let Some(area) = w.area {
@@ -427,7 +431,7 @@ fn targets<'w>(
     let message = hearing
         .error(key, &values)
         .unwrap_or_else(|| "Sorry, I am not aware of any such device.".into());
-    Err(Plan::Answer(message))
+    Err(Plan::NotFound(message))
 }
 
 fn number(r: &Recognized, slot: &str) -> Option<i64> {
@@ -624,18 +628,25 @@ pub fn plan(
         return Some(Plan::Understood(clarify(world, ids, verb), None));
     }
     if is_query(intent) {
-        let mut asked: Vec<&Device> = found.clone();
-        if let Some(state) = r.text_of("state") {
-            asked.retain(|d| in_state(d, state));
-            if asked.is_empty() {
-                let what = found.first().map_or("device", |d| d.kind.as_str());
-                return Some(Plan::Answer(format!("No {what} is {state}.")));
-            }
-            if found.len() > 1 {
-                return Some(Plan::Answer(format!("{}: {state}.", names_list(&asked))));
-            }
+        // "Which lights are on?": the ones that are, from their real state
+        // (an offline device's state is unknown, so it is not counted).
+        if let Some(state) = r.text_of("state")
+            && found.len() > 1
+        {
+            let asked: Vec<&Device> = found
+                .iter()
+                .copied()
+                .filter(|d| d.online && in_state(d, state))
+                .collect();
+            let what = found.first().map_or("device", |d| d.kind.as_str());
+            return Some(Plan::Answer(if asked.is_empty() {
+                format!("No {what} is {state}.")
+            } else {
+                format!("{} {}: {state}.", asked.len(), names_list(&asked))
+            }));
         }
-        let steps = asked
+        // One device: its state as it is, with what it cannot tell.
+        let steps = found
             .iter()
             .map(|d| Step::Query {
                 device: d.id.clone(),
@@ -672,8 +683,19 @@ pub fn plan(
                 .error("feature_not_supported", &[])
                 .unwrap_or_else(|| "Sorry, no device supports the required features".into())
         };
-        return Some(Plan::Answer(message));
+        return Some(Plan::NotFound(message));
     }
+    // Home Assistant's response speaks for several devices ("Turned on the
+    // lights") or carries what was said ("Added oat milk"); one device's
+    // own template names it and the value.
+    let response = response.filter(|_| {
+        steps.len() > 1
+            || hearing
+                .responses
+                .as_ref()
+                .and_then(|g| g.response(intent, &r.response))
+                .is_some_and(|t| t.contains("slots."))
+    });
     Some(Plan::Understood(Understood::Steps { steps }, response))
 }
 
