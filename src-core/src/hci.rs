@@ -164,6 +164,9 @@ pub struct Home {
     pub hearing_notice: Option<String>,
     /// The room the listener (the robot) is in: `(id, name)`, for "the lights here".
     pub here: Option<(String, String)>,
+    /// Where the request comes from when the caller knows better than the
+    /// robot's position (an assist dataset's `context_device`): overrides `here`.
+    pub context_area: Option<(String, String)>,
     validators: HashMap<String, jsonschema::Validator>,
     recent: VecDeque<Value>,
     audit: Option<AuditLog>,
@@ -266,6 +269,7 @@ impl Home {
             hearing,
             hearing_notice,
             here: None,
+            context_area: None,
             validators,
             recent: VecDeque::new(),
             audit: None,
@@ -686,8 +690,9 @@ impl Home {
     fn hear(&self, text: &str) -> Option<(heard::Plan, Value)> {
         let hearing = self.hearing.as_ref()?;
         let here = self
-            .here
+            .context_area
             .as_ref()
+            .or(self.here.as_ref())
             .map(|(id, name)| (id.as_str(), name.as_str()));
         let h = hearing.hear(text, here)?;
         let plan = heard::plan(

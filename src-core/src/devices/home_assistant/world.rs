@@ -204,7 +204,16 @@ pub fn devices_of(home: &HaHome) -> (Vec<Room>, Vec<Device>, Vec<String>) {
 /// `home` as a device world moved by [`HaBackend`].
 pub fn world_of(name: &str, home: &HaHome) -> Result<DeviceWorld, DeviceError> {
     let (rooms, devices, _) = devices_of(home);
-    DeviceWorld::new(name, rooms, devices, Box::new(HaBackend))
+    let floors = home
+        .floors
+        .iter()
+        .map(|f| crate::devices::Floor {
+            id: f.id.clone(),
+            name: f.name.clone(),
+            aliases: f.aliases.clone(),
+        })
+        .collect();
+    Ok(DeviceWorld::new(name, rooms, devices, Box::new(HaBackend))?.with_floors(floors))
 }
 
 /// Carries calls out the way Home Assistant's services change entity states.

@@ -65,6 +65,66 @@ pub fn state_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Strin
     })
 }
 
+/// A fixture entity's `state`: text (as [`state_text`]), or a mapping as
+/// the datasets' setup writes an entity state — `{state: on, attributes:
+/// {brightness: 128}}` — whose attributes join the entity's.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StateSpec {
+    /// The state.
+    pub state: Option<String>,
+    /// Attributes given with it.
+    pub attributes: serde_json::Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for StateSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let scalar = |v: Value| -> Result<Option<String>, String> {
+            Ok(match v {
+                Value::Null => None,
+                Value::Bool(true) => Some("on".into()),
+                Value::Bool(false) => Some("off".into()),
+                Value::Number(n) => Some(n.to_string()),
+                Value::String(s) => Some(s),
+                other => {
+                    return Err(format!(
+                        "{STATE_EXPECTED}text, number or boolean, or {{state, attributes}}), found {}",
+                        if other.is_array() {
+                            "a list"
+                        } else {
+                            "a mapping"
+                        }
+                    ));
+                }
+            })
+        };
+        match Value::deserialize(d)? {
+            Value::Object(mut m) => {
+                if let Some(k) = m.keys().find(|k| *k != "state" && *k != "attributes") {
+                    return Err(serde::de::Error::custom(format!(
+                        "{STATE_EXPECTED}a mapping of `state` and `attributes`), found the key `{k}`"
+                    )));
+                }
+                let state = scalar(m.remove("state").unwrap_or(Value::Null))
+                    .map_err(serde::de::Error::custom)?;
+                let attributes = match m.remove("attributes") {
+                    None | Some(Value::Null) => serde_json::Map::new(),
+                    Some(Value::Object(a)) => a,
+                    Some(_) => {
+                        return Err(serde::de::Error::custom(format!(
+                            "{STATE_EXPECTED}`attributes` as a mapping)"
+                        )));
+                    }
+                };
+                Ok(Self { state, attributes })
+            }
+            other => Ok(Self {
+                state: scalar(other).map_err(serde::de::Error::custom)?,
+                attributes: serde_json::Map::new(),
+            }),
+        }
+    }
+}
+
 /// Byte offset of the first line at or after `from` that reads `key: value`
 /// (the value bare or quoted, the line maybe starting a list item).
 pub fn find_pair(text: &str, from: usize, key: &str, value: &str) -> Option<usize> {
