@@ -121,11 +121,9 @@ pub fn names_of(world: &DeviceWorld, scenes: &[Scene]) -> HomeNames {
         .iter()
         .filter_map(|d| {
             let domain = d.domain()?;
-            let mut names = vec![d.name.clone()];
-            names.extend(d.aliases.iter().cloned());
             Some(NamedEntity {
                 id: d.id.clone(),
-                names,
+                names: all_names(d.name.clone(), &d.aliases),
                 domain: domain.to_string(),
                 device_class: d.device_class(),
                 area: Some(d.room.clone()),
@@ -133,11 +131,9 @@ pub fn names_of(world: &DeviceWorld, scenes: &[Scene]) -> HomeNames {
         })
         .collect();
     for s in scenes {
-        let mut names = vec![s.name.replace('_', " ")];
-        names.extend(s.aliases.iter().cloned());
         entities.push(NamedEntity {
             id: scene_id(&s.name),
-            names,
+            names: all_names(s.name.replace('_', " "), &s.aliases),
             domain: "scene".into(),
             device_class: None,
             area: None,
@@ -148,29 +144,28 @@ pub fn names_of(world: &DeviceWorld, scenes: &[Scene]) -> HomeNames {
         areas: world
             .rooms()
             .iter()
-            .map(|r| {
-                let mut names = vec![r.name.clone()];
-                names.extend(r.aliases.iter().cloned());
-                NamedArea {
-                    id: r.id.clone(),
-                    names,
-                    floor: r.floor.clone(),
-                }
+            .map(|r| NamedArea {
+                id: r.id.clone(),
+                names: all_names(r.name.clone(), &r.aliases),
+                floor: r.floor.clone(),
             })
             .collect(),
         floors: world
             .floors()
             .iter()
-            .map(|f| {
-                let mut names = vec![f.name.clone()];
-                names.extend(f.aliases.iter().cloned());
-                NamedFloor {
-                    id: f.id.clone(),
-                    names,
-                }
+            .map(|f| NamedFloor {
+                id: f.id.clone(),
+                names: all_names(f.name.clone(), &f.aliases),
             })
             .collect(),
     }
+}
+
+/// A name followed by its aliases.
+fn all_names(name: String, aliases: &[String]) -> Vec<String> {
+    std::iter::once(name)
+        .chain(aliases.iter().cloned())
+        .collect()
 }
 
 fn scene_id(name: &str) -> String {
@@ -665,17 +660,7 @@ pub fn plan(
         }
     }
     if steps.is_empty() {
-        let can = found.first().map(|d| {
-            format!(
-                "The {} cannot do that; it can: {}.",
-                d.name,
-                d.capabilities
-                    .iter()
-                    .map(|c| c.name.replace('_', " "))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        });
+        let can = found.first().map(|d| super::intent::cannot(d));
         let message = if found.len() == 1 {
             can.unwrap_or_default()
         } else {
@@ -730,5 +715,271 @@ mod tests {
         );
         assert_eq!(render("{% if x %}Yes{% endif %}", &get), None);
         assert_eq!(render("{{ slots.missing }}", &get), None);
+    }
+}
+
+#[cfg(test)]
+mod home_tests {
+    //! Home Assistant's grammar over robobrain homes. Needs the grammar
+    //! (`./x setup` downloads it); without it these fail saying so.
+
+    use std::path::Path;
+
+    use super::*;
+    use crate::devices::{SimBackend, builtin_home, parse_home};
+
+    fn grammars() -> Vec<Arc<Grammar>> {
+        let dir = crate::intents::default_dir();
+        let (g, notice) = load_grammars(&dir);
+        assert!(notice.is_none(), "{notice:?}: run ./x setup");
+        g
+    }
+
+    const TWO_FLOORS: &str = r#"
+name = "house"
+[[floor]]
+id = "ground"
+aliases = ["downstairs"]
+[[floor]]
+id = "first"
+aliases = ["upstairs", "楼上"]
+[[room]]
+id = "kitchen"
+aliases = ["厨房"]
+floor = "ground"
+[[room]]
+id = "bedroom"
+aliases = ["卧室"]
+floor = "first"
+[[room]]
+id = "study"
+floor = "first"
+[[room]]
+id = "shed"
+[[device]]
+id = "kitchen_light"
+type = "dimmer"
+room = "kitchen"
+[[device]]
+id = "bedroom_light"
+type = "dimmer"
+aliases = ["卧室灯"]
+room = "bedroom"
+[[device]]
+id = "study_lamp"
+type = "light"
+name = "lamp"
+room = "study"
+[[device]]
+id = "bedroom_lamp"
+type = "light"
+name = "lamp"
+room = "bedroom"
+[[device]]
+id = "shed_light"
+type = "light"
+room = "shed"
+[[device]]
+id = "bedroom_fan"
+type = "fan"
+room = "bedroom"
+[[device]]
+id = "groceries"
+type = "todo_list"
+name = "groceries"
+aliases = ["购物清单"]
+room = "kitchen"
+"#;
+
+    fn house() -> (DeviceWorld, Hearing) {
+        let home = parse_home(
+            Path::new("house.toml"),
+            TWO_FLOORS,
+            crate::devices::catalogue::BUILTIN_CATALOGUE,
+        )
+        .unwrap();
+        let world = DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))
+            .unwrap()
+            .with_floors(home.floors);
+        let hearing = Hearing::new(&grammars(), &world, &[]).unwrap();
+        (world, hearing)
+    }
+
+    fn plan_of(text: &str, world: &DeviceWorld, hearing: &Hearing) -> Plan {
+        let heard = hearing
+            .hear(text, None)
+            .unwrap_or_else(|| panic!("not heard: {text}"));
+        plan(&heard, hearing, world, &[], 12.0).unwrap_or_else(|| panic!("no plan: {text}"))
+    }
+
+    fn controls(p: &Plan) -> Vec<(String, String, Value)> {
+        match p {
+            Plan::Understood(Understood::Steps { steps }, _) => steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Control {
+                        device,
+                        action,
+                        args,
+                    } => Some((device.clone(), action.clone(), args.clone())),
+                    Step::Query { .. } => None,
+                })
+                .collect(),
+            other => panic!("expected steps, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_floor_never_reaches_another_floors_lights() {
+        let (w, h) = house();
+        for text in [
+            "turn off the lights upstairs",
+            "Turn off all the upstairs lights",
+            "关闭楼上的灯",
+        ] {
+            let mut got: Vec<String> = controls(&plan_of(text, &w, &h))
+                .into_iter()
+                .map(|c| c.0)
+                .collect();
+            got.sort();
+            assert_eq!(
+                got,
+                vec!["bedroom_lamp", "bedroom_light", "study_lamp"],
+                "{text}"
+            );
+        }
+        // Areas: only that room's lights.
+        let got: Vec<String> = controls(&plan_of("turn on the lights in the kitchen", &w, &h))
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(got, vec!["kitchen_light"]);
+    }
+
+    #[test]
+    fn a_shared_name_is_asked_about_and_an_area_settles_it() {
+        let (w, h) = house();
+        match plan_of("turn on the lamp", &w, &h) {
+            Plan::Understood(Understood::Clarify { candidates, .. }, _) => {
+                assert_eq!(candidates, vec!["study_lamp", "bedroom_lamp"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            controls(&plan_of("turn on the lamp in the study", &w, &h)),
+            vec![("study_lamp".into(), "turn_on".into(), json!({}))]
+        );
+    }
+
+    #[test]
+    fn levels_fans_lists_and_chinese() {
+        let (w, h) = house();
+        assert_eq!(
+            controls(&plan_of("set the bedroom light brightness to 30%", &w, &h)),
+            vec![(
+                "bedroom_light".into(),
+                "set_brightness".into(),
+                json!({"level": 30})
+            )]
+        );
+        assert_eq!(
+            controls(&plan_of("set the bedroom fan speed to 40%", &w, &h)),
+            vec![(
+                "bedroom_fan".into(),
+                "set_speed".into(),
+                json!({"level": 40})
+            )]
+        );
+        let p = plan_of("add oat milk to my groceries list", &w, &h);
+        assert_eq!(
+            controls(&p),
+            vec![(
+                "groceries".into(),
+                "add_item".into(),
+                json!({"item": "oat milk"})
+            )]
+        );
+        assert!(
+            matches!(&p, Plan::Understood(_, Some(r)) if r == "Added oat milk"),
+            "{p:?}"
+        );
+        assert_eq!(
+            controls(&plan_of("把卧室灯的亮度调到百分之五十", &w, &h)),
+            vec![(
+                "bedroom_light".into(),
+                "set_brightness".into(),
+                json!({"level": 50})
+            )]
+        );
+    }
+
+    #[test]
+    fn a_question_reads_and_nothing_found_says_what_is_missing() {
+        let (w, h) = house();
+        match plan_of("is the kitchen light on?", &w, &h) {
+            Plan::Understood(Understood::Steps { steps }, _) => {
+                assert_eq!(
+                    steps,
+                    vec![Step::Query {
+                        device: "kitchen_light".into()
+                    }]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match plan_of("which lights are on?", &w, &h) {
+            Plan::Answer(text) => assert_eq!(text, "No light is on."),
+            other => panic!("{other:?}"),
+        }
+        match plan_of("turn on the fan in the kitchen", &w, &h) {
+            Plan::NotFound(text) => {
+                assert!(text.contains("fan") && text.contains("kitchen"), "{text}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sensor_named_light_is_never_the_light() {
+        let home = builtin_home().unwrap();
+        let mut devices = home.devices.clone();
+        let mut sensor = devices[0].clone();
+        sensor.id = "kitchen_light_level".into();
+        sensor.name = "kitchen light level".into();
+        sensor.aliases = vec!["kitchen light".into()];
+        sensor.kind = DeviceKind::Sensor;
+        sensor.capabilities.clear();
+        sensor.room = "kitchen".into();
+        devices.push(sensor);
+        let world = DeviceWorld::new("x", home.rooms, devices, Box::new(SimBackend)).unwrap();
+        let h = Hearing::new(&grammars(), &world, &home.scenes).unwrap();
+        assert_eq!(
+            controls(&plan_of("turn on the kitchen light", &world, &h)),
+            vec![("kitchen_light".into(), "turn_on".into(), json!({}))]
+        );
+    }
+}
+
+#[cfg(test)]
+mod missing_tests {
+    use super::*;
+
+    /// Without the grammar the home runs on the rules and says why.
+    #[test]
+    fn without_the_grammar_the_rules_run_and_say_so() {
+        let config = crate::config::HomeConfig {
+            intents: Some(std::path::PathBuf::from("/nonexistent/robobrain-intents")),
+            ..crate::config::HomeConfig::default()
+        };
+        let mut home = crate::hci::Home::load(&config, "apartment", "t").unwrap();
+        assert!(home.hearing.is_none());
+        let notice = home.hearing_notice.clone().unwrap();
+        assert!(
+            notice.contains("/nonexistent/robobrain-intents") && notice.contains("./x setup"),
+            "{notice}"
+        );
+        let turn = home.turn("打开客厅灯").unwrap();
+        assert_eq!(turn.intent, "home_control");
+        assert!(turn.args.get("grammar").is_none(), "{}", turn.args);
     }
 }

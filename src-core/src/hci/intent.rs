@@ -673,16 +673,21 @@ fn step_for(world: &DeviceWorld, id: &str, verb: Option<&Verb>) -> Option<Result
             action,
             args,
         }),
-        None => Err(format!(
-            "The {} cannot do that; it can: {}.",
-            d.name,
-            d.capabilities
-                .iter()
-                .map(|c| c.name.replace('_', " "))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        None => Err(cannot(d)),
     })
+}
+
+/// What to say when a device cannot do what was asked: what it can do.
+pub fn cannot(d: &Device) -> String {
+    format!(
+        "The {} cannot do that; it can: {}.",
+        d.name,
+        d.capabilities
+            .iter()
+            .map(|c| c.name.replace('_', " "))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 #[cfg(test)]

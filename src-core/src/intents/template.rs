@@ -213,25 +213,33 @@ fn peek(text: &[char], at: usize) -> Option<Kind> {
     })
 }
 
+/// The characters of `text` from `start` that are not escaped, with their
+/// index: an escape and the character after it are passed over.
+fn unescaped(text: &[char], start: usize) -> impl Iterator<Item = (usize, char)> + '_ {
+    let mut escaped = false;
+    text.iter()
+        .enumerate()
+        .skip(start)
+        .filter_map(move |(i, &c)| {
+            if escaped {
+                escaped = false;
+                None
+            } else if c == ESCAPE {
+                escaped = true;
+                None
+            } else {
+                Some((i, c))
+            }
+        })
+}
+
 fn find_end_delimiter(text: &[char], start: usize, open: char, close: char) -> Option<usize> {
     let mut stack = 1i32;
-    let mut escaped = false;
-    for (i, &c) in text.iter().enumerate().skip(start) {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        if c == ESCAPE {
-            escaped = true;
-            continue;
-        }
+    for (i, c) in unescaped(text, start) {
         if c == close {
             stack -= 1;
-            if stack < 0 {
-                return None;
-            }
-            if stack == 0 {
-                return Some(i + 1);
+            if stack <= 0 {
+                return (stack == 0).then_some(i + 1);
             }
         }
         if c == open {
@@ -242,26 +250,14 @@ fn find_end_delimiter(text: &[char], start: usize, open: char, close: char) -> O
 }
 
 fn find_end_word(text: &[char], start: usize) -> Option<usize> {
-    let mut escaped = false;
     let mut separator = false;
-    for (i, &c) in text[start..].iter().enumerate() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        if c == ESCAPE {
-            escaped = true;
-            continue;
-        }
-        if i > 0 && c == ' ' {
+    for (i, c) in unescaped(text, start) {
+        if i > start && c == ' ' {
             separator = true;
             continue;
         }
-        if separator && c != ' ' {
-            return Some(start + i);
-        }
-        if c == '|' || c == ';' || is_delim(c) {
-            return Some(start + i);
+        if separator || c == '|' || c == ';' || is_delim(c) {
+            return Some(i);
         }
     }
     (start < text.len()).then_some(text.len())
@@ -514,13 +510,8 @@ fn unbalanced(text: &[char]) -> Option<(usize, String)> {
         ('<', '>', "rule"),
     ] {
         let mut stack = Vec::new();
-        let mut escaped = false;
-        for (i, &c) in text.iter().enumerate() {
-            if escaped {
-                escaped = false;
-            } else if c == ESCAPE {
-                escaped = true;
-            } else if c == open {
+        for (i, c) in unescaped(text, 0) {
+            if c == open {
                 stack.push(i);
             } else if c == close && stack.pop().is_none() {
                 return Some((i, format!("a '{close}' that closes no {what}")));

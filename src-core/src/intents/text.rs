@@ -424,31 +424,36 @@ mod tests {
     #[test]
     fn skip_words_go_as_whole_words_or_anywhere_in_chinese() {
         let en = skip_word_list(&["please".into(), "can you".into()]);
-        let t: Vec<char> = "Can you turn on the light please".chars().collect();
-        assert_eq!(
-            s(&remove_skip_words(&t, &en, false, Skip::Anywhere)),
-            "turn on the light"
-        );
-        let t: Vec<char> = "pleased".chars().collect();
-        assert_eq!(
-            s(&remove_skip_words(&t, &en, false, Skip::Anywhere)),
-            "pleased"
-        );
         let zh = skip_word_list(&["请问".into(), "麻烦你".into(), "麻烦".into()]);
-        let t: Vec<char> = "麻烦你打开灯".chars().collect();
-        assert_eq!(
-            s(&remove_skip_words(&t, &zh, true, Skip::Anywhere)),
-            "打开灯"
-        );
-        let t: Vec<char> = "please add milk please".chars().collect();
-        assert_eq!(
-            s(&remove_skip_words(&t, &en, false, Skip::Start)),
-            "add milk please"
-        );
-        assert_eq!(
-            s(&remove_skip_words(&t, &en, false, Skip::End)),
-            "please add milk"
-        );
+        let cases: [(&[Vec<char>], bool, Skip, &str, &str); 5] = [
+            (
+                &en,
+                false,
+                Skip::Anywhere,
+                "Can you turn on the light please",
+                "turn on the light",
+            ),
+            (&en, false, Skip::Anywhere, "pleased", "pleased"),
+            (&zh, true, Skip::Anywhere, "麻烦你打开灯", "打开灯"),
+            (
+                &en,
+                false,
+                Skip::Start,
+                "please add milk please",
+                "add milk please",
+            ),
+            (
+                &en,
+                false,
+                Skip::End,
+                "please add milk please",
+                "please add milk",
+            ),
+        ];
+        for (words, cjk, at, text, want) in cases {
+            let t: Vec<char> = text.chars().collect();
+            assert_eq!(s(&remove_skip_words(&t, words, cjk, at)), want, "{text}");
+        }
     }
 
     #[test]

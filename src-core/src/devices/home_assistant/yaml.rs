@@ -46,21 +46,28 @@ const STATE_EXPECTED: &str = "expected a state (";
 /// An entity state as Home Assistant writes it: text, or a YAML boolean
 /// (`false` is `off`) or number, read as text; `null` when absent.
 pub fn state_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
+    scalar_state(Value::deserialize(d)?, "text, number or boolean")
+        .map_err(serde::de::Error::custom)
+}
+
+/// A state value as text (`false` is `off`), `None` for null; `expected`
+/// says what else would have done when it is neither.
+fn scalar_state(v: Value, expected: &str) -> Result<Option<String>, String> {
+    Ok(match v {
         Value::Null => None,
         Value::Bool(true) => Some("on".into()),
         Value::Bool(false) => Some("off".into()),
         Value::Number(n) => Some(n.to_string()),
         Value::String(s) => Some(s),
         other => {
-            return Err(serde::de::Error::custom(format!(
-                "{STATE_EXPECTED}text, number or boolean), found {}",
+            return Err(format!(
+                "{STATE_EXPECTED}{expected}), found {}",
                 if other.is_array() {
                     "a list"
                 } else {
                     "a mapping"
                 }
-            )));
+            ));
         }
     })
 }
@@ -78,25 +85,7 @@ pub struct StateSpec {
 
 impl<'de> Deserialize<'de> for StateSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let scalar = |v: Value| -> Result<Option<String>, String> {
-            Ok(match v {
-                Value::Null => None,
-                Value::Bool(true) => Some("on".into()),
-                Value::Bool(false) => Some("off".into()),
-                Value::Number(n) => Some(n.to_string()),
-                Value::String(s) => Some(s),
-                other => {
-                    return Err(format!(
-                        "{STATE_EXPECTED}text, number or boolean, or {{state, attributes}}), found {}",
-                        if other.is_array() {
-                            "a list"
-                        } else {
-                            "a mapping"
-                        }
-                    ));
-                }
-            })
-        };
+        let scalar = |v: Value| scalar_state(v, "text, number or boolean, or {state, attributes}");
         match Value::deserialize(d)? {
             Value::Object(mut m) => {
                 if let Some(k) = m.keys().find(|k| *k != "state" && *k != "attributes") {
