@@ -742,7 +742,7 @@ impl Home {
             && let Some((plan, about)) = self.hear(text)
         {
             match plan {
-                heard::Plan::Answer(line) => return Some(self.answer_turn(line, about)),
+                heard::Plan::Answer(line) => return Some(self.answer_turn(line, &about)),
                 heard::Plan::NotFound(line) => not_found = Some((line, about)),
                 heard::Plan::Understood(u, r) => {
                     response = r;
@@ -759,7 +759,7 @@ impl Home {
         if understood.is_none()
             && let Some((line, about)) = not_found
         {
-            return Some(self.answer_turn(line, about));
+            return Some(self.answer_turn(line, &about));
         }
         let understood = understood?;
         let plan_id = self.next_plan_id();
@@ -952,7 +952,7 @@ impl Home {
     }
 
     /// A turn that only answers (the time, "never mind", what cannot be done).
-    fn answer_turn(&mut self, line: String, about: Value) -> Turn {
+    fn answer_turn(&mut self, line: String, about: &Value) -> Turn {
         let plan_id = self.next_plan_id();
         self.session.pending = None;
         self.session.last_plan = Some(plan_id.clone());

@@ -247,7 +247,7 @@ impl Speaker {
         // Every run keeps `runs/audio` (all runs' folders together) under
         // the bound: the oldest lines go first, checked at the first line
         // and every `PRUNE_EVERY` after.
-        if self.lines % PRUNE_EVERY == 0
+        if self.lines.is_multiple_of(PRUNE_EVERY)
             && let Some(all) = self.dir.parent()
         {
             prune_audio(all, AUDIO_BOUND_BYTES);

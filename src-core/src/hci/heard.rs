@@ -367,7 +367,7 @@ fn targets<'w>(
     w: &Want<'_>,
     world: &'w DeviceWorld,
     hearing: &Hearing,
-) -> Result<Vec<&'w Device>, Plan> {
+) -> Result<Vec<&'w Device>, String> {
     let mut found: Vec<&Device> = world
         .devices()
         .iter()
@@ -381,7 +381,7 @@ fn targets<'w>(
         .filter(|d| {
             w.device_classes.is_empty()
                 || d.device_class()
-                    .is_some_and(|c| w.device_classes.iter().any(|x| *x == c))
+                    .is_some_and(|c| w.device_classes.contains(&c))
         })
         .collect();
     if let Some(area) = w.area {
@@ -426,7 +426,7 @@ fn targets<'w>(
     let message = hearing
         .error(key, &values)
         .unwrap_or_else(|| "Sorry, I am not aware of any such device.".into());
-    Err(Plan::NotFound(message))
+    Err(message)
 }
 
 fn number(r: &Recognized, slot: &str) -> Option<i64> {
@@ -444,8 +444,8 @@ fn call_for(intent: &str, r: &Recognized, d: &Device) -> Option<(String, Value)>
         ("HassTurnOff", "lock") => ("unlock", json!({})),
         ("HassTurnOn", "alarm_control_panel") => ("arm", json!({})),
         ("HassTurnOff", "alarm_control_panel") => ("disarm", json!({})),
-        ("HassTurnOn", "vacuum") => ("start", json!({})),
-        ("HassTurnOff", "vacuum") => ("return_to_base", json!({})),
+        ("HassTurnOn", "vacuum") | ("HassVacuumStart", _) => ("start", json!({})),
+        ("HassTurnOff", "vacuum") | ("HassVacuumReturnToBase", _) => ("return_to_base", json!({})),
         ("HassTurnOn", _) => ("turn_on", json!({})),
         ("HassTurnOff", _) => ("turn_off", json!({})),
         ("HassLightSet", _) => {
@@ -484,17 +484,15 @@ fn call_for(intent: &str, r: &Recognized, d: &Device) -> Option<(String, Value)>
                 .unwrap_or(50.0);
             let step = match r.slot("volume_step").map(|s| &s.value) {
                 Some(Value::String(s)) if s == "down" => -10.0,
-                Some(Value::String(_)) => 10.0,
-                Some(v) => v.as_f64().unwrap_or(10.0),
-                None => 10.0,
+                Some(v) if !v.is_string() => v.as_f64().unwrap_or(10.0),
+                _ => 10.0,
             };
             (
                 "set_volume",
                 json!({"level": (now + step).clamp(0.0, 100.0).round() as i64}),
             )
         }
-        ("HassVacuumStart", _) => ("start", json!({})),
-        ("HassVacuumReturnToBase", _) => ("return_to_base", json!({})),
+
         ("HassListAddItem" | "HassShoppingListAddItem", _) => {
             ("add_item", json!({"item": r.text_of("item")?}))
         }
@@ -611,7 +609,7 @@ pub fn plan(
     }
     let found = match targets(&w, world, hearing) {
         Ok(found) => found,
-        Err(answer) => return Some(answer),
+        Err(missing) => return Some(Plan::NotFound(missing)),
     };
     // One name, several devices: ask which (never guess, never all).
     if w.name.is_some() && found.len() > 1 {
@@ -933,7 +931,7 @@ room = "kitchen"
         }
         match plan_of("turn on the fan in the kitchen", &w, &h) {
             Plan::NotFound(text) => {
-                assert!(text.contains("fan") && text.contains("kitchen"), "{text}")
+                assert!(text.contains("fan") && text.contains("kitchen"), "{text}");
             }
             other => panic!("{other:?}"),
         }
@@ -962,8 +960,6 @@ room = "kitchen"
 
 #[cfg(test)]
 mod missing_tests {
-    use super::*;
-
     /// Without the grammar the home runs on the rules and says why.
     #[test]
     fn without_the_grammar_the_rules_run_and_say_so() {

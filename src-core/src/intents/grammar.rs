@@ -5,7 +5,7 @@
 //! template, list and rule once; a bad one is refused with the file, the
 //! intent, the template and the position.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -211,7 +211,9 @@ fn collect_rules(e: &Expr, out: &mut Vec<(usize, String)>) {
     match e {
         Expr::Rule { name, id } => out.push((*id, name.clone())),
         Expr::Seq(items) | Expr::Alt { items, .. } | Expr::Perm(items) => {
-            items.iter().for_each(|i| collect_rules(i, out));
+            for i in items {
+                collect_rules(i, out);
+            }
         }
         _ => {}
     }
@@ -391,9 +393,9 @@ impl Grammar {
                     let mut used = Vec::new();
                     collect_rules(&s.expr, &mut used);
                     // Rules used inside rules, one level at a time.
-                    let mut seen = HashMap::new();
+                    let mut seen = HashSet::new();
                     while let Some((id, name)) = used.pop() {
-                        if seen.insert(id, ()).is_some() {
+                        if !seen.insert(id) {
                             continue;
                         }
                         if !defined(id, d) {

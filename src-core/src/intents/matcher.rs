@@ -195,7 +195,9 @@ fn list_refs<'a>(e: &'a Expr, out: &mut Vec<&'a ListRef>) {
     match e {
         Expr::List(l) => out.push(l),
         Expr::Seq(items) | Expr::Alt { items, .. } | Expr::Perm(items) => {
-            items.iter().for_each(|i| list_refs(i, out));
+            for i in items {
+                list_refs(i, out);
+            }
         }
         _ => {}
     }
@@ -478,7 +480,9 @@ fn collect_rule_ids(e: &Expr, out: &mut Vec<usize>) {
     match e {
         Expr::Rule { id, .. } => out.push(*id),
         Expr::Seq(items) | Expr::Alt { items, .. } | Expr::Perm(items) => {
-            items.iter().for_each(|i| collect_rule_ids(i, out));
+            for i in items {
+                collect_rule_ids(i, out);
+            }
         }
         _ => {}
     }
@@ -635,17 +639,13 @@ fn check_required<'v>(
         let want = unpack(want).filter(|v| !v.is_null());
         let actual = unpack(actual);
         match want {
-            Some(Value::Array(options)) => {
-                if !actual.is_some_and(|a| options.iter().any(|o| py_eq(o, a))) {
-                    return false;
-                }
+            Some(Value::Array(options))
+                if !actual.is_some_and(|a| options.iter().any(|o| py_eq(o, a))) =>
+            {
+                return false;
             }
-            Some(w) => {
-                if !actual.is_some_and(|a| py_eq(a, w)) {
-                    return false;
-                }
-            }
-            None => {}
+            Some(w) if !w.is_array() && !actual.is_some_and(|a| py_eq(a, w)) => return false,
+            _ => {}
         }
     }
     true
@@ -774,7 +774,7 @@ impl<'a> Run<'a> {
         }
         for i in left {
             self.expr(&items[i], st, &mut |st| {
-                self.perm(items, mask & !(1 << i), st, k)
+                self.perm(items, mask & !(1 << i), st, k);
             });
         }
     }
@@ -794,34 +794,36 @@ impl<'a> Run<'a> {
         if c.text.is_empty() {
             return k(st);
         }
-        let t = self.fold_of(st.broken);
+        let folded = self.fold_of(st.broken);
         let mut chunk: &[char] = if self.ign { &c.folded_cjk } else { &c.folded };
-        let mut p = st.pos;
+        let mut at = st.pos;
         if !self.ign && st.sow {
             chunk = lstrip(chunk);
-            while p < t.len() && t[p].is_whitespace() {
-                p += 1;
+            while at < folded.len() && folded[at].is_whitespace() {
+                at += 1;
             }
         }
-        let ctx_empty = t[p.min(t.len())..].iter().all(|c| c.is_whitespace());
+        let ctx_empty = folded[at.min(folded.len())..]
+            .iter()
+            .all(|c| c.is_whitespace());
         let stripped = text::strip(chunk).len();
         let open = self.open_wildcard(st);
         if let Some(wi) = open {
             // An open wildcard is empty: it takes the text up to where the chunk is.
             if stripped == 0 {
                 let saved = (st.pos, st.sow);
-                st.pos = p;
+                st.pos = at;
                 st.sow = true;
                 k(st);
                 (st.pos, st.sow) = saved;
                 return;
             }
             let boundary = !self.ign && st.ents[wi].end_of_word;
-            let Some(mut start) = match_first(t, p, chunk, 0, boundary) else {
+            let Some(mut start) = match_first(folded, at, chunk, 0, boundary) else {
                 return;
             };
             if start == 0 {
-                match match_first(t, p, chunk, 1, boundary) {
+                match match_first(folded, at, chunk, 1, boundary) {
                     Some(s) => start = s,
                     None => return,
                 }
@@ -830,8 +832,8 @@ impl<'a> Run<'a> {
                 let old = st.ents[wi].clone();
                 st.ents[wi] = Ent {
                     span: Span {
-                        start: p,
-                        end: p + start,
+                        start: at,
+                        end: at + start,
                         broken: st.broken,
                     },
                     open: false,
@@ -839,21 +841,21 @@ impl<'a> Run<'a> {
                     ..old.clone()
                 };
                 let saved = (st.pos, st.sow);
-                st.pos = p + start;
+                st.pos = at + start;
                 st.sow = true;
                 self.text(c, st, k);
                 (st.pos, st.sow) = saved;
                 st.ents[wi] = old;
-                match match_first(t, p, chunk, start + 1, false) {
+                match match_first(folded, at, chunk, start + 1, false) {
                     Some(s) => start = s,
                     None => break,
                 }
             }
             return;
         }
-        if starts_with(t, p, chunk) {
+        if starts_with(folded, at, chunk) {
             let saved = (st.pos, st.sow, st.chunks);
-            st.pos = p + chunk.len();
+            st.pos = at + chunk.len();
             st.sow = c.ends_word;
             let closed = if stripped > 0 {
                 st.chunks += stripped;
@@ -869,12 +871,15 @@ impl<'a> Run<'a> {
         } else if ctx_empty && !chunk.is_empty() && chunk.iter().all(|c| c.is_whitespace()) {
             k(st);
         } else {
-            let hyphen = !st.broken && t[p.min(t.len())..].iter().any(|c| *c == '-' || *c == '_');
+            let hyphen = !st.broken
+                && folded[at.min(folded.len())..]
+                    .iter()
+                    .any(|c| *c == '-' || *c == '_');
             let broken = st.broken || hyphen;
             let tb = self.fold_of(broken);
-            if hyphen && starts_with(tb, p, chunk) {
+            if hyphen && starts_with(tb, at, chunk) {
                 let saved = (st.pos, st.broken);
-                st.pos = p + chunk.len();
+                st.pos = at + chunk.len();
                 st.broken = true;
                 let closed = if stripped > 0 {
                     Self::close_wildcards(st)
@@ -893,7 +898,7 @@ impl<'a> Run<'a> {
             if !(last.wildcard && last.open) || self.consumed.borrow().contains_key(&last.id) {
                 return;
             }
-            if let Some(skip) = match_first(tb, p, chunk, 0, false)
+            if let Some(skip) = match_first(tb, at, chunk, 0, false)
                 && skip > 0
             {
                 let saved_ents = st.ents.clone();
@@ -901,8 +906,8 @@ impl<'a> Run<'a> {
                 st.ents.retain(|e| e.name != w.name);
                 st.ents.push(Ent {
                     span: Span {
-                        start: p,
-                        end: p + skip,
+                        start: at,
+                        end: at + skip,
                         broken,
                     },
                     open: false,
@@ -910,7 +915,7 @@ impl<'a> Run<'a> {
                     ..w
                 });
                 let saved = (st.pos, st.broken, st.sow);
-                st.pos = p + skip + chunk.len();
+                st.pos = at + skip + chunk.len();
                 st.broken = broken;
                 st.sow = true;
                 k(st);
@@ -987,10 +992,10 @@ impl<'a> Run<'a> {
         let exc = &self.data.excludes_context;
         for i in cands {
             let v = &tl.values[i];
-            if let ValueInput::Text(c) = &v.input {
-                if c.text.trim().is_empty() || left < c.folded.len() {
-                    continue;
-                }
+            if let ValueInput::Text(c) = &v.input
+                && (c.text.trim().is_empty() || left < c.folded.len())
+            {
+                continue;
             }
             if let Some(vc) = &v.context {
                 if !req.is_empty() && !check_required(req, &|key| vc.get(key), true) {
@@ -1052,12 +1057,12 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn range(&self, l: &'a ListRef, r: &'a RangeList, st: &mut St<'a>, k: K<'_, 'a>) {
+    fn range(&self, list: &'a ListRef, range: &'a RangeList, st: &mut St<'a>, k: K<'_, 'a>) {
         let open = self.open_wildcard(st);
         let rest = &self.orig_of(st.broken)[st.pos..];
-        let numbers = digits_in(rest, r.fractions.is_some(), open.is_none());
+        let numbers = digits_in(rest, range.fractions.is_some(), open.is_none());
         let mut digits_match = false;
-        if r.digits {
+        if range.digits {
             for &(gs, ge) in &numbers {
                 let s: String = rest[gs..ge]
                     .iter()
@@ -1065,13 +1070,13 @@ impl<'a> Run<'a> {
                     .trim()
                     .replace(',', ".");
                 let Ok(n) = s.parse::<f64>() else { continue };
-                if !r.contains(n) {
+                if !range.contains(n) {
                     continue;
                 }
                 digits_match = true;
                 let ent = Ent {
-                    name: &l.slot,
-                    value: EntValue::Num(r.value_of(n)),
+                    name: &list.slot,
+                    value: EntValue::Num(range.value_of(n)),
                     span: Span {
                         start: st.pos + gs,
                         end: st.pos + ge,
@@ -1110,10 +1115,10 @@ impl<'a> Run<'a> {
                 st.pos = saved_pos;
             }
         }
-        if !r.words || digits_match || !numbers.is_empty() {
+        if !range.words || digits_match || !numbers.is_empty() {
             return;
         }
-        let Some(words) = self.m.words.get(l.list_id).and_then(Option::as_ref) else {
+        let Some(words) = self.m.words.get(list.list_id).and_then(Option::as_ref) else {
             return;
         };
         let lower: Vec<char> = rest.iter().map(|c| fold(*c)).collect();
@@ -1122,7 +1127,7 @@ impl<'a> Run<'a> {
                 continue;
             }
             let ent = Ent {
-                name: &l.slot,
+                name: &list.slot,
                 value: EntValue::Num(value),
                 span: Span {
                     start: st.pos + s,
@@ -1203,8 +1208,8 @@ impl<'a> Run<'a> {
         let mut wildcards = 0;
         for (i, e) in st.ents.iter().enumerate() {
             if e.wildcard {
-                let t = self.span_text(span_of(i, e));
-                let trimmed = t.trim();
+                let folded = self.span_text(span_of(i, e));
+                let trimmed = folded.trim();
                 if trimmed.is_empty() {
                     return;
                 }

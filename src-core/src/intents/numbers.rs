@@ -41,7 +41,7 @@ fn en_below_thousand(n: u64) -> String {
     if rest > 0 || n == 0 {
         parts.push(if rest < 20 {
             EN_ONES[rest as usize].to_string()
-        } else if rest % 10 == 0 {
+        } else if rest.is_multiple_of(10) {
             EN_TENS[(rest / 10) as usize].to_string()
         } else {
             format!(

@@ -663,34 +663,34 @@ mod tests {
 
     #[test]
     fn lists_parse_and_index_by_prefix() {
-        let mut n = Names::default();
-        let SlotList::Text(l) = parse_list(
+        let mut names = Names::default();
+        let SlotList::Text(list) = parse_list(
             &json!({"values": ["kitchen", {"in": "kitchen light", "out": "k"}, {"in": "auto[matic]", "out": "auto"}]}),
-            &mut n,
+            &mut names,
         )
         .unwrap() else {
             panic!()
         };
-        let mut c = Vec::new();
-        l.candidates(&"Kitchen Light on".chars().collect::<Vec<_>>(), &mut c);
-        assert_eq!(c, vec![0, 1, 2]);
-        let SlotList::Range(r) = parse_list(
+        let mut found = Vec::new();
+        list.candidates(&"Kitchen Light on".chars().collect::<Vec<_>>(), &mut found);
+        assert_eq!(found, vec![0, 1, 2]);
+        let SlotList::Range(range) = parse_list(
             &json!({"range": {"from": 0, "to": 2, "fractions": "halves"}}),
-            &mut n,
+            &mut names,
         )
         .unwrap() else {
             panic!()
         };
-        assert_eq!(r.numbers(), vec![0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
-        assert!(r.contains(1.5) && !r.contains(1.2));
-        let words = r.words_trie("en");
+        assert_eq!(range.numbers(), vec![0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
+        assert!(range.contains(1.5) && !range.contains(1.2));
+        let words = range.words_trie("en");
         let t: Vec<char> = "one point five degrees".chars().collect();
         let found = words.find(&t, true);
         assert_eq!(
             found.iter().map(|f| f.3).collect::<Vec<_>>(),
             vec![1.0, 1.5]
         );
-        let e = parse_list(&json!({"range": {"from": 5, "to": 1}}), &mut n).unwrap_err();
+        let e = parse_list(&json!({"range": {"from": 5, "to": 1}}), &mut names).unwrap_err();
         assert!(e.0.contains("empty"), "{e:?}");
     }
 }

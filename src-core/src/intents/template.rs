@@ -128,7 +128,9 @@ impl Expr {
         match self {
             Self::List(l) => out.push(l.list_id),
             Self::Seq(items) | Self::Alt { items, .. } | Self::Perm(items) => {
-                items.iter().for_each(|i| i.lists(out));
+                for i in items {
+                    i.lists(out);
+                }
             }
             _ => {}
         }

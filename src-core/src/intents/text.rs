@@ -421,11 +421,14 @@ mod tests {
         assert_eq!(s(&for_matching("a!!b")), "a!b");
     }
 
+    /// Words, white space ignored, where, text, what is left.
+    type Case<'a> = (&'a [Vec<char>], bool, Skip, &'a str, &'a str);
+
     #[test]
     fn skip_words_go_as_whole_words_or_anywhere_in_chinese() {
         let en = skip_word_list(&["please".into(), "can you".into()]);
         let zh = skip_word_list(&["请问".into(), "麻烦你".into(), "麻烦".into()]);
-        let cases: [(&[Vec<char>], bool, Skip, &str, &str); 5] = [
+        let cases: [Case; 5] = [
             (
                 &en,
                 false,
