@@ -694,14 +694,39 @@ impl Home {
             .as_ref()
             .or(self.here.as_ref())
             .map(|(id, name)| (id.as_str(), name.as_str()));
-        let h = hearing.hear(text, here)?;
-        let plan = heard::plan(
-            &h,
-            hearing,
-            &self.devices,
-            &self.scenes,
-            policy::hour_now(&self.config),
-        )?;
+        let hour = policy::hour_now(&self.config);
+        let Some(h) = hearing.hear(text, here) else {
+            // Two targets joined by "and": each said on its own, the plans joined.
+            let several = hearing.hear_several(text, here)?;
+            let mut steps = Vec::new();
+            let mut response = None;
+            for h in &several {
+                match heard::plan(h, hearing, &self.devices, &self.scenes, hour)? {
+                    heard::Plan::Understood(Understood::Steps { steps: s }, r) => {
+                        let new: Vec<Step> = s.into_iter().filter(|x| !steps.contains(x)).collect();
+                        steps.extend(new);
+                        response = response.or(r);
+                    }
+                    // Anything but device steps for one of them: say that one.
+                    other => {
+                        return Some((
+                            other,
+                            json!({"intent": h.recognized.intent, "language": h.language}),
+                        ));
+                    }
+                }
+            }
+            let about = json!({
+                "intent": several[0].recognized.intent,
+                "language": several[0].language,
+                "several": several.iter().map(|h| &h.recognized.template).collect::<Vec<_>>(),
+            });
+            return Some((
+                heard::Plan::Understood(Understood::Steps { steps }, response),
+                about,
+            ));
+        };
+        let plan = heard::plan(&h, hearing, &self.devices, &self.scenes, hour)?;
         let r = &h.recognized;
         let slots: serde_json::Map<String, Value> = r
             .slots

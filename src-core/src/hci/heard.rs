@@ -69,6 +69,9 @@ pub struct Hearing {
     matchers: Vec<Matcher>,
     /// The English grammar, for its response templates.
     responses: Option<Arc<Grammar>>,
+    /// Every device and area name, lower-case, longest first (to find
+    /// "A and B" in a sentence that names two).
+    names: Vec<String>,
 }
 
 /// Grammars read once per process, by file.
@@ -189,10 +192,53 @@ impl Hearing {
             matchers.push(Matcher::new(g.clone(), names.lists())?);
         }
         let responses = grammars.iter().find(|g| g.language == "en").cloned();
+        let mut all: Vec<String> = names
+            .entities
+            .iter()
+            .flat_map(|e| e.names.iter())
+            .chain(names.areas.iter().flat_map(|a| a.names.iter()))
+            .map(|n| n.to_lowercase())
+            .collect();
+        all.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        all.dedup();
         Ok(Self {
             matchers,
             responses,
+            names: all,
         })
+    }
+
+    /// Several targets in one sentence ("turn on the living room and
+    /// kitchen lights", "打开客厅和卧室的灯"): where two known names stand
+    /// joined by "and" / "和", the sentence said once for each; both must
+    /// match the same intent. Home Assistant's grammar has no such
+    /// templates, so this is robobrain's own step before it.
+    pub fn hear_several(&self, text: &str, here: Option<(&str, &str)>) -> Option<Vec<Heard>> {
+        let lower = text.to_lowercase();
+        if lower.len() != text.len() {
+            return None;
+        }
+        for sep in [" and ", " & ", "和", "跟", "以及", "还有"] {
+            for (i, _) in lower.match_indices(sep) {
+                let (left, right) = (&lower[..i], &lower[i + sep.len()..]);
+                let heads = self.names.iter().filter(|n| left.ends_with(n.as_str()));
+                for a in heads {
+                    for b in self.names.iter().filter(|n| right.starts_with(n.as_str())) {
+                        let a_start = i - a.len();
+                        let b_end = i + sep.len() + b.len();
+                        let first = format!("{}{}", &text[..i], &text[b_end..]);
+                        let second = format!("{}{}", &text[..a_start], &text[i + sep.len()..]);
+                        if let (Some(x), Some(y)) =
+                            (self.hear(&first, here), self.hear(&second, here))
+                            && x.recognized.intent == y.recognized.intent
+                        {
+                            return Some(vec![x, y]);
+                        }
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// The best match of `text` in its language's grammar (Chinese script:
@@ -852,6 +898,54 @@ room = "kitchen"
             .map(|c| c.0)
             .collect();
         assert_eq!(got, vec!["kitchen_light"]);
+    }
+
+    #[test]
+    fn two_rooms_in_one_sentence_are_both_heard() {
+        let (_, h) = house();
+        for text in [
+            "turn on the kitchen and bedroom lights",
+            "打开厨房和卧室的灯",
+        ] {
+            let several = h
+                .hear_several(text, None)
+                .unwrap_or_else(|| panic!("{text}"));
+            let areas: Vec<&str> = several
+                .iter()
+                .filter_map(|x| x.recognized.text_of("area"))
+                .collect();
+            assert_eq!(areas, vec!["kitchen", "bedroom"], "{text}");
+        }
+        assert!(
+            h.hear_several("turn on the kitchen light and sing", None)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_turn_with_two_rooms_asks_once_for_all_their_lights() {
+        let (w, _) = house();
+        let config = crate::config::HomeConfig {
+            hour: Some(12.0),
+            ..crate::config::HomeConfig::default()
+        };
+        let mut home = crate::hci::Home::new(w, Vec::new(), &config, "t").unwrap();
+        let turn = home.turn("turn on the kitchen and bedroom lights").unwrap();
+        // Several devices at once: the policy asks first.
+        let (tool, args) = turn.confirm.unwrap();
+        assert_eq!(tool, "actions.batch_invoke");
+        let mut devices: Vec<&str> = args["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["device"].as_str().unwrap())
+            .collect();
+        devices.sort_unstable();
+        assert_eq!(
+            devices,
+            vec!["bedroom_lamp", "bedroom_light", "kitchen_light"]
+        );
+        assert!(turn.args["grammar"]["several"].is_array(), "{}", turn.args);
     }
 
     #[test]
