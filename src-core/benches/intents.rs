@@ -102,6 +102,19 @@ fn main() {
                 }
             }
         }
+        // The slowest sentences (their best of the rounds), for whoever
+        // wants to make them faster.
+        let n = texts.len();
+        let mut per: Vec<(f64, &str)> = (0..n)
+            .map(|i| {
+                let best = (0..ROUNDS).map(|r| us[r * n + i]).fold(f64::INFINITY, f64::min);
+                (best, texts[i].as_str())
+            })
+            .collect();
+        per.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (t, text) in per.iter().take(5) {
+            println!("  slowest: {t:.0} µs  {text:?}");
+        }
         us.sort_by(f64::total_cmp);
         let (p50, p99) = (percentile(&us, 0.5), percentile(&us, 0.99));
         println!(
