@@ -10,6 +10,9 @@ cargo bench -q -p robobrain-core --bench react -- --warm-up-time 2 --measurement
 echo "== whole-run: sim speed and E-stop latency"
 cargo bench -q -p robobrain-core --bench latency
 
+echo "== whole-run: the E-stop over TCP to the robot process (store attached, store failed, headless stdin)"
+cargo bench -q -p robobrain-tui --bench estop
+
 echo "== whole-run: the home's three-track path (first template vs a model summary at 800 ms)"
 cargo bench -q -p robobrain-core --bench home
 echo "== memory: retrieval at 10k/100k beside rank_bm25, quality on the eval set"

@@ -6,12 +6,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod assist;
+mod channel;
 mod console;
 mod durable;
 mod intents;
 mod llm;
 mod mcp;
 mod memory;
+mod rest;
+mod sim_process;
 mod support;
 mod web;
 

@@ -205,6 +205,15 @@ async fn stdio_lists_reads_holds_for_approval_and_runs_once_approved() {
 
 /// `robobrain mcp --http 127.0.0.1:0 …` with piped stdin; returns the child and its URL.
 fn spawn_http(extra: &[&str], log: &std::path::Path) -> (Child, String) {
+    let (child, url, _stderr) = spawn_http_watched(extra, log);
+    (child, url)
+}
+
+/// [`spawn_http`], with the rest of the server's stderr, line by line.
+fn spawn_http_watched(
+    extra: &[&str],
+    log: &std::path::Path,
+) -> (Child, String, std::sync::mpsc::Receiver<String>) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_robobrain"))
         .args(["mcp", "--http", "127.0.0.1:0", "--speed", "25", "--log"])
         .arg(log)
@@ -226,8 +235,13 @@ fn spawn_http(extra: &[&str], log: &std::path::Path) -> (Child, String) {
         }
     };
     // Keep draining stderr so the child never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    (child, url)
+    let (tx, stderr) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, url, stderr)
 }
 
 /// A raw HTTP/1.1 POST; returns the status line and the body.
@@ -293,6 +307,132 @@ async fn http_needs_the_token_holds_for_approval_and_runs_once_approved() {
     drop(stdin);
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// On loopback, a request from a web page of another origin is refused as
+/// the web console refuses it (a site open in a browser on this machine
+/// cannot call the robot's tools); this machine's pages and programs that
+/// send no `Origin` are served.
+#[test]
+fn http_refuses_requests_from_pages_of_other_origins() {
+    let dir = temp_dir("mcp-origin");
+    let (mut child, url) = spawn_http(&[], &dir.join("run.jsonl"));
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    for foreign in [
+        "https://evil.example",
+        "http://127.0.0.1.evil.example",
+        "null",
+    ] {
+        let (status, body) = post(&url, &[("Origin", foreign)], init);
+        assert!(status.contains("403"), "{foreign}: {status} {body}");
+        assert!(body.contains("other origins are refused"), "{body}");
+    }
+    let local = url
+        .strip_suffix("/mcp")
+        .unwrap()
+        .replace("127.0.0.1", "localhost");
+    for ok in [vec![], vec![("Origin", local.as_str())]] {
+        let (status, body) = post(&url, &ok, init);
+        assert!(status.contains("200"), "{ok:?}: {status} {body}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// Two calls that both need approval keep two pending approvals (the
+/// second used to set the first's task aside and withdraw its approval);
+/// no tool answers an approval; the operator approves both and both run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gated_calls_keep_both_approvals_and_no_tool_can_answer_them() {
+    let dir = temp_dir("mcp-two");
+    let (mut child, url) = spawn_http(&[], &dir.join("run.jsonl"));
+    let transport = StreamableHttpClientTransport::from_uri(url.clone());
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    // (`dialog.request_confirmation` asks a person a question; it answers nothing.)
+    for t in &tools {
+        let action = t.name.rsplit('.').next().unwrap_or_default();
+        for verb in ["approve", "approval", "reject", "edit"] {
+            assert!(
+                !action.contains(verb),
+                "a tool can answer approvals: {}",
+                t.name
+            );
+        }
+    }
+    let mut held = Vec::new();
+    for zone in ["study", "outside"] {
+        let r = call(&client, "navigate_to", json!({"zone": zone}))
+            .await
+            .unwrap();
+        let v = r.structured_content.unwrap();
+        assert_eq!(v["status"], "confirmation_required", "{zone}: {v}");
+        held.push((
+            v["approval_id"].as_str().unwrap().to_string(),
+            v["task_id"].as_str().unwrap().to_string(),
+        ));
+    }
+    for verb in ["approve", "approval.approve"] {
+        let e = call(&client, verb, json!({"approval_id": held[0].0}))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown tool"), "{e}");
+    }
+    // Give the kernel time to arbitrate between the two tasks.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let snapshot: Value = serde_json::from_str(&read(&client, SNAPSHOT_URI).await).unwrap();
+    let pending: Vec<&str> = snapshot["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["approval_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        pending,
+        [held[0].0.as_str(), held[1].0.as_str()],
+        "{snapshot:#}"
+    );
+    let evs = events(&read(&client, EVENTS_URI).await);
+    assert!(
+        !evs.iter()
+            .any(|e| e["kind"] == "approval" && e["status"] != "requested"),
+        "an approval was answered or withdrawn: {evs:#?}"
+    );
+    assert_eq!(dispatches(&evs, "navigate_to"), 0, "it ran before approval");
+
+    // The operator approves the first, then the second: both run, once each.
+    let mut stdin = child.stdin.take().unwrap();
+    for (approval, _) in &held {
+        writeln!(stdin, r#"{{"cmd":"approve","approval_id":"{approval}"}}"#).unwrap();
+    }
+    stdin.flush().unwrap();
+    for (_, task) in &held {
+        until_task_ends(&client, task).await;
+    }
+    client.cancel().await.unwrap();
+    drop(stdin);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The whole run, from its log (the events resource keeps the last 500).
+    let evs: Vec<Value> = robobrain_core::eventlog::read(&dir.join("run.jsonl"))
+        .unwrap()
+        .iter()
+        .map(robobrain_core::protocol::Event::to_json)
+        .collect();
+    for (_, task) in &held {
+        assert!(
+            evs.iter().any(|e| e["kind"] == "task"
+                && e["task"]["id"] == task.as_str()
+                && e["task"]["status"] == "succeeded"),
+            "{task} did not succeed: {evs:#?}"
+        );
+    }
+    assert_eq!(dispatches(&evs, "navigate_to"), 2, "{evs:#?}");
+    let requested = evs
+        .iter()
+        .filter(|e| e["kind"] == "approval" && e["status"] == "requested")
+        .count();
+    assert_eq!(requested, 2, "an approval was asked for again");
 }
 
 #[test]
@@ -728,4 +868,59 @@ fn a_service_by_url_with_a_token_becomes_skills() {
         "without the token: {evs:?}"
     );
     assert!(succeeded(&evs, "mcp.web.robot_status"), "{evs:?}");
+}
+
+/// The operator's stdin with `--http`: a line that is not UTF-8 is named
+/// and the E-stop after it arrives; SIGTERM ends the server while that
+/// stdin is still open.
+#[test]
+fn http_operator_stdin_survives_a_bad_line_and_sigterm_ends_the_server() {
+    let dir = temp_dir("mcp-operator");
+    let log = dir.join("run.jsonl");
+    let (mut child, _url, stderr) = spawn_http_watched(&[], &log);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"\xff\xfe approve\n{\"cmd\":\"estop\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let bad = loop {
+        let line = stderr
+            .recv_timeout(Duration::from_secs(10))
+            .expect("no error line for the bad line");
+        if line.contains("invalid_utf8") {
+            break line;
+        }
+    };
+    let bad: Value = serde_json::from_str(&bad).unwrap();
+    assert_eq!(bad["line"], 1, "{bad}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains(r#""kind":"mode","from":"IDLE","to":"SAFE""#)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the E-stop after the bad line was lost"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SIGTERM with the operator's stdin still open.
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("robobrain mcp --http ignored SIGTERM while its stdin was open");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    drop(stdin);
 }

@@ -35,13 +35,24 @@ pub fn robobrain(args: &[&str], stdin: &str) -> Output {
     run_with(args, stdin, &[])
 }
 
+/// Runs `robobrain ARGS…` with these bytes (not necessarily text) on stdin.
+pub fn robobrain_bytes(args: &[&str], stdin: &[u8]) -> Output {
+    run_bytes(args, stdin, &[])
+}
+
 /// Runs `robobrain ARGS…` with these environment variables, stdin empty.
 pub fn robobrain_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     run_with(args, "", env)
 }
 
 fn run_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_robobrain"))
+    run_bytes(args, stdin.as_bytes(), env)
+}
+
+/// Starts `robobrain ARGS…` from the workspace root with these environment
+/// variables, colours off, stdin, stdout and stderr piped.
+pub fn start(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_robobrain"))
         .args(args)
         .current_dir(root())
         .envs(env.iter().copied())
@@ -50,9 +61,13 @@ fn run_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn run_bytes(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
+    let mut child = start(args, env);
     let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin.as_bytes()).unwrap();
+    input.write_all(stdin).unwrap();
     drop(input);
     let out = child.wait_with_output().unwrap();
     Output {

@@ -4,6 +4,7 @@
 //! Chromium (ui/tests/e2e.mjs with playwright-core).
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
@@ -254,20 +255,28 @@ async fn tokens_and_origins_decide_who_connects() {
     assert!(out.stderr.contains("needs --token"), "{}", out.stderr);
 }
 
-/// The page in headless Chromium (playwright-core; `./x test` installs both).
+/// Debian's Chromium (the page's tests launch `/usr/bin/chromium`).
+fn chromium() -> &'static Path {
+    let path = Path::new("/usr/bin/chromium");
+    robobrain_core::testing::require(
+        "Chromium (/usr/bin/chromium)",
+        "./x setup (Debian package chromium)",
+        path.is_file().then_some(path),
+    )
+}
+
+/// The page in headless Chromium (playwright-core; `./x test` installs both):
+/// approve, reconnect, a viewer refused, and typing in the chat never
+/// approving (only a click after the guard does).
 #[test]
-fn the_page_in_chromium_approves_reconnects_and_refuses_a_viewer() {
-    let ui = root().join("ui");
-    let ready = ui.join("node_modules/playwright-core").exists()
-        && std::path::Path::new("/usr/bin/chromium").exists();
-    if !ready {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the browser test: ui/node_modules (npm ci in ui/) or /usr/bin/chromium is missing"
-        );
-        eprintln!("skipped: run ./x setup for playwright-core and Chromium");
-        return;
-    }
+fn the_page_in_chromium_approves_reconnects_refuses_a_viewer_and_typing_never_approves() {
+    chromium();
+    let playwright = root().join("ui/node_modules/playwright-core");
+    robobrain_core::testing::require(
+        "the page's npm packages (playwright-core)",
+        "./x setup (npm ci in ui/)",
+        playwright.exists().then_some(()),
+    );
     let artifacts = root().join("target/ui-artifacts");
     let out = std::process::Command::new("node")
         .arg("ui/tests/e2e.mjs")
@@ -278,7 +287,7 @@ fn the_page_in_chromium_approves_reconnects_and_refuses_a_viewer() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && stdout.contains("4 passed, 0 failed"),
+        out.status.success() && stdout.contains("5 passed, 0 failed"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -323,8 +332,8 @@ fn a_recorded_run_becomes_a_report_that_chromium_shows() {
         "self-contained"
     );
 
-    let chromium = std::path::Path::new("/usr/bin/chromium");
-    if chromium.exists() {
+    {
+        let chromium = chromium();
         let shot = root().join("target/ui-artifacts/report.png");
         std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
         let _ = std::fs::remove_file(&shot);
@@ -354,8 +363,6 @@ fn a_recorded_run_becomes_a_report_that_chromium_shows() {
             "a real screenshot ({} bytes)",
             png.len()
         );
-    } else {
-        assert!(std::env::var_os("CI").is_none(), "CI must have Chromium");
     }
 
     let damaged = dir.join("damaged.jsonl");
@@ -376,5 +383,48 @@ fn a_recorded_run_becomes_a_report_that_chromium_shows() {
         out.stderr.contains("damaged.jsonl:") && out.stderr.contains("line"),
         "{}",
         out.stderr
+    );
+}
+
+/// A frame over the line limit is refused before parsing, a binary frame
+/// is named, the connection goes on, and the E-stop sent after them acts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_frame_is_refused_and_the_estop_after_it_arrives() {
+    let server = serve("web-frames", &[]);
+    let mut ws = connect(&server.addr, "").await;
+    let mut seen = Vec::new();
+    until(&mut ws, &mut seen, |m| m["type"] == "snapshot").await;
+    let huge = format!(r#"{{"cmd":"say","text":"{}"}}"#, "x".repeat(10 << 20));
+    let bytes = huge.len();
+    let started = std::time::Instant::now();
+    ws.send(Message::Text(huge.into())).await.unwrap();
+    ws.send(Message::Binary(vec![0xff, 0xfe].into()))
+        .await
+        .unwrap();
+    let sent = std::time::Instant::now();
+    ws.send(Message::Text(r#"{"cmd":"estop"}"#.into()))
+        .await
+        .unwrap();
+    let refused = until(&mut ws, &mut seen, |m| m["type"] == "error").await;
+    assert_eq!(refused["code"], "line_too_long", "{refused}");
+    let why = refused["message"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("{bytes} bytes")) && why.contains("16384-byte limit"),
+        "{why}"
+    );
+    let binary = until(&mut ws, &mut seen, |m| m["type"] == "error").await;
+    assert_eq!(binary["code"], "invalid_utf8", "{binary}");
+    until(&mut ws, &mut seen, |m| {
+        is_event(m, "mode") && m["event"]["to"] == "SAFE"
+    })
+    .await;
+    eprintln!(
+        "E-stop behind a {bytes}-byte frame over the WebSocket: {:.1} ms from its frame to the SAFE event ({:.1} ms from the big frame's first byte)",
+        sent.elapsed().as_secs_f64() * 1e3,
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    assert!(
+        !seen.iter().any(|e| e["kind"] == "intent"),
+        "the refused frame reached the intent parser"
     );
 }

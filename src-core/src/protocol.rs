@@ -100,6 +100,69 @@ pub enum Command {
     },
 }
 
+/// The longest utterance the core takes ([`Command::Say`]), in bytes of
+/// UTF-8: 4 KiB, about 1 300 Chinese characters or a page of English. A
+/// longer one is refused before any parsing (`utterance_too_long`).
+pub const MAX_UTTERANCE_BYTES: usize = 4 * 1024;
+
+/// The longest operator line a face reads — a line on stdin, a WebSocket
+/// frame, a desktop IPC line — in bytes: 16 KiB, room for a command as
+/// JSON around a maximal utterance (escaped) or an edit's arguments. A
+/// longer line is refused unread (`line_too_long`).
+pub const MAX_LINE_BYTES: usize = 16 * 1024;
+
+/// Input bigger than its documented limit, refused before any parsing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TooLong {
+    /// An utterance over [`MAX_UTTERANCE_BYTES`].
+    #[error("an utterance of {bytes} bytes is over the {limit}-byte limit; it was not parsed")]
+    Utterance {
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// An operator line (or frame) over [`MAX_LINE_BYTES`].
+    #[error("a line of {bytes} bytes is over the {limit}-byte limit; it was not parsed")]
+    Line {
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl TooLong {
+    /// The `error` code faces report it with.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Utterance { .. } => "utterance_too_long",
+            Self::Line { .. } => "line_too_long",
+        }
+    }
+}
+
+impl Command {
+    /// Whether the command overtakes queued input: the E-stop, `stop` and
+    /// `pause` never wait behind the kernel's work on other commands.
+    pub fn is_urgent(&self) -> bool {
+        matches!(self, Self::EStop | Self::Stop | Self::Pause)
+    }
+
+    /// Refuses an utterance over [`MAX_UTTERANCE_BYTES`] before anything
+    /// parses it.
+    pub fn check_limits(&self) -> Result<(), TooLong> {
+        match self {
+            Self::Say { text } if text.len() > MAX_UTTERANCE_BYTES => Err(TooLong::Utterance {
+                bytes: text.len(),
+                limit: MAX_UTTERANCE_BYTES,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// One skill call of a [`Command::Chain`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkillCall {

@@ -6,6 +6,17 @@
 //! microseconds whatever the faces are doing (seed 003 §2.1: keep the safety
 //! path on its own executor). Faces still talk to it with `async` calls.
 //!
+//! Commands come in on two queues. The urgent one — the E-stop, `stop`,
+//! `pause` ([`Command::is_urgent`]) — is unbounded and is drained whenever
+//! the kernel thread wakes, and again before each ordinary command is taken
+//! in: an E-stop reaches the robot, and `stop`/`pause` act, before anything
+//! queued ahead of them. The ordinary queue is bounded ([`COMMAND_BUFFER`],
+//! then `Busy`); at each tick at most [`INGEST_PER_TICK`] of its commands
+//! are taken in, one at a time ([`Engine::take_in`]), so an urgent command
+//! waits at most for the one command the kernel is working on — and that
+//! work is bounded too, every utterance being capped at
+//! [`MAX_UTTERANCE_BYTES`](crate::protocol::MAX_UTTERANCE_BYTES).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use robobrain_core::{config::Config, engine::Engine, protocol::Command, runtime::{Pace, Runtime}, sim::World};
@@ -28,7 +39,7 @@ use thiserror::Error;
 use tokio::sync::{broadcast, watch};
 
 use crate::engine::Engine;
-use crate::protocol::{Command, Event, Snapshot};
+use crate::protocol::{Command, Event, Snapshot, TooLong};
 
 /// How fast sim time passes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,11 +64,59 @@ pub enum RuntimeError {
     /// The command queue is full (the kernel is not keeping up).
     #[error("the command queue is full")]
     Busy,
+    /// The command is over a size limit; it was not queued.
+    #[error(transparent)]
+    TooLong(#[from] TooLong),
+}
+
+/// Where faces put commands: the urgent queue or the ordinary one, and a
+/// wake-up for the kernel thread. Cheap to clone; a face's input reader
+/// holds one so that a line reaches the kernel without waiting on the
+/// face's other work.
+#[derive(Clone)]
+pub struct CommandSender {
+    urgent: std_mpsc::Sender<Command>,
+    normal: std_mpsc::SyncSender<Command>,
+    kernel: Option<std::thread::Thread>,
+}
+
+impl CommandSender {
+    /// Queues a command and wakes the kernel: an urgent one
+    /// ([`Command::is_urgent`]) on the unbounded queue that is drained
+    /// first, any other on the bounded one. Refuses a command over a size
+    /// limit before it is queued.
+    pub fn send(&self, command: Command) -> Result<(), RuntimeError> {
+        command.check_limits()?;
+        if command.is_urgent() {
+            self.urgent
+                .send(command)
+                .map_err(|_| RuntimeError::Stopped)?;
+        } else {
+            self.normal.try_send(command).map_err(|e| match e {
+                std_mpsc::TrySendError::Full(_) => RuntimeError::Busy,
+                std_mpsc::TrySendError::Disconnected(_) => RuntimeError::Stopped,
+            })?;
+        }
+        self.wake();
+        Ok(())
+    }
+
+    /// Stops the kernel, ahead of anything queued.
+    fn stop(&self) {
+        let _ = self.urgent.send(Command::Shutdown);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(kernel) = &self.kernel {
+            kernel.unpark();
+        }
+    }
 }
 
 /// A running brain.
 pub struct Runtime {
-    commands: std_mpsc::SyncSender<Command>,
+    commands: CommandSender,
     events: broadcast::Sender<Event>,
     snapshot: watch::Receiver<Snapshot>,
     thread: Option<JoinHandle<()>>,
@@ -92,8 +151,11 @@ const BRAIN_POLL: Duration = Duration::from_micros(500);
 /// How far behind its schedule the clock may fall before it slips instead
 /// of catching up.
 const MAX_LAG: Duration = Duration::from_millis(50);
-/// Commands buffered before `send` reports `Busy`.
-const COMMAND_BUFFER: usize = 1024;
+/// Ordinary commands buffered before `send` reports `Busy`.
+pub const COMMAND_BUFFER: usize = 1024;
+/// Ordinary commands handed to the engine per tick; the rest wait for the
+/// next tick, so that queued input never makes one tick long.
+pub const INGEST_PER_TICK: usize = 16;
 
 impl Runtime {
     /// Starts the engine on its own thread. Events emitted before a face
@@ -105,16 +167,26 @@ impl Runtime {
 
     /// Starts the engine with a subscriber attached before the first tick.
     pub fn start_subscribed(engine: Engine, pace: Pace) -> (Self, broadcast::Receiver<Event>) {
-        let (commands, rx) = std_mpsc::sync_channel(COMMAND_BUFFER);
+        let (normal, normal_rx) = std_mpsc::sync_channel(COMMAND_BUFFER);
+        let (urgent, urgent_rx) = std_mpsc::channel();
         let (events, first) = broadcast::channel(EVENT_BUFFER);
         let (snap_tx, snapshot) = watch::channel(engine.snapshot());
         let out = events.clone();
         let ticks = TickTimes::default();
         let timed = ticks.clone();
+        let inbox = Inbox {
+            urgent: urgent_rx,
+            normal: normal_rx,
+        };
         let thread = std::thread::Builder::new()
             .name("robobrain-kernel".into())
-            .spawn(move || drive(engine, pace, &rx, &out, &snap_tx, &timed))
+            .spawn(move || kernel(engine, pace, &inbox, &out, &snap_tx, &timed))
             .ok();
+        let commands = CommandSender {
+            urgent,
+            normal,
+            kernel: thread.as_ref().map(|t| t.thread().clone()),
+        };
         (
             Self {
                 commands,
@@ -128,13 +200,17 @@ impl Runtime {
     }
 
     /// Sends a command; the kernel wakes for it at once (an E-stop reaches
-    /// the robot before the next tick).
+    /// the robot before the next tick, ahead of any queued input). See
+    /// [`CommandSender::send`].
     #[allow(clippy::unused_async)]
     pub async fn send(&self, command: Command) -> Result<(), RuntimeError> {
-        self.commands.try_send(command).map_err(|e| match e {
-            std_mpsc::TrySendError::Full(_) => RuntimeError::Busy,
-            std_mpsc::TrySendError::Disconnected(_) => RuntimeError::Stopped,
-        })
+        self.commands.send(command)
+    }
+
+    /// A handle that sends commands without going through this one (for
+    /// a face's input reader on its own thread).
+    pub fn sender(&self) -> CommandSender {
+        self.commands.clone()
     }
 
     /// A receiver of every event from now on.
@@ -164,9 +240,20 @@ impl Runtime {
         self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
+    /// Stops the kernel and waits (at most two seconds) until it has
+    /// brought the robot to rest and closed the thread; for faces that
+    /// share the handle and cannot give it up ([`Runtime::shutdown`]).
+    pub async fn stop(&self) {
+        self.commands.stop();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.is_finished() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
     /// Stops the kernel and waits for it (at most two seconds).
     pub async fn shutdown(mut self) {
-        let _ = self.commands.try_send(Command::Shutdown);
+        self.commands.stop();
         let Some(thread) = self.thread.take() else {
             return;
         };
@@ -177,15 +264,136 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        let _ = self.commands.try_send(Command::Shutdown);
+        self.commands.stop();
     }
 }
 
-/// The kernel thread: commands as they come, ticks on the clock.
-fn drive(
+/// The kernel thread's two queues.
+struct Inbox {
+    urgent: std_mpsc::Receiver<Command>,
+    normal: std_mpsc::Receiver<Command>,
+}
+
+/// Whether the kernel goes on after taking in commands.
+#[derive(PartialEq)]
+enum Flow {
+    Go,
+    Stop,
+}
+
+impl Inbox {
+    /// Takes in every urgent command at once — an E-stop through `submit`
+    /// (the base is stopped before it returns), `stop` and `pause` straight
+    /// into K1 — and publishes what they did. Returns `Stop` on shutdown.
+    fn urgent(&self, engine: &mut Engine, out: &mut Outlet<'_>) -> Flow {
+        let mut took = false;
+        let flow = loop {
+            match self.urgent.try_recv() {
+                Ok(Command::Shutdown) | Err(std_mpsc::TryRecvError::Disconnected) => {
+                    break Flow::Stop;
+                }
+                Ok(Command::EStop) => {
+                    engine.submit(Command::EStop);
+                    // Its events, for the faces.
+                    engine.pump(&mut out.buf);
+                }
+                Ok(command) => engine.take_in(command, &mut out.buf),
+                Err(std_mpsc::TryRecvError::Empty) => break Flow::Go,
+            }
+            took = true;
+        };
+        if took {
+            out.publish(engine);
+        }
+        flow
+    }
+
+    /// Takes in at most [`INGEST_PER_TICK`] ordinary commands, in the order
+    /// they came, one at a time: before each, whatever urgent command came
+    /// meanwhile goes first.
+    fn ordinary(&self, engine: &mut Engine, out: &mut Outlet<'_>) -> Flow {
+        for _ in 0..INGEST_PER_TICK {
+            if self.urgent(engine, out) == Flow::Stop {
+                return Flow::Stop;
+            }
+            match self.normal.try_recv() {
+                Ok(Command::Shutdown) | Err(std_mpsc::TryRecvError::Disconnected) => {
+                    return Flow::Stop;
+                }
+                Ok(command) => engine.take_in(command, &mut out.buf),
+                Err(std_mpsc::TryRecvError::Empty) => break,
+            }
+        }
+        Flow::Go
+    }
+}
+
+/// Where the kernel thread's events go: the broadcast, after the snapshot.
+struct Outlet<'a> {
+    events: &'a broadcast::Sender<Event>,
+    snapshot: &'a watch::Sender<Snapshot>,
+    buf: Vec<Event>,
+}
+
+impl Outlet<'_> {
+    fn publish(&mut self, engine: &Engine) {
+        if self.buf.is_empty() {
+            return;
+        }
+        // The snapshot first: a face that reacts to an event (an MCP client
+        // told `confirmation_required`) and then reads the snapshot must
+        // find that event's effect in it. The snapshot's `seq` says which
+        // events it covers.
+        self.snapshot.send_replace(engine.snapshot());
+        for event in self.buf.drain(..) {
+            // No subscriber is not an error: events are also logged.
+            let _ = self.events.send(event);
+        }
+    }
+}
+
+/// The kernel thread: drives the engine until `Shutdown`; then, or after a
+/// panic (caught here), the engine brings the robot to rest and closes, and
+/// faces get the last events.
+fn kernel(
     mut engine: Engine,
     pace: Pace,
-    commands: &std_mpsc::Receiver<Command>,
+    inbox: &Inbox,
+    events: &broadcast::Sender<Event>,
+    snapshot: &watch::Sender<Snapshot>,
+    ticks: &TickTimes,
+) {
+    let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drive(&mut engine, pace, inbox, events, snapshot, ticks);
+    }));
+    if let Err(panic) = driven {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        engine.halt_on_panic(&message);
+    }
+    // Brings the robot to rest (sent before anything is recorded), commits
+    // what is left and, if the thread is done, marks it finished; faces
+    // get the stop's events.
+    engine.close();
+    let mut out = Outlet {
+        events,
+        snapshot,
+        buf: Vec::new(),
+    };
+    engine.take_events(&mut out.buf);
+    out.publish(&engine);
+    snapshot.send_replace(engine.snapshot());
+}
+
+/// Urgent commands whenever it wakes, ordinary ones and ticks on the
+/// clock, until `Shutdown`.
+fn drive(
+    engine: &mut Engine,
+    pace: Pace,
+    inbox: &Inbox,
     events: &broadcast::Sender<Event>,
     snapshot: &watch::Sender<Snapshot>,
     ticks: &TickTimes,
@@ -195,56 +403,186 @@ fn drive(
         Pace::RealTime { speed } => Duration::from_secs_f64(engine.dt() / speed.max(1e-3)),
     };
     let mut next_tick = Instant::now() + period;
-    let mut buf = Vec::new();
+    let mut out = Outlet {
+        events,
+        snapshot,
+        buf: Vec::new(),
+    };
     loop {
+        if inbox.urgent(engine, &mut out) == Flow::Stop {
+            break;
+        }
+        if Instant::now() >= next_tick {
+            if inbox.ordinary(engine, &mut out) == Flow::Stop {
+                break;
+            }
+            let started = Instant::now();
+            engine.tick(&mut out.buf);
+            out.publish(engine);
+            ticks.record(started.elapsed());
+            // A tick a little late (a wake-up after the timer) is made
+            // up for, so the sim clock keeps its rate; one far behind (the
+            // machine stalled) is not: the clock slips rather than bursts.
+            next_tick += period;
+            let now = Instant::now();
+            if now > next_tick + MAX_LAG {
+                next_tick = now;
+            }
+            continue;
+        }
         let mut wait = next_tick.saturating_duration_since(Instant::now());
         if engine.is_thinking() {
-            // A model is streaming: look for its tokens between ticks.
+            // A model is streaming: its tokens between ticks.
+            engine.pump(&mut out.buf);
+            out.publish(engine);
             wait = wait.min(BRAIN_POLL);
         }
-        match commands.recv_timeout(wait) {
-            Ok(Command::Shutdown) | Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
-            Ok(command) => engine.submit(command),
-            Err(std_mpsc::RecvTimeoutError::Timeout) if Instant::now() < next_tick => {
-                engine.pump(&mut buf);
-                publish(&mut engine, &mut buf, events, snapshot);
-            }
-            Err(std_mpsc::RecvTimeoutError::Timeout) => {
-                let started = Instant::now();
-                engine.tick(&mut buf);
-                publish(&mut engine, &mut buf, events, snapshot);
-                ticks.record(started.elapsed());
-                // A tick a little late (a wake-up after the timer) is made
-                // up for, so the sim clock keeps its rate; one far behind (the
-                // machine stalled) is not: the clock slips rather than bursts.
-                next_tick += period;
-                let now = Instant::now();
-                if now > next_tick + MAX_LAG {
-                    next_tick = now;
+        // A sender unparks this thread after queuing, so a command that
+        // came since the queues were read ends the wait at once.
+        std::thread::park_timeout(wait);
+    }
+    // What the engine holds that no tick published (a shutdown before the
+    // first tick still shows the run's snapshot event).
+    engine.pump(&mut out.buf);
+    out.publish(engine);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::protocol::{EventKind, MAX_UTTERANCE_BYTES, Mode};
+    use crate::sim::World;
+
+    fn started() -> (Runtime, broadcast::Receiver<Event>) {
+        let mut config = Config::default();
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        let world = World::resolve(&config.world).unwrap();
+        let engine = Engine::simulated(&config, world).unwrap();
+        Runtime::start_subscribed(engine, Pace::RealTime { speed: 1.0 })
+    }
+
+    /// An utterance exactly at the limit that no parser understands.
+    fn maximal() -> String {
+        "zq ".repeat(MAX_UTTERANCE_BYTES / 3)
+    }
+
+    /// Fills the ordinary queue until it refuses; returns how many it took.
+    async fn fill(runtime: &Runtime) -> usize {
+        let text = maximal();
+        let mut queued = 0;
+        loop {
+            match runtime.send(Command::Say { text: text.clone() }).await {
+                Ok(()) => queued += 1,
+                Err(e) => {
+                    assert_eq!(e, RuntimeError::Busy);
+                    return queued;
                 }
             }
         }
     }
-    // Commits what is left and, if the thread is done, marks it finished.
-    engine.close();
-    snapshot.send_replace(engine.snapshot());
-}
 
-fn publish(
-    engine: &mut Engine,
-    buf: &mut Vec<Event>,
-    events: &broadcast::Sender<Event>,
-    snapshot: &watch::Sender<Snapshot>,
-) {
-    if buf.is_empty() {
-        return;
+    /// Events until `done` holds for one; how many utterances were taken
+    /// in before it.
+    async fn heard_before(
+        events: &mut broadcast::Receiver<Event>,
+        done: impl Fn(&EventKind) -> bool,
+    ) -> usize {
+        let mut heard = 0;
+        let wait = Duration::from_secs(10);
+        loop {
+            let event = match tokio::time::timeout(wait, events.recv())
+                .await
+                .expect("the urgent command took effect")
+            {
+                Ok(event) => event,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(e) => panic!("{e}"),
+            };
+            if done(&event.kind) {
+                return heard;
+            }
+            if matches!(&event.kind, EventKind::Intent { utterance, .. } if utterance.len() > 100) {
+                heard += 1;
+            }
+        }
     }
-    // The snapshot first: a face that reacts to an event (an MCP client told
-    // `confirmation_required`) and then reads the snapshot must find that
-    // event's effect in it. The snapshot's `seq` says which events it covers.
-    snapshot.send_replace(engine.snapshot());
-    for event in buf.drain(..) {
-        // No subscriber is not an error: events are also logged.
-        let _ = events.send(event);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_estop_overtakes_a_full_queue_of_maximal_utterances() {
+        let (runtime, mut events) = started();
+        let queued = fill(&runtime).await;
+        assert!(queued >= COMMAND_BUFFER, "{queued}");
+        let sent = Instant::now();
+        // The ordinary queue is full, and the E-stop still gets in.
+        runtime.send(Command::EStop).await.unwrap();
+        let heard = heard_before(&mut events, |k| {
+            matches!(k, EventKind::Mode { to: Mode::Safe, .. })
+        })
+        .await;
+        let took = sent.elapsed();
+        assert!(runtime.snapshot().estop);
+        // Not processed after the input queued before it: at most what
+        // the kernel was taking in when it came went first.
+        assert!(
+            heard <= INGEST_PER_TICK,
+            "{heard} of {queued} utterances came first"
+        );
+        eprintln!(
+            "E-stop behind {queued} maximal utterances: {took:?} ({heard} taken in before it)"
+        );
+        runtime.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pause_overtakes_queued_input() {
+        let (runtime, mut events) = started();
+        let queued = fill(&runtime).await;
+        runtime.send(Command::Pause).await.unwrap();
+        let heard = heard_before(
+            &mut events,
+            |k| matches!(k, EventKind::Speech { text, .. } if text == "Nothing to pause."),
+        )
+        .await;
+        assert!(
+            heard <= INGEST_PER_TICK,
+            "{heard} of {queued} utterances came first"
+        );
+        runtime.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn an_utterance_over_the_limit_is_refused_before_it_is_queued() {
+        let (runtime, _events) = started();
+        let long = "a".repeat(MAX_UTTERANCE_BYTES + 1);
+        let e = runtime.send(Command::Say { text: long }).await.unwrap_err();
+        assert!(
+            matches!(e, RuntimeError::TooLong(TooLong::Utterance { bytes, .. }) if bytes == MAX_UTTERANCE_BYTES + 1),
+            "{e}"
+        );
+        assert!(e.to_string().contains("4096-byte limit"), "{e}");
+        runtime
+            .send(Command::Say { text: maximal() })
+            .await
+            .unwrap();
+        runtime.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn shutdown_before_the_first_tick_still_publishes_the_snapshot_event() {
+        let (runtime, mut events) = started();
+        runtime.send(Command::Shutdown).await.unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(5), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(first.kind.name(), "snapshot");
+        for _ in 0..500 {
+            if runtime.is_finished() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the kernel did not stop");
     }
 }

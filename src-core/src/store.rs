@@ -11,9 +11,12 @@
 //! - `schema.rs`: versioned migrations (`PRAGMA user_version`).
 //! - `delta.rs`: checkpoint deltas (pure JSON diff and apply).
 //! - `ledger.rs`: ledger rows and their states.
+//! - `guard.rs`: the database file watched while a thread records into it
+//!   (deleted, replaced or made read-only under a running brain).
 
 pub mod audit;
 pub mod delta;
+pub mod guard;
 pub mod ledger;
 pub mod schema;
 
@@ -95,6 +98,15 @@ pub enum StoreError {
     Full {
         /// The file.
         path: PathBuf,
+    },
+    /// The database file was deleted, or another file put in its place,
+    /// while a thread was recording into it.
+    #[error("{}: the database file was {what} while the thread was recording", path.display())]
+    FileGone {
+        /// The file.
+        path: PathBuf,
+        /// `deleted` or `replaced by another file`.
+        what: &'static str,
     },
     /// The file cannot be opened or created.
     #[error("{}: cannot open the database ({detail})", path.display())]
@@ -314,7 +326,17 @@ impl Store {
         let version: u32 = store
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| store.err(e))?;
+            .map_err(|e| StoreError::from_sqlite(path, e))?;
+        // A file damaged inside its pages reads as if nothing were wrong
+        // (a history silently shorter): check every page before trusting it.
+        if path != Path::new(":memory:")
+            && let Some(detail) = store.damage()
+        {
+            return Err(StoreError::Corrupt {
+                path: store.path.clone(),
+                detail,
+            });
+        }
         let supported = schema::current_version();
         if version > supported {
             return Err(StoreError::NewerSchema {
@@ -358,8 +380,41 @@ impl Store {
         Ok(())
     }
 
+    /// What `PRAGMA quick_check` finds wrong with the file (its first few
+    /// findings), or `None` when it is sound.
+    fn damage(&self) -> Option<String> {
+        let found: Result<Vec<String>, _> = self
+            .conn
+            .prepare(&format!("PRAGMA quick_check({QUICK_CHECK_FINDINGS})"))
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))
+                    .and_then(Iterator::collect)
+            });
+        match found {
+            Ok(rows) if rows == ["ok"] => None,
+            Ok(rows) => Some(format!(
+                "PRAGMA quick_check: {}",
+                rows.join("; ").replace('\n', " ")
+            )),
+            Err(e) => Some(format!("PRAGMA quick_check failed: {e}")),
+        }
+    }
+
+    /// A failed read, described: an error that may come from damage is
+    /// checked with `quick_check`, and a damaged file is reported as corrupt
+    /// with what the check found.
     fn err(&self, e: rusqlite::Error) -> StoreError {
-        StoreError::from_sqlite(&self.path, e)
+        let error = StoreError::from_sqlite(&self.path, e);
+        match &error {
+            StoreError::Corrupt { .. } | StoreError::Sqlite { .. } => match self.damage() {
+                Some(detail) => StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: format!("{error}; {detail}"),
+                },
+                None => error,
+            },
+            _ => error,
+        }
     }
 
     /// The database file.
@@ -654,8 +709,10 @@ impl Store {
             .collect()
     }
 
-    /// The events of `thread`, in order.
+    /// The events of `thread`, in order: all of them, 1 to the thread's
+    /// last recorded `seq`, or an error — never a shorter history.
     pub fn events(&self, thread: &str) -> Result<Vec<Event>, StoreError> {
+        let last_seq = self.thread(thread)?.last_seq;
         let mut stmt = self
             .conn
             .prepare_cached("SELECT seq, body FROM events WHERE thread_id = ?1 ORDER BY seq")
@@ -664,6 +721,24 @@ impl Store {
             .query_map([thread], |r| Ok((r.get(0)?, r.get(1)?)))
             .and_then(Iterator::collect)
             .map_err(|e| self.err(e))?;
+        let gap = raw
+            .iter()
+            .zip(1..)
+            .find(|((seq, _), want)| *seq != *want)
+            .map(|(_, want)| want);
+        if gap.is_some() || raw.len() as u64 != last_seq {
+            let missing = gap.unwrap_or(raw.len() as u64 + 1);
+            let detail = format!(
+                "thread `{thread}` has {} events stored where its record says {last_seq}; event {missing} is missing",
+                raw.len()
+            );
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: self
+                    .damage()
+                    .map_or(detail.clone(), |d| format!("{detail}; {d}")),
+            });
+        }
         raw.into_iter()
             .map(|(seq, body)| {
                 serde_json::from_str(&body).map_err(|e| StoreError::Decode {
@@ -723,6 +798,9 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 }
+
+/// How many of `quick_check`'s findings an error quotes.
+const QUICK_CHECK_FINDINGS: u32 = 3;
 
 /// A ledger row as SQLite returns it.
 type RawLedgerRow = (u64, u32, String, String, String, String, Option<String>);

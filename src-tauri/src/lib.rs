@@ -105,7 +105,7 @@ impl Core {
         match parse_line(line) {
             Line::Command(c) => Ok(self.brain.send(c).await?),
             Line::Blank => Ok(()),
-            Line::Bad(why) => Err(GuiError::BadLine(why)),
+            Line::Bad(refused) => Err(GuiError::BadLine(refused.why)),
         }
     }
 }

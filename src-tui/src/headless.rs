@@ -1,14 +1,22 @@
 //! `robobrain headless`: the async [`Runtime`] with JSONL events on stdout.
 //!
-//! Stdin is read a line at a time: a line starting with `{` is a `Command`
-//! as JSON, anything else is something said. A bad line gets an `error` JSON
-//! line on stderr naming the line and what was expected; the run goes on.
-//! The run stops at `--duration` sim seconds, or once stdin has ended and
-//! the robot has had nothing to do for [`SETTLE_S`] sim seconds.
+//! Stdin is read a line at a time (bytes, on a thread of its own:
+//! [`robobrain_tui::operator`]): a line starting with `{` is a `Command` as
+//! JSON, anything else is something said. A bad line — not JSON, not
+//! UTF-8, over the size limit — gets an `error` JSON line on stderr naming
+//! the line and what was expected; the run goes on. The run stops after
+//! `--duration` sim seconds (counted from where a resumed thread was), after
+//! a `shutdown` command, or once stdin has ended and the robot has had
+//! nothing to do for [`SETTLE_S`] sim seconds — or has waited `--grace` sim
+//! seconds for an approval nobody can give any more — or on SIGTERM /
+//! SIGINT (exit 143 / 130). Every way out brings the robot to rest first
+//! (the engine's close).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -18,13 +26,16 @@ use robobrain_core::eventlog::EventLog;
 use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
 use robobrain_core::runtime::{Pace, Runtime};
 use serde_json::json;
-use tokio::io::AsyncBufReadExt;
+use tokio::signal::unix::SignalKind;
 use tokio::sync::{broadcast, mpsc};
 
 use robobrain_tui::session::{self, Durability};
 
 /// Sim seconds of nothing to do, after stdin ends, before the run stops.
 pub const SETTLE_S: f64 = 2.0;
+/// Default of `--grace`: sim seconds the run waits, once stdin has ended,
+/// for an approval nobody can give any more.
+pub const GRACE_S: f64 = 30.0;
 /// Wall time between checks of the clock and the settled state.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -43,11 +54,15 @@ pub struct Args {
     /// Say this at start (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub say: Vec<String>,
+    /// Once stdin has ended, sim seconds to wait for a pending approval (nobody can give it) before ending.
+    #[arg(long, value_name = "S", default_value_t = GRACE_S)]
+    pub grace: f64,
     #[arg(long, value_name = "FILE", help = crate::cli::LOG_HELP)]
     pub log: Option<PathBuf>,
 }
 
-pub use robobrain_tui::operator::{Line, parse_line};
+use robobrain_tui::operator::{Forwarded, LineReader, ReadLine};
+pub use robobrain_tui::operator::{Line, error_line, parse_line};
 
 /// Whether the robot has nothing left to do: no running skill, no approval
 /// waiting, no task queued, running or set aside.
@@ -62,6 +77,50 @@ pub fn is_idle(s: &Snapshot) -> bool {
         })
 }
 
+/// The wait for approvals nobody can give any more, once stdin has ended.
+struct Grace {
+    /// `--grace`, sim seconds.
+    grace: f64,
+    /// Since when the run has been waiting for nothing but approvals.
+    since: Option<f64>,
+}
+
+impl Grace {
+    fn new(grace: f64) -> Self {
+        Self { grace, since: None }
+    }
+
+    /// Whether the grace is over at `snap`: the run has waited `--grace`
+    /// sim seconds for pending approvals while the robot ran nothing. Says
+    /// on stderr, when the wait starts, what it waits for.
+    fn over(&mut self, snap: &Snapshot) -> bool {
+        if snap.approvals.is_empty() || !snap.running.is_empty() {
+            self.since = None;
+            return false;
+        }
+        let since = *self.since.get_or_insert_with(|| {
+            let what: Vec<String> = snap
+                .approvals
+                .iter()
+                .map(|a| format!("{} ({})", a.approval_id, a.reason))
+                .collect();
+            let message = format!(
+                "waiting for approval {}, but stdin has ended and nobody can give it: \
+                 ending in {} sim seconds (--grace) unless it is answered; the thread \
+                 keeps the approval for a --resume",
+                what.join(", "),
+                self.grace
+            );
+            eprintln!(
+                "{}",
+                json!({"kind": "log", "level": "warn", "message": message})
+            );
+            snap.time
+        });
+        snap.time - since >= self.grace
+    }
+}
+
 /// Runs headless on a single-threaded tokio runtime.
 pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     crate::cli::check_speed(args.speed)?;
@@ -71,6 +130,11 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
             "--duration: expected positive sim seconds, found {d}"
         );
     }
+    anyhow::ensure!(
+        args.grace.is_finite() && args.grace >= 0.0,
+        "--grace: expected sim seconds ≥ 0, found {}",
+        args.grace
+    );
     let brain_config = config.clone();
     let mut session = session::open(config, "run", args.log.as_deref(), durable)?;
     crate::cli::use_configured_brain(&mut session.engine, &brain_config)?;
@@ -87,30 +151,48 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
         &mut session.engine,
     ));
     if args.fast {
-        return lockstep(session.engine, args, session.log);
+        // Signals are noted on the runtime's thread; the loop stops at the next tick.
+        let signalled = Arc::new(AtomicI32::new(0));
+        {
+            let _runtime = rt.enter();
+            note_signals(Arc::clone(&signalled))?;
+        }
+        return lockstep(session.engine, args, session.log, &signalled);
     }
     rt.block_on(drive(session.engine, args, session.log))
 }
 
 /// `--fast`: nobody can answer at machine speed, so stdin is read to its end
-/// first and every command is given at t = 0; the engine then runs in
-/// lockstep (deterministic for a seed, no event dropped).
-fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
+/// first and every command is given at t = 0 (a `shutdown` ends the run
+/// after the first tick); the engine then runs in lockstep (deterministic
+/// for a seed, no event dropped).
+fn lockstep(
+    mut engine: Engine,
+    args: &Args,
+    mut log: EventLog<std::fs::File>,
+    signalled: &AtomicI32,
+) -> Result<ExitCode> {
     for text in &args.say {
         engine.submit(Command::Say { text: text.clone() });
     }
-    for (i, line) in std::io::stdin().lines().enumerate() {
-        let line = line.context("cannot read stdin")?;
-        match parse_line(&line) {
-            Line::Command(cmd) => engine.submit(cmd),
-            Line::Blank => {}
-            Line::Bad(why) => error_line(Some(i + 1), "invalid_command", &why),
+    let mut shutdown = false;
+    for line in LineReader::new(std::io::stdin().lock()) {
+        match line.context("cannot read stdin")? {
+            ReadLine::Text(n, text) => match parse_line(&text) {
+                Line::Command(Command::Shutdown) => shutdown = true,
+                Line::Command(cmd) => engine.submit(cmd),
+                Line::Blank => {}
+                Line::Bad(r) => error_line("stdin", Some(n), r.code, &r.why),
+            },
+            ReadLine::Refused(n, r) => error_line("stdin", Some(n), r.code, &r.why),
         }
     }
-    let limit = args.duration.unwrap_or(f64::INFINITY);
+    // A resumed thread counts its duration from where it was.
+    let limit = args.duration.map_or(f64::INFINITY, |d| engine.time() + d);
     let mut out = std::io::stdout();
     let mut events = Vec::new();
     let mut idle_since: Option<f64> = None;
+    let mut grace = Grace::new(args.grace);
     while engine.time() + engine.dt() <= limit + 1e-9 {
         if engine.is_thinking() {
             // Lockstep: sim time stands still while a model thinks.
@@ -130,45 +212,91 @@ fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -
             engine.shutdown();
             anyhow::bail!("the thread was paused: {why}");
         }
+        if shutdown {
+            break;
+        }
+        let n = signalled.load(Ordering::Relaxed);
+        if n != 0 {
+            // Brings the robot to rest before the process ends.
+            engine.shutdown();
+            return Ok(ExitCode::from(128 + n as u8));
+        }
         if engine.is_settled() {
             let since = *idle_since.get_or_insert(engine.time());
             if engine.time() - since >= SETTLE_S {
                 break;
             }
-        } else {
-            idle_since = None;
+            continue;
+        }
+        idle_since = None;
+        if grace.over(&engine.snapshot()) {
+            break;
         }
     }
     engine.shutdown();
     Ok(ExitCode::SUCCESS)
 }
 
+/// Listens for SIGTERM and SIGINT (on the runtime entered) and stores the
+/// number of the first that arrives in `signalled`.
+fn note_signals(signalled: Arc<AtomicI32>) -> Result<()> {
+    let listen = |kind| tokio::signal::unix::signal(kind).context("cannot listen for signals");
+    let (mut term, mut interrupt) = (
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::interrupt())?,
+    );
+    tokio::spawn(async move {
+        let n = tokio::select! {
+            _ = term.recv() => 15,
+            _ = interrupt.recv() => 2,
+        };
+        signalled.store(n, Ordering::Relaxed);
+    });
+    Ok(())
+}
+
 /// What woke the loop.
 enum Input {
     Event(Result<Box<Event>, broadcast::error::RecvError>),
-    Stdin(Option<(usize, String)>),
+    Stdin(Option<Forwarded>),
     Poll,
+    /// SIGTERM or SIGINT: the run stops, the robot is brought to rest.
+    Signal(i32),
 }
 
 async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
     let pace = Pace::RealTime { speed: args.speed };
+    // A resumed thread counts its duration from where it was (read before
+    // the kernel starts, which moves the clock on at once).
+    let limit = args.duration.map_or(f64::INFINITY, |d| engine.time() + d);
     // Subscribed before the first tick, so no event is missed.
     let (brain, mut events) = Runtime::start_subscribed(engine, pace);
     for text in &args.say {
         brain.send(Command::Say { text: text.clone() }).await?;
     }
-    let (lines_tx, mut lines) = mpsc::channel(64);
-    tokio::spawn(read_stdin(lines_tx));
+    // Stdin is read on its own thread, and each command goes straight to
+    // the kernel: an E-stop never waits behind this loop's writing.
+    let (lines_tx, mut lines) = mpsc::unbounded_channel();
+    let stdin = || Ok(std::io::stdin());
+    robobrain_tui::operator::forward("stdin", stdin, brain.sender(), move |f| {
+        let _ = lines_tx.send(f);
+    });
 
-    let limit = args.duration.unwrap_or(f64::INFINITY);
     let mut stdin_open = true;
     let mut idle_since: Option<f64> = None;
+    let mut grace = Grace::new(args.grace);
     let mut last_command_at = 0.0;
     let mut poll = tokio::time::interval(POLL);
     let mut out = std::io::stdout();
     let mut halted = None;
+    let mut signalled = None;
+    let listen = |kind| tokio::signal::unix::signal(kind).context("cannot listen for signals");
+    let mut term = listen(SignalKind::terminate())?;
+    let mut interrupt = listen(SignalKind::interrupt())?;
     loop {
         let input = tokio::select! {
+            _ = term.recv() => Input::Signal(15),
+            _ = interrupt.recv() => Input::Signal(2),
             ev = events.recv() => Input::Event(ev.map(Box::new)),
             line = lines.recv(), if stdin_open => Input::Stdin(line),
             _ = poll.tick() => Input::Poll,
@@ -190,30 +318,32 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
             }
             Input::Event(Err(broadcast::error::RecvError::Lagged(n))) => {
                 error_line(
+                    "stdout",
                     None,
                     "lagged",
                     &format!("{n} events were dropped: the reader fell behind"),
                 );
             }
             Input::Event(Err(broadcast::error::RecvError::Closed)) => break,
-            Input::Stdin(None) => stdin_open = false,
-            Input::Stdin(Some((n, text))) => match parse_line(&text) {
-                Line::Command(cmd) => {
-                    last_command_at = brain.snapshot().time;
-                    brain.send(cmd).await?;
-                }
-                Line::Blank => {}
-                Line::Bad(why) => error_line(Some(n), "invalid_command", &why),
-            },
+            Input::Signal(n) => {
+                signalled = Some(n);
+                break;
+            }
+            Input::Stdin(None | Some(Forwarded::End)) => stdin_open = false,
+            Input::Stdin(Some(Forwarded::Sent(_))) => last_command_at = brain.snapshot().time,
             Input::Poll => {
-                if halted.is_some() {
+                // Stopped by a `shutdown` command, or halted.
+                if halted.is_some() || brain.is_finished() {
                     break;
                 }
                 let snap = brain.snapshot();
                 if snap.time >= limit {
                     break;
                 }
-                if !stdin_open && is_idle(&snap) && snap.time >= last_command_at + SETTLE_S {
+                if stdin_open {
+                    continue;
+                }
+                if is_idle(&snap) && snap.time >= last_command_at + SETTLE_S {
                     let since = *idle_since.get_or_insert(snap.time);
                     if snap.time - since >= SETTLE_S {
                         break;
@@ -221,9 +351,13 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
                 } else {
                     idle_since = None;
                 }
+                if grace.over(&snap) {
+                    break;
+                }
             }
         }
     }
+    // The engine brings the robot to rest before anything else, then closes.
     brain.shutdown().await;
     // Events already broadcast before the engine stopped.
     while let Ok(event) = events.try_recv() {
@@ -238,7 +372,8 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
     if let Some(why) = halted {
         anyhow::bail!("the thread was paused: {why}");
     }
-    Ok(ExitCode::SUCCESS)
+    // The status a shell reports for a process the signal ended.
+    Ok(signalled.map_or(ExitCode::SUCCESS, |n| ExitCode::from(128 + n as u8)))
 }
 
 fn emit(out: &mut std::io::Stdout, event: &Event) -> std::io::Result<()> {
@@ -246,30 +381,6 @@ fn emit(out: &mut std::io::Stdout, event: &Event) -> std::io::Result<()> {
     serde_json::to_writer(&mut lock, event)?;
     lock.write_all(b"\n")?;
     lock.flush()
-}
-
-/// An `error` JSON line on stderr.
-pub fn error_line(line: Option<usize>, code: &str, message: &str) {
-    let message = match line {
-        Some(n) => format!("stdin line {n}: {message}"),
-        None => message.to_string(),
-    };
-    let mut v = json!({"kind": "error", "code": code, "message": message});
-    if let Some(n) = line {
-        v["line"] = json!(n);
-    }
-    eprintln!("{v}");
-}
-
-async fn read_stdin(tx: mpsc::Sender<(usize, String)>) {
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    let mut n = 0;
-    while let Ok(Some(line)) = lines.next_line().await {
-        n += 1;
-        if tx.send((n, line)).await.is_err() {
-            return;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -290,9 +401,10 @@ mod tests {
         );
         assert_eq!(parse_line("   "), Line::Blank);
         match parse_line(r#"{"cmd":"fly"}"#) {
-            Line::Bad(why) => {
-                assert!(why.starts_with("expected a command as JSON"), "{why}");
-                assert!(why.contains("unknown variant `fly`"), "{why}");
+            Line::Bad(r) => {
+                assert_eq!(r.code, "invalid_command");
+                assert!(r.why.starts_with("expected a command as JSON"), "{r}");
+                assert!(r.why.contains("unknown variant `fly`"), "{r}");
             }
             other => panic!("{other:?}"),
         }

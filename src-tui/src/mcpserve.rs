@@ -18,16 +18,14 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 use robobrain_core::config::Config;
-use robobrain_core::protocol::Command;
 use robobrain_core::runtime::Pace;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio_util::sync::CancellationToken;
 
 use robobrain_tui::mcp::http::{HttpServer, PATH, check_bind};
 use robobrain_tui::mcp::{McpServer, Options, services};
 use robobrain_tui::session::{self, Durability};
 
-use crate::headless::{Line, error_line, parse_line};
+use robobrain_tui::operator::forward;
 
 /// Arguments of `robobrain mcp`.
 #[derive(Debug, clap::Args)]
@@ -81,19 +79,14 @@ async fn serve(mut session: session::Session, config: &Config, args: &Args) -> R
     let server = McpServer::start(session.engine, pace, Some(session.log), options)?;
     let shutdown = CancellationToken::new();
     tokio::spawn(on_signal(shutdown.clone()));
+    // Operator lines are read on a thread of their own and go straight to
+    // the kernel; a blocked read never holds up the exit on a signal.
+    let operator = server.runtime().sender();
     if let Some(path) = args.operator.clone() {
-        // Opened in its own task: a FIFO's open waits for its writer.
-        let server = server.clone();
-        tokio::spawn(async move {
-            match tokio::fs::File::open(&path).await {
-                Ok(file) => operator_lines(tokio::io::BufReader::new(file), server).await,
-                Err(e) => error_line(
-                    None,
-                    "operator",
-                    &format!("--operator {}: {e}", path.display()),
-                ),
-            }
-        });
+        let label = format!("--operator {}", path.display());
+        forward(&label, move || std::fs::File::open(path), operator, drop);
+    } else if args.http.is_some() {
+        forward("stdin", || Ok(std::io::stdin()), operator, drop);
     }
     match args.http {
         None => {
@@ -116,35 +109,12 @@ async fn serve(mut session: session::Session, config: &Config, args: &Args) -> R
                 "robobrain mcp: thread {} serving http://{}{PATH}",
                 session.thread_id, http.addr
             );
-            if args.operator.is_none() {
-                tokio::spawn(operator_lines(
-                    tokio::io::BufReader::new(tokio::io::stdin()),
-                    server.clone(),
-                ));
-            }
             http.serve().await?;
         }
     }
-    let _ = server.operator(Command::Shutdown).await;
+    // The robot is at rest and the thread closed before the process ends.
+    server.runtime().stop().await;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Sends each operator line to the brain; a bad line gets an `error` line on stderr.
-async fn operator_lines(reader: impl AsyncBufRead + Unpin, server: McpServer) {
-    let mut lines = reader.lines();
-    let mut n = 0;
-    while let Ok(Some(line)) = lines.next_line().await {
-        n += 1;
-        match parse_line(&line) {
-            Line::Command(command) => {
-                if let Err(e) = server.operator(command).await {
-                    error_line(Some(n), "operator", &e.to_string());
-                }
-            }
-            Line::Blank => {}
-            Line::Bad(why) => error_line(Some(n), "invalid_command", &why),
-        }
-    }
 }
 
 /// Cancels `shutdown` on Ctrl-C or SIGTERM.

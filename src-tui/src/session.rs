@@ -62,7 +62,7 @@ pub fn open(
     config.thread_id = Some(thread_id.clone());
     let world = World::resolve(&config.world)?;
     let link: Box<dyn RobotLink> = match &durable.robot {
-        Some(url) => Box::new(TcpLink::connect(url)?),
+        Some(url) => Box::new(TcpLink::connect(url)?.with_deadman(config.link.deadman_s)),
         None => Box::new(SimLink::new(world.clone(), config.seed)),
     };
     let mut engine = Engine::new(&config, world.clone(), link)?;
@@ -88,6 +88,11 @@ pub fn record(engine: &mut Engine, config: &Config, resume: bool) -> Result<()> 
     let store = Store::open(&path, config.store.synchronous)
         .with_context(|| format!("the thread database {}", path.display()))?;
     engine.attach_store(store, &config.store, resume)?;
+    // The first commit is made while attaching: a database another process
+    // holds (or a full disk) stops the run here, before anything moves.
+    if let Some(why) = engine.halted() {
+        anyhow::bail!("the thread database {}: {why}", path.display());
+    }
     eprintln!(
         "thread {}: {} in {}",
         engine.thread_id(),

@@ -114,11 +114,11 @@ pub struct Scene {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRoom {
-    id: String,
+    id: Spanned<String>,
     #[serde(default)]
-    name: Option<String>,
+    name: Option<Spanned<String>>,
     #[serde(default)]
-    aliases: Vec<String>,
+    aliases: Vec<Spanned<String>>,
     #[serde(default)]
     floor: Option<Spanned<String>>,
 }
@@ -223,35 +223,7 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
             aliases: f.aliases,
         });
     }
-    let mut rooms: Vec<Room> = Vec::new();
-    for r in raw.rooms {
-        if let Some(f) = &r.floor
-            && !floors.iter().any(|o| &o.id == f.get_ref())
-        {
-            let known: Vec<&str> = floors.iter().map(|f| f.id.as_str()).collect();
-            return Err(SourceError::at_offset(
-                file,
-                text,
-                f.span().start,
-                "room.floor",
-                format!(
-                    "unknown floor `{}`; expected one of: {}",
-                    f.get_ref(),
-                    if known.is_empty() {
-                        "(no [[floor]] in this file)".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            ));
-        }
-        rooms.push(Room {
-            name: r.name.unwrap_or_else(|| r.id.replace('_', " ")),
-            id: r.id,
-            aliases: r.aliases,
-            floor: r.floor.map(Spanned::into_inner),
-        });
-    }
+    let rooms = rooms(file, text, raw.rooms, &floors)?;
     let mut devices: Vec<Device> = Vec::new();
     for d in raw.devices {
         let at = |span: std::ops::Range<usize>, field: &str, message: String| {
@@ -344,6 +316,76 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
     })
 }
 
+/// The rooms, each name (id, name, alias; any case) naming one room only:
+/// "the kitchen" must not mean two places.
+fn rooms(
+    file: &Path,
+    text: &str,
+    raw: Vec<RawRoom>,
+    floors: &[Floor],
+) -> Result<Vec<Room>, SourceError> {
+    // Every name so far: lower-cased name → (room id, line it was given on).
+    let mut named: BTreeMap<String, (String, usize)> = BTreeMap::new();
+    let mut rooms = Vec::new();
+    for r in raw {
+        if let Some(f) = &r.floor
+            && !floors.iter().any(|o| &o.id == f.get_ref())
+        {
+            let known: Vec<&str> = floors.iter().map(|f| f.id.as_str()).collect();
+            return Err(SourceError::at_offset(
+                file,
+                text,
+                f.span().start,
+                "room.floor",
+                format!(
+                    "unknown floor `{}`; expected one of: {}",
+                    f.get_ref(),
+                    if known.is_empty() {
+                        "(no [[floor]] in this file)".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        let id = r.id.get_ref().clone();
+        let names = std::iter::once((&r.id, "room.id"))
+            .chain(r.name.iter().map(|n| (n, "room.name")))
+            .chain(r.aliases.iter().map(|a| (a, "room.aliases")));
+        for (name, field) in names {
+            let line = crate::source::line_col(text, name.span().start).0;
+            let key = name.get_ref().to_lowercase();
+            match named.get(&key) {
+                Some((other, at)) if *other != id => {
+                    return Err(SourceError::at_offset(
+                        file,
+                        text,
+                        name.span().start,
+                        field,
+                        format!(
+                            "`{}` already names room `{other}` (line {at}); expected a name no other room has",
+                            name.get_ref()
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    named.insert(key, (id.clone(), line));
+                }
+            }
+        }
+        rooms.push(Room {
+            name: r
+                .name
+                .map_or_else(|| id.replace('_', " "), Spanned::into_inner),
+            id,
+            aliases: r.aliases.into_iter().map(Spanned::into_inner).collect(),
+            floor: r.floor.map(Spanned::into_inner),
+        });
+    }
+    Ok(rooms)
+}
+
 fn capability(c: &RawCapability) -> Capability {
     Capability {
         name: c.name.clone(),
@@ -359,6 +401,28 @@ fn capability(c: &RawCapability) -> Capability {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_alias_for_two_rooms_is_refused_with_its_line() {
+        let text = "name = \"h\"\n[[room]]\nid = \"kitchen\"\naliases = [\"厨房\"]\n[[room]]\nid = \"pantry\"\naliases = [\"store\", \"厨房\"]\n";
+        let e = parse_home(Path::new("h.toml"), text, BUILTIN_CATALOGUE).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (7, "room.aliases"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "h.toml:7:21: `room.aliases`: `厨房` already names room `kitchen` (line 4); expected a name no other room has"
+        );
+        // A room's id is one of its names too, in any case.
+        let text = "name = \"h\"\n[[room]]\nid = \"hall\"\n[[room]]\nid = \"entrance\"\naliases = [\"Hall\"]\n";
+        let e = parse_home(Path::new("h.toml"), text, BUILTIN_CATALOGUE).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`Hall` already names room `hall` (line 3)"),
+            "{e}"
+        );
+        // A room may repeat its own name as an alias.
+        let text = "name = \"h\"\n[[room]]\nid = \"hall\"\naliases = [\"HALL\"]\n";
+        assert!(parse_home(Path::new("h.toml"), text, BUILTIN_CATALOGUE).is_ok());
+    }
 
     #[test]
     fn an_unknown_type_or_room_is_named_with_its_line() {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use toml::Spanned;
 
-use super::matcher::{Count, Pattern};
+use super::matcher::{Count, FieldTest, Pattern};
 use crate::config::Config;
 use crate::link::Fault;
 use crate::protocol::{Activity, Mode, TaskStatus};
@@ -204,6 +204,9 @@ pub struct Expectation {
     pub pattern: Pattern,
     /// Only events up to this sim time count.
     pub within: Option<f64>,
+    /// Only events before the first event matching this count (which must
+    /// happen): "nothing was switched before the approval".
+    pub before: Option<Pattern>,
     /// How many must be found.
     pub count: Count,
 }
@@ -328,6 +331,7 @@ struct RawExpect {
     #[serde(rename = "match")]
     matcher: Option<Spanned<toml::Table>>,
     within: Option<Spanned<f64>>,
+    before: Option<RawPattern>,
     count: Option<Spanned<toml::Value>>,
     note: Option<String>,
 }
@@ -417,11 +421,46 @@ impl Ctx<'_> {
                 ),
             ));
         }
+        let table = raw.matcher.as_ref().map(Spanned::span);
         let matcher = match raw.matcher {
             Some(m) => self.json_table(&m, &format!("{field}.match"))?,
             None => Map::new(),
         };
-        Ok(Pattern::new(kind.clone(), &matcher))
+        let pattern = Pattern::new(kind.clone(), &matcher);
+        if let (Some(test), Some(table)) = (pattern.unknown_field(), table) {
+            return Err(self.unknown_field(kind, test, &table, field));
+        }
+        Ok(pattern)
+    }
+
+    /// A `match` key that events of `kind` do not have, at the key.
+    fn unknown_field(
+        &self,
+        kind: &str,
+        test: &FieldTest,
+        table: &Range<usize>,
+        field: &str,
+    ) -> SourceError {
+        let key = test.path.first().map_or("", String::as_str);
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let inside = &self.text[table.clone()];
+        let at = inside
+            .match_indices(key)
+            .find(|(i, _)| {
+                !word(inside[..*i].chars().next_back())
+                    && !word(inside[i + key.len()..].chars().next())
+            })
+            .map_or(table.start, |(i, _)| table.start + i);
+        let fields = super::matcher::fields_of(kind).unwrap_or_default();
+        self.err(
+            &(at..at),
+            &format!("{field}.match.{}", test.path.join(".")),
+            format!(
+                "expected a field of `{kind}` events ({}; or {}), found `{key}`",
+                fields.join(", "),
+                super::matcher::ENVELOPE_FIELDS.join(", ")
+            ),
+        )
     }
 
     fn json_table(
@@ -490,6 +529,18 @@ pub fn parse(text: &str, file: &Path) -> Result<Scenario, SourceError> {
         .collect::<Result<Vec<_>, _>>()?;
     let final_state = final_expect(&cx, raw.final_state)?;
     let brain = brain_choice(&cx, raw.brain.as_ref(), raw.mock_llm, raw.decision)?;
+    if steps.is_empty() && expects.is_empty() && orders.is_empty() && final_state.is_empty() {
+        return Err(SourceError {
+            file: file.to_path_buf(),
+            line: 0,
+            col: 0,
+            field: String::new(),
+            message: "the scenario is empty: expected at least one `[[step]]`, `[[expect]]`, \
+                      `[[expect_order]]` or `[final]` (with nothing to do or check, a run \
+                      would pass without testing anything)"
+                .into(),
+        });
+    }
 
     let name = raw.name.unwrap_or_else(|| {
         file.file_stem()
@@ -760,6 +811,10 @@ fn expectation(
         field,
     )?;
     let within = cx.seconds(raw.within.as_ref(), &format!("{field}.within"), true)?;
+    let before = raw
+        .before
+        .map(|b| cx.pattern(b, &format!("{field}.before")))
+        .transpose()?;
     let count = match raw.count {
         None => Count::default(),
         Some(c) => count(c.get_ref()).ok_or_else(|| {
@@ -778,6 +833,7 @@ fn expectation(
         note: raw.note,
         pattern,
         within,
+        before,
         count,
     })
 }
@@ -1000,13 +1056,14 @@ battery = [10, 100]
 
     #[test]
     fn worlds_are_names_or_paths_next_to_the_scenario() {
+        let step = "[[step]]\nat = 1\nsay = \"x\"\n";
         let s = parse(
-            "world = \"worlds/small.toml\"\n",
+            &format!("world = \"worlds/small.toml\"\n{step}"),
             Path::new("tests/scenarios/a.toml"),
         )
         .unwrap();
         assert_eq!(s.world, "tests/scenarios/worlds/small.toml");
-        let s = parse("", Path::new("tests/scenarios/a.toml")).unwrap();
+        let s = parse(step, Path::new("tests/scenarios/a.toml")).unwrap();
         assert_eq!(s.world, "apartment");
         assert_eq!(s.name, "a");
     }
@@ -1081,13 +1138,18 @@ brain = "scripted"
 type = "REPLAN"
 reason = "scripted"
 ops = [{ op = "wait", seconds = 2 }]
+
+[[step]]
+at = 1
+say = "go"
 "#)
         .unwrap();
         let BrainChoice::Scripted(list) = &s.brain else {
             panic!("{:?}", s.brain)
         };
         assert_eq!(list[0].decision_type, crate::protocol::DecisionType::Replan);
-        let s = p("brain = \"llm\"\nmock_llm = \"mock/a.toml\"\n").unwrap();
+        let s =
+            p("brain = \"llm\"\nmock_llm = \"mock/a.toml\"\n[final]\nmode = \"IDLE\"\n").unwrap();
         assert_eq!(
             s.brain,
             BrainChoice::Llm {

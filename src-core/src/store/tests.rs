@@ -204,3 +204,56 @@ fn a_locked_database_is_a_clear_error_and_nothing_is_half_written() {
     assert!(store.events("t").unwrap().is_empty());
     assert!(store.restore("t").unwrap().is_none());
 }
+
+/// Overwrites the middle page of the file with bytes no page has.
+fn scribble_over_a_live_page(path: &Path) {
+    let mut data = std::fs::read(path).unwrap();
+    let page = usize::from(u16::from_be_bytes([data[16], data[17]]));
+    let at = (data.len() / page / 2) * page;
+    data[at..at + page].fill(0xa5);
+    std::fs::write(path, data).unwrap();
+}
+
+#[test]
+fn a_file_damaged_inside_its_pages_is_refused_when_opened() {
+    let path = temp("damaged");
+    {
+        let mut store = Store::open(&path, Synchronous::Normal).unwrap();
+        store.create_thread("t", "IDLE").unwrap();
+        for seq in 1..=500 {
+            commit(&mut store, seq, None);
+        }
+    } // closed: the WAL is checkpointed into the file
+    scribble_over_a_live_page(&path);
+    let e = Store::open(&path, Synchronous::Normal).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.starts_with(&path.display().to_string()), "{text}");
+    assert!(text.contains("quick_check"), "{text}");
+}
+
+#[test]
+fn a_history_shorter_than_its_record_is_an_error_not_a_short_list() {
+    let mut store = Store::in_memory().unwrap();
+    store.create_thread("t", "IDLE").unwrap();
+    for seq in 1..=3 {
+        commit(&mut store, seq, None);
+    }
+    store
+        .conn
+        .execute("DELETE FROM events WHERE seq = 2", [])
+        .unwrap();
+    let e = store.events("t").unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(e.to_string().contains("event 2 is missing"), "{e}");
+    store
+        .conn
+        .execute("DELETE FROM events WHERE seq = 3", [])
+        .unwrap();
+    let e = store.events("t").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("1 events stored where its record says 3"),
+        "{e}"
+    );
+}

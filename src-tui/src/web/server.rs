@@ -28,6 +28,12 @@ use super::assets;
 use crate::operator::{Line, parse_line};
 use crate::recorder::Recent;
 
+/// The biggest WebSocket message a connection reads at all (16 MiB): a
+/// bigger one closes the connection (close code 1009). Anything over
+/// [`MAX_LINE_BYTES`](robobrain_core::protocol::MAX_LINE_BYTES) is refused
+/// with an `error` message before it is parsed.
+pub const MAX_WS_MESSAGE: usize = 16 * 1024 * 1024;
+
 /// What every connection shares: the running brain, its recent events,
 /// the map and the access rules.
 pub struct Served {
@@ -156,7 +162,12 @@ async fn socket(
             let since = p
                 .since
                 .filter(|_| p.thread.as_deref() == Some(thread.as_str()));
-            upgrade.on_upgrade(move |ws| connection(served, ws, role, since))
+            // A frame over MAX_LINE_BYTES is answered with an error and the
+            // connection goes on; only one over this hard bound closes it.
+            upgrade
+                .max_message_size(MAX_WS_MESSAGE)
+                .max_frame_size(MAX_WS_MESSAGE)
+                .on_upgrade(move |ws| connection(served, ws, role, since))
         }
         Err(refused) => refused.into_response(),
     }
@@ -244,6 +255,16 @@ async fn connection(served: Arc<Served>, mut ws: WebSocket, role: Role, since: O
                         return;
                     }
                 }
+                Some(Ok(Message::Binary(_))) => {
+                    let reply = json!({
+                        "type": "error",
+                        "code": "invalid_utf8",
+                        "message": "a binary frame; expected a text frame with a command as JSON or words to say",
+                    });
+                    if ws.send(message(&reply)).await.is_err() {
+                        return;
+                    }
+                }
                 Some(Ok(Message::Close(_)) | Err(_)) | None => return,
                 Some(Ok(_)) => {}
             },
@@ -265,8 +286,8 @@ async fn command(served: &Served, role: Role, text: &str) -> Option<Value> {
             .send(c)
             .await
             .err()
-            .map(|e| json!({"type": "error", "message": e.to_string()})),
+            .map(|e| json!({"type": "error", "code": "not_sent", "message": e.to_string()})),
         Line::Blank => None,
-        Line::Bad(why) => Some(json!({"type": "error", "message": why})),
+        Line::Bad(r) => Some(json!({"type": "error", "code": r.code, "message": r.why})),
     }
 }
