@@ -107,7 +107,9 @@ fn main() {
         let n = texts.len();
         let mut per: Vec<(f64, &str)> = (0..n)
             .map(|i| {
-                let best = (0..ROUNDS).map(|r| us[r * n + i]).fold(f64::INFINITY, f64::min);
+                let best = (0..ROUNDS)
+                    .map(|r| us[r * n + i])
+                    .fold(f64::INFINITY, f64::min);
                 (best, texts[i].as_str())
             })
             .collect();

@@ -853,17 +853,8 @@ impl Home {
             }
             Understood::Steps { steps } => {
                 self.session.pending = None;
-                let controls: Vec<(String, String, Value)> = steps
-                    .iter()
-                    .filter_map(|s| match s {
-                        Step::Control {
-                            device,
-                            action,
-                            args,
-                        } => Some((device.clone(), action.clone(), args.clone())),
-                        Step::Query { .. } => None,
-                    })
-                    .collect();
+                let controls: Vec<(String, String, Value)> =
+                    steps.iter().filter_map(Step::call).collect();
                 let queries: Vec<String> = steps
                     .iter()
                     .filter_map(|s| match s {

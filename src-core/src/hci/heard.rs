@@ -858,17 +858,9 @@ room = "kitchen"
 
     fn controls(p: &Plan) -> Vec<(String, String, Value)> {
         match p {
-            Plan::Understood(Understood::Steps { steps }, _) => steps
-                .iter()
-                .filter_map(|s| match s {
-                    Step::Control {
-                        device,
-                        action,
-                        args,
-                    } => Some((device.clone(), action.clone(), args.clone())),
-                    Step::Query { .. } => None,
-                })
-                .collect(),
+            Plan::Understood(Understood::Steps { steps }, _) => {
+                steps.iter().filter_map(Step::call).collect()
+            }
             other => panic!("expected steps, got {other:?}"),
         }
     }

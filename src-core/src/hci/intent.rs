@@ -75,6 +75,20 @@ pub enum Step {
     },
 }
 
+impl Step {
+    /// The device call this step makes, if it makes one: (device, action, args).
+    pub fn call(&self) -> Option<(String, String, Value)> {
+        match self {
+            Step::Control {
+                device,
+                action,
+                args,
+            } => Some((device.clone(), action.clone(), args.clone())),
+            Step::Query { .. } => None,
+        }
+    }
+}
+
 /// What an utterance asks of the home.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

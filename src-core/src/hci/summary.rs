@@ -21,16 +21,12 @@ use crate::llm::{LlmClient, LlmError};
 pub fn forge(steps: &[Step]) -> Vec<Value> {
     steps
         .iter()
-        .filter_map(|s| match s {
-            Step::Control {
-                device,
-                action,
-                args,
-            } => Some(json!({
+        .filter_map(Step::call)
+        .map(|(device, action, args)| {
+            json!({
                 "name": "devices.invoke",
                 "response": {"status": "success", "device": device, "action": action, "args": args}
-            })),
-            Step::Query { .. } => None,
+            })
         })
         .collect()
 }

@@ -415,28 +415,15 @@ impl Matcher {
                         Shape::Plain if had_skip => vec![&t_with_skip, &t_no_skip],
                         Shape::Plain => vec![&t_no_skip],
                         Shape::Whole => vec![&t_with_skip],
-                        Shape::WildStart => {
-                            let t = t_end.get_or_insert_with(|| {
-                                matchable(&text::remove_skip_words(
-                                    &with_skip,
-                                    &self.skip,
-                                    ign,
-                                    Skip::End,
-                                ))
-                            });
-                            if had_skip && t.orig == t_no_skip.orig {
-                                vec![&t_with_skip, &t_no_skip]
+                        shape @ (Shape::WildStart | Shape::WildEnd) => {
+                            let (kept, side) = if shape == Shape::WildStart {
+                                (&mut t_end, Skip::End)
                             } else {
-                                vec![&*t]
-                            }
-                        }
-                        Shape::WildEnd => {
-                            let t = t_start.get_or_insert_with(|| {
+                                (&mut t_start, Skip::Start)
+                            };
+                            let t = kept.get_or_insert_with(|| {
                                 matchable(&text::remove_skip_words(
-                                    &with_skip,
-                                    &self.skip,
-                                    ign,
-                                    Skip::Start,
+                                    &with_skip, &self.skip, ign, side,
                                 ))
                             });
                             if had_skip && t.orig == t_no_skip.orig {

@@ -110,8 +110,7 @@ const ZH_FINANCIAL: ZhSet = ZhSet {
     ten: "拾",
     hundred: "佰",
     thousand: "仟",
-    wan: "万",
-    liang: false,
+    ..ZH_CARDINAL
 };
 
 impl ZhSet {

@@ -45,20 +45,11 @@ pub fn fold(c: char) -> char {
 /// Folds every white-space run to one space and `’` to `'`
 /// (`hassil.util.normalize_text`, without NFC: input is taken as composed).
 pub fn normalize_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_space = false;
-    for c in text.chars() {
-        if c.is_whitespace() {
-            if !in_space {
-                out.push(' ');
-            }
-            in_space = true;
-        } else {
-            in_space = false;
-            out.push(if c == '’' { '\'' } else { c });
-        }
-    }
-    out
+    let chars: Vec<char> = text
+        .chars()
+        .map(|c| if c == '’' { '\'' } else { c })
+        .collect();
+    collapse(&chars).into_iter().collect()
 }
 
 /// Removes the characters whose flag is set.
