@@ -36,6 +36,11 @@ use std::path::PathBuf;
 /// The version of Home Assistant's intents the setup downloads (`./x setup`).
 pub const HA_INTENTS_VERSION: &str = "2026.10.27";
 
+/// The credit the faces show (`robobrain --help`, the console's help):
+/// the grammar is the Home Assistant community's work, CC BY 4.0.
+pub const CREDITS: &str = "Understands the home with Home Assistant intents (CC BY 4.0, the Home Assistant \
+community's sentence templates, github.com/OHF-Voice/intents), downloaded by ./x setup; see docs/intents.md.";
+
 /// The languages of Home Assistant's grammar robobrain loads.
 pub const LANGUAGES: [&str; 2] = ["en", "zh-CN"];
 

@@ -37,13 +37,9 @@ pub const LOG_HELP: &str = "Event log file (default: <runs_dir>/<thread_id>.json
 /// Default demo pace, sim seconds per wall second.
 const DEMO_SPEED: f64 = 10.0;
 
-/// Credits shown under `robobrain --help`.
-pub const CREDITS: &str = "Understands the home with Home Assistant intents (CC BY 4.0, the Home Assistant \
-community's sentence templates, github.com/OHF-Voice/intents), downloaded by ./x setup; see docs/intents.md.";
-
 /// A robot brain you can watch think.
 #[derive(Debug, Parser)]
-#[command(name = "robobrain", version, about, after_help = CREDITS)]
+#[command(name = "robobrain", version, about, after_help = robobrain_core::intents::CREDITS)]
 pub struct Cli {
     /// Config file (default: ./robobrain.toml when present).
     #[arg(long, global = true, value_name = "FILE")]
