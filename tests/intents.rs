@@ -300,11 +300,12 @@ fn a_question_is_scored_by_its_expected_answer() {
 }
 
 /// assist-mini through Home Assistant's grammar first, robobrain's rules
-/// after: at least 46 of 50 (measured 47 on 2026-11-25). A development set:
+/// after: at least 47 of 50, 32 of them through the grammar (measured
+/// 2026-11-25; `tests/assist.rs` pins the rest of the report). A development set:
 /// the rules were written while reading it; the grammar is Home
 /// Assistant's, unchanged.
 #[test]
-fn assist_mini_stays_at_least_46_of_50_with_the_grammar() {
+fn assist_mini_passes_47_of_50_with_the_grammar() {
     grammar_file("en");
     let dir = root().join("../shared/data/home-assistant-datasets/assist-mini");
     assert!(
@@ -319,7 +320,7 @@ fn assist_mini_stays_at_least_46_of_50_with_the_grammar() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let report: Value = serde_json::from_str(&out.stdout).unwrap();
     let passed = report["overall"]["passed"].as_u64().unwrap();
-    assert!(passed >= 46, "assist-mini: {passed} of 50");
+    assert!(passed >= 47, "assist-mini: {passed} of 50");
     let by_grammar = report["results"]
         .as_array()
         .unwrap()
@@ -329,7 +330,7 @@ fn assist_mini_stays_at_least_46_of_50_with_the_grammar() {
         })
         .count();
     assert!(
-        by_grammar >= 30,
+        by_grammar >= 32,
         "only {by_grammar} passed through the grammar"
     );
 }

@@ -129,7 +129,8 @@ pub enum Cmd {
         listen: String,
     },
     /// Runs a Home Assistant assist dataset (homes, sentences, expected
-    /// changes) through the rule path: pass rate per category and overall.
+    /// changes) through Home Assistant's grammar and the rules (`[home]
+    /// grammar = false`: the rules alone): pass rate per category and overall.
     Assist(crate::assist::Args),
     /// Memory: search, stats, eval, preferences (`robobrain memory --help`).
     Memory(crate::memorycli::Args),
@@ -215,7 +216,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
         Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
-        Some(Cmd::Assist(args)) => crate::assist::run(&args),
+        Some(Cmd::Assist(args)) => crate::assist::run(&config, &args),
         Some(Cmd::Memory(args)) => crate::memorycli::run(&config, &args),
     }
 }

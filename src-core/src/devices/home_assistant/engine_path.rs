@@ -41,6 +41,18 @@ impl Default for EngineAssistant {
     }
 }
 
+impl EngineAssistant {
+    /// Home Assistant's grammar as `home` has it (`[home] grammar` and
+    /// `intents`): `grammar = false` measures robobrain's rules alone.
+    #[must_use]
+    pub fn with_grammar(home: &crate::config::HomeConfig) -> Self {
+        let mut me = Self::default();
+        me.config.home.grammar = home.grammar;
+        me.config.home.intents.clone_from(&home.intents);
+        me
+    }
+}
+
 fn empty_world() -> DeviceWorld {
     // A world with no devices cannot be inconsistent.
     DeviceWorld::new("none", Vec::new(), Vec::new(), Box::new(SimBackend))
