@@ -48,11 +48,12 @@ fn report(what: &str, mut us: Vec<f64>) -> f64 {
     us.sort_by(f64::total_cmp);
     let p99 = percentile(&us, 0.99);
     println!(
-        "{what} ({} runs): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        "{what} ({} runs): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs, {} over 1 ms",
         us.len(),
         percentile(&us, 0.5),
         p99,
-        us[us.len() - 1]
+        us[us.len() - 1],
+        us.iter().filter(|&&u| u > 1000.0).count()
     );
     p99
 }
