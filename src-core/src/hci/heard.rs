@@ -67,8 +67,9 @@ pub struct Heard {
 #[derive(Debug)]
 pub struct Hearing {
     matchers: Vec<Matcher>,
-    /// The English grammar, for its response templates.
-    responses: Option<Arc<Grammar>>,
+    /// The grammars, for their response templates (a Chinese match is
+    /// answered with zh-CN's, else English's).
+    responses: Vec<Arc<Grammar>>,
     /// Every device and area name, lower-case, longest first (to find
     /// "A and B" in a sentence that names two).
     names: Vec<String>,
@@ -191,7 +192,7 @@ impl Hearing {
         for g in grammars {
             matchers.push(Matcher::new(g.clone(), names.lists())?);
         }
-        let responses = grammars.iter().find(|g| g.language == "en").cloned();
+        let responses = grammars.to_vec();
         let mut all: Vec<String> = names
             .entities
             .iter()
@@ -261,12 +262,34 @@ impl Hearing {
             })
     }
 
-    /// Home Assistant's English response `key` for `intent`, filled with the
-    /// slots, when it is plain text (no logic) — else `None`.
-    pub fn response(&self, intent: &str, key: &str, r: &Recognized) -> Option<String> {
-        let g = self.responses.as_ref()?;
-        let template = g.response(intent, key)?;
-        render(template, &|name| {
+    /// The grammars whose responses answer `language`: its own, then English.
+    fn speaking<'a>(&'a self, language: &'a str) -> impl Iterator<Item = &'a Grammar> + 'a {
+        let own = self.responses.iter().find(|g| g.language == language);
+        let en = self
+            .responses
+            .iter()
+            .find(|g| g.language == "en" && g.language != language);
+        own.into_iter().chain(en).map(|g| &**g)
+    }
+
+    /// Home Assistant's response template `key` for `intent` in `language`
+    /// (else English), as written.
+    fn template<'a>(&'a self, language: &'a str, intent: &str, key: &str) -> Option<&'a str> {
+        self.speaking(language)
+            .find_map(|g| g.response(intent, key))
+    }
+
+    /// Home Assistant's response `key` for `intent` in `language` (else
+    /// English), filled with the slots, when it is plain text (no logic) —
+    /// else `None`.
+    pub fn response(
+        &self,
+        language: &str,
+        intent: &str,
+        key: &str,
+        r: &Recognized,
+    ) -> Option<String> {
+        let get = |name: &str| {
             name.strip_prefix("slots.").and_then(|slot| {
                 r.slot(slot).map(|s| {
                     if s.text.is_empty() {
@@ -276,19 +299,24 @@ impl Hearing {
                     }
                 })
             })
-        })
+        };
+        self.speaking(language)
+            .filter_map(|g| g.response(intent, key))
+            .find_map(|t| render(t, &get))
     }
 
-    /// Home Assistant's English error response `key`, filled in.
-    pub fn error(&self, key: &str, values: &[(&str, String)]) -> Option<String> {
-        let g = self.responses.as_ref()?;
-        let template = g.errors.get(key)?;
-        render(template, &|name| {
+    /// Home Assistant's error response `key` in `language` (else English),
+    /// filled in.
+    pub fn error(&self, language: &str, key: &str, values: &[(&str, String)]) -> Option<String> {
+        let get = |name: &str| {
             values
                 .iter()
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.clone())
-        })
+        };
+        self.speaking(language)
+            .filter_map(|g| g.errors.get(key))
+            .find_map(|t| render(t, &get))
     }
 }
 
@@ -310,8 +338,8 @@ fn value_text(v: &Value) -> String {
 }
 
 /// Fills a response template that is text with `{{ name }}` holes (filters
-/// `capitalize`, `lower`, `.replace('_', ' ')`); `None` for templates with
-/// logic (`{% … %}`) or holes it cannot fill.
+/// `capitalize`, `lower`, `default('…')`, `.replace('_', ' ')`); `None` for
+/// templates with logic (`{% … %}`) or holes it cannot fill.
 pub fn render(template: &str, get: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     if template.contains("{%") {
         return None;
@@ -328,25 +356,35 @@ pub fn render(template: &str, get: &dyn Fn(&str) -> Option<String>) -> Option<St
             Some((n, _)) => (n.trim(), true),
             None => (head, false),
         };
-        let mut value = get(name)?;
+        let mut value = get(name);
         if replace {
-            value = value.replace('_', " ");
+            value = value.map(|v| v.replace('_', " "));
         }
         for filter in parts {
-            value = match filter {
+            // `default('…')`: the text when the hole has no value.
+            if let Some(fallback) = filter
+                .strip_prefix("default(")
+                .and_then(|f| f.strip_suffix(')'))
+            {
+                let fallback = fallback.trim().trim_matches(|c| c == '\'' || c == '"');
+                value = value.or_else(|| Some(fallback.to_string()));
+                continue;
+            }
+            let v = value?;
+            value = Some(match filter {
                 "capitalize" => {
-                    let mut c = value.chars();
+                    let mut c = v.chars();
                     c.next().map_or_else(String::new, |f| {
                         f.to_uppercase()
                             .chain(c.flat_map(char::to_lowercase))
                             .collect()
                     })
                 }
-                "lower" => value.to_lowercase(),
+                "lower" => v.to_lowercase(),
                 _ => return None,
-            };
+            });
         }
-        out.push_str(&value);
+        out.push_str(&value?);
         rest = &rest[end + 2..];
     }
     out.push_str(rest);
@@ -413,6 +451,7 @@ fn targets<'w>(
     w: &Want<'_>,
     world: &'w DeviceWorld,
     hearing: &Hearing,
+    language: &str,
 ) -> Result<Vec<&'w Device>, String> {
     let mut found: Vec<&Device> = world
         .devices()
@@ -470,7 +509,7 @@ fn targets<'w>(
         (None, _, _) => ("no_domain", vec![("domain", domain)]),
     };
     let message = hearing
-        .error(key, &values)
+        .error(language, key, &values)
         .unwrap_or_else(|| "Sorry, I am not aware of any such device.".into());
     Err(message)
 }
@@ -605,7 +644,8 @@ pub fn plan(
 ) -> Option<Plan> {
     let r = &heard.recognized;
     let intent = r.intent.as_str();
-    let response = hearing.response(intent, &r.response, r);
+    let language = heard.language.as_str();
+    let response = hearing.response(language, intent, &r.response, r);
     match intent {
         "HassNevermind" => return Some(Plan::Answer(response.unwrap_or_else(|| "OK.".into()))),
         "HassRespond" => return Some(Plan::Answer(response.unwrap_or_else(|| "Hello.".into()))),
@@ -630,7 +670,7 @@ pub fn plan(
         | "HassTimerStatus" => {
             return Some(Plan::Answer(
                 hearing
-                    .error("no_timer_support", &[])
+                    .error(language, "no_timer_support", &[])
                     .unwrap_or_else(|| "Sorry, timers are not supported on this device".into()),
             ));
         }
@@ -653,7 +693,7 @@ pub fn plan(
             response,
         ));
     }
-    let found = match targets(&w, world, hearing) {
+    let found = match targets(&w, world, hearing, language) {
         Ok(found) => found,
         Err(missing) => return Some(Plan::NotFound(missing)),
     };
@@ -709,7 +749,7 @@ pub fn plan(
             can.unwrap_or_default()
         } else {
             hearing
-                .error("feature_not_supported", &[])
+                .error(language, "feature_not_supported", &[])
                 .unwrap_or_else(|| "Sorry, no device supports the required features".into())
         };
         return Some(Plan::NotFound(message));
@@ -720,9 +760,7 @@ pub fn plan(
     let response = response.filter(|_| {
         steps.len() > 1
             || hearing
-                .responses
-                .as_ref()
-                .and_then(|g| g.response(intent, &r.response))
+                .template(language, intent, &r.response)
                 .is_some_and(|t| t.contains("slots."))
     });
     Some(Plan::Understood(Understood::Steps { steps }, response))
@@ -756,6 +794,14 @@ mod tests {
         assert_eq!(
             render("{{ slots.item | capitalize }} is here", &get).as_deref(),
             Some("Oat milk is here")
+        );
+        assert_eq!(
+            render("{{ slots.name|default('') }}已打开", &get).as_deref(),
+            Some("已打开")
+        );
+        assert_eq!(
+            render("正在打开{{ slots.item|default('阀门') }}", &get).as_deref(),
+            Some("正在打开oat milk")
         );
         assert_eq!(render("{% if x %}Yes{% endif %}", &get), None);
         assert_eq!(render("{{ slots.missing }}", &get), None);
@@ -890,6 +936,20 @@ room = "kitchen"
             .map(|c| c.0)
             .collect();
         assert_eq!(got, vec!["kitchen_light"]);
+    }
+
+    /// Home Assistant's responses in the language heard: zh-CN's for
+    /// Chinese, English's for English.
+    #[test]
+    fn a_chinese_sentence_is_answered_with_chinese_responses() {
+        let (w, h) = house();
+        let response = |text: &str| match plan_of(text, &w, &h) {
+            Plan::Understood(_, r) => r,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(response("关闭楼上的灯").as_deref(), Some("楼上灯已关闭"));
+        let en = response("turn off the lights upstairs").unwrap_or_default();
+        assert!(en.is_ascii() && !en.is_empty(), "{en}");
     }
 
     #[test]
