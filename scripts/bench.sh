@@ -15,6 +15,8 @@ cargo bench -q -p robobrain-tui --bench estop
 
 echo "== whole-run: the home's three-track path (first template vs a model summary at 800 ms)"
 cargo bench -q -p robobrain-core --bench home
+echo "== intents: utterance → intent with slots (Home Assistant's grammar, 100 devices / 20 areas / 3 floors) beside hassil"
+cargo bench -q -p robobrain-core --bench intents
 echo "== memory: retrieval at 10k/100k beside rank_bm25, quality on the eval set"
 scripts/bench_memory.sh
 

@@ -1,15 +1,16 @@
 //! `robobrain assist`: the assist-mini dataset (read in place from
-//! ../shared/data, never copied) through the rule path, and a malformed
+//! ../shared/data, never copied) through the grammar and the rules, and a malformed
 //! home named by file:line:col.
 
 use serde_json::Value;
 
 use crate::support::{robobrain, temp_dir};
 
-/// Today's overall figure (docs/BENCHMARKS.md): passed at least, of. The
-/// per-category floors are pinned beside the runner
-/// (`devices::home_assistant::runner`), for both assistants.
-const OVERALL_FLOOR: (u64, u64) = (46, 50);
+/// Today's overall figure (docs/BENCHMARKS.md), Home Assistant's grammar
+/// first and the rules after: passed at least, of (46 with the rules
+/// alone). The per-category floors are pinned beside the runner
+/// (`devices::home_assistant::runner`), for every path.
+const OVERALL_FLOOR: (u64, u64) = (47, 50);
 
 #[test]
 fn assist_mini_pass_rates_per_category_with_locks_confirmed() {

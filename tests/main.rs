@@ -11,6 +11,7 @@ mod channel;
 mod console;
 mod durable;
 mod faces;
+mod intents;
 mod llm;
 mod mcp;
 mod memory;

@@ -110,6 +110,13 @@ pub struct HomeConfig {
     pub mqtt: Option<String>,
     /// zigbee2mqtt's base topic.
     pub mqtt_base: String,
+    /// The folder with Home Assistant's compiled intents (`en.json`,
+    /// `zh-CN.json`, downloaded by `./x setup`); unset: `$ROBOBRAIN_INTENTS_DIR`,
+    /// else `~/.cache/robobrain/intents`.
+    pub intents: Option<PathBuf>,
+    /// Understand the home with Home Assistant's grammar first (`false`: the
+    /// rules only).
+    pub grammar: bool,
     /// Who writes the summary of a control turn: `rule` (no model) or `model`
     /// (the `[llm]` endpoint, from forged success results).
     pub summary: String,
@@ -137,6 +144,8 @@ impl Default for HomeConfig {
             utc_offset_h: 0.0,
             mqtt: None,
             mqtt_base: "zigbee2mqtt".into(),
+            intents: None,
+            grammar: true,
             summary: "rule".into(),
         }
     }

@@ -63,9 +63,31 @@ pub enum DeviceKind {
     Expression,
     /// Anything else with an on/off switch.
     Switch,
+    /// A to-do or shopping list (items added by voice).
+    Todo,
 }
 
 impl DeviceKind {
+    /// The Home Assistant domain of this kind (what the grammar's `{name}`
+    /// values carry as context); `None` for the robot's own screen and face.
+    pub fn domain(self) -> Option<&'static str> {
+        Some(match self {
+            Self::Light => "light",
+            Self::Curtain => "cover",
+            Self::Plug | Self::Switch => "switch",
+            Self::Climate => "climate",
+            Self::Lock => "lock",
+            Self::Valve => "valve",
+            Self::Alarm => "alarm_control_panel",
+            Self::Fan => "fan",
+            Self::MediaPlayer => "media_player",
+            Self::Vacuum => "vacuum",
+            Self::Sensor => "sensor",
+            Self::Todo => "todo",
+            Self::Screen | Self::Expression => return None,
+        })
+    }
+
     /// The name as written in files and events.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -83,6 +105,7 @@ impl DeviceKind {
             Self::Screen => "screen",
             Self::Expression => "expression",
             Self::Switch => "switch",
+            Self::Todo => "todo",
         }
     }
 }
@@ -118,6 +141,20 @@ pub struct Room {
     pub name: String,
     /// Other names, in Chinese and English (`客厅`, `lounge`).
     pub aliases: Vec<String>,
+    /// The floor it is on (a [`Floor`]'s id), when the home has floors.
+    #[serde(default)]
+    pub floor: Option<String>,
+}
+
+/// A floor of the home ("upstairs", "二楼").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    /// Its id (`first`).
+    pub id: String,
+    /// Its name (`first floor`).
+    pub name: String,
+    /// Other names (`upstairs`, `二楼`).
+    pub aliases: Vec<String>,
 }
 
 /// One device.
@@ -152,6 +189,32 @@ impl Device {
     /// The capability called `name`.
     pub fn capability(&self, name: &str) -> Option<&Capability> {
         self.capabilities.iter().find(|c| c.name == name)
+    }
+
+    /// Its Home Assistant domain: the prefix of an entity id
+    /// (`light.kitchen`), else its kind's.
+    pub fn domain(&self) -> Option<&str> {
+        match self.id.split_once('.') {
+            Some((d, rest))
+                if !d.is_empty()
+                    && !rest.is_empty()
+                    && d.chars().all(|c| c.is_ascii_lowercase() || c == '_') =>
+            {
+                Some(d)
+            }
+            _ => self.kind.domain(),
+        }
+    }
+
+    /// Its device class (`garage`, `temperature`), from its state; the
+    /// enum form the assist datasets write (`cover.CoverDeviceClass.GARAGE`)
+    /// read as Home Assistant's value (`garage`).
+    pub fn device_class(&self) -> Option<String> {
+        let raw = self.state.get("device_class").and_then(Value::as_str)?;
+        Some(match raw.rsplit_once("DeviceClass.") {
+            Some((_, name)) => name.to_lowercase(),
+            None => raw.to_string(),
+        })
     }
 
     /// Every name it answers to, lower-case: id, name, aliases.
@@ -277,6 +340,7 @@ impl DeviceError {
 pub struct DeviceWorld {
     name: String,
     rooms: Vec<Room>,
+    floors: Vec<Floor>,
     devices: Vec<Device>,
     /// Compiled argument validators by (device index, capability index).
     validators: HashMap<(usize, usize), jsonschema::Validator>,
@@ -335,6 +399,7 @@ impl DeviceWorld {
         Ok(Self {
             name: name.to_string(),
             rooms,
+            floors: Vec::new(),
             devices,
             validators,
             applied: HashMap::new(),
@@ -361,6 +426,25 @@ impl DeviceWorld {
     /// Every room.
     pub fn rooms(&self) -> &[Room] {
         &self.rooms
+    }
+
+    /// Every floor.
+    pub fn floors(&self) -> &[Floor] {
+        &self.floors
+    }
+
+    /// Gives the home its floors (rooms name theirs by id).
+    pub fn with_floors(mut self, floors: Vec<Floor>) -> Self {
+        self.floors = floors;
+        self
+    }
+
+    /// The floor a device is on (through its room).
+    pub fn floor_of(&self, device: &Device) -> Option<&str> {
+        self.rooms
+            .iter()
+            .find(|r| r.id == device.room)
+            .and_then(|r| r.floor.as_deref())
     }
 
     /// Every device, in file order.

@@ -229,6 +229,10 @@ impl Engine {
         if let Some(why) = engine.speaker.notice().map(str::to_string) {
             engine.log("warn", &why);
         }
+        let heard = crate::hci::lock(&engine.home).hearing_notice.clone();
+        if let Some(why) = heard {
+            engine.log("warn", &why);
+        }
         engine.state.telemetry.pose = engine.world.start_pose;
         let snapshot = engine.snapshot();
         engine.emit(EventKind::Snapshot {

@@ -16,6 +16,7 @@
 //! layer, and is written to the audit log. The engine and the home tools in
 //! the skill registry share one `Home` ([`HomeHandle`]).
 
+pub mod heard;
 pub mod intent;
 pub mod session;
 pub mod summary;
@@ -156,6 +157,16 @@ pub struct Home {
     pub session: Session,
     /// This session's reply templates.
     pub templates: Templates,
+    /// Home Assistant's grammar compiled with this home's names (`None`: not
+    /// loaded, or `[home] grammar = false`).
+    pub hearing: Option<heard::Hearing>,
+    /// Why the grammar is not (fully) in use, when it is not: said once.
+    pub hearing_notice: Option<String>,
+    /// The room the listener (the robot) is in: `(id, name)`, for "the lights here".
+    pub here: Option<(String, String)>,
+    /// Where the request comes from when the caller knows better than the
+    /// robot's position (an assist dataset's `context_device`): overrides `here`.
+    pub context_area: Option<(String, String)>,
     validators: HashMap<String, jsonschema::Validator>,
     recent: VecDeque<Value>,
     audit: Option<AuditLog>,
@@ -189,6 +200,7 @@ impl Home {
         } else {
             crate::devices::Home {
                 name: world.to_string(),
+                floors: Vec::new(),
                 rooms: Vec::new(),
                 devices: Vec::new(),
                 scenes: Vec::new(),
@@ -208,7 +220,8 @@ impl Home {
                 None => {
                     DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))?
                 }
-            };
+            }
+            .with_floors(home.floors);
         Self::new(devices, home.scenes, config, trace_id)
     }
 
@@ -229,12 +242,38 @@ impl Home {
             validators.insert(s.name.clone(), v);
         }
         let templates = Templates::build(&specs, &devices, 7);
+        let (hearing, hearing_notice) = if config.grammar {
+            let dir = config
+                .intents
+                .clone()
+                .unwrap_or_else(crate::intents::default_dir);
+            let (grammars, notice) = heard::load_grammars(&dir);
+            if grammars.is_empty() {
+                (None, notice)
+            } else {
+                match heard::Hearing::new(&grammars, &devices, &scenes) {
+                    Ok(h) => (Some(h), notice),
+                    Err(e) => (
+                        None,
+                        Some(format!(
+                            "Home Assistant's intents cannot be used with this home ({e}): robobrain's own rules only"
+                        )),
+                    ),
+                }
+            }
+        } else {
+            (None, None)
+        };
         Ok(Self {
             devices,
             scenes,
             config: config.clone(),
             session: Session::default(),
             templates,
+            hearing,
+            hearing_notice,
+            here: None,
+            context_area: None,
             validators,
             recent: VecDeque::new(),
             audit: None,
@@ -651,23 +690,112 @@ impl Home {
         (tool, args)
     }
 
-    /// Understands and carries out an utterance about the home; `None` when
-    /// it is not about the home.
-    pub fn turn(&mut self, text: &str) -> Option<Turn> {
+    /// What Home Assistant's grammar makes of `text` here, if it matches.
+    fn hear(&self, text: &str) -> Option<(heard::Plan, Value)> {
+        let hearing = self.hearing.as_ref()?;
+        let here = self
+            .context_area
+            .as_ref()
+            .or(self.here.as_ref())
+            .map(|(id, name)| (id.as_str(), name.as_str()));
+        let hour = policy::hour_now(&self.config);
+        let Some(h) = hearing.hear(text, here) else {
+            // Two targets joined by "and": each said on its own, the plans joined.
+            let several = hearing.hear_several(text, here)?;
+            let mut steps = Vec::new();
+            let mut response = None;
+            for h in &several {
+                match heard::plan(h, hearing, &self.devices, &self.scenes, hour)? {
+                    heard::Plan::Understood(Understood::Steps { steps: s }, r) => {
+                        let new: Vec<Step> = s.into_iter().filter(|x| !steps.contains(x)).collect();
+                        steps.extend(new);
+                        response = response.or(r);
+                    }
+                    // Anything but device steps for one of them: say that one.
+                    other => {
+                        return Some((
+                            other,
+                            json!({"intent": h.recognized.intent, "language": h.language}),
+                        ));
+                    }
+                }
+            }
+            let about = json!({
+                "intent": several[0].recognized.intent,
+                "language": several[0].language,
+                "several": several.iter().map(|h| &h.recognized.template).collect::<Vec<_>>(),
+            });
+            return Some((
+                heard::Plan::Understood(Understood::Steps { steps }, response),
+                about,
+            ));
+        };
+        let plan = heard::plan(&h, hearing, &self.devices, &self.scenes, hour)?;
+        let r = &h.recognized;
+        let slots: serde_json::Map<String, Value> = r
+            .slots
+            .iter()
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect();
+        let about = json!({"intent": r.intent, "language": h.language, "slots": slots, "template": r.template});
+        Some((plan, about))
+    }
+
+    /// The rules' understanding of `text` (with the device-command parser
+    /// for what the home intents do not know).
+    fn by_rules(&self, text: &str) -> Option<Understood> {
         let understood = understand(text, &self.devices, &self.scenes, &self.session);
         // Hook: device commands the home intents do not know (media players,
         // vacuums, Home Assistant homes), find ambiguous only by name while
         // one device alone can do what was asked, or map to a capability the
         // device lacks (a volume is not a brightness).
-        let understood = match understood {
+        match understood {
             None | Some(Understood::Clarify { .. } | Understood::Cannot { .. }) => {
                 crate::devices::home_assistant::command::as_steps(text, &self.devices)
                     .or(understood)
             }
             other => other,
-        }?;
+        }
+    }
+
+    /// Understands and carries out an utterance about the home; `None` when
+    /// it is not about the home. Home Assistant's grammar first (an answer
+    /// to a question just asked: the rules first), then robobrain's rules.
+    pub fn turn(&mut self, text: &str) -> Option<Turn> {
+        let mut response = None;
+        let mut heard_about = None;
+        let mut not_found = None;
+        let answering = self.session.pending.is_some();
+        let mut understood = if answering { self.by_rules(text) } else { None };
+        if understood.is_none()
+            && let Some((plan, about)) = self.hear(text)
+        {
+            match plan {
+                heard::Plan::Answer(line) => return Some(self.answer_turn(line, &about)),
+                heard::Plan::NotFound(line) => not_found = Some((line, about)),
+                heard::Plan::Understood(u, r) => {
+                    response = r;
+                    heard_about = Some(about);
+                    understood = Some(u);
+                }
+            }
+        }
+        if understood.is_none() && !answering {
+            understood = self.by_rules(text);
+        }
+        // The grammar knew the words but found nothing here, and the rules
+        // did not understand it either: say what the grammar found missing.
+        if understood.is_none()
+            && let Some((line, about)) = not_found
+        {
+            return Some(self.answer_turn(line, &about));
+        }
+        let understood = understood?;
         let plan_id = self.next_plan_id();
-        let args = serde_json::to_value(&understood).unwrap_or(Value::Null);
+        let mut args = serde_json::to_value(&understood).unwrap_or(Value::Null);
+        if let (Some(about), Some(obj)) = (heard_about, args.as_object_mut()) {
+            obj.insert("grammar".into(), about);
+        }
         let mut out = Vec::new();
         let mut confirm = None;
         let mut forged = Vec::new();
@@ -716,6 +844,9 @@ impl Home {
                         &mut out,
                     ));
                 } else {
+                    if let Some(line) = response.take() {
+                        out.push(Out::Say(line, SpeechTrack::Template));
+                    }
                     for (d, a, x) in &calls {
                         let line = self.template_for(d, a, x);
                         out.push(Out::Say(line, SpeechTrack::Template));
@@ -726,17 +857,8 @@ impl Home {
             }
             Understood::Steps { steps } => {
                 self.session.pending = None;
-                let controls: Vec<(String, String, Value)> = steps
-                    .iter()
-                    .filter_map(|s| match s {
-                        Step::Control {
-                            device,
-                            action,
-                            args,
-                        } => Some((device.clone(), action.clone(), args.clone())),
-                        Step::Query { .. } => None,
-                    })
-                    .collect();
+                let controls: Vec<(String, String, Value)> =
+                    steps.iter().filter_map(Step::call).collect();
                 let queries: Vec<String> = steps
                     .iter()
                     .filter_map(|s| match s {
@@ -767,11 +889,16 @@ impl Home {
                         tool_call = Some((tool, targs));
                     }
                 }
-                // Track 2: the templates, before anything runs.
+                // Track 2: the templates (Home Assistant's response when the
+                // grammar understood it), before anything runs.
                 if run_controls {
-                    for (d, a, x) in &controls {
-                        let line = self.template_for(d, a, x);
+                    if let Some(line) = response.take() {
                         out.push(Out::Say(line, SpeechTrack::Template));
+                    } else {
+                        for (d, a, x) in &controls {
+                            let line = self.template_for(d, a, x);
+                            out.push(Out::Say(line, SpeechTrack::Template));
+                        }
                     }
                 }
                 for q in &queries {
@@ -842,6 +969,21 @@ impl Home {
             confirm,
             forged,
         })
+    }
+
+    /// A turn that only answers (the time, "never mind", what cannot be done).
+    fn answer_turn(&mut self, line: String, about: &Value) -> Turn {
+        let plan_id = self.next_plan_id();
+        self.session.pending = None;
+        self.session.last_plan = Some(plan_id.clone());
+        Turn {
+            intent: "answer",
+            args: json!({"kind": "answer", "text": line, "grammar": about}),
+            plan_id,
+            out: vec![Out::Say(line, SpeechTrack::Answer)],
+            confirm: None,
+            forged: Vec::new(),
+        }
     }
 
     /// Runs a write tool now under a fresh request id; its failure becomes a result.

@@ -25,6 +25,7 @@
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
+//! - [`intents`]: language as data: Home Assistant's template grammar (and the robot's own) and one matcher.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 //! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
@@ -38,6 +39,7 @@ pub mod engine;
 pub mod eventlog;
 pub mod geometry;
 pub mod hci;
+pub mod intents;
 pub mod kernel;
 pub mod link;
 pub mod llm;

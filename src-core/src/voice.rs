@@ -83,6 +83,59 @@ pub struct Speaker {
     failures: Vec<String>,
 }
 
+/// The most `runs/audio` holds, all runs together: 64 MiB (about 30
+/// minutes of espeak-ng speech at 22 kHz mono). Beyond it the oldest WAV
+/// files are deleted.
+pub const AUDIO_BOUND_BYTES: u64 = 64 * 1024 * 1024;
+
+/// How many lines between two checks of the bound.
+const PRUNE_EVERY: u64 = 25;
+
+/// Deletes the oldest `.wav` files under `dir` (one level of run folders)
+/// until the total is at most `bound` bytes; empty run folders go too.
+/// Returns the bytes left.
+pub fn prune_audio(dir: &Path, bound: u64) -> u64 {
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = Vec::new();
+    let Ok(runs) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    for run in runs.filter_map(Result::ok) {
+        let path = run.path();
+        let entries: Vec<PathBuf> = if path.is_dir() {
+            std::fs::read_dir(&path)
+                .map(|e| e.filter_map(Result::ok).map(|e| e.path()).collect())
+                .unwrap_or_default()
+        } else {
+            vec![path]
+        };
+        for f in entries {
+            if f.extension().is_some_and(|x| x == "wav")
+                && let Ok(meta) = f.metadata()
+            {
+                let at = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+                files.push((at, meta.len(), f));
+            }
+        }
+    }
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    files.sort();
+    for (_, size, path) in files {
+        if total <= bound {
+            break;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            total = total.saturating_sub(size);
+            if let Some(parent) = path.parent()
+                && parent != dir
+            {
+                // Only an empty folder can be removed.
+                let _ = std::fs::remove_dir(parent);
+            }
+        }
+    }
+    total
+}
+
 impl Speaker {
     /// A speaker writing to `dir` with the voice `choice` resolves to (a
     /// `model` choice needs [`Speaker::speaking_with`] as well).
@@ -191,6 +244,14 @@ impl Speaker {
             return None;
         }
         std::fs::create_dir_all(&self.dir).ok()?;
+        // Every run keeps `runs/audio` (all runs' folders together) under
+        // the bound: the oldest lines go first, checked at the first line
+        // and every `PRUNE_EVERY` after.
+        if self.lines.is_multiple_of(PRUNE_EVERY)
+            && let Some(all) = self.dir.parent()
+        {
+            prune_audio(all, AUDIO_BOUND_BYTES);
+        }
         self.lines += 1;
         let path = self.dir.join(format!("line{:04}.wav", self.lines));
         let line = if let Some(model) = self.model.as_mut() {
@@ -435,6 +496,31 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
             .map(|dir| dir.join(program))
             .find(|p| p.is_file())
     })
+}
+
+#[cfg(test)]
+mod prune_tests {
+    use super::*;
+
+    #[test]
+    fn runs_audio_stays_under_its_bound_oldest_first() {
+        let dir =
+            std::env::temp_dir().join(format!("robobrain-audio-bound-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for run in ["a", "b"] {
+            std::fs::create_dir_all(dir.join(run)).unwrap();
+            for i in 0..5 {
+                std::fs::write(dir.join(run).join(format!("line{i}.wav")), vec![0u8; 1000])
+                    .unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+        assert_eq!(prune_audio(&dir, 4500), 4000);
+        // The oldest run went first, and its emptied folder with it.
+        assert!(!dir.join("a").exists());
+        assert_eq!(std::fs::read_dir(dir.join("b")).unwrap().count(), 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[cfg(test)]

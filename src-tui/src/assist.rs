@@ -1,6 +1,7 @@
 //! `robobrain assist --dataset DIR`: runs a Home Assistant assist dataset
 //! (homes in `_fixtures.yaml`, sentences with expected changes) through the
-//! engine with the rule brain (no model) and prints the pass rate per category, language and home
+//! engine with the rule brain (no model) — Home Assistant's grammar first,
+//! unless the config's `[home] grammar = false` — and prints the pass rate per category, language and home
 //! locale, and overall. A malformed file is named by file:line:col (exit 2);
 //! a finished run exits 0 whatever its pass rate — it is a measurement.
 
@@ -34,12 +35,12 @@ pub struct Args {
 }
 
 /// Runs the dataset and prints the report.
-pub fn run(args: &Args) -> Result<ExitCode> {
+pub fn run(config: &robobrain_core::config::Config, args: &Args) -> Result<ExitCode> {
     let homes = load_dataset(&args.dataset).context("loading the dataset")?;
     let report = if args.path == "commands" {
         runner::run(&homes, &mut runner::CommandAssistant::default())
     } else {
-        runner::run(&homes, &mut EngineAssistant::default())
+        runner::run(&homes, &mut EngineAssistant::with_grammar(&config.home))
     };
     let mut out = std::io::stdout().lock();
     if args.json {

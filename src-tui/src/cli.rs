@@ -37,7 +37,7 @@ const DEMO_SPEED: f64 = 10.0;
 
 /// A robot brain you can watch think.
 #[derive(Debug, Parser)]
-#[command(name = "robobrain", version, about)]
+#[command(name = "robobrain", version, about, after_help = robobrain_core::intents::CREDITS)]
 pub struct Cli {
     /// Config file (default: ./robobrain.toml when present).
     #[arg(long, global = true, value_name = "FILE")]
@@ -137,7 +137,8 @@ pub enum Cmd {
         listen: String,
     },
     /// Runs a Home Assistant assist dataset (homes, sentences, expected
-    /// changes) through the rule path: pass rate per category and overall.
+    /// changes) through Home Assistant's grammar and the rules (`[home]
+    /// grammar = false`: the rules alone): pass rate per category and overall.
     Assist(crate::assist::Args),
     /// Memory: search, stats, eval, preferences (`robobrain memory --help`).
     Memory(crate::memorycli::Args),
@@ -263,7 +264,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
         Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
         Some(Cmd::Completions { .. } | Cmd::Man) => unreachable!("answered before the config"),
-        Some(Cmd::Assist(args)) => crate::assist::run(&args),
+        Some(Cmd::Assist(args)) => crate::assist::run(&config, &args),
         Some(Cmd::Memory(args)) => crate::memorycli::run(&config, &args),
     }
 }

@@ -80,6 +80,106 @@ impl Intent {
     }
 }
 
+/// The robot's own commands in the grammar's template language (English).
+pub const ROBOT_EN: &str = include_str!("../../../assets/intents/robot.en.yaml");
+/// The robot's own commands in the grammar's template language (Chinese).
+pub const ROBOT_ZH: &str = include_str!("../../../assets/intents/robot.zh.yaml");
+
+/// The robot's grammars compiled with a world's zones, per world.
+fn robot_matchers(world: &World) -> Option<std::sync::Arc<Vec<crate::intents::Matcher>>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use crate::intents::slots::{SlotList, TextList, TextValue};
+    use crate::intents::{Grammar, Matcher};
+
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Vec<Matcher>>>>> = OnceLock::new();
+    let key = std::iter::once(world.name.clone())
+        .chain(
+            world
+                .zones
+                .iter()
+                .map(|z| format!("{}={}", z.name, z.aliases.join("|"))),
+        )
+        .collect::<Vec<_>>()
+        .join(";");
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(m) = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&key)
+    {
+        return Some(m.clone());
+    }
+    let zones: Vec<TextValue> = world
+        .zones
+        .iter()
+        .flat_map(|z| {
+            let names = [z.name.clone(), z.name.replace('_', " ")]
+                .into_iter()
+                .chain(z.aliases.iter().cloned());
+            names
+                .map(|n| TextValue::plain(&n, json!(z.name), None))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut matchers = Vec::new();
+    for (text, file) in [
+        (ROBOT_EN, "assets/intents/robot.en.yaml"),
+        (ROBOT_ZH, "assets/intents/robot.zh.yaml"),
+    ] {
+        // The embedded files are parsed by a unit test: an error here is a build defect.
+        let grammar = Grammar::from_yaml(text, file).ok()?;
+        let zone_list = SlotList::Text(TextList::new(zones.clone()));
+        matchers.push(Matcher::new(Arc::new(grammar), vec![("zone".into(), zone_list)]).ok()?);
+    }
+    let matchers = Arc::new(matchers);
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(key, matchers.clone());
+    Some(matchers)
+}
+
+/// The robot's command in `text` by its grammar (`assets/intents/`), when a
+/// template matches the whole utterance; `None` otherwise (the rules and the
+/// home get it).
+pub fn hear(text: &str, world: &World) -> Option<Intent> {
+    let matchers = robot_matchers(world)?;
+    let cjk = text.chars().any(is_cjk);
+    let r = matchers
+        .iter()
+        .filter(|m| m.grammar().language.starts_with("zh") == cjk)
+        .find_map(|m| m.recognize(text, &serde_json::Map::new()))?;
+    let zones: Vec<String> = r
+        .slots
+        .iter()
+        .filter(|s| s.name == "zone")
+        .filter_map(|s| s.value.as_str().map(str::to_string))
+        .fold(Vec::new(), |mut v, z| {
+            if !v.contains(&z) {
+                v.push(z);
+            }
+            v
+        });
+    Some(match r.intent.as_str() {
+        "RobotGoto" => Intent::Goto {
+            zone: zones.into_iter().next()?,
+        },
+        "RobotPatrol" => Intent::Patrol { zones },
+        "RobotStop" => Intent::Stop,
+        "RobotPause" => Intent::Pause,
+        "RobotResume" => Intent::Resume,
+        "RobotCharge" => Intent::Charge,
+        "RobotComeBack" => Intent::ComeBack,
+        "RobotCancel" => Intent::Cancel,
+        "RobotRetry" => Intent::Retry,
+        "RobotEstop" => Intent::Estop,
+        "RobotAcknowledge" => Intent::Acknowledge,
+        _ => return None,
+    })
+}
+
 const ESTOP: &[&str] = &[
     "急停",
     "紧急停止",
@@ -327,6 +427,50 @@ mod tests {
 
     fn goto(zone: &str) -> Intent {
         Intent::Goto { zone: zone.into() }
+    }
+
+    #[test]
+    fn the_robot_grammar_hears_its_commands_in_both_languages() {
+        for (file, text) in [("robot.en.yaml", ROBOT_EN), ("robot.zh.yaml", ROBOT_ZH)] {
+            crate::intents::Grammar::from_yaml(text, file).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let w = world();
+        let cases = [
+            ("Go to the kitchen, please.", goto("kitchen")),
+            ("去厨房", goto("kitchen")),
+            ("前往客厅吧", goto("living_room")),
+            (
+                "patrol the kitchen and the bedroom",
+                Intent::Patrol {
+                    zones: vec!["kitchen".into(), "bedroom".into()],
+                },
+            ),
+            ("巡逻一次", Intent::Patrol { zones: vec![] }),
+            ("stop", Intent::Stop),
+            ("停下来", Intent::Stop),
+            ("pause", Intent::Pause),
+            ("继续", Intent::Resume),
+            ("go charge", Intent::Charge),
+            ("去充电", Intent::Charge),
+            ("come back", Intent::ComeBack),
+            ("cancel that", Intent::Cancel),
+            ("重试", Intent::Retry),
+            ("emergency stop", Intent::Estop),
+            ("急停", Intent::Estop),
+            ("acknowledge", Intent::Acknowledge),
+            ("收到", Intent::Acknowledge),
+        ];
+        for (text, want) in cases {
+            assert_eq!(hear(text, &w), Some(want), "{text}");
+        }
+        for other in [
+            "turn on the kitchen light",
+            "打开客厅灯",
+            "go to the moon",
+            "stop the vacuum",
+        ] {
+            assert_eq!(hear(other, &w), None, "{other}");
+        }
     }
 
     #[test]

@@ -62,7 +62,8 @@ impl DeviceBackend for SimBackend {
 pub fn simulate(device: &Device, capability: &Capability, args: &Value) -> Map<String, Value> {
     let mut state = device.state.clone();
     for (key, effect) in &capability.effects {
-        state.insert(key.clone(), fill_effect(effect, args));
+        let value = fill_effect(effect, args, state.get(key));
+        state.insert(key.clone(), value);
     }
     if let Some(rated) = device.rated_power_w {
         let on = state.get("on").and_then(Value::as_bool).unwrap_or(false);
@@ -72,13 +73,28 @@ pub fn simulate(device: &Device, capability: &Capability, args: &Value) -> Map<S
 }
 
 /// `"#{level}"` → the argument `level`; anything else as it is.
-fn fill_effect(effect: &Value, args: &Value) -> Value {
-    if let Some(name) = effect
+/// An effect's value: a constant; `"#{arg}"` an argument's value;
+/// `"#{append:arg}"` the list so far with the argument added; `"#{+1}"` /
+/// `"#{-1}"` the number so far plus or minus one (never below 1).
+fn fill_effect(effect: &Value, args: &Value, before: Option<&Value>) -> Value {
+    let Some(name) = effect
         .as_str()
         .and_then(|s| s.strip_prefix("#{"))
         .and_then(|s| s.strip_suffix('}'))
-    {
-        return args.get(name).cloned().unwrap_or(Value::Null);
+    else {
+        return effect.clone();
+    };
+    if let Some(arg) = name.strip_prefix("append:") {
+        let mut list = before
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        list.push(args.get(arg).cloned().unwrap_or(Value::Null));
+        return Value::Array(list);
     }
-    effect.clone()
+    if let Ok(step) = name.parse::<i64>() {
+        let now = before.and_then(Value::as_i64).unwrap_or(1);
+        return Value::from((now + step).max(1));
+    }
+    args.get(name).cloned().unwrap_or(Value::Null)
 }

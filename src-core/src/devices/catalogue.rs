@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toml::Spanned;
 
-use super::{Capability, Device, DeviceKind, Room};
+use super::{Capability, Device, DeviceKind, Floor, Room};
 use crate::skills::Risk;
 use crate::source::SourceError;
 
@@ -66,6 +66,8 @@ struct RawHome {
     name: String,
     #[serde(default, rename = "type")]
     types: Vec<RawType>,
+    #[serde(default, rename = "floor")]
+    floors: Vec<RawFloor>,
     #[serde(default, rename = "room")]
     rooms: Vec<RawRoom>,
     #[serde(default, rename = "device")]
@@ -117,6 +119,18 @@ struct RawRoom {
     name: Option<Spanned<String>>,
     #[serde(default)]
     aliases: Vec<Spanned<String>>,
+    #[serde(default)]
+    floor: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFloor {
+    id: Spanned<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    aliases: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -155,6 +169,8 @@ fn default_latency() -> u64 {
 pub struct Home {
     /// The home's name.
     pub name: String,
+    /// Its floors (rooms name theirs).
+    pub floors: Vec<Floor>,
     /// Its rooms.
     pub rooms: Vec<Room>,
     /// Its devices.
@@ -189,7 +205,25 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
     for t in cat.types.into_iter().chain(raw.types) {
         types.insert(t.name.clone(), t);
     }
-    let rooms = rooms(file, text, raw.rooms)?;
+    let mut floors: Vec<Floor> = Vec::new();
+    for f in raw.floors {
+        if floors.iter().any(|o| &o.id == f.id.get_ref()) {
+            return Err(SourceError::at_offset(
+                file,
+                text,
+                f.id.span().start,
+                "floor.id",
+                format!("floor id `{}` is used twice", f.id.get_ref()),
+            ));
+        }
+        let id = f.id.into_inner();
+        floors.push(Floor {
+            name: f.name.unwrap_or_else(|| id.replace('_', " ")),
+            id,
+            aliases: f.aliases,
+        });
+    }
+    let rooms = rooms(file, text, raw.rooms, &floors)?;
     let mut devices: Vec<Device> = Vec::new();
     for d in raw.devices {
         let at = |span: std::ops::Range<usize>, field: &str, message: String| {
@@ -275,6 +309,7 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
     }
     Ok(Home {
         name: raw.name,
+        floors,
         rooms,
         devices,
         scenes,
@@ -283,11 +318,36 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
 
 /// The rooms, each name (id, name, alias; any case) naming one room only:
 /// "the kitchen" must not mean two places.
-fn rooms(file: &Path, text: &str, raw: Vec<RawRoom>) -> Result<Vec<Room>, SourceError> {
+fn rooms(
+    file: &Path,
+    text: &str,
+    raw: Vec<RawRoom>,
+    floors: &[Floor],
+) -> Result<Vec<Room>, SourceError> {
     // Every name so far: lower-cased name → (room id, line it was given on).
     let mut named: BTreeMap<String, (String, usize)> = BTreeMap::new();
     let mut rooms = Vec::new();
     for r in raw {
+        if let Some(f) = &r.floor
+            && !floors.iter().any(|o| &o.id == f.get_ref())
+        {
+            let known: Vec<&str> = floors.iter().map(|f| f.id.as_str()).collect();
+            return Err(SourceError::at_offset(
+                file,
+                text,
+                f.span().start,
+                "room.floor",
+                format!(
+                    "unknown floor `{}`; expected one of: {}",
+                    f.get_ref(),
+                    if known.is_empty() {
+                        "(no [[floor]] in this file)".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
         let id = r.id.get_ref().clone();
         let names = std::iter::once((&r.id, "room.id"))
             .chain(r.name.iter().map(|n| (n, "room.name")))
@@ -320,6 +380,7 @@ fn rooms(file: &Path, text: &str, raw: Vec<RawRoom>) -> Result<Vec<Room>, Source
                 .map_or_else(|| id.replace('_', " "), Spanned::into_inner),
             id,
             aliases: r.aliases.into_iter().map(Spanned::into_inner).collect(),
+            floor: r.floor.map(Spanned::into_inner),
         });
     }
     Ok(rooms)
@@ -377,6 +438,22 @@ mod tests {
             .replace("room = \"hall\"\n", "room = \"attic\"\n");
         let e = parse_home(Path::new("h.toml"), &text, BUILTIN_CATALOGUE).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (7, "device.room"), "{e}");
+    }
+
+    #[test]
+    fn floors_are_read_and_an_unknown_floor_is_named() {
+        let text = "name = \"h\"\n[[floor]]\nid = \"up\"\naliases = [\"upstairs\", \"楼上\"]\n[[room]]\nid = \"bedroom\"\nfloor = \"up\"\n";
+        let home = parse_home(Path::new("h.toml"), text, BUILTIN_CATALOGUE).unwrap();
+        assert_eq!(home.floors[0].aliases, vec!["upstairs", "楼上"]);
+        assert_eq!(home.rooms[0].floor.as_deref(), Some("up"));
+        let e = parse_home(
+            Path::new("h.toml"),
+            &text.replace("floor = \"up\"", "floor = \"attic\""),
+            BUILTIN_CATALOGUE,
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (7, "room.floor"), "{e}");
+        assert!(e.to_string().contains("unknown floor `attic`"), "{e}");
     }
 
     #[test]

@@ -80,7 +80,13 @@ impl Engine {
     }
 
     fn say(&mut self, text: &str) {
-        // The home's fast path first: device calls, queries, scenes.
+        // The robot's own commands, as its grammar has them, first (a bare
+        // "stop" stops the robot, not a media player).
+        if let Some(intent) = crate::brain::intent::hear(text, &self.world) {
+            self.act_on(text, intent, true);
+            return;
+        }
+        // The home's fast path: device calls, queries, scenes.
         if self.home_say(text) {
             self.remember_home_session();
             return;

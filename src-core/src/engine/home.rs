@@ -93,7 +93,25 @@ impl Engine {
 
     /// Handles `text` if it is about the home; returns whether it was.
     pub(super) fn home_say(&mut self, text: &str) -> bool {
-        let Some(turn) = hci::lock(&self.home).turn(text) else {
+        // "The lights here": the room the robot is in.
+        let pose = self.state.telemetry.pose;
+        let here = self
+            .world
+            .zone_at(crate::geometry::Point {
+                x: pose.x,
+                y: pose.y,
+            })
+            .map(|z| z.name.clone());
+        let turn = {
+            let mut home = hci::lock(&self.home);
+            home.here = here.and_then(|z| {
+                home.devices
+                    .room(&z)
+                    .map(|r| (r.id.clone(), r.name.clone()))
+            });
+            home.turn(text)
+        };
+        let Some(turn) = turn else {
             return false;
         };
         self.emit(EventKind::Intent {
@@ -405,6 +423,72 @@ mod tests {
             asked.contains("living_room_light") && asked.contains("success"),
             "{asked}"
         );
+    }
+
+    /// A model is the fallback, not the first resort (issue 22): with one
+    /// configured, a sentence Home Assistant's grammar matches is carried
+    /// out on the tick it is said, locally, and the model is never asked;
+    /// one nothing local understands goes to the model.
+    #[test]
+    fn what_the_grammar_matches_never_waits_for_the_model() {
+        use crate::llm::mock_server::MockServer;
+        use crate::llm::{Secret, mock_script};
+        let (_, notice) = hci::heard::load_grammars(&crate::intents::default_dir());
+        assert!(notice.is_none(), "{notice:?}: run ./x setup");
+        let script = mock_script::parse(
+            "[[reply]]\ncontent = \"{}\"\nlatency_ms = 800\n",
+            std::path::Path::new("slow.toml"),
+        )
+        .unwrap();
+        let server = MockServer::start(script, "127.0.0.1:0").unwrap();
+        let mut config = Config {
+            thread_id: Some("grammar-first".into()),
+            ..Config::default()
+        };
+        config.llm.base_url = Some(server.base_url());
+        config.llm.api_key = Some(Secret::new("test"));
+        config.home.hour = Some(12.0);
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        engine.set_brain(crate::brain::from_config(&config).unwrap().0);
+        // Not in robobrain's rules: the grammar's alone.
+        for text in ["add oat milk to my shopping list", "把卧室风扇打开"] {
+            let mut events = Vec::new();
+            engine.submit(Command::Say { text: text.into() });
+            engine.tick(&mut events);
+            let intent = events.iter().find_map(|e| match &e.kind {
+                EventKind::Intent {
+                    args,
+                    processed_locally,
+                    ..
+                } => Some((args.clone(), *processed_locally)),
+                _ => None,
+            });
+            let (args, local) = intent.unwrap_or_else(|| panic!("{text}: no intent at once"));
+            assert!(local && args.get("grammar").is_some(), "{text}: {args}");
+            assert!(
+                events.iter().any(|e| matches!(&e.kind, EventKind::Speech { track, .. } if *track == crate::protocol::SpeechTrack::Template)),
+                "{text}: no templated speech on the first tick"
+            );
+            assert!(!engine.is_thinking(), "{text}: waiting for a model");
+        }
+        let list = Value::Object(
+            hci::lock(engine.home())
+                .devices
+                .get("shopping_list")
+                .unwrap()
+                .state
+                .clone(),
+        );
+        assert!(list.to_string().contains("oat milk"), "{list}");
+        assert!(server.received().is_empty(), "the model was asked");
+        // What nothing local understands is the model's.
+        let mut events = Vec::new();
+        engine.submit(Command::Say {
+            text: "compose a limerick about the hallway".into(),
+        });
+        engine.tick(&mut events);
+        assert!(engine.is_thinking(), "{events:?}");
     }
 
     /// Turning `device` off under the used request id `request` is refused.

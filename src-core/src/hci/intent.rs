@@ -46,6 +46,13 @@ pub enum Verb {
         /// The expression's name.
         name: String,
     },
+    /// A capability by name (what Home Assistant's grammar asked for).
+    Call {
+        /// The capability.
+        action: String,
+        /// Its arguments.
+        args: Value,
+    },
 }
 
 /// One resolved step of a turn.
@@ -66,6 +73,20 @@ pub enum Step {
         /// Device id.
         device: String,
     },
+}
+
+impl Step {
+    /// The device call this step makes, if it makes one: (device, action, args).
+    pub fn call(&self) -> Option<(String, String, Value)> {
+        match self {
+            Step::Control {
+                device,
+                action,
+                args,
+            } => Some((device.clone(), action.clone(), args.clone())),
+            Step::Query { .. } => None,
+        }
+    }
 }
 
 /// What an utterance asks of the home.
@@ -465,6 +486,7 @@ pub fn capability_for(device: &Device, verb: &Verb) -> Option<(String, Value)> {
         (Verb::Level { value }, _) => ("set_brightness", json!({ "level": value })),
         (Verb::Temperature { value }, _) => ("set_temperature", json!({ "temperature": value })),
         (Verb::Expression { name }, _) => ("set_expression", json!({ "expression": name })),
+        (Verb::Call { action, args }, _) => (action.as_str(), args.clone()),
         _ => return None,
     };
     device.capability(name).map(|_| (name.to_string(), args))
@@ -665,16 +687,21 @@ fn step_for(world: &DeviceWorld, id: &str, verb: Option<&Verb>) -> Option<Result
             action,
             args,
         }),
-        None => Err(format!(
-            "The {} cannot do that; it can: {}.",
-            d.name,
-            d.capabilities
-                .iter()
-                .map(|c| c.name.replace('_', " "))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        None => Err(cannot(d)),
     })
+}
+
+/// What to say when a device cannot do what was asked: what it can do.
+pub fn cannot(d: &Device) -> String {
+    format!(
+        "The {} cannot do that; it can: {}.",
+        d.name,
+        d.capabilities
+            .iter()
+            .map(|c| c.name.replace('_', " "))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 #[cfg(test)]

@@ -21,16 +21,12 @@ use crate::llm::{LlmClient, LlmError};
 pub fn forge(steps: &[Step]) -> Vec<Value> {
     steps
         .iter()
-        .filter_map(|s| match s {
-            Step::Control {
-                device,
-                action,
-                args,
-            } => Some(json!({
+        .filter_map(Step::call)
+        .map(|(device, action, args)| {
+            json!({
                 "name": "devices.invoke",
                 "response": {"status": "success", "device": device, "action": action, "args": args}
-            })),
-            Step::Query { .. } => None,
+            })
         })
         .collect()
 }
@@ -167,14 +163,61 @@ pub fn describe(d: &Device) -> String {
     }
     let s = &d.state;
     let mut facts: Vec<String> = Vec::new();
+    // Home Assistant's own state text (`on`, `closed`, `cleaning`), with its
+    // brightness in 0–255.
+    let ha = s.get("state").and_then(Value::as_str);
+    if let Some(state) = ha {
+        facts.push(if d.kind == crate::devices::DeviceKind::Todo {
+            format!("holding {state} item(s)")
+        } else {
+            state.to_string()
+        });
+    }
     if let Some(on) = s.get("on").and_then(Value::as_bool) {
         facts.push(if on { "on".into() } else { "off".into() });
     }
     if let Some(b) = s
         .get("brightness")
         .filter(|_| s.get("on") != Some(&Value::Bool(false)))
+        .and_then(Value::as_f64)
     {
-        facts.push(format!("at {b}% brightness"));
+        let pct = if ha.is_some() {
+            (b * 100.0 / 255.0).round()
+        } else {
+            b
+        };
+        facts.push(format!("at {pct}% brightness"));
+    }
+    if let Some(v) = s.get("speed").and_then(Value::as_i64).filter(|v| *v > 0) {
+        facts.push(format!("at {v}% speed"));
+    }
+    if let Some(p) = s.get("playing").and_then(Value::as_bool) {
+        facts.push(if p {
+            "playing".into()
+        } else {
+            "not playing".into()
+        });
+    }
+    if let Some(v) = s.get("volume").and_then(Value::as_i64) {
+        facts.push(format!("at volume {v}%"));
+    }
+    if let Some(st) = s.get("status").and_then(Value::as_str) {
+        facts.push(st.to_string());
+    }
+    if let Some(items) = s.get("items").and_then(Value::as_array) {
+        let list: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+        facts.push(if list.is_empty() {
+            "empty".into()
+        } else {
+            format!("holding {}", list.join(", "))
+        });
+    }
+    if let Some(c) = s
+        .get("color")
+        .and_then(Value::as_str)
+        .filter(|_| s.get("on") != Some(&Value::Bool(false)))
+    {
+        facts.push(c.to_string());
     }
     if let Some(w) = s
         .get("power_w")

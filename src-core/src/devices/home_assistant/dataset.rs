@@ -20,6 +20,10 @@ use crate::source::SourceError;
 pub struct TestFile {
     /// `light`, `lock`, `cover`…
     pub category: String,
+    /// The language the sentences are in (`en`, `zh`), when the file says;
+    /// otherwise each sentence's script tells.
+    #[serde(default)]
+    pub language: Option<String>,
     /// The cases.
     pub tests: Vec<TestCase>,
 }
@@ -36,9 +40,79 @@ pub struct TestCase {
     /// Entity states expected after it.
     #[serde(default)]
     pub expect_changes: BTreeMap<String, EntityPatch>,
-    /// Attributes whose changes are not judged, by entity.
-    #[serde(default)]
+    /// Attributes whose changes are not judged, by entity: a list of
+    /// attribute names as upstream writes it (`state` included), or one
+    /// name, or a mapping whose keys are the names.
+    #[serde(default, deserialize_with = "ignore_map")]
     pub ignore_changes: BTreeMap<String, Vec<String>>,
+    /// The device the request is made at (a voice satellite): its area is
+    /// "here".
+    #[serde(default)]
+    pub context_device: Option<String>,
+    /// The time of the request (ISO 8601), when the case fixes it.
+    #[serde(default)]
+    pub context_now: Option<Value>,
+    /// The answer must contain this (or one of these) — a question, scored
+    /// by its expected answer.
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub expect_response: Option<Vec<String>>,
+}
+
+/// `ignore_changes` as upstream (entity → attribute list), and the shapes
+/// people also write (one attribute; a mapping of attributes).
+fn ignore_map<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, Vec<String>>, D::Error> {
+    let raw: Option<BTreeMap<String, Value>> = Option::deserialize(d)?;
+    let mut out = BTreeMap::new();
+    for (entity, v) in raw.unwrap_or_default() {
+        let names = match v {
+            Value::Null => Vec::new(),
+            Value::String(s) => vec![s],
+            Value::Array(a) => a
+                .into_iter()
+                .map(|x| match x {
+                    Value::String(s) => Ok(s),
+                    other => Err(serde::de::Error::custom(format!(
+                        "ignore_changes.{entity}: expected attribute names, found {other}"
+                    ))),
+                })
+                .collect::<Result<_, _>>()?,
+            Value::Object(m) => m.into_iter().map(|(k, _)| k).collect(),
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "ignore_changes.{entity}: expected a list of attribute names, found {other}"
+                )));
+            }
+        };
+        out.insert(entity, names);
+    }
+    Ok(out)
+}
+
+/// One text or a list of texts.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(vec![s]),
+        Some(Value::Array(a)) => Some(
+            a.into_iter()
+                .map(|x| match x {
+                    Value::String(s) => Ok(s),
+                    Value::Number(n) => Ok(n.to_string()),
+                    other => Err(serde::de::Error::custom(format!(
+                        "expected text, found {other}"
+                    ))),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(Value::Number(n)) => Some(vec![n.to_string()]),
+        Some(other) => {
+            return Err(serde::de::Error::custom(format!(
+                "expected the answer's text or a list of texts, found {other}"
+            )));
+        }
+    })
 }
 
 /// A state and attributes to set or to expect; an attribute expected as
@@ -82,6 +156,28 @@ impl TestFile {
                         .or(case_at),
                     &format!("tests[{i}].sentences"),
                     "expected at least one sentence",
+                ));
+            }
+            if let Some(device) = &case.context_device
+                && home.devices.iter().all(|d| &d.id != device)
+                && home.entity(device).is_none()
+            {
+                let at = case_at
+                    .and_then(|o| yaml::find_key(text, o, "context_device"))
+                    .or(case_at);
+                return Err(yaml::error_at(
+                    file,
+                    text,
+                    at,
+                    &format!("tests[{i}].context_device"),
+                    format!(
+                        "unknown device `{device}`: the home's devices are {}",
+                        home.devices
+                            .iter()
+                            .map(|d| d.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                 ));
             }
             let named = [

@@ -24,6 +24,8 @@ const MAX_TICKS: usize = 5_000;
 #[derive(Debug)]
 pub struct EngineAssistant {
     config: Config,
+    /// Where the request comes from (a case's `context_device`'s area).
+    here: Option<(String, String)>,
 }
 
 impl Default for EngineAssistant {
@@ -33,7 +35,21 @@ impl Default for EngineAssistant {
         // gas, alarms, several devices, high power) ask for confirmation,
         // whatever the hour the benchmark runs at.
         config.home.hour = Some(12.0);
-        Self { config }
+        // A batch run is text only: no speech is synthesised.
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        Self { config, here: None }
+    }
+}
+
+impl EngineAssistant {
+    /// Home Assistant's grammar as `home` has it (`[home] grammar` and
+    /// `intents`): `grammar = false` measures robobrain's rules alone.
+    #[must_use]
+    pub fn with_grammar(home: &crate::config::HomeConfig) -> Self {
+        let mut me = Self::default();
+        me.config.home.grammar = home.grammar;
+        me.config.home.intents.clone_from(&home.intents);
+        me
     }
 }
 
@@ -46,6 +62,10 @@ fn empty_world() -> DeviceWorld {
 impl Assistant for EngineAssistant {
     fn name(&self) -> &'static str {
         "engine"
+    }
+
+    fn set_here(&mut self, here: Option<(String, String)>) {
+        self.here = here;
     }
 
     fn handle(&mut self, sentence: &str, world: DeviceWorld) -> (DeviceWorld, Turn) {
@@ -62,7 +82,10 @@ impl Assistant for EngineAssistant {
             }
         };
         match Home::new(world, Vec::new(), &self.config.home, "assist") {
-            Ok(home) => *hci::lock(engine.home()) = home,
+            Ok(mut home) => {
+                home.context_area.clone_from(&self.here);
+                *hci::lock(engine.home()) = home;
+            }
             Err(e) => {
                 turn.note = Some(format!("the home was refused: {e}"));
                 return (empty_world(), turn);
@@ -95,11 +118,12 @@ impl Assistant for EngineAssistant {
                     EventKind::Intent { intent, args, .. } => {
                         turn.calls.push(format!("{intent} {}", json!(args)));
                     }
-                    EventKind::Speech {
-                        text,
-                        track: SpeechTrack::Answer,
-                        ..
-                    } => turn.note = Some(text),
+                    EventKind::Speech { text, track, .. } => {
+                        if track == SpeechTrack::Answer {
+                            turn.note = Some(text.clone());
+                        }
+                        turn.said.push(text);
+                    }
                     _ => {}
                 }
             }

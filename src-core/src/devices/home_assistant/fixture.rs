@@ -16,6 +16,9 @@ use crate::source::SourceError;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HaHome {
+    /// Floors (areas name theirs with `floor`).
+    #[serde(default)]
+    pub floors: Vec<HaFloor>,
     /// Rooms and outdoor spaces.
     #[serde(default)]
     pub areas: Vec<HaArea>,
@@ -25,6 +28,19 @@ pub struct HaHome {
     /// What Home Assistant controls and reads: `light.kitchen`, `lock.front_door`…
     #[serde(default)]
     pub entities: Vec<HaEntity>,
+}
+
+/// A floor ("Upstairs").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HaFloor {
+    /// Display name (`First Floor`).
+    pub name: String,
+    /// Id (`first_floor`).
+    pub id: String,
+    /// Other names (`upstairs`).
+    #[serde(default)]
+    pub aliases: Vec<String>,
 }
 
 /// An area (a room, the garden).
@@ -56,9 +72,40 @@ pub struct HaDevice {
     pub info: Map<String, Value>,
 }
 
-/// An entity: one controllable or readable thing.
+/// An entity as written: its state may be a mapping (`{state, attributes}`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawEntity {
+    name: String,
+    id: String,
+    #[serde(default)]
+    area: Option<String>,
+    #[serde(default)]
+    device: Option<String>,
+    #[serde(default)]
+    state: yaml::StateSpec,
+    #[serde(default)]
+    attributes: Map<String, Value>,
+}
+
+impl From<RawEntity> for HaEntity {
+    fn from(raw: RawEntity) -> Self {
+        let mut attributes = raw.attributes;
+        attributes.extend(raw.state.attributes);
+        Self {
+            name: raw.name,
+            id: raw.id,
+            area: raw.area,
+            device: raw.device,
+            state: raw.state.state,
+            attributes,
+        }
+    }
+}
+
+/// An entity: one controllable or readable thing.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "RawEntity")]
 pub struct HaEntity {
     /// Display name (`Kitchen Light`).
     pub name: String,
@@ -71,10 +118,8 @@ pub struct HaEntity {
     #[serde(default)]
     pub device: Option<String>,
     /// Its state as text (`on`, `locked`, `90`); `None` when not given.
-    #[serde(default, deserialize_with = "yaml::state_text")]
     pub state: Option<String>,
     /// Attributes (`brightness`, `supported_features`, `current_position`…).
-    #[serde(default)]
     pub attributes: Map<String, Value>,
 }
 
@@ -279,7 +324,7 @@ mod tests {
         );
         assert_eq!(
             err(&HOME.replace("    state: locked", "    state: [locked]")),
-            "home.yaml:15:5: `entities[0].state`: expected a state (text, number or boolean), found a list"
+            "home.yaml:15:5: `entities[0].state`: expected a state (text, number or boolean, or {state, attributes}), found a list"
         );
         assert_eq!(
             err(&HOME.replace("  - name: Battery\n", "  - nme: Battery\n")),

@@ -46,23 +46,72 @@ const STATE_EXPECTED: &str = "expected a state (";
 /// An entity state as Home Assistant writes it: text, or a YAML boolean
 /// (`false` is `off`) or number, read as text; `null` when absent.
 pub fn state_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
+    scalar_state(Value::deserialize(d)?, "text, number or boolean")
+        .map_err(serde::de::Error::custom)
+}
+
+/// A state value as text (`false` is `off`), `None` for null; `expected`
+/// says what else would have done when it is neither.
+fn scalar_state(v: Value, expected: &str) -> Result<Option<String>, String> {
+    Ok(match v {
         Value::Null => None,
         Value::Bool(true) => Some("on".into()),
         Value::Bool(false) => Some("off".into()),
         Value::Number(n) => Some(n.to_string()),
         Value::String(s) => Some(s),
         other => {
-            return Err(serde::de::Error::custom(format!(
-                "{STATE_EXPECTED}text, number or boolean), found {}",
+            return Err(format!(
+                "{STATE_EXPECTED}{expected}), found {}",
                 if other.is_array() {
                     "a list"
                 } else {
                     "a mapping"
                 }
-            )));
+            ));
         }
     })
+}
+
+/// A fixture entity's `state`: text (as [`state_text`]), or a mapping as
+/// the datasets' setup writes an entity state — `{state: on, attributes:
+/// {brightness: 128}}` — whose attributes join the entity's.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StateSpec {
+    /// The state.
+    pub state: Option<String>,
+    /// Attributes given with it.
+    pub attributes: serde_json::Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for StateSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let scalar = |v: Value| scalar_state(v, "text, number or boolean, or {state, attributes}");
+        match Value::deserialize(d)? {
+            Value::Object(mut m) => {
+                if let Some(k) = m.keys().find(|k| *k != "state" && *k != "attributes") {
+                    return Err(serde::de::Error::custom(format!(
+                        "{STATE_EXPECTED}a mapping of `state` and `attributes`), found the key `{k}`"
+                    )));
+                }
+                let state = scalar(m.remove("state").unwrap_or(Value::Null))
+                    .map_err(serde::de::Error::custom)?;
+                let attributes = match m.remove("attributes") {
+                    None | Some(Value::Null) => serde_json::Map::new(),
+                    Some(Value::Object(a)) => a,
+                    Some(_) => {
+                        return Err(serde::de::Error::custom(format!(
+                            "{STATE_EXPECTED}`attributes` as a mapping)"
+                        )));
+                    }
+                };
+                Ok(Self { state, attributes })
+            }
+            other => Ok(Self {
+                state: scalar(other).map_err(serde::de::Error::custom)?,
+                attributes: serde_json::Map::new(),
+            }),
+        }
+    }
 }
 
 /// Byte offset of the first line at or after `from` that reads `key: value`

@@ -264,6 +264,8 @@ fn help(frame: &mut Frame, area: Rect, theme: Theme) {
         "Anything else is said to the robot, in Chinese or English.",
         theme.dim(),
     ));
+    command_lines.push(Line::raw(""));
+    command_lines.push(Line::styled(robobrain_core::intents::CREDITS, theme.dim()));
     if wide {
         let [l, r] = Layout::horizontal([Constraint::Length(66), Constraint::Min(0)]).areas(inner);
         frame.render_widget(Paragraph::new(binding_lines), l);

@@ -1,0 +1,1127 @@
+//! The home heard through Home Assistant's grammar (DESIGN §12): the
+//! utterance is matched against the home's names, areas and floors
+//! ([`crate::intents`]), and the intent with its slots becomes the same
+//! plan the rules make — device calls, queries, a scene, a clarifying
+//! question — so that the policy, the approvals and the three tracks do not
+//! care who understood it. What Home Assistant's intent means here:
+//!
+//! | intent | on what | call |
+//! |---|---|---|
+//! | `HassTurnOn` / `HassTurnOff` | lights, switches, fans, media, climate | `turn_on` / `turn_off` |
+//! | | covers, valves | `open` / `close` |
+//! | | locks | `lock` / `unlock` (high risk: always confirmed) |
+//! | | scenes, scripts | the scene |
+//! | `HassLightSet` | lights | `set_brightness`, `set_color` |
+//! | `HassSetPosition` | covers, valves | `set_position` |
+//! | `HassFanSetSpeed` | fans | `set_speed` |
+//! | `HassClimateSetTemperature` | climate | `set_temperature` |
+//! | `HassMediaPause` / `Unpause` / `Next` / `Previous` | media players | `pause` / `play` / `next_track` / `previous_track` |
+//! | `HassSetVolume` / `HassSetVolumeRelative` / `Mute` / `Unmute` | media players | `set_volume` / `mute` / `unmute` |
+//! | `HassVacuumStart` / `HassVacuumReturnToBase` | vacuums | `start` / `return_to_base` |
+//! | `HassListAddItem` / `HassShoppingListAddItem` | to-do lists | `add_item` |
+//! | `HassGetState` / `HassClimateGetTemperature` | anything | a query: read, never written |
+//! | `HassNevermind`, `HassGetCurrentTime`, `HassGetCurrentDate`, `HassRespond`, `HassBroadcast` | — | an answer |
+//!
+//! Targets are found as Home Assistant finds them: a name (with the
+//! domain its list value carries), an area, a floor, a domain, a device
+//! class — each a filter, never a widening: "the upstairs lights" are the
+//! lights of rooms on that floor, and a sensor called "kitchen light level"
+//! is never a light. A name that fits several devices is asked about, never
+//! guessed. Responses are Home Assistant's English response templates when
+//! they are plain text with slots; the rest are robobrain's own.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Map, Value, json};
+
+use super::intent::{Step, Understood, Verb, clarify};
+use crate::devices::{Device, DeviceKind, DeviceWorld, Scene};
+use crate::intents::{Grammar, HomeNames, Matcher, NamedArea, NamedEntity, NamedFloor, Recognized};
+
+/// What the grammar made of an utterance about the home.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Device calls, queries, a scene or a question back; with Home
+    /// Assistant's response line for it, when there is one.
+    Understood(Understood, Option<String>),
+    /// Nothing to run: just say this.
+    Answer(String),
+    /// The grammar understood the words, but nothing in this home fits them
+    /// (no such device, area, class or feature): what to say if nobody
+    /// else understands it either.
+    NotFound(String),
+}
+
+/// An utterance the grammar matched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heard {
+    /// The grammar's language (`en`, `zh-CN`).
+    pub language: String,
+    /// The match.
+    pub recognized: Recognized,
+}
+
+/// The grammars the home hears with, compiled with its names.
+#[derive(Debug)]
+pub struct Hearing {
+    matchers: Vec<Matcher>,
+    /// The grammars, for their response templates (a Chinese match is
+    /// answered with zh-CN's, else English's).
+    responses: Vec<Arc<Grammar>>,
+    /// Every device and area name, lower-case, longest first (to find
+    /// "A and B" in a sentence that names two).
+    names: Vec<String>,
+}
+
+/// Grammars read once per process, by file.
+fn cache() -> &'static Mutex<HashMap<PathBuf, Arc<Grammar>>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<Grammar>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Home Assistant's grammars in `dir` (`en.json`, `zh-CN.json`), each read
+/// once per process; with a notice saying what is missing, if anything.
+pub fn load_grammars(dir: &Path) -> (Vec<Arc<Grammar>>, Option<String>) {
+    let mut grammars = Vec::new();
+    let mut missing = Vec::new();
+    for lang in crate::intents::LANGUAGES {
+        let file = dir.join(format!("{lang}.json"));
+        let cached = cache()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&file)
+            .cloned();
+        if let Some(g) = cached {
+            grammars.push(g);
+            continue;
+        }
+        match Grammar::load(&file) {
+            Ok(g) => {
+                let g = Arc::new(g);
+                cache()
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(file, g.clone());
+                grammars.push(g);
+            }
+            Err(e) => missing.push(e.to_string()),
+        }
+    }
+    let notice = (!missing.is_empty()).then(|| {
+        format!(
+            "Home Assistant's intents are not loaded ({}): the home is understood by robobrain's own rules only; run ./x setup to download them",
+            missing.join("; ")
+        )
+    });
+    (grammars, notice)
+}
+
+/// What the grammar's lists see of a device world and its scenes.
+pub fn names_of(world: &DeviceWorld, scenes: &[Scene]) -> HomeNames {
+    let mut entities: Vec<NamedEntity> = world
+        .devices()
+        .iter()
+        .filter_map(|d| {
+            let domain = d.domain()?;
+            Some(NamedEntity {
+                id: d.id.clone(),
+                names: all_names(d.name.clone(), &d.aliases),
+                domain: domain.to_string(),
+                device_class: d.device_class(),
+                area: Some(d.room.clone()),
+            })
+        })
+        .collect();
+    for s in scenes {
+        entities.push(NamedEntity {
+            id: scene_id(&s.name),
+            names: all_names(s.name.replace('_', " "), &s.aliases),
+            domain: "scene".into(),
+            device_class: None,
+            area: None,
+        });
+    }
+    HomeNames {
+        entities,
+        areas: world
+            .rooms()
+            .iter()
+            .map(|r| NamedArea {
+                id: r.id.clone(),
+                names: all_names(r.name.clone(), &r.aliases),
+                floor: r.floor.clone(),
+            })
+            .collect(),
+        floors: world
+            .floors()
+            .iter()
+            .map(|f| NamedFloor {
+                id: f.id.clone(),
+                names: all_names(f.name.clone(), &f.aliases),
+            })
+            .collect(),
+    }
+}
+
+/// A name followed by its aliases.
+fn all_names(name: String, aliases: &[String]) -> Vec<String> {
+    std::iter::once(name)
+        .chain(aliases.iter().cloned())
+        .collect()
+}
+
+fn scene_id(name: &str) -> String {
+    format!("scene:{name}")
+}
+
+fn is_cjk_text(text: &str) -> bool {
+    text.chars().any(crate::intents::text::is_cjk)
+}
+
+impl Hearing {
+    /// The grammars compiled with the home's names.
+    pub fn new(
+        grammars: &[Arc<Grammar>],
+        world: &DeviceWorld,
+        scenes: &[Scene],
+    ) -> Result<Self, crate::intents::MatcherError> {
+        let names = names_of(world, scenes);
+        let mut matchers = Vec::new();
+        for g in grammars {
+            matchers.push(Matcher::new(g.clone(), names.lists())?);
+        }
+        let responses = grammars.to_vec();
+        let mut all: Vec<String> = names
+            .entities
+            .iter()
+            .flat_map(|e| e.names.iter())
+            .chain(names.areas.iter().flat_map(|a| a.names.iter()))
+            .map(|n| n.to_lowercase())
+            .collect();
+        all.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        all.dedup();
+        Ok(Self {
+            matchers,
+            responses,
+            names: all,
+        })
+    }
+
+    /// Several targets in one sentence ("turn on the living room and
+    /// kitchen lights", "打开客厅和卧室的灯"): where two known names stand
+    /// joined by "and" / "和", the sentence said once for each; both must
+    /// match the same intent. Home Assistant's grammar has no such
+    /// templates, so this is robobrain's own step before it.
+    pub fn hear_several(&self, text: &str, here: Option<(&str, &str)>) -> Option<Vec<Heard>> {
+        let lower = text.to_lowercase();
+        if lower.len() != text.len() {
+            return None;
+        }
+        for sep in [" and ", " & ", "和", "跟", "以及", "还有"] {
+            for (i, _) in lower.match_indices(sep) {
+                let (left, right) = (&lower[..i], &lower[i + sep.len()..]);
+                let heads = self.names.iter().filter(|n| left.ends_with(n.as_str()));
+                for a in heads {
+                    for b in self.names.iter().filter(|n| right.starts_with(n.as_str())) {
+                        let a_start = i - a.len();
+                        let b_end = i + sep.len() + b.len();
+                        let first = format!("{}{}", &text[..i], &text[b_end..]);
+                        let second = format!("{}{}", &text[..a_start], &text[i + sep.len()..]);
+                        if let (Some(x), Some(y)) =
+                            (self.hear(&first, here), self.hear(&second, here))
+                            && x.recognized.intent == y.recognized.intent
+                        {
+                            return Some(vec![x, y]);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The best match of `text` in its language's grammar (Chinese script:
+    /// the Chinese grammar, else the English one); `here` is the room the
+    /// speaker is in, for "the lights here".
+    pub fn hear(&self, text: &str, here: Option<(&str, &str)>) -> Option<Heard> {
+        let cjk = is_cjk_text(text);
+        let mut context = Map::new();
+        if let Some((id, name)) = here {
+            context.insert("area".into(), json!({"value": id, "text": name}));
+        }
+        self.matchers
+            .iter()
+            .filter(|m| m.grammar().language.starts_with("zh") == cjk)
+            .find_map(|m| {
+                m.recognize(text, &context).map(|recognized| Heard {
+                    language: m.grammar().language.clone(),
+                    recognized,
+                })
+            })
+    }
+
+    /// The grammars whose responses answer `language`: its own, then English.
+    fn speaking<'a>(&'a self, language: &'a str) -> impl Iterator<Item = &'a Grammar> + 'a {
+        let own = self.responses.iter().find(|g| g.language == language);
+        let en = self
+            .responses
+            .iter()
+            .find(|g| g.language == "en" && g.language != language);
+        own.into_iter().chain(en).map(|g| &**g)
+    }
+
+    /// Home Assistant's response template `key` for `intent` in `language`
+    /// (else English), as written.
+    fn template<'a>(&'a self, language: &'a str, intent: &str, key: &str) -> Option<&'a str> {
+        self.speaking(language)
+            .find_map(|g| g.response(intent, key))
+    }
+
+    /// Home Assistant's response `key` for `intent` in `language` (else
+    /// English), filled with the slots, when it is plain text (no logic) —
+    /// else `None`.
+    pub fn response(
+        &self,
+        language: &str,
+        intent: &str,
+        key: &str,
+        r: &Recognized,
+    ) -> Option<String> {
+        let get = |name: &str| {
+            name.strip_prefix("slots.").and_then(|slot| {
+                r.slot(slot).map(|s| {
+                    if s.text.is_empty() {
+                        value_text(&s.value)
+                    } else {
+                        s.text.clone()
+                    }
+                })
+            })
+        };
+        self.speaking(language)
+            .filter_map(|g| g.response(intent, key))
+            .find_map(|t| render(t, &get))
+    }
+
+    /// Home Assistant's error response `key` in `language` (else English),
+    /// filled in.
+    pub fn error(&self, language: &str, key: &str, values: &[(&str, String)]) -> Option<String> {
+        let get = |name: &str| {
+            values
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+        };
+        self.speaking(language)
+            .filter_map(|g| g.errors.get(key))
+            .find_map(|t| render(t, &get))
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.as_f64().map_or_else(
+            || n.to_string(),
+            |f| {
+                if f.fract() == 0.0 {
+                    format!("{}", f as i64)
+                } else {
+                    format!("{f}")
+                }
+            },
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Fills a response template that is text with `{{ name }}` holes (filters
+/// `capitalize`, `lower`, `default('…')`, `.replace('_', ' ')`); `None` for
+/// templates with logic (`{% … %}`) or holes it cannot fill.
+pub fn render(template: &str, get: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if template.contains("{%") {
+        return None;
+    }
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find("}}")? + start;
+        let expr = rest[start + 2..end].trim();
+        let mut parts = expr.split('|').map(str::trim);
+        let head = parts.next()?;
+        let (name, replace) = match head.split_once(".replace(") {
+            Some((n, _)) => (n.trim(), true),
+            None => (head, false),
+        };
+        let mut value = get(name);
+        if replace {
+            value = value.map(|v| v.replace('_', " "));
+        }
+        for filter in parts {
+            // `default('…')`: the text when the hole has no value.
+            if let Some(fallback) = filter
+                .strip_prefix("default(")
+                .and_then(|f| f.strip_suffix(')'))
+            {
+                let fallback = fallback.trim().trim_matches(|c| c == '\'' || c == '"');
+                value = value.or_else(|| Some(fallback.to_string()));
+                continue;
+            }
+            let v = value?;
+            value = Some(match filter {
+                "capitalize" => {
+                    let mut c = v.chars();
+                    c.next().map_or_else(String::new, |f| {
+                        f.to_uppercase()
+                            .chain(c.flat_map(char::to_lowercase))
+                            .collect()
+                    })
+                }
+                "lower" => v.to_lowercase(),
+                _ => return None,
+            });
+        }
+        out.push_str(&value?);
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!out.is_empty()).then_some(out)
+}
+
+/// The filters a match puts on targets.
+#[derive(Debug, Default)]
+struct Want<'r> {
+    name: Option<&'r str>,
+    area: Option<&'r str>,
+    area_text: Option<&'r str>,
+    floor: Option<&'r str>,
+    floor_text: Option<&'r str>,
+    domains: Vec<String>,
+    device_classes: Vec<String>,
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn want(r: &Recognized) -> Want<'_> {
+    let slot = |n: &str| r.slot(n).filter(|s| !s.wildcard);
+    let mut w = Want {
+        name: slot("name").and_then(|s| s.value.as_str()),
+        area: slot("area").and_then(|s| s.value.as_str()),
+        area_text: slot("area").map(|s| s.text.as_str()),
+        floor: slot("floor").and_then(|s| s.value.as_str()),
+        floor_text: slot("floor").map(|s| s.text.as_str()),
+        ..Want::default()
+    };
+    if let Some(d) = r.slot("domain") {
+        w.domains = strings(&d.value);
+    } else if w.name.is_some()
+        && let Some(d) = r.context.get("domain")
+    {
+        // The domain of the name's list value: "kitchen light" the light,
+        // not the sensor of the same words.
+        w.domains = strings(d);
+    }
+    if let Some(c) = r.slot("device_class") {
+        w.device_classes = strings(&c.value);
+    }
+    w
+}
+
+fn same_name(d: &Device, name: &str) -> bool {
+    let name = name.trim().to_lowercase();
+    d.name.to_lowercase() == name || d.aliases.iter().any(|a| a.to_lowercase() == name)
+}
+
+/// The devices a match means, or what to say instead.
+fn targets<'w>(
+    w: &Want<'_>,
+    world: &'w DeviceWorld,
+    hearing: &Hearing,
+    language: &str,
+) -> Result<Vec<&'w Device>, String> {
+    let mut found: Vec<&Device> = world
+        .devices()
+        .iter()
+        .filter(|d| d.domain().is_some())
+        .filter(|d| w.name.is_none_or(|n| same_name(d, n)))
+        .filter(|d| {
+            w.domains.is_empty()
+                || d.domain()
+                    .is_some_and(|dm| w.domains.iter().any(|x| x == dm))
+        })
+        .filter(|d| {
+            w.device_classes.is_empty()
+                || d.device_class()
+                    .is_some_and(|c| w.device_classes.contains(&c))
+        })
+        .collect();
+    if let Some(area) = w.area {
+        found.retain(|d| d.room == area);
+    }
+    if let Some(floor) = w.floor {
+        found.retain(|d| world.floor_of(d) == Some(floor));
+    }
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    let area = w.area_text.unwrap_or_default().to_string();
+    let floor = w.floor_text.unwrap_or_default().to_string();
+    let domain = w.domains.first().cloned().unwrap_or_default();
+    let (key, values) = match (w.name, w.area.is_some(), w.floor.is_some()) {
+        (Some(n), true, _) => (
+            "no_entity_in_area",
+            vec![("entity", n.to_string()), ("area", area)],
+        ),
+        (Some(n), _, true) => (
+            "no_entity_in_floor",
+            vec![("entity", n.to_string()), ("floor", floor)],
+        ),
+        (Some(n), _, _) => ("no_entity", vec![("entity", n.to_string())]),
+        (None, true, _) if !w.device_classes.is_empty() => (
+            "no_device_class_in_area",
+            vec![
+                ("device_class", w.device_classes[0].clone()),
+                ("area", area),
+            ],
+        ),
+        (None, true, _) => (
+            "no_domain_in_area",
+            vec![("domain", domain), ("area", area)],
+        ),
+        (None, _, true) => (
+            "no_domain_in_floor",
+            vec![("domain", domain), ("floor", floor)],
+        ),
+        (None, _, _) => ("no_domain", vec![("domain", domain)]),
+    };
+    let message = hearing
+        .error(language, key, &values)
+        .unwrap_or_else(|| "Sorry, I am not aware of any such device.".into());
+    Err(message)
+}
+
+fn number(r: &Recognized, slot: &str) -> Option<i64> {
+    r.number_of(slot).map(|n| n.round() as i64)
+}
+
+/// The call `intent` means on `d`: `(capability, args)`; `None` when it
+/// cannot do it.
+fn call_for(intent: &str, r: &Recognized, d: &Device) -> Option<(String, Value)> {
+    let domain = d.domain().unwrap_or_default();
+    let (cap, args) = match (intent, domain) {
+        ("HassTurnOn", "cover" | "valve") => ("open", json!({})),
+        ("HassTurnOff", "cover" | "valve") => ("close", json!({})),
+        ("HassTurnOn", "lock") => ("lock", json!({})),
+        ("HassTurnOff", "lock") => ("unlock", json!({})),
+        ("HassTurnOn", "alarm_control_panel") => ("arm", json!({})),
+        ("HassTurnOff", "alarm_control_panel") => ("disarm", json!({})),
+        ("HassTurnOn", "vacuum") | ("HassVacuumStart", _) => ("start", json!({})),
+        ("HassTurnOff", "vacuum") | ("HassVacuumReturnToBase", _) => ("return_to_base", json!({})),
+        ("HassTurnOn", _) => ("turn_on", json!({})),
+        ("HassTurnOff", _) => ("turn_off", json!({})),
+        ("HassLightSet", _) => {
+            if let Some(level) = number(r, "brightness") {
+                ("set_brightness", json!({"level": level}))
+            } else if let Some(color) = r.text_of("color") {
+                ("set_color", json!({"color": color}))
+            } else {
+                return None;
+            }
+        }
+        ("HassSetPosition", _) => ("set_position", json!({"position": number(r, "position")?})),
+        ("HassFanSetSpeed", _) => ("set_speed", json!({"level": number(r, "percentage")?})),
+        ("HassClimateSetTemperature", _) => (
+            "set_temperature",
+            json!({"temperature": number(r, "temperature")?}),
+        ),
+        ("HassMediaPause", _) => ("pause", json!({})),
+        ("HassMediaUnpause", _) => ("play", json!({})),
+        ("HassMediaNext", _) => ("next_track", json!({})),
+        ("HassMediaPrevious", _) => ("previous_track", json!({})),
+        ("HassMediaPlayerMute", _) => ("mute", json!({})),
+        ("HassMediaPlayerUnmute", _) => ("unmute", json!({})),
+        ("HassSetVolume", _) => ("set_volume", json!({"level": number(r, "volume_level")?})),
+        ("HassSetVolumeRelative", _) => {
+            let now = d
+                .state
+                .get("volume")
+                .and_then(Value::as_f64)
+                .or_else(|| {
+                    d.state
+                        .get("volume_level")
+                        .and_then(Value::as_f64)
+                        .map(|v| v * 100.0)
+                })
+                .unwrap_or(50.0);
+            let step = match r.slot("volume_step").map(|s| &s.value) {
+                Some(Value::String(s)) if s == "down" => -10.0,
+                Some(v) if !v.is_string() => v.as_f64().unwrap_or(10.0),
+                _ => 10.0,
+            };
+            (
+                "set_volume",
+                json!({"level": (now + step).clamp(0.0, 100.0).round() as i64}),
+            )
+        }
+
+        ("HassListAddItem" | "HassShoppingListAddItem", _) => {
+            ("add_item", json!({"item": r.text_of("item")?}))
+        }
+        _ => return None,
+    };
+    d.capability(cap)?;
+    Some((cap.to_string(), args))
+}
+
+fn is_query(intent: &str) -> bool {
+    matches!(intent, "HassGetState" | "HassClimateGetTemperature")
+}
+
+/// Whether a device's state is what a query's `state` slot asks
+/// (`on`, `off`, `open`, `closed`, `locked`, `unlocked`).
+fn in_state(d: &Device, want: &str) -> bool {
+    let s = &d.state;
+    let text = s.get("state").and_then(Value::as_str);
+    let on = s.get("on").and_then(Value::as_bool);
+    match want {
+        "on" => {
+            text.is_some_and(|t| t != "off" && t != "closed" && t != "unavailable")
+                || on == Some(true)
+        }
+        "off" => text == Some("off") || on == Some(false),
+        "open" => {
+            text == Some("open")
+                || s.get("position")
+                    .and_then(Value::as_i64)
+                    .is_some_and(|p| p > 0)
+                || s.get("open").and_then(Value::as_bool) == Some(true)
+        }
+        "closed" => {
+            text == Some("closed")
+                || s.get("position").and_then(Value::as_i64) == Some(0)
+                || s.get("open").and_then(Value::as_bool) == Some(false)
+        }
+        "locked" => {
+            text == Some("locked") || s.get("locked").and_then(Value::as_bool) == Some(true)
+        }
+        "unlocked" => {
+            text == Some("unlocked") || s.get("locked").and_then(Value::as_bool) == Some(false)
+        }
+        other => text == Some(other),
+    }
+}
+
+fn names_list(ds: &[&Device]) -> String {
+    let n: Vec<&str> = ds.iter().map(|d| d.name.as_str()).collect();
+    match n.len() {
+        0 => String::new(),
+        1 => n[0].to_string(),
+        k => format!("{} and {}", n[..k - 1].join(", "), n[k - 1]),
+    }
+}
+
+/// What the grammar's match means in this home.
+pub fn plan(
+    heard: &Heard,
+    hearing: &Hearing,
+    world: &DeviceWorld,
+    scenes: &[Scene],
+    clock_h: f64,
+) -> Option<Plan> {
+    let r = &heard.recognized;
+    let intent = r.intent.as_str();
+    let language = heard.language.as_str();
+    let response = hearing.response(language, intent, &r.response, r);
+    match intent {
+        "HassNevermind" => return Some(Plan::Answer(response.unwrap_or_else(|| "OK.".into()))),
+        "HassRespond" => return Some(Plan::Answer(response.unwrap_or_else(|| "Hello.".into()))),
+        "HassBroadcast" => {
+            return Some(Plan::Answer(
+                r.text_of("message")
+                    .map_or_else(|| "Done.".into(), str::to_string),
+            ));
+        }
+        "HassGetCurrentTime" => {
+            let h = clock_h.rem_euclid(24.0);
+            let (hour, minute) = (h.floor() as u32, ((h.fract()) * 60.0).floor() as u32);
+            return Some(Plan::Answer(format!("It is {hour:02}:{minute:02}.")));
+        }
+        "HassStartTimer"
+        | "HassCancelTimer"
+        | "HassCancelAllTimers"
+        | "HassIncreaseTimer"
+        | "HassDecreaseTimer"
+        | "HassPauseTimer"
+        | "HassUnpauseTimer"
+        | "HassTimerStatus" => {
+            return Some(Plan::Answer(
+                hearing
+                    .error(language, "no_timer_support", &[])
+                    .unwrap_or_else(|| "Sorry, timers are not supported on this device".into()),
+            ));
+        }
+        _ => {}
+    }
+    let w = want(r);
+    // A scene or a script by name.
+    if intent == "HassTurnOn"
+        && let Some(name) = w.name
+        && w.domains.iter().any(|d| d == "scene" || d == "script")
+        && let Some(s) = scenes.iter().find(|s| {
+            s.name.replace('_', " ").eq_ignore_ascii_case(name)
+                || s.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+        })
+    {
+        return Some(Plan::Understood(
+            Understood::Scene {
+                name: s.name.clone(),
+            },
+            response,
+        ));
+    }
+    let found = match targets(&w, world, hearing, language) {
+        Ok(found) => found,
+        Err(missing) => return Some(Plan::NotFound(missing)),
+    };
+    // One name, several devices: ask which (never guess, never all).
+    if w.name.is_some() && found.len() > 1 {
+        let ids = found.iter().map(|d| d.id.clone()).collect();
+        let verb = found
+            .first()
+            .and_then(|d| call_for(intent, r, d))
+            .map(|(action, args)| Verb::Call { action, args });
+        return Some(Plan::Understood(clarify(world, ids, verb), None));
+    }
+    if is_query(intent) {
+        // "Which lights are on?": the ones that are, from their real state
+        // (an offline device's state is unknown, so it is not counted).
+        if let Some(state) = r.text_of("state")
+            && found.len() > 1
+        {
+            let asked: Vec<&Device> = found
+                .iter()
+                .copied()
+                .filter(|d| d.online && in_state(d, state))
+                .collect();
+            let what = found.first().map_or("device", |d| d.kind.as_str());
+            return Some(Plan::Answer(if asked.is_empty() {
+                format!("No {what} is {state}.")
+            } else {
+                format!("{} {}: {state}.", asked.len(), names_list(&asked))
+            }));
+        }
+        // One device: its state as it is, with what it cannot tell.
+        let steps = found
+            .iter()
+            .map(|d| Step::Query {
+                device: d.id.clone(),
+            })
+            .collect();
+        return Some(Plan::Understood(Understood::Steps { steps }, None));
+    }
+    let mut steps = Vec::new();
+    for d in &found {
+        if let Some((action, args)) = call_for(intent, r, d) {
+            steps.push(Step::Control {
+                device: d.id.clone(),
+                action,
+                args,
+            });
+        }
+    }
+    if steps.is_empty() {
+        let can = found.first().map(|d| super::intent::cannot(d));
+        let message = if found.len() == 1 {
+            can.unwrap_or_default()
+        } else {
+            hearing
+                .error(language, "feature_not_supported", &[])
+                .unwrap_or_else(|| "Sorry, no device supports the required features".into())
+        };
+        return Some(Plan::NotFound(message));
+    }
+    // Home Assistant's response speaks for several devices ("Turned on the
+    // lights") or carries what was said ("Added oat milk"); one device's
+    // own template names it and the value.
+    let response = response.filter(|_| {
+        steps.len() > 1
+            || hearing
+                .template(language, intent, &r.response)
+                .is_some_and(|t| t.contains("slots."))
+    });
+    Some(Plan::Understood(Understood::Steps { steps }, response))
+}
+
+/// Whether a device kind is one the grammar's execution can reach (for docs and tests).
+pub fn reachable(kind: DeviceKind) -> bool {
+    kind.domain().is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_responses_are_filled_and_logic_is_left_alone() {
+        let get = |n: &str| match n {
+            "slots.item" => Some("oat milk".to_string()),
+            "area" => Some("Kitchen".to_string()),
+            "domain" => Some("media_player".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            render("Added {{ slots.item }}", &get).as_deref(),
+            Some("Added oat milk")
+        );
+        assert_eq!(
+            render("Sorry, I am not aware of any {{ domain.replace('_', ' ') }} in the {{ area }} area", &get).as_deref(),
+            Some("Sorry, I am not aware of any media player in the Kitchen area")
+        );
+        assert_eq!(
+            render("{{ slots.item | capitalize }} is here", &get).as_deref(),
+            Some("Oat milk is here")
+        );
+        assert_eq!(
+            render("{{ slots.name|default('') }}已打开", &get).as_deref(),
+            Some("已打开")
+        );
+        assert_eq!(
+            render("正在打开{{ slots.item|default('阀门') }}", &get).as_deref(),
+            Some("正在打开oat milk")
+        );
+        assert_eq!(render("{% if x %}Yes{% endif %}", &get), None);
+        assert_eq!(render("{{ slots.missing }}", &get), None);
+    }
+}
+
+#[cfg(test)]
+mod home_tests {
+    //! Home Assistant's grammar over robobrain homes. Needs the grammar
+    //! (`./x setup` downloads it); without it these fail saying so.
+
+    use std::path::Path;
+
+    use super::*;
+    use crate::devices::{SimBackend, builtin_home, parse_home};
+
+    fn grammars() -> Vec<Arc<Grammar>> {
+        let dir = crate::intents::default_dir();
+        let (g, notice) = load_grammars(&dir);
+        assert!(notice.is_none(), "{notice:?}: run ./x setup");
+        g
+    }
+
+    const TWO_FLOORS: &str = r#"
+name = "house"
+[[floor]]
+id = "ground"
+aliases = ["downstairs"]
+[[floor]]
+id = "first"
+aliases = ["upstairs", "楼上"]
+[[room]]
+id = "kitchen"
+aliases = ["厨房"]
+floor = "ground"
+[[room]]
+id = "bedroom"
+aliases = ["卧室"]
+floor = "first"
+[[room]]
+id = "study"
+floor = "first"
+[[room]]
+id = "shed"
+[[device]]
+id = "kitchen_light"
+type = "dimmer"
+room = "kitchen"
+[[device]]
+id = "bedroom_light"
+type = "dimmer"
+aliases = ["卧室灯"]
+room = "bedroom"
+[[device]]
+id = "study_lamp"
+type = "light"
+name = "lamp"
+room = "study"
+[[device]]
+id = "bedroom_lamp"
+type = "light"
+name = "lamp"
+room = "bedroom"
+[[device]]
+id = "shed_light"
+type = "light"
+room = "shed"
+[[device]]
+id = "bedroom_fan"
+type = "fan"
+room = "bedroom"
+[[device]]
+id = "groceries"
+type = "todo_list"
+name = "groceries"
+aliases = ["购物清单"]
+room = "kitchen"
+"#;
+
+    fn house() -> (DeviceWorld, Hearing) {
+        let home = parse_home(
+            Path::new("house.toml"),
+            TWO_FLOORS,
+            crate::devices::catalogue::BUILTIN_CATALOGUE,
+        )
+        .unwrap();
+        let world = DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))
+            .unwrap()
+            .with_floors(home.floors);
+        let hearing = Hearing::new(&grammars(), &world, &[]).unwrap();
+        (world, hearing)
+    }
+
+    fn plan_of(text: &str, world: &DeviceWorld, hearing: &Hearing) -> Plan {
+        let heard = hearing
+            .hear(text, None)
+            .unwrap_or_else(|| panic!("not heard: {text}"));
+        plan(&heard, hearing, world, &[], 12.0).unwrap_or_else(|| panic!("no plan: {text}"))
+    }
+
+    fn controls(p: &Plan) -> Vec<(String, String, Value)> {
+        match p {
+            Plan::Understood(Understood::Steps { steps }, _) => {
+                steps.iter().filter_map(Step::call).collect()
+            }
+            other => panic!("expected steps, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_floor_never_reaches_another_floors_lights() {
+        let (w, h) = house();
+        for text in [
+            "turn off the lights upstairs",
+            "Turn off all the upstairs lights",
+            "关闭楼上的灯",
+        ] {
+            let mut got: Vec<String> = controls(&plan_of(text, &w, &h))
+                .into_iter()
+                .map(|c| c.0)
+                .collect();
+            got.sort();
+            assert_eq!(
+                got,
+                vec!["bedroom_lamp", "bedroom_light", "study_lamp"],
+                "{text}"
+            );
+        }
+        // Areas: only that room's lights.
+        let got: Vec<String> = controls(&plan_of("turn on the lights in the kitchen", &w, &h))
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(got, vec!["kitchen_light"]);
+    }
+
+    /// Home Assistant's responses in the language heard: zh-CN's for
+    /// Chinese, English's for English.
+    #[test]
+    fn a_chinese_sentence_is_answered_with_chinese_responses() {
+        let (w, h) = house();
+        let response = |text: &str| match plan_of(text, &w, &h) {
+            Plan::Understood(_, r) => r,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(response("关闭楼上的灯").as_deref(), Some("楼上灯已关闭"));
+        let en = response("turn off the lights upstairs").unwrap_or_default();
+        assert!(en.is_ascii() && !en.is_empty(), "{en}");
+    }
+
+    #[test]
+    fn two_rooms_in_one_sentence_are_both_heard() {
+        let (_, h) = house();
+        for text in [
+            "turn on the kitchen and bedroom lights",
+            "打开厨房和卧室的灯",
+        ] {
+            let several = h
+                .hear_several(text, None)
+                .unwrap_or_else(|| panic!("{text}"));
+            let areas: Vec<&str> = several
+                .iter()
+                .filter_map(|x| x.recognized.text_of("area"))
+                .collect();
+            assert_eq!(areas, vec!["kitchen", "bedroom"], "{text}");
+        }
+        assert!(
+            h.hear_several("turn on the kitchen light and sing", None)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_turn_with_two_rooms_asks_once_for_all_their_lights() {
+        let (w, _) = house();
+        let config = crate::config::HomeConfig {
+            hour: Some(12.0),
+            ..crate::config::HomeConfig::default()
+        };
+        let mut home = crate::hci::Home::new(w, Vec::new(), &config, "t").unwrap();
+        let turn = home.turn("turn on the kitchen and bedroom lights").unwrap();
+        // Several devices at once: the policy asks first.
+        let (tool, args) = turn.confirm.unwrap();
+        assert_eq!(tool, "actions.batch_invoke");
+        let mut devices: Vec<&str> = args["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["device"].as_str().unwrap())
+            .collect();
+        devices.sort_unstable();
+        assert_eq!(
+            devices,
+            vec!["bedroom_lamp", "bedroom_light", "kitchen_light"]
+        );
+        assert!(turn.args["grammar"]["several"].is_array(), "{}", turn.args);
+    }
+
+    #[test]
+    fn a_shared_name_is_asked_about_and_an_area_settles_it() {
+        let (w, h) = house();
+        match plan_of("turn on the lamp", &w, &h) {
+            Plan::Understood(Understood::Clarify { candidates, .. }, _) => {
+                assert_eq!(candidates, vec!["study_lamp", "bedroom_lamp"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            controls(&plan_of("turn on the lamp in the study", &w, &h)),
+            vec![("study_lamp".into(), "turn_on".into(), json!({}))]
+        );
+    }
+
+    #[test]
+    fn levels_fans_lists_and_chinese() {
+        let (w, h) = house();
+        assert_eq!(
+            controls(&plan_of("set the bedroom light brightness to 30%", &w, &h)),
+            vec![(
+                "bedroom_light".into(),
+                "set_brightness".into(),
+                json!({"level": 30})
+            )]
+        );
+        assert_eq!(
+            controls(&plan_of("set the bedroom fan speed to 40%", &w, &h)),
+            vec![(
+                "bedroom_fan".into(),
+                "set_speed".into(),
+                json!({"level": 40})
+            )]
+        );
+        let p = plan_of("add oat milk to my groceries list", &w, &h);
+        assert_eq!(
+            controls(&p),
+            vec![(
+                "groceries".into(),
+                "add_item".into(),
+                json!({"item": "oat milk"})
+            )]
+        );
+        assert!(
+            matches!(&p, Plan::Understood(_, Some(r)) if r == "Added oat milk"),
+            "{p:?}"
+        );
+        assert_eq!(
+            controls(&plan_of("把卧室灯的亮度调到百分之五十", &w, &h)),
+            vec![(
+                "bedroom_light".into(),
+                "set_brightness".into(),
+                json!({"level": 50})
+            )]
+        );
+    }
+
+    #[test]
+    fn a_question_reads_and_nothing_found_says_what_is_missing() {
+        let (w, h) = house();
+        match plan_of("is the kitchen light on?", &w, &h) {
+            Plan::Understood(Understood::Steps { steps }, _) => {
+                assert_eq!(
+                    steps,
+                    vec![Step::Query {
+                        device: "kitchen_light".into()
+                    }]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match plan_of("which lights are on?", &w, &h) {
+            Plan::Answer(text) => assert_eq!(text, "No light is on."),
+            other => panic!("{other:?}"),
+        }
+        match plan_of("turn on the fan in the kitchen", &w, &h) {
+            Plan::NotFound(text) => {
+                assert!(text.contains("fan") && text.contains("kitchen"), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sensor_named_light_is_never_the_light() {
+        let home = builtin_home().unwrap();
+        let mut devices = home.devices.clone();
+        let mut sensor = devices[0].clone();
+        sensor.id = "kitchen_light_level".into();
+        sensor.name = "kitchen light level".into();
+        sensor.aliases = vec!["kitchen light".into()];
+        sensor.kind = DeviceKind::Sensor;
+        sensor.capabilities.clear();
+        sensor.room = "kitchen".into();
+        devices.push(sensor);
+        let world = DeviceWorld::new("x", home.rooms, devices, Box::new(SimBackend)).unwrap();
+        let h = Hearing::new(&grammars(), &world, &home.scenes).unwrap();
+        assert_eq!(
+            controls(&plan_of("turn on the kitchen light", &world, &h)),
+            vec![("kitchen_light".into(), "turn_on".into(), json!({}))]
+        );
+    }
+}
+
+#[cfg(test)]
+mod missing_tests {
+    /// Without the grammar the home runs on the rules and says why.
+    #[test]
+    fn without_the_grammar_the_rules_run_and_say_so() {
+        let config = crate::config::HomeConfig {
+            intents: Some(std::path::PathBuf::from("/nonexistent/robobrain-intents")),
+            ..crate::config::HomeConfig::default()
+        };
+        let mut home = crate::hci::Home::load(&config, "apartment", "t").unwrap();
+        assert!(home.hearing.is_none());
+        let notice = home.hearing_notice.clone().unwrap();
+        assert!(
+            notice.contains("/nonexistent/robobrain-intents") && notice.contains("./x setup"),
+            "{notice}"
+        );
+        let turn = home.turn("打开客厅灯").unwrap();
+        assert_eq!(turn.intent, "home_control");
+        assert!(turn.args.get("grammar").is_none(), "{}", turn.args);
+    }
+}
