@@ -62,9 +62,14 @@ pub struct Cli {
     pub robot: Option<String>,
     /// More diagnostics (-v info, -vv debug, -vvv trace); RUST_LOG, when set, decides.
     #[arg(short = 'v', global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+    pub verbosity: u8,
     /// Errors only in the diagnostics.
-    #[arg(short = 'q', long = "quiet", global = true, conflicts_with = "verbose")]
+    #[arg(
+        short = 'q',
+        long = "quiet",
+        global = true,
+        conflicts_with = "verbosity"
+    )]
     pub quiet: bool,
     /// What to run.
     #[command(subcommand)]
@@ -198,7 +203,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let verbosity = if cli.quiet {
         -1
     } else {
-        i8::try_from(cli.verbose).unwrap_or(i8::MAX)
+        i8::try_from(cli.verbosity).unwrap_or(i8::MAX)
     };
     crate::logging::init(&sink, verbosity)?;
     let durable = Durability {
