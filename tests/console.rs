@@ -234,7 +234,7 @@ fn a_new_user_sends_the_robot_to_the_kitchen_approves_and_stops_it() {
     assert!(s.contains("route: living_room → kitchen"), "{s}");
     assert!(s.contains("heard “去厨房”"), "the utterance renders:\n{s}");
 
-    tmux.keys(&["a"]);
+    approve_on_the_card(&tmux);
     tmux.wait_for("the robot to move", 30, |s| {
         robot(s).is_some_and(|p| p != start) && s.contains("mode EXEC")
     });
@@ -246,7 +246,7 @@ fn a_new_user_sends_the_robot_to_the_kitchen_approves_and_stops_it() {
     // Off again, and the E-stop key stops it on the way.
     tmux.type_text("去卧室");
     tmux.wait_for("the second approval", 30, |s| s.contains("Approval 1 of 1"));
-    tmux.keys(&["a"]);
+    approve_on_the_card(&tmux);
     let moving = tmux.wait_for("the robot to leave the kitchen", 30, |s| {
         s.contains("navigate_to bedroom") && s.contains("mode EXEC")
     });
@@ -276,6 +276,114 @@ fn a_new_user_sends_the_robot_to_the_kitchen_approves_and_stops_it() {
     assert_restored(&tmux, &end);
     let events = the_event_log(&dir);
     assert!(events.iter().any(|e| e.kind.name() == "approval"));
+}
+
+/// The deliberate act that approves: F2 gives the card the keys, and after
+/// the guard (one second) F3 approves.
+fn approve_on_the_card(tmux: &Tmux) {
+    tmux.keys(&["F2"]);
+    tmux.wait_for("the card to take the keys", 5, |s| s.contains("keys here"));
+    std::thread::sleep(Duration::from_millis(1200));
+    tmux.keys(&["F3"]);
+}
+
+/// The bug this guards against: a card that opened while the operator
+/// typed took the keyboard, and the `a` of `patrol` approved a drive out of
+/// the apartment. Now `go outside` asks for an approval and, while its card
+/// appears, `patrol`, `yes`, `approve`, `a`, Enter and `y` are typed into the
+/// input line in six orders (each token first once and last once): the
+/// run's event log shows the approval still waiting, with no answer, and
+/// the typed text is on the input line. Then F2 and F3 approve it.
+#[test]
+fn typing_never_answers_an_approval_and_f2_then_f3_does() {
+    let dir = temp_dir("typing");
+    let tmux = Tmux::start(&console_then_shell(&config_in(&dir, ""), "tui"), 120, 40);
+    tmux.wait_for("the first frame", 20, |s| s.contains("mode IDLE"));
+    tmux.type_text("go outside");
+    let tokens = ["patrol", "yes", "approve", "a", "Enter", "y"];
+    for round in 0..tokens.len() {
+        let mut line = String::new();
+        for token in tokens[round..].iter().chain(&tokens[..round]) {
+            if *token == "Enter" {
+                tmux.keys(&["Enter"]);
+                line.clear();
+            } else {
+                tmux.run(&["send-keys", "-t", &tmux.name, "-l", token]);
+                line.push_str(token);
+            }
+        }
+        let want = if line.is_empty() {
+            "› say 去厨房".to_string()
+        } else {
+            format!("› {line}")
+        };
+        tmux.wait_for(&format!("{want:?} on the input line"), 5, |s| {
+            s.lines().any(|l| l.trim_end().starts_with(&want))
+        });
+        tmux.keys(&["C-u"]);
+        if round == 0 {
+            // The first round was typed as the card came; the rest with it open.
+            let s = tmux.wait_for("the card", 30, |s| s.contains("Approval 1 of"));
+            assert!(s.contains("[F2] answer this card"), "{s}");
+        }
+    }
+    let s = tmux.screen();
+    assert!(s.contains("Approval 1 of"), "the card is gone:\n{s}");
+    let events = the_event_log(&dir);
+    let asked: Vec<&str> = approvals(&events, "requested")
+        .into_iter()
+        .filter(|a| a.1 == "outside")
+        .map(|a| a.0)
+        .collect();
+    let [outside] = asked.as_slice() else {
+        panic!("one approval to go outside: {asked:?}")
+    };
+    for status in ["approved", "edited", "rejected"] {
+        assert_eq!(
+            approvals(&events, status),
+            vec![],
+            "typing answered an approval"
+        );
+    }
+
+    approve_on_the_card(&tmux);
+    let approved = poll(20, || {
+        let events = the_event_log(&dir);
+        let found = approvals(&events, "approved")
+            .iter()
+            .any(|a| a.0 == *outside);
+        found.then_some(())
+    });
+    assert!(
+        approved.is_some(),
+        "F2 then F3 did not approve {outside}; the screen:\n{}",
+        tmux.screen()
+    );
+}
+
+/// The `(approval id, zone)` of every `approval` event with `status`.
+fn approvals<'a>(
+    events: &'a [robobrain_core::protocol::Event],
+    status: &str,
+) -> Vec<(&'a str, &'a str)> {
+    use robobrain_core::protocol::{EventKind, Op};
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Approval {
+                approval_id,
+                status: s,
+                op: Op::Dispatch { args, .. },
+                ..
+            } if serde_json::to_value(s).is_ok_and(|v| v == status) => Some((
+                approval_id.as_str(),
+                args.get("zone")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or(""),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// SIGTERM (what `kill` and service managers send) ends the console the way

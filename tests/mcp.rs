@@ -309,6 +309,132 @@ async fn http_needs_the_token_holds_for_approval_and_runs_once_approved() {
     child.wait().unwrap();
 }
 
+/// On loopback, a request from a web page of another origin is refused as
+/// the web console refuses it (a site open in a browser on this machine
+/// cannot call the robot's tools); this machine's pages and programs that
+/// send no `Origin` are served.
+#[test]
+fn http_refuses_requests_from_pages_of_other_origins() {
+    let dir = temp_dir("mcp-origin");
+    let (mut child, url) = spawn_http(&[], &dir.join("run.jsonl"));
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    for foreign in [
+        "https://evil.example",
+        "http://127.0.0.1.evil.example",
+        "null",
+    ] {
+        let (status, body) = post(&url, &[("Origin", foreign)], init);
+        assert!(status.contains("403"), "{foreign}: {status} {body}");
+        assert!(body.contains("other origins are refused"), "{body}");
+    }
+    let local = url
+        .strip_suffix("/mcp")
+        .unwrap()
+        .replace("127.0.0.1", "localhost");
+    for ok in [vec![], vec![("Origin", local.as_str())]] {
+        let (status, body) = post(&url, &ok, init);
+        assert!(status.contains("200"), "{ok:?}: {status} {body}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// Two calls that both need approval keep two pending approvals (the
+/// second used to set the first's task aside and withdraw its approval);
+/// no tool answers an approval; the operator approves both and both run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gated_calls_keep_both_approvals_and_no_tool_can_answer_them() {
+    let dir = temp_dir("mcp-two");
+    let (mut child, url) = spawn_http(&[], &dir.join("run.jsonl"));
+    let transport = StreamableHttpClientTransport::from_uri(url.clone());
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    // (`dialog.request_confirmation` asks a person a question; it answers nothing.)
+    for t in &tools {
+        let action = t.name.rsplit('.').next().unwrap_or_default();
+        for verb in ["approve", "approval", "reject", "edit"] {
+            assert!(
+                !action.contains(verb),
+                "a tool can answer approvals: {}",
+                t.name
+            );
+        }
+    }
+    let mut held = Vec::new();
+    for zone in ["study", "outside"] {
+        let r = call(&client, "navigate_to", json!({"zone": zone}))
+            .await
+            .unwrap();
+        let v = r.structured_content.unwrap();
+        assert_eq!(v["status"], "confirmation_required", "{zone}: {v}");
+        held.push((
+            v["approval_id"].as_str().unwrap().to_string(),
+            v["task_id"].as_str().unwrap().to_string(),
+        ));
+    }
+    for verb in ["approve", "approval.approve"] {
+        let e = call(&client, verb, json!({"approval_id": held[0].0}))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown tool"), "{e}");
+    }
+    // Give the kernel time to arbitrate between the two tasks.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let snapshot: Value = serde_json::from_str(&read(&client, SNAPSHOT_URI).await).unwrap();
+    let pending: Vec<&str> = snapshot["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["approval_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        pending,
+        [held[0].0.as_str(), held[1].0.as_str()],
+        "{snapshot:#}"
+    );
+    let evs = events(&read(&client, EVENTS_URI).await);
+    assert!(
+        !evs.iter()
+            .any(|e| e["kind"] == "approval" && e["status"] != "requested"),
+        "an approval was answered or withdrawn: {evs:#?}"
+    );
+    assert_eq!(dispatches(&evs, "navigate_to"), 0, "it ran before approval");
+
+    // The operator approves the first, then the second: both run, once each.
+    let mut stdin = child.stdin.take().unwrap();
+    for (approval, _) in &held {
+        writeln!(stdin, r#"{{"cmd":"approve","approval_id":"{approval}"}}"#).unwrap();
+    }
+    stdin.flush().unwrap();
+    for (_, task) in &held {
+        until_task_ends(&client, task).await;
+    }
+    client.cancel().await.unwrap();
+    drop(stdin);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The whole run, from its log (the events resource keeps the last 500).
+    let evs: Vec<Value> = robobrain_core::eventlog::read(&dir.join("run.jsonl"))
+        .unwrap()
+        .iter()
+        .map(robobrain_core::protocol::Event::to_json)
+        .collect();
+    for (_, task) in &held {
+        assert!(
+            evs.iter().any(|e| e["kind"] == "task"
+                && e["task"]["id"] == task.as_str()
+                && e["task"]["status"] == "succeeded"),
+            "{task} did not succeed: {evs:#?}"
+        );
+    }
+    assert_eq!(dispatches(&evs, "navigate_to"), 2, "{evs:#?}");
+    let requested = evs
+        .iter()
+        .filter(|e| e["kind"] == "approval" && e["status"] == "requested")
+        .count();
+    assert_eq!(requested, 2, "an approval was asked for again");
+}
+
 #[test]
 fn a_wide_bind_without_a_token_is_refused() {
     let out = crate::support::robobrain(&["mcp", "--http", "0.0.0.0:0"], "");

@@ -254,9 +254,11 @@ async fn tokens_and_origins_decide_who_connects() {
     assert!(out.stderr.contains("needs --token"), "{}", out.stderr);
 }
 
-/// The page in headless Chromium (playwright-core; `./x test` installs both).
+/// The page in headless Chromium (playwright-core; `./x test` installs both):
+/// approve, reconnect, a viewer refused, and typing in the chat never
+/// approving (only a click after the guard does).
 #[test]
-fn the_page_in_chromium_approves_reconnects_and_refuses_a_viewer() {
+fn the_page_in_chromium_approves_reconnects_refuses_a_viewer_and_typing_never_approves() {
     let ui = root().join("ui");
     let ready = ui.join("node_modules/playwright-core").exists()
         && std::path::Path::new("/usr/bin/chromium").exists();
@@ -278,7 +280,7 @@ fn the_page_in_chromium_approves_reconnects_and_refuses_a_viewer() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && stdout.contains("4 passed, 0 failed"),
+        out.status.success() && stdout.contains("5 passed, 0 failed"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

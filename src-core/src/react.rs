@@ -11,6 +11,8 @@ pub mod progress;
 
 use serde::{Deserialize, Serialize};
 
+use crate::protocol::Op;
+
 pub use decision::{Decision, PlanPatch};
 pub use observation::{LastResult, Observation};
 pub use progress::ProgressTracker;
@@ -61,4 +63,8 @@ pub struct ReactState {
     pub progress: ProgressTracker,
     /// Sim time of the next progress check while a step runs.
     pub next_check: f64,
+    /// Ops the operator approved while the task was set aside: dispatched
+    /// when it runs again, without asking twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved: Vec<Op>,
 }

@@ -1,6 +1,8 @@
 //! The desktop app end to end: `robobrain-gui` under Xvfb, driven over
 //! WebDriver by `tauri-driver` and Debian's `WebKitWebDriver` — say "go to
-//! the kitchen", approve in the dialog, see the task finish in the kitchen;
+//! the kitchen"; typing in the chat leaves the approval waiting and a click
+//! as the dialog opens is refused (the page's rule, in the app too); a click
+//! after the guard approves; see the task finish in the kitchen;
 //! the window's screenshot is kept in `target/ui-artifacts/gui.png`. The
 //! driving script is `ui/tests/tauri-e2e.mjs` (plain WebDriver HTTP from
 //! Node, no npm packages).

@@ -218,6 +218,7 @@ async fn drive(
             ev = events.recv() => Input::Core(ev.map(Box::new)),
             _ = frames.tick() => Input::Frame,
         };
+        app.set_clock(Instant::now());
         let action = match input {
             Input::Signal(n) => break Ok(Ended::Signal(n)),
             Input::Core(Ok(event)) => {

@@ -1,5 +1,40 @@
 "use strict";
 (() => {
+  // src/approval.ts
+  var GUARD_MS = 1e3;
+  var DEFAULT_REJECT_REASON = "rejected by the operator";
+  function parseChat(line) {
+    const text = line.trim();
+    if (!text) return { kind: "nothing" };
+    if (text.startsWith("{")) return { kind: "json", text };
+    const m = /^\/(approve|reject|edit)(?:\s+(\S+))?(?:\s+([\s\S]*))?$/i.exec(text);
+    if (!m) return { kind: "say", text };
+    const verb = m[1].toLowerCase();
+    const id = m[2];
+    const rest = (m[3] ?? "").trim();
+    if (!id) return { kind: "error", message: `usage: /${verb} ID${verb === "approve" ? "" : verb === "reject" ? " [REASON]" : " JSON"}` };
+    switch (verb) {
+      case "approve":
+        if (rest) return { kind: "error", message: "usage: /approve ID" };
+        return { kind: "answer", approvalId: id, command: { cmd: "approve", approval_id: id } };
+      case "reject":
+        return { kind: "answer", approvalId: id, command: { cmd: "reject", approval_id: id, reason: rest || DEFAULT_REJECT_REASON } };
+      default: {
+        if (!rest) return { kind: "error", message: "usage: /edit ID JSON (or click review to edit on the card)" };
+        try {
+          return { kind: "answer", approvalId: id, command: { cmd: "edit", approval_id: id, args: JSON.parse(rest) } };
+        } catch (e) {
+          return { kind: "error", message: `/edit: the arguments are not valid JSON: ${e.message}` };
+        }
+      }
+    }
+  }
+  function refusal(click, openedAt2, now) {
+    if (now - openedAt2 < GUARD_MS) return "the card just opened: read it, then click (answers wait a second)";
+    if (!click.isTrusted || click.detail === 0) return "answer with a click, or type /approve ID, /reject ID or /edit ID JSON in the chat";
+    return void 0;
+  }
+
   // src/map.ts
   var wallsFor;
   function walls(map) {
@@ -507,9 +542,11 @@
     if (!el2) throw new Error(`the page has no #${id}`);
     return el2;
   };
+  var painted = /* @__PURE__ */ new Map();
   function set(id, html) {
-    const el2 = $(id);
-    if (el2.innerHTML !== html) el2.innerHTML = html;
+    if (painted.get(id) === html) return;
+    $(id).innerHTML = html;
+    painted.set(id, html);
   }
   var t = (time) => `${time.toFixed(1)}s`;
   function renderPanels(s, filter2) {
@@ -543,7 +580,7 @@
     set("devices", [...s.devices.entries()].map(([id, d]) => `<li class="device${d.online === false ? " offline" : ""}" data-device="${esc(id)}"><b>${esc(id)}</b>${d.room ? ` <span class="muted">${esc(d.room)}</span>` : ""}${d.online === false ? ` <span class="st">offline</span>` : ""} <span class="muted">${esc(JSON.stringify(d.state ?? {}).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no devices</li>`);
     set("memory", s.memory.slice(-10).reverse().map((m) => `<li><span class="time">${t(m.time)}</span> ${esc(m.text)}${m.extra ? `<ul class="used">${m.extra.split("\n").map((u) => `<li class="muted">${esc(u)}</li>`).join("")}</ul>` : ""}</li>`).join("") || `<li class="muted">no memory used yet</li>`);
     const approvals = [...s.approvals.values()];
-    set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+    set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
     $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";
     const text = filter2.text.toLowerCase();
     const lines = s.log.filter((l) => !filter2.hidden.has(l.kind) && (!text || l.text.toLowerCase().includes(text) || l.kind.includes(text)));
@@ -563,6 +600,7 @@
   var el = (id) => document.getElementById(id);
   function paint() {
     queued = false;
+    closeIfAnswered();
     renderPanels(shown, filter);
     drawMap(el("map"), shown);
     drawSparkline(el("sparkline"), shown.battery);
@@ -602,8 +640,31 @@
   el("chat").addEventListener("submit", (e) => {
     e.preventDefault();
     const input = el("say");
-    const text = input.value.trim();
-    if (text) send(text.startsWith("{") ? text : { cmd: "say", text });
+    const line = parseChat(input.value);
+    switch (line.kind) {
+      case "nothing":
+        return;
+      case "error":
+        live.notice = line.message;
+        schedule();
+        return;
+      // the line stays to fix
+      case "answer":
+        if (!live.approvals.has(line.approvalId)) {
+          const waiting = [...live.approvals.keys()];
+          live.notice = `no approval ${line.approvalId} is waiting${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`;
+          schedule();
+          return;
+        }
+        send(line.command);
+        break;
+      case "json":
+        send(line.text);
+        break;
+      case "say":
+        send({ cmd: "say", text: line.text });
+        break;
+    }
     input.value = "";
   });
   el("estop").addEventListener("click", () => send({ cmd: "estop" }));
@@ -611,11 +672,18 @@
   el("stop").addEventListener("click", () => send({ cmd: "stop" }));
   el("patrol").addEventListener("click", () => send({ cmd: "start_patrol" }));
   var dialog = el("approval-dialog");
+  var answerButtons = ["ad-approve", "ad-edit", "ad-reject"].map((id) => el(id));
   var reviewing;
+  var openedAt = 0;
   function review(id) {
     const a = live.approvals.get(id);
     if (!a) return;
     reviewing = id;
+    openedAt = Date.now();
+    for (const b of answerButtons) b.disabled = true;
+    setTimeout(() => {
+      if (reviewing === id) for (const b of answerButtons) b.disabled = false;
+    }, GUARD_MS);
     el("ad-title").textContent = `${a.approval_id}: ${a.op.skill ?? a.op.op}`;
     el("ad-reason").textContent = a.reason;
     el("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
@@ -630,13 +698,30 @@
     const ack = target.dataset.ack;
     if (ack) send({ cmd: "acknowledge", incident_id: ack });
   });
-  el("ad-approve").addEventListener("click", () => {
+  function closeIfAnswered() {
+    if (dialog.open && reviewing && !live.approvals.has(reviewing)) {
+      live.notice = `approval ${reviewing} is no longer waiting`;
+      closeDialog();
+    }
+  }
+  function closeDialog() {
+    reviewing = void 0;
+    if (dialog.open) dialog.close();
+  }
+  function deliberate(e) {
+    const why = refusal(e, openedAt, Date.now());
+    el("ad-error").textContent = why ?? "";
+    return why === void 0;
+  }
+  el("ad-approve").addEventListener("click", (e) => {
+    if (!deliberate(e)) return;
     if (reviewing) send({ cmd: "approve", approval_id: reviewing });
-    dialog.close();
+    closeDialog();
   });
-  el("ad-edit").addEventListener("click", () => {
+  el("ad-edit").addEventListener("click", (e) => {
+    if (!deliberate(e)) return;
     const a = reviewing ? live.approvals.get(reviewing) : void 0;
-    if (!a) return dialog.close();
+    if (!a) return closeDialog();
     let args;
     try {
       args = JSON.parse(el("ad-args").value);
@@ -651,14 +736,18 @@
       return;
     }
     send({ cmd: "edit", approval_id: a.approval_id, args });
-    dialog.close();
+    closeDialog();
   });
-  el("ad-reject").addEventListener("click", () => {
-    const reason = el("ad-reject-reason").value.trim() || "rejected by the operator";
+  el("ad-reject").addEventListener("click", (e) => {
+    if (!deliberate(e)) return;
+    const reason = el("ad-reject-reason").value.trim() || DEFAULT_REJECT_REASON;
     if (reviewing) send({ cmd: "reject", approval_id: reviewing, reason });
-    dialog.close();
+    closeDialog();
   });
-  el("ad-cancel").addEventListener("click", () => dialog.close());
+  el("ad-cancel").addEventListener("click", closeDialog);
+  dialog.addEventListener("close", () => {
+    reviewing = void 0;
+  });
   var filters = el("filters");
   filters.innerHTML = LOG_KINDS.map((k) => `<label><input type="checkbox" data-kind="${k}" ${filter.hidden.has(k) ? "" : "checked"}>${k}</label>`).join("");
   filters.addEventListener("change", (e) => {

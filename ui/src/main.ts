@@ -1,6 +1,7 @@
 // The page: connects, keeps the state, paints at most once a frame, and
 // turns clicks and typing into operator lines.
 
+import { DEFAULT_REJECT_REASON, GUARD_MS, parseChat, refusal } from "./approval";
 import { drawMap, drawSparkline } from "./map";
 import type { RbEvent, ServerMessage } from "./protocol";
 import { validate } from "./schema";
@@ -23,6 +24,7 @@ const el = <T extends HTMLElement>(id: string) => document.getElementById(id) as
 
 function paint(): void {
   queued = false;
+  closeIfAnswered();
   renderPanels(shown, filter);
   drawMap(el<HTMLCanvasElement>("map"), shown);
   drawSparkline(el<HTMLCanvasElement>("sparkline"), shown.battery);
@@ -65,12 +67,36 @@ function send(command: unknown): void {
   transport.send(typeof command === "string" ? command : JSON.stringify(command));
 }
 
-// Chat: words are said; `{…}` is a command.
+// Chat: words are said; `{…}` is a command; `/approve ID`, `/reject ID …`
+// and `/edit ID JSON` answer an approval (the id must be waiting). Enter
+// here never answers anything else.
 el<HTMLFormElement>("chat").addEventListener("submit", (e) => {
   e.preventDefault();
   const input = el<HTMLInputElement>("say");
-  const text = input.value.trim();
-  if (text) send(text.startsWith("{") ? text : { cmd: "say", text });
+  const line = parseChat(input.value);
+  switch (line.kind) {
+    case "nothing":
+      return;
+    case "error":
+      live.notice = line.message;
+      schedule();
+      return; // the line stays to fix
+    case "answer":
+      if (!live.approvals.has(line.approvalId)) {
+        const waiting = [...live.approvals.keys()];
+        live.notice = `no approval ${line.approvalId} is waiting${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`;
+        schedule();
+        return;
+      }
+      send(line.command);
+      break;
+    case "json":
+      send(line.text);
+      break;
+    case "say":
+      send({ cmd: "say", text: line.text });
+      break;
+  }
   input.value = "";
 });
 el("estop").addEventListener("click", () => send({ cmd: "estop" }));
@@ -81,12 +107,20 @@ el("patrol").addEventListener("click", () => send({ cmd: "start_patrol" }));
 // Approvals: approve as proposed, approve edited args (checked against the
 // skill's schema first), or reject with a reason.
 const dialog = el<HTMLDialogElement>("approval-dialog");
+const answerButtons = ["ad-approve", "ad-edit", "ad-reject"].map((id) => el<HTMLButtonElement>(id));
 let reviewing: string | undefined;
+let openedAt = 0;
 
 function review(id: string): void {
   const a = live.approvals.get(id);
   if (!a) return;
   reviewing = id;
+  // The guard: no answer is taken until the operator has had a moment to read.
+  openedAt = Date.now();
+  for (const b of answerButtons) b.disabled = true;
+  setTimeout(() => {
+    if (reviewing === id) for (const b of answerButtons) b.disabled = false;
+  }, GUARD_MS);
   el("ad-title").textContent = `${a.approval_id}: ${a.op.skill ?? a.op.op}`;
   el("ad-reason").textContent = a.reason;
   el<HTMLTextAreaElement>("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
@@ -102,13 +136,35 @@ document.body.addEventListener("click", (e) => {
   const ack = target.dataset.ack;
   if (ack) send({ cmd: "acknowledge", incident_id: ack });
 });
-el("ad-approve").addEventListener("click", () => {
+/** The dialog's approval was answered elsewhere (or withdrawn): close it. */
+function closeIfAnswered(): void {
+  if (dialog.open && reviewing && !live.approvals.has(reviewing)) {
+    live.notice = `approval ${reviewing} is no longer waiting`;
+    closeDialog();
+  }
+}
+
+function closeDialog(): void {
+  reviewing = undefined;
+  if (dialog.open) dialog.close();
+}
+
+/** Whether a click may answer the card; says why not on the dialog. */
+function deliberate(e: MouseEvent): boolean {
+  const why = refusal(e, openedAt, Date.now());
+  el("ad-error").textContent = why ?? "";
+  return why === undefined;
+}
+
+el("ad-approve").addEventListener("click", (e) => {
+  if (!deliberate(e)) return;
   if (reviewing) send({ cmd: "approve", approval_id: reviewing });
-  dialog.close();
+  closeDialog();
 });
-el("ad-edit").addEventListener("click", () => {
+el("ad-edit").addEventListener("click", (e) => {
+  if (!deliberate(e)) return;
   const a = reviewing ? live.approvals.get(reviewing) : undefined;
-  if (!a) return dialog.close();
+  if (!a) return closeDialog();
   let args: unknown;
   try {
     args = JSON.parse(el<HTMLTextAreaElement>("ad-args").value);
@@ -123,14 +179,18 @@ el("ad-edit").addEventListener("click", () => {
     return;
   }
   send({ cmd: "edit", approval_id: a.approval_id, args });
-  dialog.close();
+  closeDialog();
 });
-el("ad-reject").addEventListener("click", () => {
-  const reason = el<HTMLInputElement>("ad-reject-reason").value.trim() || "rejected by the operator";
+el("ad-reject").addEventListener("click", (e) => {
+  if (!deliberate(e)) return;
+  const reason = el<HTMLInputElement>("ad-reject-reason").value.trim() || DEFAULT_REJECT_REASON;
   if (reviewing) send({ cmd: "reject", approval_id: reviewing, reason });
-  dialog.close();
+  closeDialog();
 });
-el("ad-cancel").addEventListener("click", () => dialog.close());
+el("ad-cancel").addEventListener("click", closeDialog);
+dialog.addEventListener("close", () => {
+  reviewing = undefined;
+});
 
 // The event log's filters.
 const filters = el("filters");

@@ -11,9 +11,16 @@ const $ = (id: string): HTMLElement => {
   return el;
 };
 
+/** The markup each panel was last given. Compared with that, not with
+ * `innerHTML` (which the browser re-serialises: `&quot;` comes back as `"`),
+ * so an unchanged panel is never rebuilt — a button rebuilt every frame
+ * cannot be clicked. */
+const painted = new Map<string, string>();
+
 function set(id: string, html: string): void {
-  const el = $(id);
-  if (el.innerHTML !== html) el.innerHTML = html;
+  if (painted.get(id) === html) return;
+  $(id).innerHTML = html;
+  painted.set(id, html);
 }
 
 const t = (time: number) => `${time.toFixed(1)}s`;
@@ -60,7 +67,7 @@ export function renderPanels(s: ViewState, filter: LogFilter): void {
   set("memory", s.memory.slice(-10).reverse().map((m) => `<li><span class="time">${t(m.time)}</span> ${esc(m.text)}${m.extra ? `<ul class="used">${m.extra.split("\n").map((u) => `<li class="muted">${esc(u)}</li>`).join("")}</ul>` : ""}</li>`).join("") || `<li class="muted">no memory used yet</li>`);
 
   const approvals = [...s.approvals.values()];
-  set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+  set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
   $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";
 
   const text = filter.text.toLowerCase();

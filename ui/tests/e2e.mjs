@@ -6,6 +6,10 @@
 //    op, see the task finish; a screenshot is kept
 // 2. the server restarts on the same port: the page reconnects by itself
 // 3. a read-only viewer's approve is refused
+// 4. typing in the chat never answers an approval (patrol, yes, approve, a,
+//    Enter, y in six orders, each token first once and last once); Enter or
+//    Space on the focused approve button and a click inside the guard are
+//    refused; a click after it approves
 
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -124,6 +128,60 @@ try {
     const still = await page.evaluate((a) => window.robobrain.state().approvals.has(a), id);
     if (!still) throw new Error("the approval went away after a viewer's approve");
     await viewer.screenshot({ path: join(artifacts, "viewer.png") });
+  });
+  await check("typing never approves; a click after the guard does", async () => {
+    const outside = () => page.evaluate(() => [...window.robobrain.state().approvals.values()].find((a) => a.op.args?.zone === "outside")?.approval_id);
+    // The server's own view, not the page's: is `id` still waiting?
+    const pending = async (id) => (await (await fetch(`${url}api/snapshot`)).json()).approvals.some((a) => a.approval_id === id);
+    const answered = (id) => page.evaluate((a) => window.robobrain.state().log.filter((l) => l.kind === "approval" && l.text.startsWith(`${a} `) && !/ requested:/.test(l.text)).map((l) => l.text), id);
+    await page.fill("#say", "go outside");
+    await page.press("#say", "Enter");
+    await page.focus("#say");
+    const tokens = ["patrol", "yes", "approve", "a", "Enter", "y"];
+    let id;
+    for (let r = 0; r < tokens.length; r++) {
+      const order = [...tokens.slice(r), ...tokens.slice(0, r)];
+      let line = "";
+      for (const t of order) {
+        if (t === "Enter") {
+          await page.keyboard.press("Enter");
+          line = "";
+        } else {
+          // The first round is typed as the approval arrives.
+          await page.keyboard.type(t, { delay: r === 0 ? 60 : 0 });
+          line += t;
+        }
+        const value = await page.inputValue("#say");
+        if (value !== line) throw new Error(`after ${order.join(" ")}: the chat holds ${JSON.stringify(value)}, not ${JSON.stringify(line)}`);
+      }
+      id ??= await outside();
+      await page.fill("#say", "");
+    }
+    id ??= await page.waitForFunction(() => [...window.robobrain.state().approvals.values()].find((a) => a.op.args?.zone === "outside")?.approval_id, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    if (await page.$("#approval-dialog[open]")) throw new Error("the dialog opened by itself");
+    if (!(await pending(id))) throw new Error(`${id} is no longer waiting after typing: ${await answered(id)}`);
+    await page.click(`[data-review="${id}"]`, { timeout: 10000 }).catch(async (e) => {
+      throw new Error(`${e.message}\nthe approvals panel: ${await page.innerHTML("#approvals")}`);
+    });
+    await page.waitForSelector("#approval-dialog[open]");
+    // Inside the guard the buttons are disabled; a forced click is refused too.
+    if (!(await page.isDisabled("#ad-approve"))) throw new Error("approve is enabled as the card opens");
+    await page.click("#ad-approve", { force: true });
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => !document.getElementById("ad-approve").disabled, null, { timeout: 5000 });
+    // Enter or Space on the focused button is not a click.
+    await page.focus("#ad-approve");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Space");
+    const hint = await page.textContent("#ad-error");
+    if (!/with a click/.test(hint)) throw new Error(`no hint after Enter on approve: ${hint}`);
+    await new Promise((r) => setTimeout(r, 500));
+    if (!(await pending(id))) throw new Error(`${id} was answered by a key: ${await answered(id)}`);
+    await page.click("#ad-approve");
+    await page.waitForFunction((a) => !window.robobrain.state().approvals.has(a), id, { timeout: 10000 });
+    const got = await answered(id);
+    if (!got.some((t) => t.startsWith(`${id} approved`))) throw new Error(`not approved: ${got}`);
+    if (await pending(id)) throw new Error(`the server still waits for ${id}`);
   });
 } finally {
   await browser.close();

@@ -1,6 +1,8 @@
-// The page's pure parts under node: the reducer, log replay and the schema check.
+// The page's pure parts under node: the reducer, log replay, the schema
+// check, and how approvals are given (chat commands, the click guard).
 
 import assert from "node:assert/strict";
+import { GUARD_MS, parseChat, refusal } from "../src/approval";
 import type { RbEvent, Snapshot } from "../src/protocol";
 import { validate } from "../src/schema";
 import { apply, empty, parseLog, replay } from "../src/state";
@@ -93,6 +95,30 @@ test("edited arguments are checked against the skill's schema", () => {
   assert.deepEqual(validate(schema, { zone: 3 }), ['/zone: expected "string", found integer']);
   assert.deepEqual(validate(schema, {}), ['/: missing required "zone"']);
   assert.deepEqual(validate(schema, { zone: "k", speed: 2 }), ["/speed: not allowed"]);
+});
+
+test("only answers typed in full answer; everything else is said", () => {
+  for (const word of ["patrol", "yes", "approve", "a", "y", "approve a1", "/approvea1"]) {
+    assert.deepEqual(parseChat(word), { kind: "say", text: word }, word);
+  }
+  assert.deepEqual(parseChat("  "), { kind: "nothing" });
+  assert.deepEqual(parseChat('{"cmd":"estop"}'), { kind: "json", text: '{"cmd":"estop"}' });
+  assert.deepEqual(parseChat("/approve a1"), { kind: "answer", approvalId: "a1", command: { cmd: "approve", approval_id: "a1" } });
+  assert.deepEqual(parseChat("/reject a2 too late"), { kind: "answer", approvalId: "a2", command: { cmd: "reject", approval_id: "a2", reason: "too late" } });
+  assert.deepEqual(parseChat("/reject a2"), { kind: "answer", approvalId: "a2", command: { cmd: "reject", approval_id: "a2", reason: "rejected by the operator" } });
+  assert.deepEqual(parseChat('/edit a3 {"zone":"kitchen"}'), { kind: "answer", approvalId: "a3", command: { cmd: "edit", approval_id: "a3", args: { zone: "kitchen" } } });
+  assert.equal(parseChat("/approve").kind, "error");
+  assert.equal(parseChat("/approve a1 now").kind, "error");
+  assert.match((parseChat("/edit a3 {zone") as { message: string }).message, /not valid JSON/);
+});
+
+test("a click answers only after the guard, and only from the pointer", () => {
+  const opened = 10_000;
+  const click = { isTrusted: true, detail: 1 };
+  assert.match(refusal(click, opened, opened + GUARD_MS - 1) ?? "", /just opened/);
+  assert.equal(refusal(click, opened, opened + GUARD_MS), undefined);
+  assert.match(refusal({ isTrusted: true, detail: 0 }, opened, opened + 5000) ?? "", /with a click/, "Enter or Space on the button");
+  assert.match(refusal({ isTrusted: false, detail: 1 }, opened, opened + 5000) ?? "", /with a click/, "a scripted click");
 });
 
 console.log(`${passed} passed, ${failed} failed`);

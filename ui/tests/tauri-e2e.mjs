@@ -1,6 +1,9 @@
 // The desktop app end to end, under Xvfb: tauri-driver + Debian's
 // WebKitWebDriver drive `robobrain-gui` over plain WebDriver HTTP — say "go
-// to the kitchen", approve, see the task finish; a screenshot is kept.
+// to the kitchen"; typing `yes` + Enter and `a` in the chat leaves the
+// approval waiting (the page's rule holds in the app too); a click on
+// approve as the dialog opens is refused (the guard), one after it
+// approves; see the task finish; a screenshot is kept.
 // Run by tests/gui.rs:
 //   xvfb-run -a node ui/tests/tauri-e2e.mjs   (ROBOBRAIN_GUI=target/debug/robobrain-gui)
 
@@ -58,9 +61,25 @@ try {
     const say = await find("#say");
     await wd("POST", `/session/${session}/element/${say}/value`, { text: "go to the kitchen\uE007" });
     const review = await until("an approval", () => find("[data-review]"), 20000);
+    const id = await script("return [...window.robobrain.state().approvals.keys()][0]");
+    const waiting = () => script(`return window.robobrain.state().approvals.has(${JSON.stringify(id)})`);
+    // Typing in the chat never answers it.
+    await wd("POST", `/session/${session}/element/${say}/value`, { text: "yes\uE007" });
+    await wd("POST", `/session/${session}/element/${say}/value`, { text: "a" });
+    await sleep(500);
+    if (!(await waiting())) throw new Error(`typing in the chat answered ${id}`);
+    const typed = await script("return document.getElementById('say').value");
+    if (typed !== "a") throw new Error(`the chat holds ${JSON.stringify(typed)}`);
     await wd("POST", `/session/${session}/element/${review}/click`, {});
     const approve = await until("the dialog", () => find("#approval-dialog[open] #ad-approve"), 5000);
+    // As the dialog opens the answers wait (a driver may refuse to click a disabled button).
+    if (!(await script("return document.getElementById('ad-approve').disabled"))) throw new Error("approve is enabled as the dialog opens");
+    await wd("POST", `/session/${session}/element/${approve}/click`, {}).catch(() => {});
+    await sleep(300);
+    if (!(await waiting())) throw new Error(`a click inside the guard answered ${id}`);
+    await until("the guard to pass", async () => !(await script("return document.getElementById('ad-approve').disabled")), 5000);
     await wd("POST", `/session/${session}/element/${approve}/click`, {});
+    await until("the approval", async () => !(await waiting()), 10000);
     await until("the task to finish", () => find("#tasks li.st-succeeded"), 60000);
     const zone = await script("return window.robobrain.state().snap.robot.zone");
     if (zone !== "kitchen") throw new Error(`the robot is in ${zone}`);

@@ -589,12 +589,26 @@ impl Engine {
         {
             step.args = args.clone();
         }
+        // A task set aside (another runs, or the E-stop) keeps what was
+        // approved until it runs again: its op waits its turn.
+        if self.state.queue.active_id() != Some(task_id.as_str()) {
+            if let Some(task) = self.state.queue.get_mut(&task_id) {
+                task.react.approved.push(op);
+            }
+            return;
+        }
         self.node(Node::Dispatch);
-        let step_goal = self.dispatch_ops(&task_id, &[op]);
+        self.dispatch_approved(&task_id, &[op]);
+    }
+
+    /// R6 for ops the operator approved: dispatched, and the task follows
+    /// its step's goal (or waits on for its other approvals).
+    pub(super) fn dispatch_approved(&mut self, task_id: &str, ops: &[Op]) {
+        let step_goal = self.dispatch_ops(task_id, ops);
         let now = self.state.time;
         let check = self.config.kernel.progress_check_s;
         let still_waiting = self.state.approvals.iter().any(|a| a.task_id == task_id);
-        if let Some(task) = self.state.queue.get_mut(&task_id) {
+        if let Some(task) = self.state.queue.get_mut(task_id) {
             if still_waiting {
                 return;
             }

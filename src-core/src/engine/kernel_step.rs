@@ -286,10 +286,20 @@ impl Engine {
         };
         let resumed = task.status == TaskStatus::Preempted;
         task.status = TaskStatus::Running;
-        if !matches!(task.react.phase, Phase::Ready) {
+        let approved = std::mem::take(&mut task.react.approved);
+        // A task set aside while it waited for the operator goes on waiting.
+        let waiting = matches!(task.react.phase, Phase::AwaitingApproval { .. })
+            && self.state.approvals.iter().any(|a| a.task_id == id);
+        if let Some(task) = self.state.queue.get_mut(id)
+            && !waiting
+        {
             task.react.phase = Phase::Ready;
         }
         self.task_event(id, if resumed { "resumed" } else { "started" });
+        if !approved.is_empty() {
+            self.node(Node::Dispatch);
+            self.dispatch_approved(id, &approved);
+        }
     }
 
     pub(super) fn set_mode(&mut self, mode: Mode, reason: String) {
@@ -308,12 +318,16 @@ impl Engine {
     }
 
     /// Sets a task aside to run later (preemption or E-stop): its goals are
-    /// cancelled, its approvals withdrawn, and it resumes at the same step.
+    /// cancelled and it resumes at the same step. Its pending approvals stay
+    /// until the operator answers them (one approved meanwhile is dispatched
+    /// when the task runs again).
     pub(super) fn set_aside(&mut self, id: &str, why: &str) {
-        self.stop_task_goals(id);
+        self.cancel_task_goals(id);
         if let Some(task) = self.state.queue.get_mut(id) {
             task.status = TaskStatus::Preempted;
-            task.react.phase = Phase::Ready;
+            if !matches!(task.react.phase, Phase::AwaitingApproval { .. }) {
+                task.react.phase = Phase::Ready;
+            }
             task.react.last = Some(LastResult::Resumed {
                 after: why.to_string(),
             });
@@ -326,7 +340,8 @@ impl Engine {
 
     /// Stops a task for good or until the operator acts (paused, waiting, finished).
     pub(super) fn halt_task(&mut self, id: &str, status: TaskStatus, why: &str) {
-        self.stop_task_goals(id);
+        self.cancel_task_goals(id);
+        self.withdraw_approvals(id);
         if let Some(task) = self.state.queue.get_mut(id) {
             task.status = status;
             task.react.phase = Phase::Halted;
@@ -340,8 +355,8 @@ impl Engine {
         self.task_event(id, why);
     }
 
-    /// Cancels a task's running goals and withdraws its pending approvals.
-    fn stop_task_goals(&mut self, id: &str) {
+    /// Cancels a task's running goals.
+    fn cancel_task_goals(&mut self, id: &str) {
         let goals: Vec<String> = self
             .runner
             .running()
@@ -352,6 +367,10 @@ impl Engine {
         for goal_id in goals {
             self.cancel_goal(&goal_id);
         }
+    }
+
+    /// Withdraws a stopped task's pending approvals.
+    fn withdraw_approvals(&mut self, id: &str) {
         let withdrawn: Vec<_> = self
             .state
             .approvals

@@ -346,4 +346,101 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    /// A second call that needs approval used to set the first call's task
+    /// aside and withdraw its approval: each pending approval now stays
+    /// until the operator answers it, and each runs once approved.
+    #[test]
+    fn two_gated_calls_keep_both_approvals_until_answered_and_both_run() {
+        let mut engine = engine();
+        let mut events = run(
+            &mut engine,
+            vec![call("c1", "navigate_to", json!({"zone": "study"}))],
+            3.0,
+        );
+        events.extend(run(
+            &mut engine,
+            vec![call("c2", "navigate_to", json!({"zone": "outside"}))],
+            8.0,
+        ));
+        let pending: Vec<(String, Value)> = engine
+            .state()
+            .approvals
+            .iter()
+            .map(|a| match &a.op {
+                Op::Dispatch { args, .. } => (a.id.clone(), args["zone"].clone()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            pending,
+            vec![
+                ("a1".to_string(), json!("study")),
+                ("a2".to_string(), json!("outside"))
+            ],
+            "{events:#?}"
+        );
+        assert!(
+            !events.iter().any(|e| matches!(
+                &e.kind,
+                EventKind::Approval {
+                    status: ApprovalStatus::Rejected,
+                    ..
+                }
+            )),
+            "an approval was withdrawn"
+        );
+        // The first is approved while the second's task runs ahead of it:
+        // it waits its turn, then runs without being asked again.
+        events.extend(run(
+            &mut engine,
+            vec![Command::Approve {
+                approval_id: "a1".into(),
+            }],
+            12.0,
+        ));
+        assert_eq!(engine.state().approvals.len(), 1);
+        events.extend(run(
+            &mut engine,
+            vec![Command::Approve {
+                approval_id: "a2".into(),
+            }],
+            400.0,
+        ));
+        let dispatched: Vec<Value> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Skill {
+                    skill,
+                    status: SkillStatus::Dispatched,
+                    args,
+                    ..
+                } if skill == "navigate_to" => Some(args["zone"].clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dispatched, vec![json!("outside"), json!("study")]);
+        let requested = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    &e.kind,
+                    EventKind::Approval {
+                        status: ApprovalStatus::Requested,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(requested, 2, "an approval was asked for twice");
+        assert_eq!(engine.state().telemetry.zone.as_deref(), Some("study"));
+        for (c, zone) in [("c1", "study"), ("c2", "outside")] {
+            let mut watch = CallWatch::new(c, "navigate_to", &json!({"zone": zone}));
+            let last = events.iter().filter_map(|e| watch.on_event(&e.kind)).last();
+            assert!(
+                matches!(last, Some(CallOutcome::Succeeded { .. })),
+                "{c}: {last:?}"
+            );
+        }
+    }
 }

@@ -5,6 +5,7 @@
 
 use robobrain_core::store::ledger::short_goal_id;
 use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use robobrain_core::link::NavFeedback;
 use robobrain_core::protocol::{
@@ -25,6 +26,10 @@ pub const FEED_CAP: usize = 1000;
 const TREND_WINDOW_S: f64 = 60.0;
 /// Characters of streamed model text kept.
 const TOKEN_CAP: usize = 8000;
+/// Wall time after an approval card appears, is focused or shows another
+/// approval during which the keys that answer it are not taken: a key
+/// pressed as the card changes was meant for what was there before.
+pub const ANSWER_GUARD: Duration = Duration::from_secs(1);
 
 /// What a key, an event or a timer means to the console.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +68,9 @@ pub enum Action {
     Quit,
     /// Yes, leave.
     ConfirmQuit,
-    /// Approve the selected approval as proposed.
+    /// Give the keyboard to the approval card (the only way to answer it by key).
+    FocusCard,
+    /// Approve the selected approval as proposed (the card must have focus).
     Approve,
     /// Open the selected approval's arguments for editing.
     EditArgs,
@@ -73,8 +80,10 @@ pub enum Action {
     NextApproval,
     /// Select the previous pending approval.
     PrevApproval,
-    /// Show the approval prompt again after it was hidden.
-    ShowApprovals,
+    /// Hide the approval card, or show it again.
+    ToggleApprovals,
+    /// A key that does not answer the focused card (Enter): say which do.
+    CardKeys,
 }
 
 /// What the driver must do after an update.
@@ -170,8 +179,14 @@ pub struct Prompt {
     pub approval_id: Option<String>,
     /// What the prompt is doing.
     pub stage: Stage,
-    /// Hidden by Esc until a new approval arrives or Ctrl-A.
+    /// Hidden by Ctrl-A until a new approval arrives, Ctrl-A or F2.
     pub hidden: bool,
+    /// The card has the keyboard (F2). Only then do keys answer it; a new
+    /// approval never gives it focus, so typing always goes to the input line.
+    pub focused: bool,
+    /// Keys that answer the card are not taken before this wall time
+    /// ([`ANSWER_GUARD`] after the card appeared, was focused or changed).
+    pub guard_until: Instant,
 }
 
 /// One line of the ReAct timeline.
@@ -279,6 +294,8 @@ pub struct App {
     pub(crate) forecasts: HashMap<String, Result<Forecast, NoForecast>>,
     seen_approvals: Vec<String>,
     pub(crate) estop_sent: bool,
+    /// Wall time now, as the driver last set it ([`App::set_clock`]).
+    now: Instant,
 }
 
 impl App {
@@ -286,6 +303,7 @@ impl App {
     /// under `NO_COLOR`. Edited arguments are checked against the built-in
     /// skills' schemas before they are sent (the kernel checks them again).
     pub fn new(world: World, snapshot: Snapshot, color: bool) -> Self {
+        let now = Instant::now();
         let mut app = Self {
             world,
             registry: SkillRegistry::with_builtins().ok(),
@@ -313,13 +331,22 @@ impl App {
                 approval_id: None,
                 stage: Stage::View,
                 hidden: false,
+                focused: false,
+                guard_until: now,
             },
             forecasts: HashMap::new(),
             seen_approvals: Vec::new(),
             estop_sent: false,
+            now,
         };
         app.set_snapshot(snapshot);
         app
+    }
+
+    /// Sets the wall time the answer guard is measured against; the driver
+    /// calls it before every update (tests move it by hand).
+    pub fn set_clock(&mut self, now: Instant) {
+        self.now = now;
     }
 
     /// The state the panels paint.
@@ -353,9 +380,14 @@ impl App {
         )
     }
 
+    /// Whether the approval card is on screen and has the keyboard.
+    pub fn card_focused(&self) -> bool {
+        self.prompt_open() && self.prompt.focused
+    }
+
     /// Whether keys go to a text field (the input line or a prompt editor).
     pub fn is_typing(&self) -> bool {
-        if self.prompt_open() {
+        if self.card_focused() {
             matches!(self.prompt.stage, Stage::Edit { .. } | Stage::Reject { .. })
         } else {
             self.overlay == Overlay::None && self.focus == Focus::Input
@@ -381,6 +413,7 @@ impl App {
             }
             Action::Type(text) => {
                 self.focus = Focus::Input;
+                self.prompt.focused = false;
                 self.input.apply(Edit::Insert(text));
                 None
             }
@@ -434,9 +467,34 @@ impl App {
                 }
             }
             Action::ConfirmQuit => Some(Effect::Quit),
-            Action::Approve => self.decide_selected(true),
+            Action::FocusCard => {
+                if self.snap.approvals.is_empty() {
+                    self.notice = Some((Level::Info, "no approval is waiting".into()));
+                } else {
+                    self.overlay = Overlay::None;
+                    self.prompt.hidden = false;
+                    self.prompt.focused = true;
+                    self.guard();
+                    self.notice = Some((
+                        Level::Info,
+                        "the card has the keys: F3 approve · F4 edit · F8 reject · Esc back to typing"
+                            .into(),
+                    ));
+                }
+                None
+            }
+            Action::Approve => {
+                if !self.may_answer() {
+                    return None;
+                }
+                let id = self.selected_approval()?.approval_id.clone();
+                self.stage(Stage::Sent("approved"));
+                self.prompt.focused = false;
+                Some(Effect::Send(Command::Approve { approval_id: id }))
+            }
             Action::Reject => {
-                if self.selected_approval().is_some() {
+                if self.may_answer() {
+                    self.notice = None;
                     self.stage(Stage::Reject {
                         editor: LineEditor::default(),
                     });
@@ -444,13 +502,8 @@ impl App {
                 None
             }
             Action::EditArgs => {
-                if let Some(Op::Dispatch { args, .. }) = self.selected_approval().map(|a| &a.op) {
-                    let editor = LineEditor::with_text(&args.to_string());
-                    self.stage(Stage::Edit {
-                        editor,
-                        error: None,
-                        sent: false,
-                    });
+                if self.may_answer() {
+                    self.open_editor();
                 }
                 None
             }
@@ -464,20 +517,66 @@ impl App {
                 self.prompt.selected = (self.prompt.selected + by) % n;
                 self.prompt.stage = Stage::View;
                 self.prompt.approval_id = self.selected_approval().map(|a| a.approval_id.clone());
+                self.guard();
                 None
             }
-            Action::ShowApprovals => {
-                self.prompt.hidden = false;
+            Action::ToggleApprovals => {
                 if self.snap.approvals.is_empty() {
                     self.notice = Some((Level::Info, "no approval is waiting".into()));
+                } else {
+                    self.prompt.hidden = !self.prompt.hidden;
+                    self.prompt.focused = false;
                 }
+                None
+            }
+            Action::CardKeys => {
+                self.notice = Some((
+                    Level::Info,
+                    "Enter does not answer a card: F3 approves · F4 edits · F8 rejects · Esc back to typing"
+                        .into(),
+                ));
                 None
             }
         }
     }
 
+    /// Starts the answer guard: keys that answer the card wait [`ANSWER_GUARD`].
+    fn guard(&mut self) {
+        self.prompt.guard_until = self.now + ANSWER_GUARD;
+    }
+
+    /// Whether a key may answer the card now: it has focus, shows its
+    /// proposal (not an answer already sent), and the guard has passed.
+    fn may_answer(&mut self) -> bool {
+        if !self.card_focused() || self.prompt.stage != Stage::View {
+            return false;
+        }
+        if self.now < self.prompt.guard_until {
+            self.notice = Some((
+                Level::Warn,
+                "the card just changed: read it, then answer (keys are ignored for a second)"
+                    .into(),
+            ));
+            return false;
+        }
+        true
+    }
+
+    /// Opens the selected approval's arguments in the JSON editor.
+    fn open_editor(&mut self) {
+        if let Some(Op::Dispatch { args, .. }) = self.selected_approval().map(|a| &a.op) {
+            let editor = LineEditor::with_text(&args.to_string());
+            self.notice = None;
+            self.stage(Stage::Edit {
+                editor,
+                error: None,
+                sent: false,
+            });
+        }
+    }
+
     fn editor_mut(&mut self) -> Option<&mut LineEditor> {
-        if self.prompt_open() {
+        if self.card_focused() {
             match &mut self.prompt.stage {
                 Stage::Edit { editor, sent, .. } => {
                     *sent = false;
@@ -500,12 +599,13 @@ impl App {
     fn escape(&mut self) {
         if self.overlay != Overlay::None {
             self.overlay = Overlay::None;
-        } else if self.prompt_open() {
+        } else if self.card_focused() {
             if matches!(self.prompt.stage, Stage::View | Stage::Sent(_)) {
-                self.prompt.hidden = true;
+                self.prompt.focused = false;
+                self.focus = Focus::Input;
                 self.notice = Some((
                     Level::Info,
-                    "approval prompt hidden; Ctrl-A shows it again".into(),
+                    "back to typing; F2 answers the card, Ctrl-A hides it".into(),
                 ));
             } else {
                 self.prompt.stage = Stage::View;
@@ -519,20 +619,21 @@ impl App {
     }
 
     fn submit(&mut self) -> Option<Effect> {
-        if self.prompt_open() {
+        if self.card_focused() {
+            // Enter sends an editor's text, never the card's proposal.
             return match self.prompt.stage.clone() {
-                Stage::View => self.decide_selected(true),
+                Stage::View | Stage::Sent(_) => None,
                 Stage::Reject { editor } => {
                     let reason = editor.text().trim().to_string();
                     let id = self.selected_approval()?.approval_id.clone();
                     self.prompt.stage = Stage::Sent("rejected");
+                    self.prompt.focused = false;
                     Some(Effect::Send(Command::Reject {
                         approval_id: id,
                         reason,
                     }))
                 }
                 Stage::Edit { editor, .. } => self.submit_edit(editor.text()),
-                Stage::Sent(_) => None,
             };
         }
         if self.focus != Focus::Input {
@@ -549,6 +650,20 @@ impl App {
                 self.history_pos = None;
                 self.notice = None;
                 match input {
+                    // An id that is not waiting leaves the line to fix.
+                    Input::Answer(cmd) => {
+                        let effect = self.answer_by_command(cmd);
+                        if effect.is_none() {
+                            self.input = LineEditor::with_text(&line);
+                        }
+                        effect
+                    }
+                    Input::EditArgs { approval_id } => {
+                        if !self.edit_by_command(&approval_id) {
+                            self.input = LineEditor::with_text(&line);
+                        }
+                        None
+                    }
                     Input::Send(cmd) => {
                         if cmd == Command::EStop {
                             return self.update(Action::EStop);
@@ -573,40 +688,100 @@ impl App {
 
     fn submit_edit(&mut self, text: &str) -> Option<Effect> {
         let approval = self.selected_approval()?.clone();
-        let refuse = |app: &mut Self, why: String| {
-            if let Stage::Edit { error, sent, .. } = &mut app.prompt.stage {
-                *error = Some(why);
-                *sent = false;
-            }
-            None
-        };
-        let args: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => return refuse(self, format!("not valid JSON: {e}")),
-        };
-        if let (Op::Dispatch { skill, .. }, Some(registry)) = (&approval.op, &self.registry)
-            && registry.spec(skill).is_some()
-            && let Err(e) = registry.check(skill, &args, &self.world)
-        {
-            return refuse(self, e.to_string());
-        }
+        let checked = self.check_edit(&approval, text);
         if let Stage::Edit { error, sent, .. } = &mut self.prompt.stage {
-            *error = None;
-            *sent = true;
+            *sent = checked.is_ok();
+            *error = checked.as_ref().err().cloned();
         }
+        let args = checked.ok()?;
         Some(Effect::Send(Command::Edit {
             approval_id: approval.approval_id,
             args,
         }))
     }
 
-    fn decide_selected(&mut self, approve: bool) -> Option<Effect> {
-        if !self.prompt_open() {
+    /// Edited arguments as JSON, checked against the skill's schema (the
+    /// kernel's guardrails check them again); why not, in words.
+    fn check_edit(&self, approval: &ApprovalView, text: &str) -> Result<Value, String> {
+        let args: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        if let (Op::Dispatch { skill, .. }, Some(registry)) = (&approval.op, &self.registry)
+            && registry.spec(skill).is_some()
+        {
+            registry
+                .check(skill, &args, &self.world)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(args)
+    }
+
+    /// Where `/approve ID`, `/reject ID …` or `/edit ID JSON` goes: sent when
+    /// `ID` is waiting (and edited arguments pass the schema), else refused
+    /// on the hint line.
+    fn answer_by_command(&mut self, cmd: Command) -> Option<Effect> {
+        let id = match &cmd {
+            Command::Approve { approval_id }
+            | Command::Reject { approval_id, .. }
+            | Command::Edit { approval_id, .. } => approval_id.clone(),
+            _ => return Some(Effect::Send(cmd)),
+        };
+        let approval = self.waiting(&id).cloned()?;
+        if let Command::Edit { args, .. } = &cmd
+            && let Err(why) = self.check_edit(&approval, &args.to_string())
+        {
+            self.notice = Some((Level::Error, format!("edit of {id} refused: {why}")));
             return None;
         }
-        let id = self.selected_approval()?.approval_id.clone();
-        self.stage(Stage::Sent(if approve { "approved" } else { "rejected" }));
-        Some(Effect::Send(Command::Approve { approval_id: id }))
+        let shown = self
+            .selected_approval()
+            .is_some_and(|a| a.approval_id == id);
+        match &cmd {
+            Command::Approve { .. } if shown => self.stage(Stage::Sent("approved")),
+            Command::Reject { .. } if shown => self.stage(Stage::Sent("rejected")),
+            _ => {}
+        }
+        if shown {
+            self.prompt.focused = false;
+        }
+        Some(Effect::Send(cmd))
+    }
+
+    /// `/edit ID`: the card of `ID`, focused, with its arguments in the
+    /// editor; false when `ID` is not waiting.
+    fn edit_by_command(&mut self, id: &str) -> bool {
+        if self.waiting(id).is_none() {
+            return false;
+        }
+        if let Some(i) = self.snap.approvals.iter().position(|a| a.approval_id == id) {
+            self.prompt.selected = i;
+        }
+        self.overlay = Overlay::None;
+        self.prompt.hidden = false;
+        self.prompt.focused = true;
+        self.open_editor();
+        true
+    }
+
+    /// The pending approval `id`; when there is none, says so on the hint line.
+    fn waiting(&mut self, id: &str) -> Option<&ApprovalView> {
+        if !self.snap.approvals.iter().any(|a| a.approval_id == id) {
+            let ids: Vec<&str> = self
+                .snap
+                .approvals
+                .iter()
+                .map(|a| a.approval_id.as_str())
+                .collect();
+            let waiting = if ids.is_empty() {
+                "none".to_string()
+            } else {
+                ids.join(", ")
+            };
+            self.notice = Some((
+                Level::Error,
+                format!("no approval {id} is waiting; waiting: {waiting}"),
+            ));
+            return None;
+        }
+        self.snap.approvals.iter().find(|a| a.approval_id == id)
     }
 
     fn recall(&mut self, older: bool) {
@@ -649,10 +824,13 @@ impl App {
                 status: SkillStatus::Feedback,
             });
         }
+        let shown_before = self.selected_approval().map(|a| a.approval_id.clone());
         for a in &snap.approvals {
             if !self.seen_approvals.contains(&a.approval_id) {
                 self.seen_approvals.push(a.approval_id.clone());
+                // The card shows, but the keyboard stays where it was.
                 self.prompt.hidden = false;
+                self.guard();
                 self.forecasts
                     .insert(a.approval_id.clone(), forecast(&self.world, &snap, &a.op));
             }
@@ -675,10 +853,23 @@ impl App {
         } else {
             self.prompt.approval_id = None;
             self.prompt.stage = Stage::View;
-            self.prompt.selected = self
-                .prompt
-                .selected
+            // The card keeps showing the approval it showed, wherever it moved.
+            self.prompt.selected = shown_before
+                .as_ref()
+                .and_then(|id| {
+                    self.snap
+                        .approvals
+                        .iter()
+                        .position(|a| &a.approval_id == id)
+                })
+                .unwrap_or(self.prompt.selected)
                 .min(self.snap.approvals.len().saturating_sub(1));
+        }
+        if self.selected_approval().map(|a| &a.approval_id) != shown_before.as_ref() {
+            self.guard();
+        }
+        if self.snap.approvals.is_empty() {
+            self.prompt.focused = false;
         }
     }
 
@@ -745,12 +936,19 @@ impl App {
                 reason,
                 ..
             } => {
-                if status == ApprovalStatus::EditRefused
-                    && self.prompt.approval_id.as_deref() == Some(approval_id.as_str())
-                    && let Stage::Edit { error, sent, .. } = &mut self.prompt.stage
-                {
-                    *error = Some(reason.clone());
-                    *sent = false;
+                if status == ApprovalStatus::EditRefused {
+                    if self.prompt.approval_id.as_deref() == Some(approval_id.as_str())
+                        && let Stage::Edit { error, sent, .. } = &mut self.prompt.stage
+                    {
+                        *error = Some(reason.clone());
+                        *sent = false;
+                    } else {
+                        // An edit sent with /edit: the card is not editing it.
+                        self.notice = Some((
+                            Level::Error,
+                            format!("edit of {approval_id} refused: {reason}"),
+                        ));
+                    }
                 }
                 self.push_step(
                     time,

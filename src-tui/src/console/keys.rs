@@ -25,15 +25,15 @@ pub const BINDINGS: &[(&str, &str, &str)] = &[
     ("i / Enter", "panel", "back to the input line (typing also)"),
     ("q", "panel", "quit (asks while a task runs)"),
     ("Ctrl-C", "anywhere", "quit (asks while a task runs)"),
-    ("a / Enter", "approval", "approve as proposed"),
+    ("F2", "anywhere", "give the keys to the approval card"),
     (
-        "e",
-        "approval",
-        "edit the args (JSON), Enter sends, Esc back",
+        "F3 / F4 / F8",
+        "card",
+        "approve / edit args (JSON) / reject (a reason)",
     ),
-    ("r", "approval", "reject, type a reason, Enter sends"),
-    ("[ ] ← →", "approval", "previous / next pending approval"),
-    ("Esc", "approval", "hide the prompt; Ctrl-A shows it"),
+    ("[ ] ← →", "card", "previous / next pending approval"),
+    ("Esc", "card", "back to the input line (the card stays)"),
+    ("Ctrl-A", "anywhere", "hide / show the approval card"),
     ("F1 / ?", "anywhere", "this help; any key closes it"),
 ];
 
@@ -54,7 +54,8 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
                 Action::Quit
             });
         }
-        KeyCode::Char('a' | 'A') if ctrl => return Some(Action::ShowApprovals),
+        KeyCode::Char('a' | 'A') if ctrl => return Some(Action::ToggleApprovals),
+        KeyCode::F(2) => return Some(Action::FocusCard),
         KeyCode::F(1) => return Some(Action::Help),
         KeyCode::Tab => return Some(Action::FocusNext),
         KeyCode::BackTab => return Some(Action::FocusPrev),
@@ -70,21 +71,22 @@ pub fn action(app: &App, key: KeyEvent) -> Option<Action> {
         }
         Overlay::None => {}
     }
-    if app.prompt_open() {
+    // The card answers only once F2 gave it the keys, and only to keys
+    // that are no part of typing; a letter goes back to the input line.
+    if app.card_focused() {
         return match app.prompt.stage {
             Stage::Edit { .. } | Stage::Reject { .. } => editing(key, ctrl),
             Stage::View | Stage::Sent(_) => match key.code {
-                KeyCode::Char('a' | 'y') | KeyCode::Enter => Some(Action::Approve),
-                KeyCode::Char('e') => Some(Action::EditArgs),
-                KeyCode::Char('r' | 'n') => Some(Action::Reject),
-                KeyCode::Char(']' | 'l') | KeyCode::Right | KeyCode::Down => {
-                    Some(Action::NextApproval)
-                }
-                KeyCode::Char('[' | 'h') | KeyCode::Left | KeyCode::Up => {
-                    Some(Action::PrevApproval)
-                }
+                KeyCode::F(3) => Some(Action::Approve),
+                KeyCode::F(4) => Some(Action::EditArgs),
+                KeyCode::F(8) => Some(Action::Reject),
+                KeyCode::Char(']') | KeyCode::Right | KeyCode::Down => Some(Action::NextApproval),
+                KeyCode::Char('[') | KeyCode::Left | KeyCode::Up => Some(Action::PrevApproval),
                 KeyCode::Char('?') => Some(Action::Help),
                 KeyCode::Esc => Some(Action::Escape),
+                KeyCode::Enter => Some(Action::CardKeys),
+                KeyCode::Char(_) if ctrl => None,
+                KeyCode::Char(c) => Some(Action::Type(c.to_string())),
                 _ => None,
             },
         };

@@ -10,6 +10,14 @@ use thiserror::Error;
 pub enum Input {
     /// Send this to the core.
     Send(Command),
+    /// Answer a pending approval (`/approve`, `/reject`, `/edit ID JSON`):
+    /// sent once the console has checked the id is waiting.
+    Answer(Command),
+    /// `/edit ID` without arguments: open that approval's JSON editor.
+    EditArgs {
+        /// The approval.
+        approval_id: String,
+    },
     /// Show the key bindings.
     Help,
     /// Leave the console (asks first when a task is running).
@@ -27,6 +35,9 @@ pub enum SlashError {
     /// A command with the wrong arguments.
     #[error("usage: {0}")]
     Usage(&'static str),
+    /// `/edit` arguments that are not JSON.
+    #[error("/edit: the arguments are not valid JSON: {0}")]
+    Json(String),
     /// A number that is not one.
     #[error("`{value}` is not a {what}")]
     Number {
@@ -44,6 +55,12 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/resume", "resume, release an E-stop, retry a stuck task"),
     ("/stop", "cancel the active task"),
     ("/patrol [ROUTE]", "patrol a route of the world"),
+    ("/approve ID", "approve a pending approval as proposed"),
+    ("/reject ID [WHY]", "reject a pending approval"),
+    (
+        "/edit ID [JSON]",
+        "approve with these args (no JSON: edit on the card)",
+    ),
     (
         "/ack [ID]",
         "acknowledge an alert (all open ones without an id)",
@@ -55,6 +72,9 @@ pub const COMMANDS: &[(&str, &str)] = &[
 
 /// The faults `/inject` understands, for the help screen.
 pub const FAULTS: &str = "block PASSAGE · unblock PASSAGE · battery PCT · stall · unstall · incident ZONE KIND · clear ZONE · camera_fail · camera_restore · or the fault as JSON";
+
+/// The reason a `/reject` without one sends.
+pub const DEFAULT_REJECT_REASON: &str = "rejected by the operator";
 
 const INJECT_USAGE: &str = "/inject block PASSAGE | unblock PASSAGE | battery PCT | stall | unstall | incident ZONE KIND | clear ZONE | camera_fail | camera_restore | {\"fault\":…}";
 
@@ -90,6 +110,47 @@ pub fn parse(line: &str) -> Result<Input, SlashError> {
             incident_id: (!args.is_empty()).then(|| args.to_string()),
             by: "operator".into(),
         })),
+        "approve" => match args.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [id] => Ok(Input::Answer(Command::Approve {
+                approval_id: (*id).into(),
+            })),
+            _ => Err(SlashError::Usage(
+                "/approve ID (the card's id, e.g. /approve a1)",
+            )),
+        },
+        "reject" => {
+            let (id, reason) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+            if id.is_empty() {
+                return Err(SlashError::Usage("/reject ID [REASON]"));
+            }
+            let reason = reason.trim();
+            Ok(Input::Answer(Command::Reject {
+                approval_id: id.into(),
+                reason: if reason.is_empty() {
+                    DEFAULT_REJECT_REASON.into()
+                } else {
+                    reason.into()
+                },
+            }))
+        }
+        "edit" => {
+            const USAGE: &str = "/edit ID [ARGS AS JSON]";
+            let (id, json) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+            match (id.is_empty(), json.trim()) {
+                (true, _) => Err(SlashError::Usage(USAGE)),
+                (false, "") => Ok(Input::EditArgs {
+                    approval_id: id.into(),
+                }),
+                (false, json) => serde_json::from_str(json)
+                    .map(|args| {
+                        Input::Answer(Command::Edit {
+                            approval_id: id.into(),
+                            args,
+                        })
+                    })
+                    .map_err(|e| SlashError::Json(e.to_string())),
+            }
+        }
         "help" | "?" => Ok(Input::Help),
         "quit" | "q" | "exit" => Ok(Input::Quit),
         other => Err(SlashError::Unknown(other.to_string())),

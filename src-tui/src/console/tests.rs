@@ -14,14 +14,17 @@ use robobrain_core::protocol::{
 };
 use robobrain_core::sim::World;
 use robobrain_core::skills::Risk;
+use std::time::Instant;
 
-use super::app::{Action, App, Effect, Stage};
+use super::app::{ANSWER_GUARD, Action, App, Effect, Stage};
 use super::{keys, ui};
 
 struct Harness {
     engine: Engine,
     app: App,
     sent: Vec<Command>,
+    /// The wall time the app is told (the answer guard is measured on it).
+    clock: Instant,
 }
 
 impl Harness {
@@ -30,12 +33,41 @@ impl Harness {
         config.thread_id = Some("console-test".into());
         let world = World::resolve(&config.world).unwrap();
         let engine = Engine::simulated(&config, world.clone()).unwrap();
-        let app = App::new(world, engine.snapshot(), true);
+        let clock = Instant::now();
+        let mut app = App::new(world, engine.snapshot(), true);
+        app.set_clock(clock);
         Self {
             engine,
             app,
             sent: Vec::new(),
+            clock,
         }
+    }
+
+    /// Moves the app's wall clock past the answer guard.
+    fn after_the_guard(&mut self) {
+        self.clock += ANSWER_GUARD;
+        self.app.set_clock(self.clock);
+    }
+
+    /// F2, a wait past the guard, then `key`: the deliberate way to answer.
+    fn answer(&mut self, key: KeyCode) {
+        self.press(KeyCode::F(2));
+        self.after_the_guard();
+        self.press(key);
+    }
+
+    /// Commands sent that answer an approval.
+    fn answers(&self) -> Vec<&Command> {
+        self.sent
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    Command::Approve { .. } | Command::Reject { .. } | Command::Edit { .. }
+                )
+            })
+            .collect()
     }
 
     fn default() -> Self {
@@ -208,7 +240,8 @@ fn an_approval_shows_what_will_happen() {
         "route: living_room",
         "ETA",
         "on arrival",
-        "[a] approve",
+        "[F2] answer this card",
+        "/approve a1",
     ] {
         assert!(s.contains(want), "no {want:?} in\n{s}");
     }
@@ -218,7 +251,7 @@ fn an_approval_shows_what_will_happen() {
 #[test]
 fn approving_sends_the_command_and_the_task_finishes() {
     let mut h = pending_approval();
-    h.press(KeyCode::Char('a'));
+    h.answer(KeyCode::F(3));
     assert!(matches!(h.sent.last(), Some(Command::Approve { approval_id }) if approval_id == "a1"));
     assert!(h.run_until(120.0, |e| is_decision(e, DecisionType::Finish)));
     h.run_for(1.0);
@@ -229,7 +262,7 @@ fn approving_sends_the_command_and_the_task_finishes() {
 #[test]
 fn a_refused_edit_keeps_the_prompt_with_the_error_inline() {
     let mut h = pending_approval();
-    h.press(KeyCode::Char('e'));
+    h.answer(KeyCode::F(4));
     // Clear the proposed args and type arguments that break the schema.
     for _ in 0..40 {
         h.press(KeyCode::Backspace);
@@ -272,12 +305,17 @@ fn several_approvals_queue_visibly_and_rejecting_asks_a_reason() {
     let s = h.screen(100, 30);
     assert!(s.contains("Approval 1 of 2"), "{s}");
     assert!(s.contains("queue:"), "{s}");
+    h.press(KeyCode::F(2));
     h.press(KeyCode::Char(']'));
     assert!(
         h.screen(100, 30)
-            .contains("Approval 2 of 2 · a2 for task t2")
+            .contains("Approval 2 of 2 · a2 for task t2 · keys here")
     );
-    h.press(KeyCode::Char('r'));
+    // Another approval on the card: the guard starts again.
+    h.press(KeyCode::F(8));
+    assert!(!matches!(h.app.prompt.stage, Stage::Reject { .. }));
+    h.after_the_guard();
+    h.press(KeyCode::F(8));
     h.type_line("not now");
     assert_eq!(
         h.sent.last(),
@@ -286,6 +324,81 @@ fn several_approvals_queue_visibly_and_rejecting_asks_a_reason() {
             reason: "not now".into()
         })
     );
+}
+
+/// What the operator was typing when the card appeared goes to the input
+/// line, whatever it is: no letter, word or Enter answers a card.
+#[test]
+fn typing_never_answers_a_card() {
+    let mut h = pending_approval();
+    h.after_the_guard();
+    for word in ["patrol", "yes", "approve", "a", "y", "e", "r", "n"] {
+        for c in word.chars() {
+            h.press(KeyCode::Char(c));
+        }
+        assert_eq!(h.app.input.text(), word);
+        assert!(h.answers().is_empty(), "{word} answered: {:?}", h.sent);
+        for _ in word.chars() {
+            h.press(KeyCode::Backspace);
+        }
+    }
+    h.press(KeyCode::Enter);
+    // The function keys that answer do nothing before F2 gives the card the keys.
+    for key in [KeyCode::F(3), KeyCode::F(4), KeyCode::F(8)] {
+        h.press(key);
+    }
+    assert!(h.answers().is_empty(), "{:?}", h.sent);
+    assert!(h.app.prompt_open());
+    // A line typed and sent is said, not taken as an answer.
+    h.type_line("yes");
+    assert_eq!(h.sent.last(), Some(&Command::Say { text: "yes".into() }));
+    // F2 then F3 at once: too soon after the card took the keys.
+    h.press(KeyCode::F(2));
+    h.press(KeyCode::F(3));
+    assert!(h.answers().is_empty(), "{:?}", h.sent);
+    // On the focused card Enter explains, and a letter goes back to typing.
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('a'));
+    assert!(!h.app.card_focused());
+    assert_eq!(h.app.input.text(), "a");
+    assert!(h.answers().is_empty(), "{:?}", h.sent);
+    h.press(KeyCode::Backspace);
+    h.answer(KeyCode::F(3));
+    assert_eq!(
+        h.answers(),
+        vec![&Command::Approve {
+            approval_id: "a1".into()
+        }]
+    );
+}
+
+/// `/approve ID`, `/reject ID WHY` and `/edit ID JSON` answer a card by name;
+/// an id that is not waiting is refused and the line stays to fix.
+#[test]
+fn approvals_are_answered_by_slash_commands_typed_in_full() {
+    let mut h = pending_approval();
+    h.type_line("/approve a9");
+    assert!(h.answers().is_empty());
+    assert_eq!(h.app.input.text(), "/approve a9");
+    let s = h.screen(100, 30);
+    assert!(s.contains("no approval a9 is waiting; waiting: a1"), "{s}");
+    for _ in 0..12 {
+        h.press(KeyCode::Backspace);
+    }
+    h.type_line(r#"/edit a1 {"zone": 5}"#);
+    assert!(h.answers().is_empty(), "{:?}", h.sent);
+    assert!(h.screen(100, 30).contains("edit of a1 refused"));
+    for _ in 0..30 {
+        h.press(KeyCode::Backspace);
+    }
+    h.type_line("/approve a1");
+    assert_eq!(
+        h.answers(),
+        vec![&Command::Approve {
+            approval_id: "a1".into()
+        }]
+    );
+    assert!(h.run_until(120.0, |e| is_decision(e, DecisionType::Finish)));
 }
 
 #[test]

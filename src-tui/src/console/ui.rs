@@ -114,7 +114,7 @@ fn draw_header(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     }
     if !s.approvals.is_empty() {
         spans.push(Span::styled(
-            format!(" {} approval(s) waiting ", s.approvals.len()),
+            format!(" {} approval(s) waiting · F2 ", s.approvals.len()),
             theme.warn().add_modifier(Modifier::REVERSED),
         ));
     }
@@ -659,7 +659,7 @@ fn draw_log(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
 
 fn draw_input(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     let prompt = "› ";
-    let focused = app.focus == Focus::Input;
+    let focused = app.focus == Focus::Input && !app.card_focused();
     let style = if focused {
         theme.accent().add_modifier(Modifier::BOLD)
     } else {
@@ -667,10 +667,15 @@ fn draw_input(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     };
     let width = area.width.saturating_sub(2) as usize;
     if app.input.is_empty() && !focused {
+        let how = if app.card_focused() {
+            "the approval card has the keys; Esc (or a letter) to type here"
+        } else {
+            "press i to type"
+        };
         frame.render_widget(
             Paragraph::new(Line::from(vec![
                 Span::styled(prompt, style),
-                Span::styled("press i to type", theme.dim()),
+                Span::styled(how, theme.dim()),
             ])),
             area,
         );
@@ -686,7 +691,7 @@ fn draw_input(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
         Line::from(vec![Span::styled(prompt, style), Span::raw(shown)])
     };
     frame.render_widget(Paragraph::new(line), area);
-    if app.is_typing() && !app.prompt_open() {
+    if app.is_typing() && !app.card_focused() {
         frame.set_cursor_position((area.x + 2 + cursor as u16, area.y));
     }
 }
@@ -694,6 +699,10 @@ fn draw_input(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
 fn draw_hints(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     let line = match &app.notice {
         Some((level, text)) => Line::styled(text.clone(), theme.level(*level)),
+        None if !app.snapshot().approvals.is_empty() && !app.card_focused() => Line::styled(
+            "F2 answers the approval card · Enter send · F12/Ctrl-X E-STOP · ? help",
+            theme.dim(),
+        ),
         None => Line::styled(
             "Enter send · Tab panels · F12/Ctrl-X E-STOP · ? help · Ctrl-C quit",
             theme.dim(),

@@ -1,7 +1,10 @@
 //! The streamable HTTP transport of `robobrain mcp --http ADDR`: rmcp's
 //! service under `/mcp` on axum, behind a bearer-token check. A loopback
 //! address needs no token (one given is still checked); any other address
-//! refuses to start without one.
+//! refuses to start without one. On loopback a request from a web page of
+//! another origin is refused (403), by the web console's own rule
+//! ([`origin_allowed`]): a site open in a browser on this machine cannot
+//! call the robot's tools.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +19,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use crate::web::access::{Denied, origin_allowed};
 
 /// The path the MCP endpoint is served under.
 pub const PATH: &str = "/mcp";
@@ -70,6 +74,11 @@ impl HttpServer {
                 bearer,
             ));
         }
+        // Outermost: a foreign page is refused before anything else.
+        router = router.layer(axum::middleware::from_fn_with_state(
+            addr.ip().is_loopback(),
+            same_origin,
+        ));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
@@ -89,6 +98,20 @@ impl HttpServer {
             .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
             .await
             .context("the MCP HTTP server")
+    }
+}
+
+/// Refuses a request from a page of another origin when listening on loopback.
+async fn same_origin(State(loopback): State<bool>, request: Request, next: Next) -> Response {
+    let origin = request
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok());
+    if origin_allowed(loopback, origin) {
+        next.run(request).await
+    } else {
+        eprintln!("robobrain mcp: refused a request from origin {origin:?}");
+        (StatusCode::FORBIDDEN, Denied::Origin.to_string()).into_response()
     }
 }
 

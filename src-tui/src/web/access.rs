@@ -50,7 +50,7 @@ impl Access {
         want_viewer: bool,
         origin: Option<&str>,
     ) -> Result<Role, Denied> {
-        if self.loopback && !origin.is_none_or(is_local_origin) {
+        if !origin_allowed(self.loopback, origin) {
             return Err(Denied::Origin);
         }
         let asked = if want_viewer {
@@ -79,6 +79,15 @@ pub fn check_bind(addr: SocketAddr, token: Option<&str>) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Whether a request from a page at `origin` (the `Origin` header; none
+/// from programs that are not browsers) may reach a server listening on
+/// loopback only (`loopback`): only pages of this machine may, so a web
+/// site open in the same browser cannot drive the robot. Beyond loopback
+/// the token decides. `robobrain serve` and `robobrain mcp --http` share it.
+pub fn origin_allowed(loopback: bool, origin: Option<&str>) -> bool {
+    !loopback || origin.is_none_or(is_local_origin)
 }
 
 /// Pages served from this machine (or the desktop app's own scheme).

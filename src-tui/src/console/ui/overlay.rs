@@ -56,10 +56,15 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
         .position(|x| x.approval_id == a.approval_id)
         .unwrap_or(0);
     let title = format!(
-        " Approval {} of {n} · {} for task {} ",
+        " Approval {} of {n} · {} for task {}{} ",
         index + 1,
         a.approval_id,
-        a.task_id
+        a.task_id,
+        if app.prompt.focused {
+            " · keys here"
+        } else {
+            ""
+        }
     );
     let width = area.width.min(78);
     let inner_width = usize::from(width.saturating_sub(2));
@@ -135,15 +140,27 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     lines.push(Line::raw(""));
     let mut cursor = None;
     match &app.prompt.stage {
+        // Typing never answers the card: F2 gives it the keys first.
+        Stage::View if !app.prompt.focused => {
+            let id = &a.approval_id;
+            lines.push(Line::from(vec![
+                Span::styled("[F2]", theme.accent().add_modifier(Modifier::BOLD)),
+                Span::raw(" answer this card   "),
+                Span::styled(
+                    format!("or type /approve {id} · /reject {id} · /edit {id}"),
+                    theme.dim(),
+                ),
+            ]));
+        }
         Stage::View => lines.push(Line::from(vec![
-            Span::styled("[a]", theme.good().add_modifier(Modifier::BOLD)),
+            Span::styled("[F3]", theme.good().add_modifier(Modifier::BOLD)),
             Span::raw(" approve   "),
-            Span::styled("[e]", theme.warn().add_modifier(Modifier::BOLD)),
+            Span::styled("[F4]", theme.warn().add_modifier(Modifier::BOLD)),
             Span::raw(" edit args   "),
-            Span::styled("[r]", theme.bad()),
+            Span::styled("[F8]", theme.bad()),
             Span::raw(" reject   "),
             Span::styled("[Esc]", theme.dim()),
-            Span::raw(" later"),
+            Span::raw(" back to typing"),
         ])),
         Stage::Edit {
             editor,
