@@ -106,6 +106,11 @@ def main():
         results["groups"][g["group"]] = {**{k: v for k, v in g.items() if k != "group"}, "commit": commit, "dirty": dirty}
     fresh = {}
     for g in groups:
+        # The 1-minute load average around the group, quotable like any figure.
+        for when in ("before", "after"):
+            fresh[f"load.{g['group']}.{when}"] = {
+                "name": f"1-minute load average {when} the {g['group']} group (2 cores)",
+                "value": g[f"load_{when}"][0], "unit": "", "group": g["group"]}
         for f in read_lines(os.path.join(run_dir, f"figures-{g['group']}.jsonl")):
             fresh[f["id"]] = {"name": f["name"], "value": f["value"], "unit": f["unit"], "group": g["group"]}
     for rid, name, num, den in RATIOS:

@@ -13,12 +13,25 @@
 #
 # One job at a time (the machine is shared), in a build folder of its own
 # (ROBOBRAIN_MUTANTS_TARGET, default ~/.cache/robobrain/mutants-target) so the
-# mutated builds never touch target/. Reports land in target/mutants/MODULE/
-# (mutants.out: caught.txt, missed.txt, timeout.txt, unviable.txt).
+# mutated builds never touch target/, without debug info (faster builds).
+# The tests are robobrain-core's own, less the modules that cannot see a
+# safety decision and are slow (memory, the model client, voice,
+# perception). Reports land in target/mutants/MODULE/ (mutants.out:
+# caught.txt, missed.txt, timeout.txt, unviable.txt). `--iterate` as the
+# first argument re-tests only what the last run missed;
+# ROBOBRAIN_MUTANTS_TREE=DIR mutates another checkout (an older commit, for
+# the figures before tests were added) with the reports still here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${CARGO_TARGET_DIR:-target}/mutants"
+out="$(mkdir -p "${CARGO_TARGET_DIR:-target}/mutants" && cd "${CARGO_TARGET_DIR:-target}/mutants" && pwd)"
 export CARGO_TARGET_DIR="${ROBOBRAIN_MUTANTS_TARGET:-${XDG_CACHE_HOME:-$HOME/.cache}/robobrain/mutants-target}"
+export CARGO_PROFILE_DEV_DEBUG=0
+TESTS='not (test(/^memory::/) | test(/^llm::/) | test(/^voice::/) | test(/^perception::/))'
+iterate=()
+if [ "${1:-}" = --iterate ]; then
+  iterate=(--iterate)
+  shift
+fi
 
 files() {
   case "$1" in
@@ -40,8 +53,9 @@ for m in "${modules[@]}"; do
   mkdir -p "$out/$m"
   echo "== $m"
   # shellcheck disable=SC2046 # the globs expand to the module's files
-  cargo mutants --jobs 1 --package robobrain-core --test-tool nextest --output "$out/$m" \
-    $(files "$m") -- --all-features || true
+  cargo mutants --dir "${ROBOBRAIN_MUTANTS_TREE:-.}" --jobs 1 --package robobrain-core --all-features \
+    --test-tool nextest --output "$out/$m" "${iterate[@]}" \
+    $(files "$m") -- -E "$TESTS" || true
   r="$out/$m/mutants.out"
   count() { grep -c . "$r/$1.txt" 2>/dev/null || true; }
   caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)

@@ -6,9 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod assist;
+mod bench_docs;
 mod channel;
 mod console;
 mod durable;
+mod fuzz_corpus;
 mod llm;
 mod mcp;
 mod memory;

@@ -6,6 +6,7 @@
 //!   `react_iteration/rule_brain_no_persistence` in `react.rs`.
 //! - Printed once: checkpoint bytes per iteration, and the time to resume a
 //!   thread of 1 000+ steps up to its first dispatch.
+//! - `ROBOBRAIN_BENCH_ITERATIONS_ONLY=N`: only N iterations, for a profiler.
 
 #![allow(missing_docs, clippy::expect_used)]
 
@@ -162,6 +163,17 @@ fn figures() {
 }
 
 fn main() {
+    // For a profiler (`valgrind --tool=callgrind`, docs/benchmarks/durable.md):
+    // only N durable iterations on a fresh database, nothing else.
+    if let Some(n) = std::env::var("ROBOBRAIN_BENCH_ITERATIONS_ONLY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        let mut engine = open_engine(&db("profile"), false);
+        let elapsed = run_iterations(&mut engine, n);
+        println!("{n} durable iterations in {elapsed:?}");
+        return;
+    }
     let since = SystemTime::now();
     figures();
     let mut c = Criterion::default().configure_from_args();

@@ -57,4 +57,30 @@ mod tests {
             "navigate_to failed 2 times in a row (cap 2)"
         );
     }
+
+    #[test]
+    fn below_their_limits_the_caps_stay_quiet() {
+        let config = KernelConfig {
+            max_iterations: 3,
+            max_skill_failures: 2,
+            ..KernelConfig::default()
+        };
+        let mut t = Task::new(
+            "t1".into(),
+            TaskKind::Goto {
+                zone: "kitchen".into(),
+            },
+            Priority::Main,
+            0.0,
+        );
+        t.failures.insert("navigate_to".into(), 1);
+        assert_eq!(tripped(&t, 1, &config), None);
+        // Failures of another skill do not count against this step's.
+        t.failures.insert("watch".into(), 5);
+        assert_eq!(tripped(&t, 1, &config), None);
+        assert_eq!(
+            tripped(&t, 4, &config).unwrap(),
+            "iteration cap reached: 3 iterations without finishing go to kitchen"
+        );
+    }
 }
