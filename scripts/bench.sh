@@ -5,8 +5,6 @@
 #   ./x bench                 every group
 #   ./x bench durable memory  only these groups (the others keep their last figures)
 #   ./x bench --list          the groups
-#   ./x bench --record …      also write the results to docs/benchmarks/results.json,
-#                             the file the docs' figures are checked against
 #
 # Each group's benches record their figures (src-core/benches/figures.rs,
 # scripts/bench_figures.py); scripts/bench_results.py collects them with the
@@ -23,14 +21,15 @@ assist_data="${ROBOBRAIN_ASSIST_DATASET:-../shared/data/home-assistant-datasets/
 # How many runs the operator's-channel figures take (each test once per run).
 channel_runs="${ROBOBRAIN_BENCH_CHANNEL_RUNS:-15}"
 
-ALL_GROUPS=(react durable latency home llm console web memory demo assist channel)
+ALL_GROUPS=(react durable latency estop home llm console web memory demo assist channel)
 
 describe() {
   case "$1" in
     react) echo "criterion: ReAct iteration, engine tick, watch; LangGraph without a checkpointer" ;;
     durable) echo "criterion: durable iteration; checkpoint bytes; resume; LangGraph with InMemorySaver and SqliteSaver" ;;
     latency) echo "whole-run: sim speed, E-stop latency, patrol drift, watch percentiles" ;;
-    home) echo "whole-run: the home's three-track path" ;;
+    estop) echo "whole-run: the E-stop over TCP to the robot process (store attached, store failed, headless stdin)" ;;
+    home) echo "whole-run: the home's three-track path (first template vs a model summary at 800 ms)" ;;
     llm) echo "whole-run: the model brain's overhead and token latency against mock-llm" ;;
     console) echo "whole-run: console frames and updates" ;;
     web) echo "whole-run: kernel tick with 0/1/20 WebSocket viewers; the page in Chromium" ;;
@@ -56,6 +55,7 @@ run_durable() {
 }
 
 run_latency() { cargo bench -q --locked -p robobrain-core --bench latency; }
+run_estop() { cargo bench -q --locked -p robobrain-tui --bench estop; }
 run_home() { cargo bench -q --locked -p robobrain-core --bench home; }
 run_llm() { cargo bench -q --locked -p robobrain-core --bench llm; }
 run_console() { cargo bench -q --locked -p robobrain-tui --bench console; }
@@ -126,10 +126,8 @@ load() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' ','; }
 now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 
 selected=()
-record=""
 for a in "$@"; do
   case "$a" in
-    --record) record="docs/benchmarks/results.json" ;;
     --list)
       for g in "${ALL_GROUPS[@]}"; do printf '%-9s %s\n' "$g" "$(describe "$g")"; done
       exit 0
@@ -173,7 +171,7 @@ for g in "${selected[@]}"; do
     "$g" "$started" "$(now)" "$before" "$after" "$(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $t0 }")" "$ok" >>"$run/groups.jsonl"
   echo "   load average $before → $after"
 done
-python3 scripts/bench_results.py "$run" "$out/results.json" ${record:+--record "$record"}
+python3 scripts/bench_results.py "$run" "$out/results.json"
 if ((${#failed[@]})); then
   echo "failed: ${failed[*]}" >&2
   exit 1

@@ -4,22 +4,18 @@
 
 use serde_json::Value;
 
-use crate::support::{robobrain, root, temp_dir};
+use crate::support::{robobrain, temp_dir};
 
-fn assist_mini() -> Option<String> {
-    let dir = root().join("../shared/data/home-assistant-datasets/assist-mini");
-    if dir.is_dir() {
-        Some(dir.to_string_lossy().into_owned())
-    } else {
-        eprintln!("skipped: ../shared/data/home-assistant-datasets/assist-mini is absent");
-        None
-    }
-}
+/// Today's overall figure (docs/BENCHMARKS.md): passed at least, of. The
+/// per-category floors are pinned beside the runner
+/// (`devices::home_assistant::runner`), for both assistants.
+const OVERALL_FLOOR: (u64, u64) = (46, 50);
 
 #[test]
 fn assist_mini_pass_rates_per_category_with_locks_confirmed() {
-    let Some(dir) = assist_mini() else { return };
-    let out = robobrain(&["assist", "--dataset", &dir], "");
+    let dir = robobrain_core::testing::shared_data("home-assistant-datasets/assist-mini");
+    let dir = dir.to_str().unwrap();
+    let out = robobrain(&["assist", "--dataset", dir], "");
     assert_eq!(out.code, 0, "{}", out.stderr);
     for category in [
         "cover",
@@ -39,23 +35,34 @@ fn assist_mini_pass_rates_per_category_with_locks_confirmed() {
     }
     assert!(out.stdout.contains("\noverall: "), "{}", out.stdout);
 
-    let out = robobrain(&["assist", "--dataset", &dir, "--json"], "");
+    let out = robobrain(&["assist", "--dataset", dir, "--json"], "");
     assert_eq!(out.code, 0, "{}", out.stderr);
     let report: Value = serde_json::from_str(&out.stdout).unwrap();
     let results = report["results"].as_array().unwrap();
-    assert_eq!(
-        report["overall"]["total"].as_u64().unwrap() as usize,
-        results.len()
+    let (floor, total) = OVERALL_FLOOR;
+    assert_eq!(report["overall"]["total"], total, "the dataset changed");
+    assert_eq!(results.len() as u64, total);
+    let passed = report["overall"]["passed"].as_u64().unwrap();
+    assert!(
+        passed >= floor,
+        "{passed} of {total} passed, the floor is {floor}"
     );
-    // Every lock change that happened was confirmed first (and counted).
+    // Every lock change was confirmed first: each passed lock sentence
+    // asked once, and no device changed before the approval.
     let lock = &report["by_category"]["lock"];
-    assert!(lock["passed"].as_u64().unwrap() > 0, "{lock}");
+    assert_eq!(lock["passed"], lock["total"], "{lock}");
     assert_eq!(lock["confirmations"], lock["passed"]);
     for r in results
         .iter()
         .filter(|r| r["category"] == "lock" && r["passed"] == true)
     {
         assert_eq!(r["turn"]["confirmations"], 1, "{r}");
+    }
+    for r in results {
+        assert!(
+            r["turn"].get("changed_before_confirmation").is_none(),
+            "a change before its confirmation: {r}"
+        );
     }
 }
 

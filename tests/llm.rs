@@ -325,15 +325,6 @@ tool_calls = [{ name = "navigate_to", arguments = { zone = "kitchen" } }]
     );
 }
 
-/// Where the shared test data lives: `ROBOBRAIN_SHARED_DATA`, else `../shared/data`.
-fn shared_data() -> Option<PathBuf> {
-    let dir = std::env::var_os("ROBOBRAIN_SHARED_DATA").map_or_else(
-        || crate::support::root().join("../shared/data"),
-        PathBuf::from,
-    );
-    dir.join("openai-streams").is_dir().then_some(dir)
-}
-
 fn chat(server: &MockServer, body: Value) -> Completion {
     let config = LlmConfig {
         base_url: Some(server.base_url()),
@@ -353,11 +344,7 @@ fn chat(server: &MockServer, body: Value) -> Completion {
 /// (Apache-2.0), replayed by mock-llm: the client rebuilds each exactly.
 #[test]
 fn recorded_provider_streams_rebuild_exactly() {
-    let Some(data) = shared_data() else {
-        eprintln!("skipped: ../shared/data/openai-streams is absent (set ROBOBRAIN_SHARED_DATA)");
-        return;
-    };
-    let streams = data.join("openai-streams");
+    let streams = robobrain_core::testing::shared_data("openai-streams");
     let expected: Value = serde_json::from_str(
         &std::fs::read_to_string(streams.join("expected_accumulated.DERIVED.json")).unwrap(),
     )
@@ -501,6 +488,41 @@ fn the_model_scenario_script_parses() {
         s.brain,
         scenario::BrainChoice::Llm { mock: Some(_) }
     ));
+}
+
+/// Scenario 11's model re-plans because the observation shows the blocked
+/// step, not because it is asked a second time: the same scenario with the
+/// door left open never gets the scripted REPLAN — the request after the
+/// arrival does not hold that reply's `when`, mock-llm says why (409) and the
+/// rule brain stands in, so the scenario fails.
+#[test]
+fn scenario_11s_model_replans_only_on_an_observation_of_the_blocked_step() {
+    let file = crate::support::root().join("tests/scenarios/11_llm_blocked_replan.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let block = "[[step]]\non = { kind = \"skill\", match = { skill = \"navigate_to\", status = \"dispatched\" } }\nafter = 3\ninject = { fault = \"block\", passage = \"kitchen_door\" }\n";
+    assert!(text.contains(block), "the scenario's block step moved");
+    let s = scenario::parse(&text.replace(block, ""), &file).unwrap();
+    let engine = scenario::prepare(&s).unwrap();
+    let result = scenario::run(&s, engine, &mut |_, _| {});
+    assert!(!result.passed, "{}", result.report);
+    let events: Vec<Value> = result
+        .events
+        .iter()
+        .map(robobrain_core::protocol::Event::to_json)
+        .collect();
+    let decisions: Vec<(&Value, &Value)> = of_kind(&events, "decision")
+        .iter()
+        .map(|d| (&d["decision_type"], &d["brain"]))
+        .collect();
+    assert!(
+        !decisions.contains(&(&json!("REPLAN"), &json!("model"))),
+        "{decisions:?}"
+    );
+    assert!(
+        decisions.iter().any(|(_, brain)| *brain == "fallback"),
+        "{decisions:?}"
+    );
+    assert_logged(&events, "does not match reply[2]");
 }
 
 /// `watch` with a vision model (the rule brain decides): a reply that is not

@@ -14,6 +14,8 @@ mod fuzz_corpus;
 mod llm;
 mod mcp;
 mod memory;
+mod rest;
+mod sim_process;
 mod support;
 mod web;
 

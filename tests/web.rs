@@ -4,6 +4,7 @@
 //! Chromium (ui/tests/e2e.mjs with playwright-core).
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
@@ -254,22 +255,28 @@ async fn tokens_and_origins_decide_who_connects() {
     assert!(out.stderr.contains("needs --token"), "{}", out.stderr);
 }
 
+/// Debian's Chromium (the page's tests launch `/usr/bin/chromium`).
+fn chromium() -> &'static Path {
+    let path = Path::new("/usr/bin/chromium");
+    robobrain_core::testing::require(
+        "Chromium (/usr/bin/chromium)",
+        "./x setup (Debian package chromium)",
+        path.is_file().then_some(path),
+    )
+}
+
 /// The page in headless Chromium (playwright-core; `./x test` installs both):
 /// approve, reconnect, a viewer refused, and typing in the chat never
 /// approving (only a click after the guard does).
 #[test]
 fn the_page_in_chromium_approves_reconnects_refuses_a_viewer_and_typing_never_approves() {
-    let ui = root().join("ui");
-    let ready = ui.join("node_modules/playwright-core").exists()
-        && std::path::Path::new("/usr/bin/chromium").exists();
-    if !ready {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the browser test: ui/node_modules (npm ci in ui/) or /usr/bin/chromium is missing"
-        );
-        eprintln!("skipped: run ./x setup for playwright-core and Chromium");
-        return;
-    }
+    chromium();
+    let playwright = root().join("ui/node_modules/playwright-core");
+    robobrain_core::testing::require(
+        "the page's npm packages (playwright-core)",
+        "./x setup (npm ci in ui/)",
+        playwright.exists().then_some(()),
+    );
     let artifacts = root().join("target/ui-artifacts");
     let out = std::process::Command::new("node")
         .arg("ui/tests/e2e.mjs")
@@ -325,8 +332,8 @@ fn a_recorded_run_becomes_a_report_that_chromium_shows() {
         "self-contained"
     );
 
-    let chromium = std::path::Path::new("/usr/bin/chromium");
-    if chromium.exists() {
+    {
+        let chromium = chromium();
         let shot = root().join("target/ui-artifacts/report.png");
         std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
         let _ = std::fs::remove_file(&shot);
@@ -356,8 +363,6 @@ fn a_recorded_run_becomes_a_report_that_chromium_shows() {
             "a real screenshot ({} bytes)",
             png.len()
         );
-    } else {
-        assert!(std::env::var_os("CI").is_none(), "CI must have Chromium");
     }
 
     let damaged = dir.join("damaged.jsonl");

@@ -303,6 +303,8 @@ pub struct Config {
     pub llm: LlmConfig,
     /// The durable store (`[store]`): database file, durability, retention.
     pub store: crate::store::StoreConfig,
+    /// The robot link (`[link]`): the dead-man.
+    pub link: crate::link::LinkConfig,
     /// The skills (`[skills]`): lazy initialisation, evidence frames.
     pub skills: SkillsConfig,
     /// Patrols (`[patrol]`): repeated rounds.
@@ -331,6 +333,7 @@ impl Default for Config {
             policy: PolicyConfig::default(),
             llm: LlmConfig::default(),
             store: crate::store::StoreConfig::default(),
+            link: crate::link::LinkConfig::default(),
             skills: SkillsConfig::default(),
             patrol: PatrolConfig::default(),
             speech: SpeechConfig::default(),
@@ -450,6 +453,9 @@ impl Config {
             );
         }
         if let Some((key, problem)) = self.memory.problem() {
+            return err(key, problem);
+        }
+        if let Some((key, problem)) = self.link.problem() {
             return err(key, problem);
         }
         if let Some(i) = self.patrol.interval_s
@@ -708,6 +714,20 @@ mod tests {
         assert_eq!(
             c.mcp.services[0].url.as_deref(),
             Some("http://127.0.0.1:1/mcp")
+        );
+    }
+
+    #[test]
+    fn the_dead_man_defaults_to_two_seconds_and_is_checked() {
+        assert_eq!(Config::default().link.deadman_s, 2.0);
+        let c = Config::from_toml_str("[link]\ndeadman_s = 0\n", Path::new("c.toml")).unwrap();
+        assert_eq!(c.link.deadman_s, 0.0);
+        let e = Config::from_toml_str("[link]\ndeadman_s = 0.01\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "c.toml:2:1: `link.deadman_s`: expected 0 (off) or at least 0.1 seconds, found 0.01"
         );
     }
 

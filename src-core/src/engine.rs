@@ -12,6 +12,8 @@
 //! - `patrol.rs`: repeated patrol rounds on a fixed schedule (`PATROL_INTERVAL`).
 //! - `durable.rs`: the per-tick commit, the side-effect ledger, resume and
 //!   reconciliation with the robot (only with a [`crate::store::Store`] attached).
+//! - `rest.rs`: the E-stop and bringing the robot to rest when the brain
+//!   stops thinking (store failure, shutdown, panic) — sent before any commit.
 
 mod commands;
 mod durable;
@@ -19,6 +21,7 @@ mod home;
 mod iterate;
 mod kernel_step;
 mod patrol;
+mod rest;
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -143,6 +146,16 @@ pub struct Engine {
     summarizer: Option<home::Summarizer>,
     /// The run's memory (what was said), when attached.
     memory: Option<crate::memory::MemoryHandle>,
+    /// Times the robot was brought to rest (stop goal ids count from it).
+    rests: u64,
+    /// Unique to this engine (its start time, µs): stop goal ids carry it.
+    nonce: u64,
+    /// Whether [`Engine::close`] ran (a dropped engine that ran but did
+    /// not close still stops the robot).
+    closed: bool,
+    /// Whether a tick ran: an engine dropped before its first (a run that
+    /// could not start) has sent nothing and stops nothing.
+    ticked: bool,
 }
 
 impl Engine {
@@ -201,6 +214,12 @@ impl Engine {
             home,
             summarizer: home::Summarizer::for_config(config),
             memory: None,
+            rests: 0,
+            nonce: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64),
+            closed: false,
+            ticked: false,
         };
         engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
         if let Some(why) = engine.speaker.notice().map(str::to_string) {
@@ -266,6 +285,7 @@ impl Engine {
     /// are committed before anything it sends leaves for the robot; a halted
     /// engine (see [`Engine::halted`]) does nothing.
     pub fn tick(&mut self, out: &mut Vec<Event>) {
+        self.ticked = true;
         if self.halted().is_some() {
             out.append(&mut self.ready);
             out.append(&mut self.outbox);
@@ -479,7 +499,8 @@ impl Engine {
         self.brain.kind()
     }
 
-    /// Cleans up every skill (call once when the run ends); same as [`Engine::close`].
+    /// Brings the robot to rest, records what is left and cleans up every
+    /// skill (call once when the run ends); same as [`Engine::close`].
     pub fn shutdown(&mut self) {
         self.close();
     }
@@ -526,6 +547,17 @@ impl Engine {
     /// Marks that a state-changing node ran: the step number advances.
     fn node(&mut self, _node: Node) {
         self.state.step += 1;
+    }
+}
+
+impl Drop for Engine {
+    /// An engine that ran and ends without [`Engine::close`] — a panic
+    /// unwinding through a driver, a face that forgot — still stops the robot.
+    fn drop(&mut self) {
+        if self.ticked && !self.closed {
+            self.rests += 1;
+            let _ = self.send_stop("rest", self.rests);
+        }
     }
 }
 

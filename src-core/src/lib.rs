@@ -26,6 +26,7 @@
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 //! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
+//! - `testing` (feature `test-utils`): the test suite's prerequisites — required, or a skip that is said.
 
 pub mod audio;
 pub mod brain;
@@ -53,5 +54,7 @@ pub mod sim;
 pub mod skills;
 pub mod source;
 pub mod store;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod testing;
 pub mod voice;
 pub mod webhook;

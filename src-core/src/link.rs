@@ -128,6 +128,10 @@ pub enum LinkRequest {
         /// The fault.
         fault: Fault,
     },
+    /// "The brain is alive": sent when nothing else was sent for a
+    /// quarter of the dead-man period. The robot does not answer it; any
+    /// request resets the robot's dead-man timer.
+    Heartbeat,
 }
 
 /// Nav2-style error codes for a failed goal.
@@ -308,7 +312,59 @@ pub enum LinkReply {
         /// Why.
         message: String,
     },
+    /// The robot's first reply on a new connection: its dead-man period
+    /// (seconds of silence from the brain after which it brings the base to
+    /// rest; 0 = none). The brain sends something at least four times per period.
+    Hello {
+        /// The robot's dead-man period, seconds (0 = off).
+        deadman_s: f64,
+    },
+    /// The robot brought the base to rest on its own because it heard
+    /// nothing from the brain for `silent_s` seconds (the dead-man). Sent
+    /// when it happens, or to the next brain that connects.
+    Deadman {
+        /// Seconds of silence when the robot acted.
+        silent_s: f64,
+        /// Robot time when it acted.
+        time: f64,
+        /// The goals it stopped (the base goal that was running, if any).
+        stopped: Vec<GoalId>,
+    },
 }
+
+/// The robot link's settings (`[link]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkConfig {
+    /// The dead-man: a robot that has heard nothing from its brain for this
+    /// many seconds brings the base to rest (0 = off). The brain sends a
+    /// heartbeat at least four times per period; a robot that announces a
+    /// shorter period ([`LinkReply::Hello`]) gets them more often.
+    pub deadman_s: f64,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        Self { deadman_s: 2.0 }
+    }
+}
+
+impl LinkConfig {
+    /// What is wrong with the settings, if anything: `(key, problem)`.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        let d = self.deadman_s;
+        (!(d == 0.0 || (d.is_finite() && d >= MIN_DEADMAN_S))).then(|| {
+            (
+                "link.deadman_s",
+                format!("expected 0 (off) or at least {MIN_DEADMAN_S} seconds, found {d}"),
+            )
+        })
+    }
+}
+
+/// The shortest dead-man period accepted: the brain's heartbeats ride on
+/// its ticks, which a loaded machine can delay by tens of milliseconds.
+pub const MIN_DEADMAN_S: f64 = 0.1;
 
 /// Why a link could not carry a request.
 #[derive(Debug, Error, Clone, PartialEq)]

@@ -180,7 +180,7 @@ impl Runtime {
         };
         let thread = std::thread::Builder::new()
             .name("robobrain-kernel".into())
-            .spawn(move || drive(engine, pace, &inbox, &out, &snap_tx, &timed))
+            .spawn(move || kernel(engine, pace, &inbox, &out, &snap_tx, &timed))
             .ok();
         let commands = CommandSender {
             urgent,
@@ -238,6 +238,17 @@ impl Runtime {
     /// Whether the kernel thread has ended (after `Shutdown`).
     pub fn is_finished(&self) -> bool {
         self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Stops the kernel and waits (at most two seconds) until it has
+    /// brought the robot to rest and closed the thread; for faces that
+    /// share the handle and cannot give it up ([`Runtime::shutdown`]).
+    pub async fn stop(&self) {
+        self.commands.stop();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.is_finished() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 
     /// Stops the kernel and waits for it (at most two seconds).
@@ -341,10 +352,46 @@ impl Outlet<'_> {
     }
 }
 
-/// The kernel thread: urgent commands whenever it wakes, ordinary ones
-/// and ticks on the clock.
-fn drive(
+/// The kernel thread: drives the engine until `Shutdown`; then, or after a
+/// panic (caught here), the engine brings the robot to rest and closes, and
+/// faces get the last events.
+fn kernel(
     mut engine: Engine,
+    pace: Pace,
+    inbox: &Inbox,
+    events: &broadcast::Sender<Event>,
+    snapshot: &watch::Sender<Snapshot>,
+    ticks: &TickTimes,
+) {
+    let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drive(&mut engine, pace, inbox, events, snapshot, ticks);
+    }));
+    if let Err(panic) = driven {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        engine.halt_on_panic(&message);
+    }
+    // Brings the robot to rest (sent before anything is recorded), commits
+    // what is left and, if the thread is done, marks it finished; faces
+    // get the stop's events.
+    engine.close();
+    let mut out = Outlet {
+        events,
+        snapshot,
+        buf: Vec::new(),
+    };
+    engine.take_events(&mut out.buf);
+    out.publish(&engine);
+    snapshot.send_replace(engine.snapshot());
+}
+
+/// Urgent commands whenever it wakes, ordinary ones and ticks on the
+/// clock, until `Shutdown`.
+fn drive(
+    engine: &mut Engine,
     pace: Pace,
     inbox: &Inbox,
     events: &broadcast::Sender<Event>,
@@ -362,16 +409,16 @@ fn drive(
         buf: Vec::new(),
     };
     loop {
-        if inbox.urgent(&mut engine, &mut out) == Flow::Stop {
+        if inbox.urgent(engine, &mut out) == Flow::Stop {
             break;
         }
         if Instant::now() >= next_tick {
-            if inbox.ordinary(&mut engine, &mut out) == Flow::Stop {
+            if inbox.ordinary(engine, &mut out) == Flow::Stop {
                 break;
             }
             let started = Instant::now();
             engine.tick(&mut out.buf);
-            out.publish(&engine);
+            out.publish(engine);
             ticks.record(started.elapsed());
             // A tick a little late (a wake-up after the timer) is made
             // up for, so the sim clock keeps its rate; one far behind (the
@@ -387,7 +434,7 @@ fn drive(
         if engine.is_thinking() {
             // A model is streaming: its tokens between ticks.
             engine.pump(&mut out.buf);
-            out.publish(&engine);
+            out.publish(engine);
             wait = wait.min(BRAIN_POLL);
         }
         // A sender unparks this thread after queuing, so a command that
@@ -397,10 +444,7 @@ fn drive(
     // What the engine holds that no tick published (a shutdown before the
     // first tick still shows the run's snapshot event).
     engine.pump(&mut out.buf);
-    out.publish(&engine);
-    // Commits what is left and, if the thread is done, marks it finished.
-    engine.close();
-    snapshot.send_replace(engine.snapshot());
+    out.publish(engine);
 }
 
 #[cfg(test)]

@@ -11,9 +11,12 @@
 //! - `schema.rs`: versioned migrations (`PRAGMA user_version`).
 //! - `delta.rs`: checkpoint deltas (pure JSON diff and apply).
 //! - `ledger.rs`: ledger rows and their states.
+//! - `guard.rs`: the database file watched while a thread records into it
+//!   (deleted, replaced or made read-only under a running brain).
 
 pub mod audit;
 pub mod delta;
+pub mod guard;
 pub mod ledger;
 pub mod schema;
 
@@ -95,6 +98,15 @@ pub enum StoreError {
     Full {
         /// The file.
         path: PathBuf,
+    },
+    /// The database file was deleted, or another file put in its place,
+    /// while a thread was recording into it.
+    #[error("{}: the database file was {what} while the thread was recording", path.display())]
+    FileGone {
+        /// The file.
+        path: PathBuf,
+        /// `deleted` or `replaced by another file`.
+        what: &'static str,
     },
     /// The file cannot be opened or created.
     #[error("{}: cannot open the database ({detail})", path.display())]

@@ -449,14 +449,31 @@ mod tests {
         assert!(s.interrupt().is_empty());
     }
 
+    /// Without a sound card (here, CI) playing says why and keeps to
+    /// files; with one the player starts and nothing is noticed.
     #[test]
-    fn playing_without_a_sound_card_says_why() {
-        if !crate::audio::sound_cards().is_empty() {
-            return;
-        }
+    fn playing_says_why_without_a_sound_card_and_plays_with_one() {
+        crate::testing::espeak();
         let s = Speaker::new(VoiceChoice::Espeak, Path::new(".")).playing();
-        let why = s.notice().unwrap();
-        assert!(why.starts_with("speech is not played: "), "{why}");
+        #[cfg(feature = "audio")]
+        if crate::audio::sound_cards().is_empty() {
+            assert_eq!(
+                s.notice(),
+                Some(
+                    "speech is not played: no sound card: /proc/asound/cards lists none \
+                     (ALSA's discarding default device does not count)"
+                )
+            );
+            assert!(s.player.is_none());
+        } else {
+            assert_eq!(s.notice(), None, "a card and espeak-ng: lines are played");
+            assert!(s.player.is_some());
+        }
+        #[cfg(not(feature = "audio"))]
+        assert_eq!(
+            s.notice(),
+            Some("speech is not played: this robobrain was built without the `audio` feature")
+        );
     }
 
     #[test]
@@ -470,11 +487,9 @@ mod tests {
     #[test]
     fn espeak_writes_wav_files_and_barge_in_cuts_them() {
         let dir = std::env::temp_dir().join(format!("rb-voice-{}", std::process::id()));
+        crate::testing::espeak();
         let mut s = Speaker::new(VoiceChoice::Espeak, &dir);
-        if !s.has_voice() {
-            eprintln!("espeak-ng is not installed: nothing to check here");
-            return;
-        }
+        assert!(s.has_voice());
         let path = s.say("All normal.").unwrap();
         drop(s); // waits for the line
         let wav = std::fs::read(&path).unwrap();
@@ -538,44 +553,51 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// A failing model line is reported, and espeak-ng (when installed)
-    /// stands in for it.
+    /// A failing model line is reported, and espeak-ng stands in for it;
+    /// without espeak-ng the line stays text.
     #[test]
     fn a_failed_model_line_is_reported_and_espeak_stands_in() {
+        crate::testing::espeak();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let dir = temp_dir("fallback");
-        let mut s = Speaker::new(VoiceChoice::Model, &dir).speaking_with(
-            &model_config(format!("http://127.0.0.1:{port}/v1")),
-            "Cherry",
-        );
-        let espeak = s.espeak.is_some();
-        let path = s.say("Patrol normal.").unwrap();
-        let mut failures = Vec::new();
-        assert!(wait_for(|| {
-            failures.extend(s.take_failures());
-            !failures.is_empty()
-        }));
-        assert!(
-            failures[0].starts_with("the speech model failed"),
-            "{failures:?}"
-        );
-        if espeak {
+        for with_espeak in [true, false] {
+            let dir = temp_dir(&format!("fallback-{with_espeak}"));
+            let mut s = Speaker::new(VoiceChoice::Model, &dir).speaking_with(
+                &model_config(format!("http://127.0.0.1:{port}/v1")),
+                "Cherry",
+            );
+            assert!(s.espeak.is_some());
+            if !with_espeak {
+                s.espeak = None;
+            }
+            let path = s.say("Patrol normal.").unwrap();
+            let mut failures = Vec::new();
+            assert!(wait_for(|| {
+                failures.extend(s.take_failures());
+                !failures.is_empty()
+            }));
             assert!(
-                failures[0].ends_with("espeak-ng voiced the line"),
+                failures[0].starts_with("the speech model failed"),
                 "{failures:?}"
             );
-            assert_eq!(&std::fs::read(&path).unwrap()[..4], b"RIFF");
-        } else {
-            assert!(
-                failures[0].ends_with("the line is text only"),
-                "{failures:?}"
-            );
+            if with_espeak {
+                assert!(
+                    failures[0].ends_with("espeak-ng voiced the line"),
+                    "{failures:?}"
+                );
+                assert_eq!(&std::fs::read(&path).unwrap()[..4], b"RIFF");
+            } else {
+                assert!(
+                    failures[0].ends_with("the line is text only"),
+                    "{failures:?}"
+                );
+                assert!(!path.exists());
+            }
+            let _ = std::fs::remove_dir_all(&dir);
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Barge-in cuts a model line still on its way: no file ever appears.

@@ -9,32 +9,20 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// `name` on the PATH or in `~/.cargo/bin`.
-fn tool(name: &str) -> Option<PathBuf> {
-    let dirs = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>());
-    let cargo_bin = std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo/bin"));
-    dirs.chain(cargo_bin)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
+use robobrain_core::testing::program;
 
 #[test]
 fn the_desktop_app_under_xvfb_says_approves_and_finishes() {
-    let needed = ["xvfb-run", "tauri-driver", "WebKitWebDriver", "node"];
-    let missing: Vec<_> = needed.iter().filter(|n| tool(n).is_none()).collect();
-    if !missing.is_empty() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the desktop app test: missing {missing:?} (./x setup installs them)"
-        );
-        eprintln!("skipped: missing {missing:?} (./x setup installs them)");
-        return;
-    }
+    let xvfb_run = program("xvfb-run", "./x setup (Debian package xvfb)");
+    let tauri_driver = program("tauri-driver", "./x setup (cargo install tauri-driver)");
+    program(
+        "WebKitWebDriver",
+        "./x setup (Debian package webkit2gtk-driver)",
+    );
+    program("node", "./x setup (Node.js)");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let target = Path::new(env!("CARGO_BIN_EXE_robobrain-gui"))
         .parent()
@@ -43,7 +31,7 @@ fn the_desktop_app_under_xvfb_says_approves_and_finishes() {
         .unwrap()
         .to_path_buf();
     let artifacts = target.join("ui-artifacts");
-    let out = Command::new(tool("xvfb-run").unwrap())
+    let out = Command::new(xvfb_run)
         .args([
             "-a",
             "-s",
@@ -53,7 +41,7 @@ fn the_desktop_app_under_xvfb_says_approves_and_finishes() {
         ])
         .current_dir(root)
         .env("ROBOBRAIN_GUI", env!("CARGO_BIN_EXE_robobrain-gui"))
-        .env("TAURI_DRIVER", tool("tauri-driver").unwrap())
+        .env("TAURI_DRIVER", tauri_driver)
         .env("ROBOBRAIN_ARTIFACTS", &artifacts)
         .output()
         .unwrap();

@@ -8,11 +8,15 @@
 //! `--duration` sim seconds (counted from where a resumed thread was), after
 //! a `shutdown` command, or once stdin has ended and the robot has had
 //! nothing to do for [`SETTLE_S`] sim seconds — or has waited `--grace` sim
-//! seconds for an approval nobody can give any more.
+//! seconds for an approval nobody can give any more — or on SIGTERM /
+//! SIGINT (exit 143 / 130). Every way out brings the robot to rest first
+//! (the engine's close).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -22,6 +26,7 @@ use robobrain_core::eventlog::EventLog;
 use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
 use robobrain_core::runtime::{Pace, Runtime};
 use serde_json::json;
+use tokio::signal::unix::SignalKind;
 use tokio::sync::{broadcast, mpsc};
 
 use robobrain_tui::session::{self, Durability};
@@ -146,7 +151,13 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
         &mut session.engine,
     ));
     if args.fast {
-        return lockstep(session.engine, args, session.log);
+        // Signals are noted on the runtime's thread; the loop stops at the next tick.
+        let signalled = Arc::new(AtomicI32::new(0));
+        {
+            let _runtime = rt.enter();
+            note_signals(Arc::clone(&signalled))?;
+        }
+        return lockstep(session.engine, args, session.log, &signalled);
     }
     rt.block_on(drive(session.engine, args, session.log))
 }
@@ -155,7 +166,12 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
 /// first and every command is given at t = 0 (a `shutdown` ends the run
 /// after the first tick); the engine then runs in lockstep (deterministic
 /// for a seed, no event dropped).
-fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
+fn lockstep(
+    mut engine: Engine,
+    args: &Args,
+    mut log: EventLog<std::fs::File>,
+    signalled: &AtomicI32,
+) -> Result<ExitCode> {
     for text in &args.say {
         engine.submit(Command::Say { text: text.clone() });
     }
@@ -199,6 +215,12 @@ fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -
         if shutdown {
             break;
         }
+        let n = signalled.load(Ordering::Relaxed);
+        if n != 0 {
+            // Brings the robot to rest before the process ends.
+            engine.shutdown();
+            return Ok(ExitCode::from(128 + n as u8));
+        }
         if engine.is_settled() {
             let since = *idle_since.get_or_insert(engine.time());
             if engine.time() - since >= SETTLE_S {
@@ -215,11 +237,31 @@ fn lockstep(mut engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -
     Ok(ExitCode::SUCCESS)
 }
 
+/// Listens for SIGTERM and SIGINT (on the runtime entered) and stores the
+/// number of the first that arrives in `signalled`.
+fn note_signals(signalled: Arc<AtomicI32>) -> Result<()> {
+    let listen = |kind| tokio::signal::unix::signal(kind).context("cannot listen for signals");
+    let (mut term, mut interrupt) = (
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::interrupt())?,
+    );
+    tokio::spawn(async move {
+        let n = tokio::select! {
+            _ = term.recv() => 15,
+            _ = interrupt.recv() => 2,
+        };
+        signalled.store(n, Ordering::Relaxed);
+    });
+    Ok(())
+}
+
 /// What woke the loop.
 enum Input {
     Event(Result<Box<Event>, broadcast::error::RecvError>),
     Stdin(Option<Forwarded>),
     Poll,
+    /// SIGTERM or SIGINT: the run stops, the robot is brought to rest.
+    Signal(i32),
 }
 
 async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
@@ -247,8 +289,14 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
     let mut poll = tokio::time::interval(POLL);
     let mut out = std::io::stdout();
     let mut halted = None;
+    let mut signalled = None;
+    let listen = |kind| tokio::signal::unix::signal(kind).context("cannot listen for signals");
+    let mut term = listen(SignalKind::terminate())?;
+    let mut interrupt = listen(SignalKind::interrupt())?;
     loop {
         let input = tokio::select! {
+            _ = term.recv() => Input::Signal(15),
+            _ = interrupt.recv() => Input::Signal(2),
             ev = events.recv() => Input::Event(ev.map(Box::new)),
             line = lines.recv(), if stdin_open => Input::Stdin(line),
             _ = poll.tick() => Input::Poll,
@@ -277,6 +325,10 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
                 );
             }
             Input::Event(Err(broadcast::error::RecvError::Closed)) => break,
+            Input::Signal(n) => {
+                signalled = Some(n);
+                break;
+            }
             Input::Stdin(None | Some(Forwarded::End)) => stdin_open = false,
             Input::Stdin(Some(Forwarded::Sent(_))) => last_command_at = brain.snapshot().time,
             Input::Poll => {
@@ -305,6 +357,7 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
             }
         }
     }
+    // The engine brings the robot to rest before anything else, then closes.
     brain.shutdown().await;
     // Events already broadcast before the engine stopped.
     while let Ok(event) = events.try_recv() {
@@ -319,7 +372,8 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
     if let Some(why) = halted {
         anyhow::bail!("the thread was paused: {why}");
     }
-    Ok(ExitCode::SUCCESS)
+    // The status a shell reports for a process the signal ended.
+    Ok(signalled.map_or(ExitCode::SUCCESS, |n| ExitCode::from(128 + n as u8)))
 }
 
 fn emit(out: &mut std::io::Stdout, event: &Event) -> std::io::Result<()> {

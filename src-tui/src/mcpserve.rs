@@ -18,7 +18,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 use robobrain_core::config::Config;
-use robobrain_core::protocol::Command;
 use robobrain_core::runtime::Pace;
 use tokio_util::sync::CancellationToken;
 
@@ -113,7 +112,8 @@ async fn serve(mut session: session::Session, config: &Config, args: &Args) -> R
             http.serve().await?;
         }
     }
-    let _ = server.operator(Command::Shutdown).await;
+    // The robot is at rest and the thread closed before the process ends.
+    server.runtime().stop().await;
     Ok(ExitCode::SUCCESS)
 }
 

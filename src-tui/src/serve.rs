@@ -84,6 +84,7 @@ async fn serve(session: session::Session, args: &Args) -> Result<ExitCode> {
     let shutdown = CancellationToken::new();
     tokio::spawn(crate::mcpserve::on_signal(shutdown.clone()));
     server.serve(shutdown).await?;
-    let _ = served.runtime.send(Command::Shutdown).await;
+    // The robot is at rest and the thread closed before the process ends.
+    served.runtime.stop().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -62,7 +62,7 @@ pub fn open(
     config.thread_id = Some(thread_id.clone());
     let world = World::resolve(&config.world)?;
     let link: Box<dyn RobotLink> = match &durable.robot {
-        Some(url) => Box::new(TcpLink::connect(url)?),
+        Some(url) => Box::new(TcpLink::connect(url)?.with_deadman(config.link.deadman_s)),
         None => Box::new(SimLink::new(world.clone(), config.seed)),
     };
     let mut engine = Engine::new(&config, world.clone(), link)?;

@@ -1,5 +1,6 @@
 //! `robobrain sim --listen ADDR`: the simulated robot as its own process,
-//! so a brain can be killed and resumed while the robot keeps moving.
+//! so a brain can be killed and resumed while the robot keeps moving —
+//! until its dead-man (`[link] deadman_s`) brings the base to rest.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -34,7 +35,8 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
         args.speed
     );
     let world = World::resolve(&config.world)?;
-    let mut server = SimServer::new(Sim::new(world, config.seed), config.tick_s, args.speed);
+    let mut server = SimServer::new(Sim::new(world, config.seed), config.tick_s, args.speed)
+        .with_deadman(config.link.deadman_s);
     if let Some(path) = &args.record {
         server.record_to(path)?;
     }

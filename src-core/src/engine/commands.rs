@@ -1,14 +1,12 @@
 //! K1: commands and utterances become tasks, interrupts and answers.
 
-use serde_json::json;
-
 use super::Engine;
 use crate::brain::{Intent, parse_intent};
 use crate::kernel::{PlanStep, TaskKind};
 use crate::link::LinkRequest;
 use crate::protocol::{
-    AlertStatus, Command, Event, EventKind, Mode, Node, Priority, SkillCall, SkillStatus,
-    SpeechTrack, TaskStatus,
+    AlertStatus, Command, Event, EventKind, Mode, Node, Priority, SkillCall, SpeechTrack,
+    TaskStatus,
 };
 use crate::react::{LastResult, Phase};
 
@@ -365,48 +363,29 @@ impl Engine {
         }
     }
 
-    /// The E-stop: cancel everything and stop the base, with no brain on the path.
+    /// The E-stop: `stop_base` and a cancel of every goal go to the robot
+    /// first — no brain, no commit on the path — then the stop is noted
+    /// (events, ledger row), the E-stop latches and the active task is set
+    /// aside. The record follows when the tick (or `submit`) commits.
     pub(super) fn estop_now(&mut self) {
+        self.state.estops += 1;
+        let stop = self.send_stop("estop", self.state.estops);
         self.hush("E-stop");
         self.state.estop = true;
-        self.state.estops += 1;
         self.set_mode(Mode::Safe, "E-stop pressed".into());
-        self.node(Node::Dispatch);
-        let goal_id = format!("{}/estop{}", self.thread_id, self.state.estops);
-        self.ledger_dispatch(&goal_id, self.state.step, 0, "stop_base");
-        let ((stop, cancelled), _speech) = self.with_skills(|runner, registry, ctx, now| {
-            let stop = runner.dispatch(registry, ctx, &goal_id, "stop_base", &json!({}), None, now);
-            let running: Vec<String> = runner.running().iter().map(|g| g.goal_id.clone()).collect();
-            let cancelled: Vec<_> = running
-                .iter()
-                .filter_map(|id| runner.cancel(registry, ctx, id).ok().flatten())
-                .collect();
-            (stop, cancelled)
-        });
-        match stop {
-            Ok(done) => {
-                self.skill_event(
-                    &goal_id,
-                    "stop_base",
-                    &json!({}),
-                    SkillStatus::Dispatched,
-                    None,
-                    "",
-                );
-                if let Some(c) = done {
-                    self.completion_event(&c);
-                }
-            }
-            Err(e) => self.emit(EventKind::Error {
-                code: "estop_failed".into(),
-                message: e.to_string(),
-            }),
+        let cut = self.note_stop(&stop);
+        let active = self.state.queue.active_id().map(str::to_string);
+        if let Some(id) = &active {
+            self.set_aside(id, "E-stop");
         }
-        for c in cancelled {
-            self.completion_event(&c);
+        for id in cut.iter().filter(|id| Some(*id) != active.as_ref()) {
+            self.interrupt(id, "E-stop");
         }
-        if let Some(id) = self.state.queue.active_id().map(str::to_string) {
-            self.set_aside(&id, "E-stop");
+        if let Some(why) = self.halted().map(str::to_string) {
+            self.emit(EventKind::Error {
+                code: "not_recorded".into(),
+                message: format!("the E-stop reached the robot but cannot be recorded: {why}"),
+            });
         }
     }
 

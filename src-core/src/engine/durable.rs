@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 
 use super::Engine;
 use crate::link::{GoalStatus, LinkReply, LinkRequest, RobotLink};
-use crate::protocol::{EventKind, Mode};
+use crate::protocol::EventKind;
 use crate::skills::runner::GoalResult;
 use crate::store::{
     CheckpointBody, Commit, LedgerEntry, LedgerStatus, Store, StoreConfig, StoreError, ThreadRow,
-    delta,
+    delta, guard::FileGuard,
 };
 
 /// The store and what the current tick owes it.
@@ -37,6 +37,10 @@ pub(super) struct Durable {
     open: BTreeMap<String, LinkRequest>,
     /// The write that failed; the thread is halted until a restart.
     failed: Option<String>,
+    /// Stops sent straight to the robot, awaiting their ledger row.
+    sent: Vec<LinkRequest>,
+    /// The database file, watched for deletion, replacement, `chmod a-w`.
+    guard: Option<FileGuard>,
 }
 
 impl Engine {
@@ -98,6 +102,7 @@ impl Engine {
         {
             crate::hci::lock(&self.home).set_audit(audit);
         }
+        let guard = FileGuard::new(store.path());
         self.durable = Some(Durable {
             store,
             config: config.clone(),
@@ -107,6 +112,8 @@ impl Engine {
             updates: Vec::new(),
             open,
             failed: None,
+            sent: Vec::new(),
+            guard,
         });
         if resume {
             self.outbox.clear();
@@ -144,11 +151,19 @@ impl Engine {
         self.durable.as_ref().and_then(|d| d.failed.as_deref())
     }
 
-    /// Ends the run: commits what is left and, when nothing is left to do,
+    /// Ends the run: brings the robot to rest (sent before anything is
+    /// recorded), commits what is left and, when nothing is left to do,
     /// marks the thread finished and applies the checkpoint retention.
+    /// Closing twice does nothing the second time.
     pub fn close(&mut self) {
-        self.commit_and_flush(false);
-        let settled = self.is_settled();
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        // Whether the thread is done, judged before the stop's own events.
+        let settled =
+            self.pending.is_empty() && self.state.approvals.is_empty() && self.is_settled_now();
+        self.rest("the brain is shutting down", !settled);
         let value = self.checkpoint_value();
         let thread = self.thread_id.clone();
         if let Some(d) = self.durable.as_mut()
@@ -159,6 +174,44 @@ impl Engine {
             d.failed = Some(e.to_string());
         }
         self.registry.cleanup_all();
+    }
+
+    /// Marks the store failed (nothing more is committed) with `why`.
+    pub(super) fn fail_store(&mut self, why: &str) {
+        if let Some(d) = self.durable.as_mut()
+            && d.failed.is_none()
+        {
+            d.failed = Some(why.to_string());
+        }
+    }
+
+    /// Goals the ledger holds open or the brain is asking the robot about.
+    pub(super) fn open_goals(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.reconciling.keys().cloned().collect();
+        if let Some(d) = &self.durable {
+            ids.extend(
+                d.open
+                    .keys()
+                    .filter(|id| !self.reconciling.contains_key(*id))
+                    .cloned(),
+            );
+        }
+        ids
+    }
+
+    /// Notes a stop already sent straight to the robot by the dispatch node
+    /// `step`: its ledger row is written with the next commit.
+    pub(super) fn ledger_sent(
+        &mut self,
+        goal_id: &str,
+        step: u64,
+        skill: &str,
+        request: LinkRequest,
+    ) {
+        self.ledger_dispatch(goal_id, step, 0, skill);
+        if let Some(d) = self.durable.as_mut() {
+            d.sent.push(request);
+        }
     }
 
     /// Notes a goal about to be sent by the dispatch node `step`, op `op`.
@@ -301,7 +354,8 @@ impl Engine {
 
     /// Commits the tick's record, then sends what the tick held back.
     /// Without a store the requests go at once. When the commit fails the
-    /// requests are dropped unsent and the engine halts.
+    /// requests are dropped unsent, the robot is brought to rest (before
+    /// anything else) and the engine halts.
     pub(super) fn commit_and_flush(&mut self, force_full: bool) {
         if let Some(d) = &self.durable {
             if d.failed.is_some() {
@@ -311,17 +365,26 @@ impl Engine {
             let changed = !self.outbox.is_empty()
                 || !self.held.requests().is_empty()
                 || !d.updates.is_empty()
+                || !d.sent.is_empty()
                 || force_full;
-            if changed && let Err(e) = self.commit(force_full) {
+            // Nothing to write still looks at the file: a database deleted
+            // or made read-only is noticed within a tick, not at the next
+            // event.
+            let written = if changed {
+                self.commit(force_full)
+            } else {
+                d.guard.as_ref().map_or(Ok(()), FileGuard::check)
+            };
+            if let Err(e) = written {
                 let message = e.to_string();
                 self.held.take();
-                if let Some(d) = self.durable.as_mut() {
-                    d.failed = Some(message.clone());
-                }
-                self.set_mode(Mode::Safe, "the thread cannot be recorded".into());
+                self.fail_store(&message);
+                self.bring_to_rest("the thread cannot be recorded");
                 self.emit(EventKind::Error {
                     code: "store_failed".into(),
-                    message: format!("{message}; the thread is paused and nothing more is sent"),
+                    message: format!(
+                        "{message}; the robot was brought to rest, the thread is paused and nothing more is sent"
+                    ),
                 });
                 return;
             }
@@ -334,6 +397,9 @@ impl Engine {
     }
 
     fn commit(&mut self, force_full: bool) -> Result<(), StoreError> {
+        if let Some(guard) = self.durable.as_ref().and_then(|d| d.guard.as_ref()) {
+            guard.check()?;
+        }
         let value = self.checkpoint_value();
         let thread = self.thread_id.clone();
         let row = ThreadRow {
@@ -363,7 +429,7 @@ impl Engine {
             _ => Some(CheckpointBody::Full(value.clone())),
         };
         let mut started = Vec::new();
-        for request in self.held.requests() {
+        for request in self.held.requests().iter().chain(&d.sent) {
             if let LinkRequest::SendGoal { goal_id, .. } = request
                 && let Some((step, op, skill)) = d.dispatched.get(goal_id)
             {
@@ -400,6 +466,7 @@ impl Engine {
         }
         d.dispatched.clear();
         d.updates.clear();
+        d.sent.clear();
         if has_checkpoint {
             d.count += 1;
             d.last = Some(value);
@@ -416,7 +483,7 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::protocol::{Command, Event, SkillStatus};
+    use crate::protocol::{Command, Event, Mode, SkillStatus};
     use crate::sim::World;
     use crate::store::Synchronous;
 

@@ -219,23 +219,14 @@ mod tests {
     use crate::store::audit::AuditFilter;
 
     /// AgentDojo's attack templates, read from the shared test data (never copied).
-    fn attack_templates() -> Option<Vec<(String, String)>> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/data/agentdojo/attack_templates.extracted.json");
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            eprintln!(
-                "skipped: {} is absent (see shared/data/README.md)",
-                path.display()
-            );
-            return None;
-        };
-        let v: Value = serde_json::from_str(&text).ok()?;
-        Some(
-            v.as_object()?
-                .iter()
-                .filter_map(|(k, t)| Some((k.clone(), t.get("template")?.as_str()?.to_string())))
-                .collect(),
-        )
+    fn attack_templates() -> Vec<(String, String)> {
+        let path = crate::testing::shared_data("agentdojo/attack_templates.extracted.json");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v.as_object()
+            .unwrap()
+            .iter()
+            .filter_map(|(k, t)| Some((k.clone(), t.get("template")?.as_str()?.to_string())))
+            .collect()
     }
 
     fn dispatch(skill: &str, args: Value) -> Decision {
@@ -263,9 +254,7 @@ mod tests {
 
     #[test]
     fn injections_in_device_names_never_unlock_the_door_or_open_the_gas_without_confirmation() {
-        let Some(templates) = attack_templates() else {
-            return;
-        };
+        let templates = attack_templates();
         assert!(templates.len() >= 5, "{templates:?}");
         let dir = std::env::temp_dir().join(format!("rb-inject-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

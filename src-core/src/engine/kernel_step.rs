@@ -43,6 +43,8 @@ impl Engine {
                         self.reconciled(goal_id, status);
                     }
                 }
+                LinkReply::Hello { .. } => {}
+                LinkReply::Deadman { .. } => self.on_deadman(&reply),
                 _ => self.apply_goal_reply(&reply),
             }
         }
@@ -323,6 +325,12 @@ impl Engine {
     /// when the task runs again).
     pub(super) fn set_aside(&mut self, id: &str, why: &str) {
         self.cancel_task_goals(id);
+        self.interrupt(id, why);
+    }
+
+    /// Makes a task resume at the same step when it runs again, without
+    /// touching its goals or approvals (a stop already ended its step).
+    pub(super) fn interrupt(&mut self, id: &str, why: &str) {
         if let Some(task) = self.state.queue.get_mut(id) {
             task.status = TaskStatus::Preempted;
             if !matches!(task.react.phase, Phase::AwaitingApproval { .. }) {

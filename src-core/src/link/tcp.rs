@@ -7,6 +7,12 @@
 //! link reports itself down (the kernel goes SAFE) and reconnects with
 //! exponential backoff; once back, [`RobotLink::take_reconnected`] tells
 //! the engine to ask the robot about every goal it tracks.
+//!
+//! The link keeps the robot's dead-man fed: when nothing else was written
+//! for a quarter of the dead-man period (the shorter of the brain's
+//! `[link] deadman_s` and the one the robot announces in its `hello`), the
+//! next [`RobotLink::drain`] — every tick — writes a `heartbeat`. A brain
+//! whose ticks stop (killed, hung) goes silent, and the robot stops the base.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -24,6 +30,11 @@ const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// How long one connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Heartbeats per dead-man period.
+const BEATS_PER_PERIOD: u32 = 4;
+/// Heartbeat interval when neither side has a dead-man (keeps a robot
+/// with a dead-man of its own, not announced, fed).
+const HEARTBEAT_DEFAULT: Duration = Duration::from_millis(500);
 
 /// What a reader thread passes on, tagged with its connection's number.
 #[derive(Debug)]
@@ -93,9 +104,16 @@ pub struct TcpLink {
     reconnected: bool,
     next_try: Instant,
     backoff: Duration,
-    /// Cancels that could not go while the link was down; sent on reconnect.
+    /// Stops and cancels that could not go while the link was down; sent
+    /// first on reconnect.
     unsent_cancels: Vec<LinkRequest>,
     bad_lines: Vec<String>,
+    /// The brain's own dead-man period (`[link] deadman_s`; 0 = off).
+    deadman: Duration,
+    /// How often the robot must hear from the brain.
+    heartbeat_every: Duration,
+    /// When the last line was written.
+    last_write: Instant,
 }
 
 impl TcpLink {
@@ -114,11 +132,27 @@ impl TcpLink {
             backoff: BACKOFF_MIN,
             unsent_cancels: Vec::new(),
             bad_lines: Vec::new(),
+            deadman: Duration::ZERO,
+            heartbeat_every: HEARTBEAT_DEFAULT,
+            last_write: Instant::now(),
         };
         link.try_connect().map_err(|e| {
             LinkError::Disconnected(format!("cannot reach the robot at {url}: {e}"))
         })?;
         Ok(link)
+    }
+
+    /// Uses the brain's dead-man period (`[link] deadman_s`, seconds; 0 =
+    /// off) to pace the heartbeats.
+    pub fn with_deadman(mut self, seconds: f64) -> Self {
+        self.deadman = Duration::try_from_secs_f64(seconds).unwrap_or(Duration::ZERO);
+        self.heartbeat_every = heartbeat_every(self.deadman, Duration::ZERO);
+        self
+    }
+
+    /// How often the robot hears from this brain at least.
+    pub fn heartbeat_every(&self) -> Duration {
+        self.heartbeat_every
     }
 
     /// Lines from the robot that were not replies (for diagnostics).
@@ -150,11 +184,22 @@ impl RobotLink for TcpLink {
             Some(s) => write_line(s, &request).map_err(|e| e.to_string()),
             None => Err("not connected".into()),
         };
+        if result.is_ok() {
+            self.last_write = Instant::now();
+        }
         result.map_err(|why| {
             if self.stream.is_some() {
                 self.lost();
             }
-            if matches!(request, LinkRequest::Cancel { .. }) {
+            let stops = matches!(
+                request,
+                LinkRequest::Cancel { .. }
+                    | LinkRequest::SendGoal {
+                        kind: super::GoalKind::StopBase,
+                        ..
+                    }
+            );
+            if stops {
                 self.unsent_cancels.push(request);
             }
             LinkError::Disconnected(format!("robot at {}: {why}", self.addr))
@@ -167,7 +212,13 @@ impl RobotLink for TcpLink {
     fn drain(&mut self, out: &mut Vec<LinkReply>) {
         while let Ok(msg) = self.rx.try_recv() {
             match msg {
-                Wire::Msg(g, reply) if g == self.generation => out.push(reply),
+                Wire::Msg(g, reply) if g == self.generation => {
+                    if let LinkReply::Hello { deadman_s } = &reply {
+                        let robot = Duration::try_from_secs_f64(*deadman_s).unwrap_or_default();
+                        self.heartbeat_every = heartbeat_every(self.deadman, robot);
+                    }
+                    out.push(reply);
+                }
                 Wire::Bad(g, line) if g == self.generation => self.bad_lines.push(line),
                 Wire::Closed(g) if g == self.generation && self.stream.is_some() => self.lost(),
                 _ => {}
@@ -184,6 +235,9 @@ impl RobotLink for TcpLink {
                 self.next_try = Instant::now() + self.backoff;
             }
         }
+        if self.stream.is_some() && self.last_write.elapsed() >= self.heartbeat_every {
+            let _ = self.send(LinkRequest::Heartbeat);
+        }
     }
 
     fn is_connected(&self) -> bool {
@@ -195,9 +249,30 @@ impl RobotLink for TcpLink {
     }
 }
 
+/// A quarter of the shorter of the two dead-man periods (0 = none).
+fn heartbeat_every(brain: Duration, robot: Duration) -> Duration {
+    match (brain.is_zero(), robot.is_zero()) {
+        (true, true) => HEARTBEAT_DEFAULT,
+        (false, true) => brain / BEATS_PER_PERIOD,
+        (true, false) => robot / BEATS_PER_PERIOD,
+        (false, false) => brain.min(robot) / BEATS_PER_PERIOD,
+    }
+    .min(HEARTBEAT_DEFAULT)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heartbeats_come_four_times_per_shorter_dead_man_period() {
+        let s = Duration::from_secs_f64;
+        assert_eq!(heartbeat_every(s(2.0), Duration::ZERO), s(0.5));
+        assert_eq!(heartbeat_every(s(2.0), s(0.4)), s(0.1));
+        assert_eq!(heartbeat_every(Duration::ZERO, s(1.0)), s(0.25));
+        assert_eq!(heartbeat_every(Duration::ZERO, Duration::ZERO), s(0.5));
+        assert_eq!(heartbeat_every(s(10.0), Duration::ZERO), s(0.5));
+    }
 
     #[test]
     fn robot_urls_parse_or_say_what_was_expected() {

@@ -1,6 +1,9 @@
 //! The script `robobrain mock-llm` plays: settings, then one `[[reply]]` per
-//! request, in order. Parsing is pure (text in, [`Script`] out) and refuses
-//! a bad file with its name, line, field and what was expected.
+//! request, in order. A reply with a `when` answers only a request whose
+//! last message holds it (a substring, or a subset match on the JSON in
+//! it); any other request gets an error instead and the reply waits for the
+//! next one. Parsing is pure (text in, [`Script`] out) and refuses a bad
+//! file with its name, line, field and what was expected.
 //!
 //! ```toml
 //! chunk_chars = 4          # characters per streamed chunk
@@ -21,6 +24,10 @@
 //!
 //! [[reply]]
 //! replay = "recorded.sse"  # a recorded body (SSE or one chunk a line), relative to the script
+//!
+//! [[reply]]                # only for a request whose last message contains the text and
+//! when = { contains = "Observation", json = { "last_result.code" = "blocked" } }
+//! decision = { type = "REPLAN", reason = "blocked", ops = [] }   # whose JSON matches
 //! ```
 
 use std::ops::Range;
@@ -30,6 +37,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
+use crate::scenario::matcher::{FieldTest, field_tests, lookup};
 use crate::source::SourceError;
 
 /// What a reply says.
@@ -64,11 +72,78 @@ pub enum Fault {
     Cut,
 }
 
+/// What the request's last message must hold for a reply to answer it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct When {
+    /// Its text must contain this (as written, case and all).
+    pub contains: Option<String>,
+    /// The JSON in it — the whole text, or from its first `{` on (a
+    /// prompt's label before a JSON body) — must pass these tests, with
+    /// the scenario matcher's leaf rules (`~text`, `">=2"`, alternatives,
+    /// `null` for absent).
+    pub json: Vec<FieldTest>,
+}
+
+impl When {
+    /// Why `request` (a chat-completions body) does not hold, or `None`
+    /// when it does.
+    pub fn mismatch(&self, request: &Value) -> Option<String> {
+        let text = last_message_text(request);
+        if let Some(needle) = &self.contains
+            && !text.contains(needle.as_str())
+        {
+            return Some(format!("its last message does not contain {needle:?}"));
+        }
+        if self.json.is_empty() {
+            return None;
+        }
+        let Some(json) = embedded_json(&text) else {
+            return Some("its last message holds no JSON".into());
+        };
+        self.json.iter().find(|t| !t.holds(&json)).map(|t| {
+            let found = lookup(&json, &t.path).map_or_else(|| "absent".into(), Value::to_string);
+            format!(
+                "`{}` in its last message is {found}, wanted {}",
+                t.path.join("."),
+                t.want
+            )
+        })
+    }
+}
+
+/// The text of a request's last message: its `content` string, or the
+/// `text` of its content parts joined.
+pub fn last_message_text(request: &Value) -> String {
+    let content = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+        .and_then(|m| m.get("content"));
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// `text` as JSON, or the JSON from its first `{` on.
+fn embedded_json(text: &str) -> Option<Value> {
+    serde_json::from_str(text)
+        .ok()
+        .or_else(|| serde_json::from_str(&text[text.find('{')?..]).ok())
+}
+
 /// One scripted reply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
     /// Line of its `[[reply]]`.
     pub line: usize,
+    /// What the request must hold for this reply to answer it.
+    pub when: Option<When>,
     /// What it says (absent for pure faults).
     pub body: Option<Body>,
     /// A fault instead of (or, for `cut`, in the middle of) the reply.
@@ -117,7 +192,15 @@ struct RawToolCall {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawWhen {
+    contains: Option<String>,
+    json: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawReply {
+    when: Option<Spanned<RawWhen>>,
     decision: Option<toml::Value>,
     content: Option<String>,
     tool_calls: Option<Vec<RawToolCall>>,
@@ -262,6 +345,37 @@ pub fn parse(text: &str, file: &Path) -> Result<Script, SourceError> {
             }
             _ => {}
         }
+        let when = match r.when {
+            None => None,
+            Some(w) => {
+                let span = w.span();
+                let w = w.into_inner();
+                let json = match w.json {
+                    None => Vec::new(),
+                    Some(table) => match serde_json::to_value(table) {
+                        Ok(Value::Object(m)) if !m.is_empty() => field_tests(&m),
+                        _ => {
+                            return Err(err(
+                                span,
+                                &format!("{field}.when.json"),
+                                "expected a table of paths and plain values".into(),
+                            ));
+                        }
+                    },
+                };
+                if w.contains.is_none() && json.is_empty() {
+                    return Err(err(
+                        span,
+                        &format!("{field}.when"),
+                        "expected `contains`, `json` or both".into(),
+                    ));
+                }
+                Some(When {
+                    contains: w.contains,
+                    json,
+                })
+            }
+        };
         let count = |v: Option<Spanned<i64>>, name: &str| match v {
             Some(n) if *n.get_ref() < 1 => Err(err(
                 n.span(),
@@ -273,6 +387,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Script, SourceError> {
         };
         replies.push(Reply {
             line: crate::source::line_col(text, span.start).0,
+            when,
             body,
             fault,
             latency_ms: r.latency_ms.unwrap_or(0),
@@ -346,6 +461,32 @@ fault = "cut"
             p("[[reply]]\ncontents = \"x\"\n")
                 .unwrap_err()
                 .contains("unknown field")
+        );
+    }
+
+    #[test]
+    fn when_reads_the_last_message_and_refuses_an_empty_condition() {
+        let s = p("[[reply]]\nwhen = { contains = \"blocked\" }\ncontent = \"x\"\n").unwrap();
+        let when = s.replies[0].when.as_ref().unwrap();
+        let parts = serde_json::json!({"messages": [
+            {"role": "user", "content": "the door"},
+            {"role": "user", "content": [{"type": "text", "text": "is"}, {"type": "image_url"}, {"type": "text", "text": "blocked"}]},
+        ]});
+        assert_eq!(last_message_text(&parts), "is\nblocked");
+        assert_eq!(when.mismatch(&parts), None);
+        assert_eq!(
+            when.mismatch(&serde_json::json!({"messages": []}))
+                .as_deref(),
+            Some("its last message does not contain \"blocked\"")
+        );
+        assert_eq!(
+            p("[[reply]]\nwhen = {}\ncontent = \"x\"\n").unwrap_err(),
+            "mock.toml:2:8: `reply[1].when`: expected `contains`, `json` or both"
+        );
+        assert!(
+            p("[[reply]]\nwhen = { path = \"a\" }\ncontent = \"x\"\n")
+                .unwrap_err()
+                .contains("unknown field `path`")
         );
     }
 }

@@ -66,29 +66,54 @@ impl Shared {
     }
 
     /// Logs `request` and, when `answer`, takes the next scripted reply
-    /// for it: (the request's number, the reply's index and the reply).
-    fn take_reply(&self, request: &Value, answer: bool) -> (usize, Option<(usize, Reply)>) {
+    /// for it — unless the request does not hold that reply's `when`, which
+    /// then waits for the next request.
+    fn take_reply(&self, request: &Value, answer: bool) -> (usize, Pick) {
         let mut log = self.log();
-        let picked = if answer {
-            let (i, used) = log.cursor;
-            self.script.replies.get(i).map(|r| {
-                log.cursor = if used + 1 >= r.times {
-                    (i + 1, 0)
+        let (i, used) = log.cursor;
+        let pick = match self.script.replies.get(i) {
+            _ if !answer => Pick::Refused,
+            None => Pick::Exhausted,
+            Some(r) => {
+                if let Some(why) = r.when.as_ref().and_then(|w| w.mismatch(request)) {
+                    Pick::Mismatch(format!(
+                        "mock-llm: request {} does not match reply[{}] (line {}): {why}",
+                        log.received.len() + 1,
+                        i + 1,
+                        r.line
+                    ))
                 } else {
-                    (i, used + 1)
-                };
-                (i, r.clone())
-            })
-        } else {
-            None
+                    log.cursor = if used + 1 >= r.times {
+                        (i + 1, 0)
+                    } else {
+                        (i, used + 1)
+                    };
+                    Pick::Reply(i, r.clone())
+                }
+            }
         };
         log.received.push(Received {
             body: request.clone(),
-            reply: picked.as_ref().map(|(i, _)| *i),
+            reply: match &pick {
+                Pick::Reply(i, _) => Some(*i),
+                _ => None,
+            },
             at: Instant::now(),
         });
-        (log.received.len() - 1, picked)
+        (log.received.len() - 1, pick)
     }
+}
+
+/// What a request gets.
+enum Pick {
+    /// This reply (its index and the reply).
+    Reply(usize, Reply),
+    /// Nothing: the request uses a feature the script refuses.
+    Refused,
+    /// Nothing: every reply has been played.
+    Exhausted,
+    /// Nothing: the next reply's `when` does not hold, and why.
+    Mismatch(String),
 }
 
 /// A running mock server; dropping it stops the server.
@@ -275,18 +300,9 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         }
     };
     let refused = refused_feature(&shared.script, &request);
-    let (number, picked) = shared.take_reply(&request, refused.is_none());
-    if let Some(feature) = refused {
-        return json_response(
-            StatusCode::BAD_REQUEST,
-            &error_body(
-                &format!("mock-llm: this endpoint does not support {feature}"),
-                "invalid_request_error",
-            ),
-        );
-    }
-    let Some((_, reply)) = picked else {
-        return exhausted(&shared);
+    let (number, reply) = match reply_or_error(&shared, &request, refused) {
+        Ok(picked) => picked,
+        Err(response) => return *response,
     };
     let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
     if let Some(r) = delay_or_fault(&reply, streamed).await {
@@ -305,6 +321,34 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     } else {
         json_response(StatusCode::OK, &completion(&reply, &request))
     }
+}
+
+/// The request's number and the reply it gets, or the error it gets
+/// instead: 400 for a refused feature, 409 when the script has run out or
+/// the next reply's `when` does not hold (saying why).
+fn reply_or_error(
+    shared: &Shared,
+    request: &Value,
+    refused: Option<&str>,
+) -> Result<(usize, Reply), Box<Response>> {
+    let response = match shared.take_reply(request, refused.is_none()) {
+        (number, Pick::Reply(_, reply)) => return Ok((number, reply)),
+        (_, Pick::Refused) => json_response(
+            StatusCode::BAD_REQUEST,
+            &error_body(
+                &format!(
+                    "mock-llm: this endpoint does not support {}",
+                    refused.unwrap_or_default()
+                ),
+                "invalid_request_error",
+            ),
+        ),
+        (_, Pick::Exhausted) => exhausted(shared),
+        (_, Pick::Mismatch(why)) => {
+            json_response(StatusCode::CONFLICT, &error_body(&why, "no_matching_reply"))
+        }
+    };
+    Err(Box::new(response))
 }
 
 /// 409: every scripted reply has been played.
@@ -383,9 +427,9 @@ async fn transcription(State(shared): State<Arc<Shared>>, body: Bytes) -> Respon
         "model": model,
         "file_bytes": file.len(),
     });
-    let (_, picked) = shared.take_reply(&request, true);
-    let Some((_, reply)) = picked else {
-        return exhausted(&shared);
+    let (_, reply) = match reply_or_error(&shared, &request, None) {
+        Ok(picked) => picked,
+        Err(response) => return *response,
     };
     if let Some(r) = delay_or_fault(&reply, false).await {
         return r;
@@ -675,6 +719,61 @@ mod tests {
         assert_eq!(call.arguments, "{\"zone\":\"kitchen\"}");
         assert_eq!(c.choices[&0].finish_reason.as_deref(), Some("tool_calls"));
         assert!(c.usage.is_some());
+    }
+
+    /// A reply with `when` answers only a request whose last message holds
+    /// it; another request gets why not, and the reply waits for the next.
+    #[test]
+    fn a_reply_with_when_answers_only_a_request_that_holds_it() {
+        let shared = Shared {
+            script: script(
+                r#"
+[[reply]]
+when = { contains = "Observation", json = { "last_result.code" = "blocked", "last_result.skill" = "~navigate" } }
+content = "replan"
+
+[[reply]]
+content = "next"
+"#,
+            ),
+            log: Mutex::new(Log::default()),
+        };
+        let ask = |text: &str| json!({"messages": [{"role": "system", "content": "Observation {}"}, {"role": "user", "content": text}]});
+        let why = |pick: Pick| match pick {
+            Pick::Mismatch(why) => why,
+            _ => panic!("expected a mismatch"),
+        };
+        let observed = |code: &str| {
+            ask(&format!(
+                "Observation (JSON):\n{{\"last_result\":{{\"result\":\"failed\",\"skill\":\"navigate_to\",\"code\":\"{code}\"}}}}"
+            ))
+        };
+        assert_eq!(
+            why(shared.take_reply(&observed("timeout"), true).1),
+            "mock-llm: request 1 does not match reply[1] (line 2): `last_result.code` in its last message is \"timeout\", wanted \"blocked\""
+        );
+        assert_eq!(
+            why(shared.take_reply(&ask("go to the kitchen"), true).1),
+            "mock-llm: request 2 does not match reply[1] (line 2): its last message does not contain \"Observation\""
+        );
+        assert_eq!(
+            why(shared.take_reply(&ask("Observation: none"), true).1),
+            "mock-llm: request 3 does not match reply[1] (line 2): its last message holds no JSON"
+        );
+        assert!(matches!(
+            shared.take_reply(&observed("blocked"), true).1,
+            Pick::Reply(0, _)
+        ));
+        assert!(matches!(
+            shared.take_reply(&ask("anything"), true).1,
+            Pick::Reply(1, _)
+        ));
+        assert!(matches!(
+            shared.take_reply(&ask("anything"), true).1,
+            Pick::Exhausted
+        ));
+        let replies: Vec<Option<usize>> = shared.log().received.iter().map(|r| r.reply).collect();
+        assert_eq!(replies, [None, None, None, Some(0), Some(1), None]);
     }
 
     #[test]

@@ -141,22 +141,14 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 mod tests {
     use super::*;
 
-    /// The model, or `None` (with a note) when `./x setup` has not fetched it.
-    pub(crate) fn model() -> Option<Embedder> {
-        let dir = crate::memory::MemoryConfig::default().model_path();
-        let dir = std::env::var_os(crate::memory::MODEL_ENV).map_or(dir, PathBuf::from);
-        match Embedder::load(&dir) {
-            Ok(e) => Some(e),
-            Err(e) => {
-                eprintln!("SKIPPED: embedding model not available ({e}); `./x setup` fetches it");
-                None
-            }
-        }
+    /// The model (`./x setup` fetches it: required).
+    fn model() -> Embedder {
+        Embedder::load(&crate::testing::embedding_model()).unwrap()
     }
 
     #[test]
     fn memory_embedding_cosines_match_the_reference() {
-        let Some(m) = model() else { return };
+        let m = model();
         let v = m
             .embed(&[
                 "turn off the kitchen light",
@@ -185,9 +177,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let missing = Embedder::load(&dir).unwrap_err().to_string();
         assert!(missing.contains("model.safetensors not found"), "{missing}");
-        let Some(_) = model() else { return };
-        let src = crate::memory::MemoryConfig::default().model_path();
-        let src = std::env::var_os(crate::memory::MODEL_ENV).map_or(src, PathBuf::from);
+        let src = crate::testing::embedding_model();
         std::fs::copy(src.join("tokenizer.json"), dir.join("tokenizer.json")).unwrap();
         std::fs::copy(src.join("config.json"), dir.join("config.json")).unwrap();
         // A safetensors file whose word embeddings are 8 wide.

@@ -171,4 +171,27 @@ mod tests {
                 .contains("no camera at /dev/video-robobrain-test")
         );
     }
+
+    /// A real camera (`VIDEO_DEV`, default `/dev/video0`) gives a frame:
+    /// hardware this machine and CI lack, so the skip is recorded and
+    /// `./x test` reports it.
+    #[test]
+    fn a_real_camera_gives_a_frame() {
+        let dev = std::env::var_os("VIDEO_DEV")
+            .map_or_else(|| PathBuf::from("/dev/video0"), PathBuf::from);
+        if !dev.exists() {
+            crate::testing::skip(&format!("no camera at {}", dev.display()));
+            return;
+        }
+        let world = World::builtin("apartment").unwrap();
+        let frame = V4lCamera::new(&dev)
+            .capture(&world, &Telemetry::default())
+            .unwrap();
+        assert!(frame.png.starts_with(b"\x89PNG"));
+        assert!(frame.width > 0 && frame.height > 0);
+        assert_eq!(
+            frame.labels, None,
+            "a real camera does not know what it sees"
+        );
+    }
 }

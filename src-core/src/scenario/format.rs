@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use toml::Spanned;
 
-use super::matcher::{Count, Pattern};
+use super::matcher::{Count, FieldTest, Pattern};
 use crate::config::Config;
 use crate::link::Fault;
 use crate::protocol::{Activity, Mode, TaskStatus};
@@ -204,6 +204,9 @@ pub struct Expectation {
     pub pattern: Pattern,
     /// Only events up to this sim time count.
     pub within: Option<f64>,
+    /// Only events before the first event matching this count (which must
+    /// happen): "nothing was switched before the approval".
+    pub before: Option<Pattern>,
     /// How many must be found.
     pub count: Count,
 }
@@ -328,6 +331,7 @@ struct RawExpect {
     #[serde(rename = "match")]
     matcher: Option<Spanned<toml::Table>>,
     within: Option<Spanned<f64>>,
+    before: Option<RawPattern>,
     count: Option<Spanned<toml::Value>>,
     note: Option<String>,
 }
@@ -417,11 +421,46 @@ impl Ctx<'_> {
                 ),
             ));
         }
+        let table = raw.matcher.as_ref().map(Spanned::span);
         let matcher = match raw.matcher {
             Some(m) => self.json_table(&m, &format!("{field}.match"))?,
             None => Map::new(),
         };
-        Ok(Pattern::new(kind.clone(), &matcher))
+        let pattern = Pattern::new(kind.clone(), &matcher);
+        if let (Some(test), Some(table)) = (pattern.unknown_field(), table) {
+            return Err(self.unknown_field(kind, test, &table, field));
+        }
+        Ok(pattern)
+    }
+
+    /// A `match` key that events of `kind` do not have, at the key.
+    fn unknown_field(
+        &self,
+        kind: &str,
+        test: &FieldTest,
+        table: &Range<usize>,
+        field: &str,
+    ) -> SourceError {
+        let key = test.path.first().map_or("", String::as_str);
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let inside = &self.text[table.clone()];
+        let at = inside
+            .match_indices(key)
+            .find(|(i, _)| {
+                !word(inside[..*i].chars().next_back())
+                    && !word(inside[i + key.len()..].chars().next())
+            })
+            .map_or(table.start, |(i, _)| table.start + i);
+        let fields = super::matcher::fields_of(kind).unwrap_or_default();
+        self.err(
+            &(at..at),
+            &format!("{field}.match.{}", test.path.join(".")),
+            format!(
+                "expected a field of `{kind}` events ({}; or {}), found `{key}`",
+                fields.join(", "),
+                super::matcher::ENVELOPE_FIELDS.join(", ")
+            ),
+        )
     }
 
     fn json_table(
@@ -772,6 +811,10 @@ fn expectation(
         field,
     )?;
     let within = cx.seconds(raw.within.as_ref(), &format!("{field}.within"), true)?;
+    let before = raw
+        .before
+        .map(|b| cx.pattern(b, &format!("{field}.before")))
+        .transpose()?;
     let count = match raw.count {
         None => Count::default(),
         Some(c) => count(c.get_ref()).ok_or_else(|| {
@@ -790,6 +833,7 @@ fn expectation(
         note: raw.note,
         pattern,
         within,
+        before,
         count,
     })
 }

@@ -16,10 +16,99 @@
 //! - an array lists alternatives: any one may match;
 //! - when the event's value is an array, a non-array leaf matches if any
 //!   element does.
+//!
+//! A path must start at a field the event kind has ([`EVENT_FIELDS`], plus
+//! the envelope's [`ENVELOPE_FIELDS`]): a misspelt key would otherwise
+//! never match, and `count = 0` on it would pass without checking anything.
+//! What lies inside a field (a skill's `args`, a device's `state`) is open.
 
 use std::fmt;
 
 use serde_json::{Map, Value};
+
+/// The fields every event has, whatever its kind.
+pub const ENVELOPE_FIELDS: &[&str] = &["seq", "time", "wall_ms", "thread_id", "step", "kind"];
+
+/// Each event kind and the top-level fields of its JSON (the wire form of
+/// [`crate::protocol::EventKind`]; a test checks the two agree).
+pub const EVENT_FIELDS: &[(&str, &[&str])] = &[
+    ("snapshot", &["snapshot"]),
+    ("update", &["node", "changed"]),
+    (
+        "intent",
+        &["utterance", "intent", "args", "processed_locally"],
+    ),
+    (
+        "decision",
+        &[
+            "task_id",
+            "iteration",
+            "decision_type",
+            "reason",
+            "brain",
+            "ops",
+        ],
+    ),
+    ("guardrail", &["task_id", "op", "verdict", "reason"]),
+    ("mode", &["from", "to", "reason"]),
+    ("activity", &["from", "to", "reason"]),
+    ("task", &["task", "reason"]),
+    (
+        "skill",
+        &[
+            "goal_id", "skill", "status", "args", "feedback", "error", "message", "output",
+        ],
+    ),
+    (
+        "approval",
+        &["approval_id", "task_id", "status", "op", "reason"],
+    ),
+    ("alert", &["incident"]),
+    ("speech", &["text", "track", "audio"]),
+    (
+        "telemetry",
+        &[
+            "pose",
+            "battery_pct",
+            "charging",
+            "zone",
+            "distance_to_target",
+            "busy",
+        ],
+    ),
+    ("fault", &["fault"]),
+    ("device", &["device", "room", "state", "online", "reason"]),
+    ("token", &["purpose", "text"]),
+    (
+        "llm_call",
+        &[
+            "purpose",
+            "model",
+            "outcome",
+            "attempts",
+            "latency_ms",
+            "first_token_ms",
+            "prompt_tokens",
+            "completion_tokens",
+            "structured",
+            "error",
+        ],
+    ),
+    (
+        "memory",
+        &["query", "mode", "used", "tokens", "budget", "dropped"],
+    ),
+    ("log", &["level", "message"]),
+    ("error", &["code", "message"]),
+];
+
+/// The fields of events of `kind` (without the envelope's), if it is a kind.
+pub fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
+    EVENT_FIELDS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, fields)| *fields)
+}
 
 /// One leaf test of a pattern: the value at `path` must satisfy `want`.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +117,21 @@ pub struct FieldTest {
     pub path: Vec<String>,
     /// The wanted value, with the leaf semantics of this module.
     pub want: Value,
+}
+
+impl FieldTest {
+    /// Whether the value at this test's path in `value` satisfies it.
+    pub fn holds(&self, value: &Value) -> bool {
+        value_matches(&self.want, lookup(value, &self.path))
+    }
+}
+
+/// The leaf tests of a `match` table: nested tables and dotted keys
+/// flattened into paths (also what `mock-llm` scripts' `when.json` use).
+pub fn field_tests(matcher: &Map<String, Value>) -> Vec<FieldTest> {
+    let mut fields = Vec::new();
+    flatten(&[], matcher, &mut fields);
+    fields
 }
 
 /// An event kind and a subset match on the event's JSON.
@@ -43,12 +147,21 @@ impl Pattern {
     /// A pattern from a kind and a `match` table (nested tables and dotted
     /// keys are flattened into paths).
     pub fn new(kind: impl Into<String>, matcher: &Map<String, Value>) -> Self {
-        let mut fields = Vec::new();
-        flatten(&[], matcher, &mut fields);
         Self {
             kind: kind.into(),
-            fields,
+            fields: field_tests(matcher),
         }
+    }
+
+    /// The first field test whose path does not start at a field events of
+    /// this kind have (a misspelt key, or a field of another kind).
+    pub fn unknown_field(&self) -> Option<&FieldTest> {
+        let fields = fields_of(&self.kind).unwrap_or_default();
+        self.fields.iter().find(|t| {
+            t.path.first().is_none_or(|f| {
+                !fields.contains(&f.as_str()) && !ENVELOPE_FIELDS.contains(&f.as_str())
+            })
+        })
     }
 
     /// Whether `event` (an event's JSON) is of this kind and passes every test.
@@ -63,10 +176,7 @@ impl Pattern {
 
     /// How many leaf tests `event` passes (to rank near misses).
     pub fn score(&self, event: &Value) -> usize {
-        self.fields
-            .iter()
-            .filter(|t| value_matches(&t.want, lookup(event, &t.path)))
-            .count()
+        self.fields.iter().filter(|t| t.holds(event)).count()
     }
 }
 
@@ -403,5 +513,216 @@ mod tests {
             Err(vec![1, 2])
         );
         assert_eq!(find_in_order(&[to("IDLE"), to("EXEC")], &evs), Err(vec![3]));
+    }
+
+    /// One event of each kind, every optional field filled.
+    fn one_of_each() -> Vec<crate::protocol::EventKind> {
+        use crate::protocol::{
+            Activity, AlertStatus, ApprovalStatus, BrainKind, DecisionType, EventKind,
+            IncidentRecord, LlmCallView, Mode, Node, Op, Priority, SkillStatus, SpeechTrack,
+            TaskStatus, TaskView, Verdict,
+        };
+        let op = || Op::Wait { seconds: 1.0 };
+        vec![
+            EventKind::Snapshot {
+                snapshot: Box::default(),
+            },
+            EventKind::Update {
+                node: Node::Dispatch,
+                changed: json!({}),
+            },
+            EventKind::Intent {
+                utterance: "u".into(),
+                intent: "goto".into(),
+                args: json!({}),
+                processed_locally: true,
+            },
+            EventKind::Decision {
+                task_id: "t1".into(),
+                iteration: 1,
+                decision_type: DecisionType::Continue,
+                reason: "r".into(),
+                brain: BrainKind::Rule,
+                ops: vec![op()],
+            },
+            EventKind::Guardrail {
+                task_id: "t1".into(),
+                op: op(),
+                verdict: Verdict::Allowed,
+                reason: "r".into(),
+            },
+            EventKind::Mode {
+                from: Mode::Idle,
+                to: Mode::Exec,
+                reason: "r".into(),
+            },
+            EventKind::Activity {
+                from: Activity::Idle,
+                to: Activity::Patrolling,
+                reason: "r".into(),
+            },
+            EventKind::Task {
+                task: TaskView {
+                    id: "t1".into(),
+                    title: "t".into(),
+                    kind: "goto".into(),
+                    priority: Priority::Main,
+                    status: TaskStatus::Running,
+                    step: 0,
+                    steps: 1,
+                    deadline: Some(1.0),
+                },
+                reason: "r".into(),
+            },
+            EventKind::Skill {
+                goal_id: "g1".into(),
+                skill: "navigate_to".into(),
+                status: SkillStatus::Failed,
+                args: json!({}),
+                feedback: Some(crate::link::NavFeedback::default()),
+                error: Some("blocked".into()),
+                message: "m".into(),
+                output: Some(json!({})),
+            },
+            EventKind::Approval {
+                approval_id: "a1".into(),
+                task_id: "t1".into(),
+                status: ApprovalStatus::Requested,
+                op: op(),
+                reason: "r".into(),
+            },
+            EventKind::Alert {
+                incident: Box::new(IncidentRecord {
+                    id: "i1".into(),
+                    time: 1.0,
+                    zone: "kitchen".into(),
+                    kinds: vec!["smoke".into()],
+                    description: "d".into(),
+                    evidence: None,
+                    vision: json!({}),
+                    status: AlertStatus::Open,
+                    acknowledged_by: None,
+                    acknowledged_at: None,
+                }),
+            },
+            EventKind::Speech {
+                text: "t".into(),
+                track: SpeechTrack::Template,
+                audio: Some("a.wav".into()),
+            },
+            EventKind::Telemetry {
+                pose: crate::geometry::Pose::default(),
+                battery_pct: 50.0,
+                charging: false,
+                zone: None,
+                distance_to_target: None,
+                busy: Vec::new(),
+            },
+            EventKind::Fault {
+                fault: crate::link::Fault::Block {
+                    passage: "p".into(),
+                },
+            },
+            EventKind::Device {
+                device: "d".into(),
+                room: "r".into(),
+                state: json!({}),
+                online: true,
+                reason: "r".into(),
+            },
+            EventKind::Token {
+                purpose: "decide".into(),
+                text: "t".into(),
+            },
+            EventKind::LlmCall(Box::new(LlmCallView {
+                purpose: "decide".into(),
+                model: "m".into(),
+                outcome: "ok".into(),
+                attempts: 1,
+                latency_ms: 1,
+                first_token_ms: Some(1),
+                prompt_tokens: Some(1),
+                completion_tokens: Some(1),
+                structured: "tools".into(),
+                error: "e".into(),
+            })),
+            EventKind::Memory {
+                query: "q".into(),
+                mode: "hybrid".into(),
+                used: Vec::new(),
+                tokens: 0,
+                budget: 0,
+                dropped: 0,
+            },
+            EventKind::Log {
+                level: "info".into(),
+                message: "m".into(),
+            },
+            EventKind::Error {
+                code: "c".into(),
+                message: "m".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn the_field_table_is_the_events_wire_form() {
+        let samples = one_of_each();
+        let kinds: Vec<&str> = samples
+            .iter()
+            .map(crate::protocol::EventKind::name)
+            .collect();
+        let table: Vec<&str> = EVENT_FIELDS.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, table, "one table row per event kind, in order");
+        assert_eq!(table, crate::scenario::format::EVENT_KINDS);
+        for kind in samples {
+            let name = kind.name();
+            let event = crate::protocol::Event {
+                seq: 1,
+                time: 0.0,
+                wall_ms: 0,
+                thread_id: "t".into(),
+                step: 0,
+                kind,
+            };
+            let mut got: Vec<String> = event
+                .to_json()
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            let mut want: Vec<String> = fields_of(name)
+                .unwrap()
+                .iter()
+                .chain(ENVELOPE_FIELDS)
+                .map(|f| (*f).to_string())
+                .collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "`{name}` events");
+        }
+    }
+
+    #[test]
+    fn a_path_must_start_at_a_field_of_the_kind() {
+        assert_eq!(
+            pat("approval", &json!({"status": "approved", "op.skill": "x"})).unknown_field(),
+            None
+        );
+        assert_eq!(pat("approval", &json!({"seq": ">1"})).unknown_field(), None);
+        let p = pat(
+            "approval",
+            &json!({"status": "approved", "stauts": "approved"}),
+        );
+        assert_eq!(p.unknown_field().unwrap().path, ["stauts"]);
+        // `device` is a field of device events, not of approvals.
+        let p = pat("approval", &json!({"device.on": true}));
+        assert_eq!(p.unknown_field().unwrap().path, ["device", "on"]);
+        assert!(
+            pat("device", &json!({"device": "lamp", "state.on": true}))
+                .unknown_field()
+                .is_none()
+        );
     }
 }

@@ -137,14 +137,28 @@ fn time_of(event: &Value) -> f64 {
 
 fn expectation(n: usize, e: &Expectation, events: &[Value]) -> Check {
     let within = e.within.map_or(String::new(), |w| format!(" within {w} s"));
+    let before = e
+        .before
+        .as_ref()
+        .map_or(String::new(), |b| format!(" before {b}"));
     let label = with_note(
         format!(
-            "expect {n} (line {}): {} {}{within}",
+            "expect {n} (line {}): {} {}{within}{before}",
             e.line, e.pattern, e.count
         ),
         e.note.as_ref(),
     );
-    let in_time: Vec<&Value> = events
+    // Up to the first event matching `before` (which must come).
+    let mut window = events;
+    if let Some(b) = &e.before {
+        let Some(i) = events.iter().position(|ev| b.matches(ev)) else {
+            let mut check = Check::new(false, label, format!("never saw {b}"));
+            check.detail = nearest(b, &events.iter().collect::<Vec<_>>());
+            return check;
+        };
+        window = &events[..i];
+    }
+    let in_time: Vec<&Value> = window
         .iter()
         .filter(|ev| e.within.is_none_or(|w| time_of(ev) <= w + 1e-9))
         .collect();
@@ -415,6 +429,43 @@ count = 0
         assert!(!checks[1].ok, "the failure came after 2 s");
         assert!(checks[2].ok);
         assert_eq!(checks[2].outcome, "found 0");
+    }
+
+    /// `before`: only events before the first match count, and that event
+    /// must come.
+    #[test]
+    fn before_counts_only_what_came_first_and_needs_its_event() {
+        let checks = run(
+            r#"
+[[expect]]
+kind = "skill"
+match = { status = "failed" }
+before = { kind = "task", match = { "task.status" = "succeeded" } }
+count = 1
+
+[[expect]]
+kind = "skill"
+match = { status = "failed" }
+before = { kind = "skill", match = { status = "failed" } }
+count = 0
+
+[[expect]]
+kind = "skill"
+count = 0
+before = { kind = "mode", match = { to = "SAFE" } }
+"#,
+            &Snapshot::default(),
+        );
+        assert!(checks[0].ok, "{:?}", checks[0]);
+        assert_eq!(
+            checks[0].label,
+            "expect 1 (line 2): skill {status=failed} exactly 1 before task {task.status=succeeded}"
+        );
+        assert!(checks[1].ok, "the failure itself is not before it");
+        assert_eq!(checks[1].outcome, "found 0");
+        assert!(!checks[2].ok, "a `before` event that never comes fails");
+        assert_eq!(checks[2].outcome, "never saw mode {to=SAFE}");
+        assert_eq!(checks[2].detail[0], "nearest `mode` events:");
     }
 
     #[test]

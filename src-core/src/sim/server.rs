@@ -4,8 +4,18 @@
 //! is connected, so a killed brain finds the robot where the physics left
 //! it, and the simulator answers "what happened to goal X" from its own
 //! record. One brain at a time: a new connection replaces the old one.
-//! Every `send_goal` received — repeats included — can be appended to a
-//! record file (JSON lines), the evidence that nothing was sent twice.
+//! Requests are applied as they arrive, not at the next world step, so a
+//! `stop_base` brakes the base within microseconds of reaching the robot.
+//!
+//! The dead-man: a robot that hears nothing from its brain for
+//! `deadman_s` (any request counts; an idle brain sends heartbeats) while
+//! the base moves brings the base to rest on its own, and tells the brain
+//! so ([`LinkReply::Deadman`]) when it speaks again or reconnects.
+//!
+//! Every `send_goal` received — repeats included — and every dead-man stop
+//! can be appended to a record file (JSON lines, with the robot's wall
+//! clock in µs and the pose), the evidence that nothing was sent twice and
+//! that the base was stopped in time.
 
 use std::fs::File;
 use std::io::Write;
@@ -13,15 +23,15 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::Sim;
 use crate::link::tcp::{Wire, spawn_reader, write_line};
-use crate::link::{LinkReply, LinkRequest};
+use crate::link::{GoalKind, LinkReply, LinkRequest};
 
 /// Why the simulator server stopped or could not start.
 #[derive(Debug, Error)]
@@ -40,6 +50,21 @@ pub enum SimServerError {
     Listen(std::io::Error),
 }
 
+/// The robot side of the dead-man.
+#[derive(Debug)]
+struct Deadman {
+    /// Silence after which the base is brought to rest.
+    after: Duration,
+    /// When the brain was last heard from.
+    last_heard: Instant,
+    /// Whether it fired since the brain was last heard from.
+    fired: bool,
+    /// Times it fired so far (stop goal ids count from it).
+    count: u64,
+    /// A notice for the next brain that connects.
+    unsaid: Option<LinkReply>,
+}
+
 /// The simulator, its clock, its one client and its goal record.
 pub struct SimServer {
     sim: Sim,
@@ -51,6 +76,7 @@ pub struct SimServer {
     tx: Sender<Wire<LinkRequest>>,
     rx: Receiver<Wire<LinkRequest>>,
     replies: Vec<LinkReply>,
+    deadman: Option<Deadman>,
 }
 
 impl SimServer {
@@ -67,7 +93,21 @@ impl SimServer {
             tx,
             rx,
             replies: Vec::new(),
+            deadman: None,
         }
+    }
+
+    /// Brings the base to rest after `seconds` (wall) of silence from the
+    /// brain while it moves; 0 turns the dead-man off (the default).
+    pub fn with_deadman(mut self, seconds: f64) -> Self {
+        self.deadman = (seconds > 0.0 && seconds.is_finite()).then(|| Deadman {
+            after: Duration::from_secs_f64(seconds),
+            last_heard: Instant::now(),
+            fired: false,
+            count: 0,
+            unsaid: None,
+        });
+        self
     }
 
     /// Appends every received goal to `path` (created or truncated).
@@ -85,7 +125,8 @@ impl SimServer {
         &self.sim
     }
 
-    /// Serves on `listener` until `stop` is set.
+    /// Serves on `listener` until `stop` is set: each request is applied
+    /// when it arrives, the world steps on the clock.
     pub fn serve(
         mut self,
         listener: TcpListener,
@@ -101,7 +142,7 @@ impl SimServer {
             }
         });
         let period = Duration::from_secs_f64(self.tick_s / self.speed.max(1e-3));
-        let mut next = Instant::now();
+        let mut next = Instant::now() + period;
         while !stop.load(Ordering::Relaxed) {
             while let Ok(stream) = conn_rx.try_recv() {
                 match stream {
@@ -109,12 +150,20 @@ impl SimServer {
                     Err(e) => return Err(SimServerError::Listen(e)),
                 }
             }
-            self.tick()?;
-            next += period;
-            match next.checked_duration_since(Instant::now()) {
-                Some(wait) => std::thread::sleep(wait),
-                // Behind (a slow machine): do not try to catch up in a burst.
-                None => next = Instant::now(),
+            let wait = next.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(wait) {
+                Ok(msg) => {
+                    self.take(msg)?;
+                    self.send_replies();
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    self.tick()?;
+                    next += period;
+                    // Behind (a slow machine): do not try to catch up in a burst.
+                    if next < Instant::now() {
+                        next = Instant::now() + period;
+                    }
+                }
             }
         }
         Ok(())
@@ -130,23 +179,84 @@ impl SimServer {
         if let Some((_, old)) = self.client.replace((self.generation, stream)) {
             let _ = old.shutdown(std::net::Shutdown::Both);
         }
+        let deadman_s = self.deadman.as_ref().map_or(0.0, |d| d.after.as_secs_f64());
+        self.replies.insert(0, LinkReply::Hello { deadman_s });
+        if let Some(notice) = self.deadman.as_mut().and_then(|d| d.unsaid.take()) {
+            self.replies.insert(1, notice);
+        }
+        self.send_replies();
     }
 
-    /// One step: apply the client's requests, advance the world, send the replies.
+    /// Takes one message from a reader thread: a request from the current
+    /// brain is applied (and resets the dead-man), a bad line is refused.
+    fn take(&mut self, msg: Wire<LinkRequest>) -> Result<(), SimServerError> {
+        let current = self.client.as_ref().map(|(g, _)| *g);
+        match msg {
+            Wire::Msg(g, request) if Some(g) == current => {
+                if let Some(d) = self.deadman.as_mut() {
+                    d.last_heard = Instant::now();
+                    d.fired = false;
+                }
+                self.apply(request)?;
+            }
+            Wire::Bad(g, line) if Some(g) == current => self.replies.push(LinkReply::Refused {
+                message: format!("not a link request: {line}"),
+            }),
+            Wire::Closed(g) if Some(g) == current => self.client = None,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One step: apply the client's requests, advance the world, check the
+    /// dead-man, send the replies.
     pub fn tick(&mut self) -> Result<(), SimServerError> {
         while let Ok(msg) = self.rx.try_recv() {
-            let current = self.client.as_ref().map(|(g, _)| *g);
-            match msg {
-                Wire::Msg(g, request) if Some(g) == current => self.apply(request)?,
-                Wire::Bad(g, line) if Some(g) == current => self.replies.push(LinkReply::Refused {
-                    message: format!("not a link request: {line}"),
-                }),
-                Wire::Closed(g) if Some(g) == current => self.client = None,
-                _ => {}
-            }
+            self.take(msg)?;
         }
         self.sim.step(self.tick_s);
+        self.check_deadman()?;
         self.sim.publish_telemetry();
+        self.send_replies();
+        Ok(())
+    }
+
+    /// Brings the base to rest when the brain has been silent too long.
+    fn check_deadman(&mut self) -> Result<(), SimServerError> {
+        let moving = self.sim.is_moving();
+        let Some(d) = self.deadman.as_mut() else {
+            return Ok(());
+        };
+        let silent = d.last_heard.elapsed();
+        if d.fired || silent < d.after || !moving {
+            return Ok(());
+        }
+        d.fired = true;
+        d.count += 1;
+        let goal_id = format!("deadman/{}-{:x}", d.count, wall_us());
+        let stopped: Vec<String> = self
+            .sim
+            .bring_to_rest(goal_id.clone())
+            .into_iter()
+            .collect();
+        let notice = LinkReply::Deadman {
+            silent_s: silent.as_secs_f64(),
+            time: self.sim.time(),
+            stopped: stopped.clone(),
+        };
+        self.write_record(json!({
+            "goal_id": goal_id, "by": "deadman", "goal": GoalKind::StopBase,
+            "silent_s": silent.as_secs_f64(), "stopped": stopped,
+        }))?;
+        if self.client.is_some() {
+            self.replies.push(notice);
+        } else if let Some(d) = self.deadman.as_mut() {
+            d.unsaid = Some(notice);
+        }
+        Ok(())
+    }
+
+    fn send_replies(&mut self) {
         self.sim.drain(&mut self.replies);
         if let Some((_, stream)) = self.client.as_mut() {
             for reply in &self.replies {
@@ -159,21 +269,12 @@ impl SimServer {
         // Replies for a brain that is gone are dropped; goal status queries
         // answer from the simulator's own record.
         self.replies.clear();
-        Ok(())
     }
 
     /// Applies one request (recording goals first).
     pub fn apply(&mut self, request: LinkRequest) -> Result<(), SimServerError> {
-        if let (LinkRequest::SendGoal { goal_id, kind }, Some((path, file))) =
-            (&request, self.record.as_mut())
-        {
-            let line = json!({"goal_id": goal_id, "time": self.sim.time(), "goal": kind});
-            writeln!(file, "{line}")
-                .and_then(|()| file.flush())
-                .map_err(|source| SimServerError::Record {
-                    path: path.clone(),
-                    source,
-                })?;
+        if let LinkRequest::SendGoal { goal_id, kind } = &request {
+            self.write_record(json!({"goal_id": goal_id, "goal": kind}))?;
         }
         if let Err(e) = self.sim.apply(request) {
             self.replies.push(LinkReply::Refused {
@@ -182,6 +283,32 @@ impl SimServer {
         }
         Ok(())
     }
+
+    /// Appends `line` to the record, stamped with the robot's time, its
+    /// wall clock (µs since the epoch), its pose and whether the base was
+    /// moving (before the request took effect).
+    fn write_record(&mut self, mut line: Value) -> Result<(), SimServerError> {
+        let Some((path, file)) = self.record.as_mut() else {
+            return Ok(());
+        };
+        line["time"] = json!(self.sim.time());
+        line["wall_us"] = json!(wall_us());
+        line["pose"] = json!(self.sim.pose());
+        line["moving"] = json!(self.sim.is_moving());
+        writeln!(file, "{line}")
+            .and_then(|()| file.flush())
+            .map_err(|source| SimServerError::Record {
+                path: path.clone(),
+                source,
+            })
+    }
+}
+
+/// Microseconds since the Unix epoch, on this machine's clock.
+pub fn wall_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 #[cfg(test)]

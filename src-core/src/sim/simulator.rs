@@ -186,8 +186,27 @@ impl Sim {
                 self.inject(&fault)?;
                 self.outbox.push(LinkReply::FaultApplied { fault });
             }
+            LinkRequest::Heartbeat => {}
         }
         Ok(())
+    }
+
+    /// Whether the base has somewhere to go or is still moving.
+    pub fn is_moving(&self) -> bool {
+        self.goal.as_ref().is_some_and(|g| g.job != Job::Stop) || !self.base.is_at_rest()
+    }
+
+    /// Brings the base to rest on the robot's own account (the dead-man):
+    /// the running base goal ends as canceled and a stop goal `goal_id`
+    /// brakes the base. Returns the goal it stopped, if one ran.
+    pub fn bring_to_rest(&mut self, goal_id: GoalId) -> Option<GoalId> {
+        let stopped = self
+            .goal
+            .as_ref()
+            .filter(|g| g.job != Job::Stop)
+            .map(|g| g.id.clone());
+        self.send_goal(goal_id, GoalKind::StopBase);
+        stopped
     }
 
     /// Moves every reply produced so far into `out`, oldest first.

@@ -232,12 +232,11 @@ pub fn language_of(sentence: &str) -> &'static str {
     }
 }
 
-/// `../shared/data/home-assistant-datasets/assist-mini` from the workspace
-/// root, when it is there (tests read it in place; it is never copied).
-pub fn assist_mini_dir() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let dir = root.join("../shared/data/home-assistant-datasets/assist-mini");
-    dir.is_dir().then_some(dir)
+/// The assist-mini dataset in the shared test data (read in place, never
+/// copied); the test fails naming the path when it is absent.
+#[cfg(test)]
+pub(crate) fn assist_mini_dir() -> PathBuf {
+    crate::testing::shared_data("home-assistant-datasets/assist-mini")
 }
 
 #[cfg(test)]
@@ -311,10 +310,7 @@ mod tests {
 
     #[test]
     fn the_assist_mini_dataset_loads() {
-        let Some(dir) = assist_mini_dir() else {
-            eprintln!("skipped: ../shared/data/home-assistant-datasets/assist-mini is absent");
-            return;
-        };
+        let dir = assist_mini_dir();
         let homes = load_dataset(&dir).unwrap();
         assert_eq!(homes.len(), 10);
         let sentences: usize = homes

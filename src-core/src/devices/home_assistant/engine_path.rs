@@ -3,7 +3,9 @@
 //! home, the sentence is said (`Command::Say`), the engine ticks — the home
 //! fast path's rule intents, the policy, the tool layer, the kernel's
 //! approvals — and every approval it asks for is approved
-//! (`Command::Approve`) and counted, until the engine settles.
+//! (`Command::Approve`) and counted, until the engine settles. A device
+//! that changes before the first approval, in a turn that asked for one,
+//! is reported: the gate must hold the call until the answer.
 
 use serde_json::json;
 
@@ -70,6 +72,9 @@ impl Assistant for EngineAssistant {
             text: sentence.to_string(),
         });
         let mut batch = Vec::new();
+        // Devices changed before any confirmation was approved: kept if
+        // the turn turns out to have asked for one.
+        let (mut approved, mut early) = (false, Vec::new());
         for tick in 0..MAX_TICKS {
             engine.tick(&mut batch);
             for event in batch.drain(..) {
@@ -82,6 +87,11 @@ impl Assistant for EngineAssistant {
                         turn.confirmations += 1;
                         engine.submit(Command::Approve { approval_id });
                     }
+                    EventKind::Approval {
+                        status: ApprovalStatus::Approved,
+                        ..
+                    } => approved = true,
+                    EventKind::Device { device, .. } if !approved => early.push(device),
                     EventKind::Intent { intent, args, .. } => {
                         turn.calls.push(format!("{intent} {}", json!(args)));
                     }
@@ -96,6 +106,9 @@ impl Assistant for EngineAssistant {
             if tick > 0 && engine.is_settled() {
                 break;
             }
+        }
+        if turn.confirmations > 0 {
+            turn.changed_before_confirmation = early;
         }
         engine.shutdown();
         let world = std::mem::replace(&mut hci::lock(engine.home()).devices, empty_world());

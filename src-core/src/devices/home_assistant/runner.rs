@@ -29,6 +29,11 @@ pub struct Turn {
     pub calls: Vec<String>,
     /// Confirmations asked for (and approved by the runner).
     pub confirmations: usize,
+    /// Devices that changed before the turn's first confirmation was
+    /// approved, in a turn that asked for one: a gate that let the call
+    /// through and asked afterwards. Empty when every change waited.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed_before_confirmation: Vec<String>,
     /// Why nothing (or not everything) was done, when so.
     pub note: Option<String>,
 }
@@ -496,29 +501,72 @@ mod tests {
         );
     }
 
+    /// Today's figures on assist-mini (docs/BENCHMARKS.md), per category:
+    /// (category, sentences, passed at least). A regression fails here;
+    /// raise a floor when the rule path improves.
+    const ASSIST_MINI_FLOORS: &[(&str, usize, usize)] = &[
+        ("cover", 12, 12),
+        ("fan", 4, 4),
+        ("light", 7, 7),
+        ("lock", 4, 4),
+        ("media-player", 10, 10),
+        ("todo", 4, 0),
+        ("vacuum", 4, 4),
+        ("valve", 5, 5),
+    ];
+    /// Overall: 46 of 50 (the 4 `todo` sentences need to-do lists).
+    const ASSIST_MINI_OVERALL: (usize, usize) = (50, 46);
+
+    fn assert_floors(report: &AssistReport) {
+        let failures = render_failures(report);
+        let (total, floor) = ASSIST_MINI_OVERALL;
+        assert_eq!(report.overall.total, total, "the dataset changed");
+        assert!(
+            report.overall.passed >= floor,
+            "{}: {} of {total} passed, the floor is {floor}\n{failures}",
+            report.assistant,
+            report.overall.passed
+        );
+        assert_eq!(report.by_category.len(), ASSIST_MINI_FLOORS.len());
+        for &(category, total, floor) in ASSIST_MINI_FLOORS {
+            let t = report.by_category[category];
+            assert_eq!(t.total, total, "{category}: the dataset changed");
+            assert!(
+                t.passed >= floor,
+                "{} {category}: {} of {total} passed, the floor is {floor}\n{failures}",
+                report.assistant,
+                t.passed
+            );
+        }
+        // Locks are high risk: every lock sentence that acted asked first,
+        // once, and nothing changed before the answer.
+        let lock = report.by_category["lock"];
+        assert_eq!(lock.confirmations, lock.passed, "{}", report.assistant);
+        for r in report
+            .results
+            .iter()
+            .filter(|r| r.category == "lock" && r.passed)
+        {
+            assert_eq!(r.turn.confirmations, 1, "{}: {r:?}", report.assistant);
+        }
+        for r in &report.results {
+            assert!(
+                r.turn.changed_before_confirmation.is_empty(),
+                "{}: changed before the confirmation: {r:?}",
+                report.assistant
+            );
+        }
+    }
+
     #[test]
-    fn the_rule_path_on_assist_mini() {
-        let Some(dir) = assist_mini_dir() else {
-            eprintln!("skipped: ../shared/data/home-assistant-datasets/assist-mini is absent");
-            return;
-        };
-        let homes = load_dataset(&dir).unwrap();
+    fn the_rule_path_on_assist_mini_holds_todays_pass_rates() {
+        let homes = load_dataset(&assist_mini_dir()).unwrap();
         let engine = run(
             &homes,
             &mut super::super::engine_path::EngineAssistant::default(),
         );
-        eprintln!("{}{}", render(&engine), render_failures(&engine));
-        let elock = engine.by_category["lock"];
-        assert_eq!(
-            elock.confirmations, elock.passed,
-            "the engine confirmed every lock change"
-        );
-        let report = run(&homes, &mut CommandAssistant::default());
-        eprintln!("{}{}", render(&report), render_failures(&report));
-        // Locks are high risk: each lock sentence that acted asked first.
-        let lock = report.by_category["lock"];
-        assert_eq!(lock.confirmations, lock.passed);
-        assert_eq!(report.overall.total, report.results.len());
-        assert!(report.overall.passed > 0);
+        assert_floors(&engine);
+        let commands = run(&homes, &mut CommandAssistant::default());
+        assert_floors(&commands);
     }
 }

@@ -4,7 +4,7 @@
 //! started again on the same port.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,15 +14,6 @@ pub struct Mosquitto {
     pub port: u16,
     dir: PathBuf,
     child: Option<Child>,
-}
-
-/// Where mosquitto is: on PATH, or Debian's /usr/sbin (not on a user's PATH).
-fn binary() -> PathBuf {
-    let sbin = Path::new("/usr/sbin/mosquitto");
-    if sbin.exists() {
-        return sbin.to_path_buf();
-    }
-    PathBuf::from("mosquitto")
 }
 
 impl Mosquitto {
@@ -54,16 +45,16 @@ impl Mosquitto {
     }
 
     fn spawn(&mut self) {
-        let child = Command::new(binary())
+        // On PATH, or Debian's /usr/sbin (not on a user's PATH).
+        let binary = crate::testing::program("mosquitto", "./x setup (Debian package mosquitto)");
+        let child = Command::new(binary)
             .arg("-c")
             .arg(self.dir.join("mosquitto.conf"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start mosquitto ({e}): install it with `./x setup` (Debian package `mosquitto`)")
-            });
+            .unwrap_or_else(|e| panic!("cannot start mosquitto: {e}"));
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {

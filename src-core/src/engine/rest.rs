@@ -1,0 +1,610 @@
+//! Bringing the robot to rest: the E-stop, and every way the brain stops
+//! thinking on its own (the store fails, the process shuts down, the
+//! kernel panics).
+//!
+//! Stopping is the one thing the brain sends without a commit first.
+//! Goals go through the ledger before they leave (durable.rs) so that a
+//! resumed brain never repeats one; a stop needs no such care — sending
+//! it twice does no harm, and not sending it leaves a robot moving with
+//! nobody watching. So `stop_base` and a cancel of every goal the brain
+//! tracks go straight to the link, and are recorded afterwards when the
+//! store can take them; when it cannot, an event says so.
+//!
+//! Stop goals get ids no other process can have (`<thread>/rest<n>.<nonce>`,
+//! `<thread>/estop<n>.<nonce>`): a robot answers a goal id it has seen
+//! from its record without running it again, and a brain resumed from a
+//! checkpoint older than its last stop would otherwise repeat an id.
+
+use serde_json::json;
+
+use super::Engine;
+use crate::link::{GoalKind, LinkReply, LinkRequest, RobotLink};
+use crate::protocol::{EventKind, Mode, Node, SkillStatus};
+use crate::react::Phase;
+use crate::skills::runner::Completion;
+
+/// A stop just sent: its goal id and the goals it cancelled.
+pub(super) struct Stop {
+    goal_id: String,
+    cancelled: Vec<Completion>,
+    /// Requests the link could not carry (it was down), in words.
+    unsent: Vec<String>,
+}
+
+impl Engine {
+    /// Brings the robot to rest because the brain stops thinking: `why`
+    /// says what happened (the store failed, a shutdown, a panic).
+    ///
+    /// `stop_base` and a cancel of every goal the brain tracks are sent to
+    /// the robot first, without waiting for a commit; then the running
+    /// goals end as cancelled, each task that was driving is set to resume
+    /// at the same step, the mode goes SAFE, and — when the store can take
+    /// it — all of that is recorded. Calling it again sends another stop;
+    /// that is harmless.
+    pub fn bring_to_rest(&mut self, why: &str) {
+        self.rest(why, true);
+    }
+
+    /// [`Engine::bring_to_rest`]; `safe`: whether the mode goes SAFE (an
+    /// orderly close of a thread with nothing left to do keeps its mode).
+    pub(super) fn rest(&mut self, why: &str, safe: bool) {
+        self.rests += 1;
+        let stop = self.send_stop("rest", self.rests);
+        if safe {
+            self.set_mode(Mode::Safe, format!("robot brought to rest: {why}"));
+        }
+        let interrupted = self.note_stop(&stop);
+        for id in interrupted {
+            self.interrupt(&id, &format!("interrupted: {why}"));
+        }
+        self.log("warn", &format!("robot brought to rest: {why}"));
+        self.record_stop("the stop");
+    }
+
+    /// Sends `stop_base` (goal `<thread>/<kind><n>.<nonce>`), then a cancel
+    /// of every goal the brain tracks, straight to the robot; held goals
+    /// that have not left yet never will. Only the sends happen here, and
+    /// the runner's bookkeeping of the cancelled goals.
+    pub(super) fn send_stop(&mut self, kind: &str, n: u64) -> Stop {
+        let goal_id = format!("{}/{kind}{n}.{:x}", self.thread_id, self.nonce);
+        let mut unsent = Vec::new();
+        let mut send = |link: &mut Box<dyn crate::link::RobotLink>, request| {
+            if let Err(e) = link.send(request) {
+                unsent.push(e.to_string());
+            }
+        };
+        send(
+            &mut self.link,
+            LinkRequest::SendGoal {
+                goal_id: goal_id.clone(),
+                kind: GoalKind::StopBase,
+            },
+        );
+        // A goal a tick dispatched but has not sent yet must not start
+        // after the stop; cancels and queries may still go.
+        let held: Vec<LinkRequest> = self
+            .held
+            .take()
+            .into_iter()
+            .filter(
+                |r| !matches!(r, LinkRequest::SendGoal { kind, .. } if *kind != GoalKind::StopBase),
+            )
+            .collect();
+        let (cancelled, _speech) = self.with_skills(|runner, registry, ctx, _| {
+            let running: Vec<String> = runner.running().iter().map(|g| g.goal_id.clone()).collect();
+            running
+                .iter()
+                .filter_map(|id| runner.cancel(registry, ctx, id).ok().flatten())
+                .collect::<Vec<_>>()
+        });
+        // Goals the ledger holds open but the runner no longer tracks (a
+        // resumed brain still reconciling them) may run on the robot too.
+        let mut cancels = self.held.take();
+        for goal_id in self.open_goals() {
+            if !cancels
+                .iter()
+                .any(|r| matches!(r, LinkRequest::Cancel { goal_id: g } if *g == goal_id))
+                && !cancelled.iter().any(|c| c.goal_id == goal_id)
+            {
+                cancels.push(LinkRequest::Cancel { goal_id });
+            }
+        }
+        for request in cancels {
+            send(&mut self.link, request);
+        }
+        for request in held {
+            let _ = self.held.send(request);
+        }
+        Stop {
+            goal_id,
+            cancelled,
+            unsent,
+        }
+    }
+
+    /// Records a stop just sent as the events and ledger row of a
+    /// `stop_base` dispatch; returns the tasks whose running step it cut.
+    pub(super) fn note_stop(&mut self, stop: &Stop) -> Vec<String> {
+        self.node(Node::Dispatch);
+        let stop_request = LinkRequest::SendGoal {
+            goal_id: stop.goal_id.clone(),
+            kind: GoalKind::StopBase,
+        };
+        self.ledger_sent(&stop.goal_id, self.state.step, "stop_base", stop_request);
+        self.skill_event(
+            &stop.goal_id,
+            "stop_base",
+            &json!({}),
+            SkillStatus::Dispatched,
+            None,
+            "",
+        );
+        self.completion_event(&Completion {
+            goal_id: stop.goal_id.clone(),
+            skill: "stop_base".into(),
+            args: json!({}),
+            task_id: None,
+            result: crate::skills::runner::GoalResult::Succeeded {
+                output: json!({"stopped": true}),
+            },
+        });
+        for why in &stop.unsent {
+            self.emit(EventKind::Error {
+                code: "stop_unsent".into(),
+                message: format!("{why}; the stop is sent again when the link is back"),
+            });
+        }
+        let mut interrupted = Vec::new();
+        for c in &stop.cancelled {
+            self.completion_event(c);
+            let cut = c.task_id.as_deref().is_some_and(|id| {
+                self.state.queue.get(id).is_some_and(
+                    |t| matches!(&t.react.phase, Phase::Running { goal_id } if *goal_id == c.goal_id),
+                )
+            });
+            if let (true, Some(id)) = (cut, &c.task_id) {
+                interrupted.push(id.clone());
+            }
+        }
+        interrupted
+    }
+
+    /// Records what a stop changed, now that it has reached the robot;
+    /// when the store has failed, says that it cannot be recorded.
+    pub(super) fn record_stop(&mut self, what: &str) {
+        if let Some(why) = self.halted().map(str::to_string) {
+            self.emit(EventKind::Log {
+                level: "warn".into(),
+                message: format!("{what} reached the robot but cannot be recorded: {why}"),
+            });
+        }
+        self.commit_and_flush(false);
+    }
+
+    /// The robot says it stopped the base on its own: it heard nothing from
+    /// the brain for `silent_s` (its dead-man). The goals it stopped end,
+    /// and their tasks resume at the same step when they run again.
+    pub(super) fn on_deadman(&mut self, reply: &LinkReply) {
+        let LinkReply::Deadman {
+            silent_s,
+            time,
+            stopped,
+        } = reply
+        else {
+            return;
+        };
+        self.emit(EventKind::Error {
+            code: "robot_deadman".into(),
+            message: format!(
+                "the robot brought itself to rest at robot time {time:.1} s after hearing nothing from the brain for {silent_s:.2} s (its dead-man){}",
+                if stopped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; it stopped {}", stopped.join(", "))
+                }
+            ),
+        });
+        for goal_id in stopped {
+            let task = self
+                .runner
+                .running()
+                .iter()
+                .find(|g| &g.goal_id == goal_id)
+                .and_then(|g| g.task_id.clone());
+            let result = LinkReply::Result {
+                goal_id: goal_id.clone(),
+                outcome: crate::link::GoalOutcome::Canceled,
+            };
+            if let Some(crate::skills::runner::GoalUpdate::Ended(c)) = self.runner.on_reply(&result)
+            {
+                self.completion_event(&c);
+            }
+            if let Some(id) = task {
+                self.interrupt(&id, "interrupted: the robot's dead-man stopped the base");
+            }
+        }
+    }
+
+    /// After a panic on the kernel thread: nothing more is recorded (the
+    /// state may be half-updated; a resume starts from the last commit),
+    /// the robot is brought to rest and an `error` event says why.
+    pub fn halt_on_panic(&mut self, message: &str) {
+        let why = format!("the kernel panicked: {message}");
+        self.fail_store(&why);
+        self.bring_to_rest(&why);
+        self.emit(EventKind::Error {
+            code: "kernel_panic".into(),
+            message: format!("{why}; the robot was brought to rest and nothing more is recorded"),
+        });
+    }
+
+    /// Moves the events not yet handed out into `out` (after
+    /// [`Engine::close`], say, whose stop faces should see).
+    pub fn take_events(&mut self, out: &mut Vec<crate::protocol::Event>) {
+        out.append(&mut self.ready);
+        out.append(&mut self.outbox);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::link::LinkError;
+    use crate::protocol::{Command, Event, TaskStatus};
+    use crate::sim::World;
+    use crate::store::{Store, Synchronous};
+    use std::sync::{Arc, Mutex};
+
+    /// A robot link that records what it is sent, in order, over a real
+    /// in-process simulator; with a database, it also notes for each stop
+    /// whether the stop's ledger row was already committed when it was sent.
+    struct Spy {
+        inner: crate::sim::SimLink,
+        sent: Arc<Mutex<Vec<LinkRequest>>>,
+        db: Option<std::path::PathBuf>,
+        committed_first: Arc<Mutex<Vec<bool>>>,
+        /// The thread it serves: listed in [`BOOM`], its next advance
+        /// panics (a bug on the kernel's path).
+        thread: String,
+    }
+
+    impl RobotLink for Spy {
+        fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
+            if let (
+                Some(db),
+                LinkRequest::SendGoal {
+                    goal_id,
+                    kind: GoalKind::StopBase,
+                },
+            ) = (&self.db, &request)
+            {
+                let conn = rusqlite::Connection::open(db).unwrap();
+                let rows: i64 = conn
+                    .query_row(
+                        "SELECT count(*) FROM ledger WHERE goal_id = ?1",
+                        [goal_id],
+                        |r| r.get(0),
+                    )
+                    .unwrap_or(0);
+                self.committed_first.lock().unwrap().push(rows > 0);
+            }
+            self.sent.lock().unwrap().push(request.clone());
+            self.inner.send(request)
+        }
+        fn advance(&mut self, dt: f64) {
+            assert!(!BOOM.lock().unwrap().contains(&self.thread), "boom");
+            self.inner.advance(dt);
+        }
+        fn drain(&mut self, out: &mut Vec<LinkReply>) {
+            self.inner.drain(out);
+        }
+    }
+
+    type Sent = Arc<Mutex<Vec<LinkRequest>>>;
+
+    /// Threads whose spied link panics on its next advance.
+    static BOOM: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    fn spied(thread: &str) -> (Engine, Sent) {
+        let (engine, sent, _) = spied_on(thread, None);
+        (engine, sent)
+    }
+
+    fn spied_on(
+        thread: &str,
+        db: Option<&std::path::Path>,
+    ) -> (Engine, Sent, Arc<Mutex<Vec<bool>>>) {
+        let config = Config {
+            thread_id: Some(thread.into()),
+            ..Config::default()
+        };
+        let world = World::builtin("apartment").unwrap();
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let committed_first = Arc::new(Mutex::new(Vec::new()));
+        let link = Spy {
+            inner: crate::sim::SimLink::new(world.clone(), 1),
+            sent: Arc::clone(&sent),
+            db: db.map(std::path::Path::to_path_buf),
+            committed_first: Arc::clone(&committed_first),
+            thread: thread.to_string(),
+        };
+        let mut engine = Engine::new(&config, world, Box::new(link)).unwrap();
+        if let Some(path) = db {
+            let store = Store::open(path, Synchronous::Normal).unwrap();
+            engine
+                .attach_store(store, &crate::store::StoreConfig::default(), false)
+                .unwrap();
+        }
+        (engine, sent, committed_first)
+    }
+
+    fn temp_db(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rb-rest-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("robobrain.db")
+    }
+
+    /// Locks the database from another connection and ticks until the
+    /// engine's commit fails.
+    fn fail_the_store(
+        engine: &mut Engine,
+        path: &std::path::Path,
+        events: &mut Vec<Event>,
+    ) -> rusqlite::Connection {
+        let other = rusqlite::Connection::open(path).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        for _ in 0..50 {
+            engine.tick(events);
+            if engine.halted().is_some() {
+                return other;
+            }
+        }
+        panic!("the store never failed");
+    }
+
+    /// Sends the robot to the kitchen; the navigation's goal id once it runs.
+    fn navigating(engine: &mut Engine, events: &mut Vec<Event>) -> String {
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        for _ in 0..200 {
+            engine.tick(events);
+            let nav = engine
+                .runner
+                .running()
+                .iter()
+                .find(|g| g.skill == "navigate_to");
+            if let Some(g) = nav {
+                return g.goal_id.clone();
+            }
+        }
+        panic!("never navigated");
+    }
+
+    /// A spied engine (recording into `db` when given) whose robot is on
+    /// its way to the kitchen, the link's record cleared: the engine, what
+    /// it sends from now on, whether each stop's row was committed before
+    /// it went, and the navigation's goal id.
+    fn under_way(
+        thread: &str,
+        db: Option<&std::path::Path>,
+    ) -> (Engine, Sent, Arc<Mutex<Vec<bool>>>, String) {
+        let (mut engine, sent, committed_first) = spied_on(thread, db);
+        let nav = navigating(&mut engine, &mut Vec::new());
+        sent.lock().unwrap().clear();
+        (engine, sent, committed_first, nav)
+    }
+
+    pub(crate) fn stops(sent: &[LinkRequest]) -> Vec<String> {
+        sent.iter()
+            .filter_map(|r| match r {
+                LinkRequest::SendGoal {
+                    goal_id,
+                    kind: GoalKind::StopBase,
+                } => Some(goal_id.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_rest_sends_stop_then_cancels_and_the_task_resumes_at_its_step() {
+        let (mut engine, sent, _, nav) = under_way("r", None);
+        engine.bring_to_rest("a test");
+        let sent = sent.lock().unwrap().clone();
+        assert!(
+            matches!(&sent[0], LinkRequest::SendGoal { kind: GoalKind::StopBase, goal_id } if goal_id.starts_with("r/rest1.")),
+            "{sent:?}"
+        );
+        assert!(
+            sent[1..].contains(&LinkRequest::Cancel { goal_id: nav }),
+            "{sent:?}"
+        );
+        assert!(engine.runner.running().is_empty());
+        let task = &engine.state().queue.tasks()[0];
+        assert_eq!(task.status, TaskStatus::Preempted);
+        assert_eq!(engine.state().mode, Mode::Safe);
+    }
+
+    #[test]
+    fn stop_ids_differ_between_processes_of_one_thread() {
+        let (mut a, sent_a) = spied("same");
+        let (mut b, sent_b) = spied("same");
+        b.nonce = a.nonce + 1;
+        a.bring_to_rest("x");
+        b.bring_to_rest("x");
+        let (a, b) = (
+            stops(&sent_a.lock().unwrap()),
+            stops(&sent_b.lock().unwrap()),
+        );
+        assert_eq!(a.len(), 1);
+        assert_ne!(a, b, "a resumed brain must not repeat a stop's id");
+    }
+
+    #[test]
+    fn a_failed_commit_stops_the_robot_first_and_sends_nothing_else() {
+        let path = temp_db("failed");
+        let (mut engine, sent, _, nav) = under_way("f", Some(&path));
+        let mut events = Vec::new();
+        let other = fail_the_store(&mut engine, &path, &mut events);
+        let sent = sent.lock().unwrap().clone();
+        assert_eq!(stops(&sent).len(), 1, "{sent:?}");
+        assert!(
+            matches!(
+                &sent[0],
+                LinkRequest::SendGoal {
+                    kind: GoalKind::StopBase,
+                    ..
+                }
+            ),
+            "{sent:?}"
+        );
+        assert!(
+            sent.contains(&LinkRequest::Cancel { goal_id: nav }),
+            "{sent:?}"
+        );
+        assert!(
+            sent.iter().all(
+                |r| !matches!(r, LinkRequest::SendGoal { kind, .. } if *kind != GoalKind::StopBase)
+            ),
+            "nothing but the stop and cancels: {sent:?}"
+        );
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Error { code, message } if code == "store_failed" && message.contains("the robot was brought to rest"))));
+        other.execute_batch("ROLLBACK").unwrap();
+        // The stop is not in the ledger: the store had failed.
+        let store = Store::open(&path, Synchronous::Normal).unwrap();
+        assert!(
+            store
+                .ledger("f")
+                .unwrap()
+                .iter()
+                .all(|l| l.skill != "stop_base")
+        );
+    }
+
+    #[test]
+    fn the_estop_reaches_the_robot_before_its_commit_and_with_a_failed_store() {
+        let path = temp_db("estop");
+        let (mut engine, sent, committed_first, _) = under_way("e", Some(&path));
+        let mut events = Vec::new();
+        engine.submit(Command::EStop);
+        let first = stops(&sent.lock().unwrap());
+        assert_eq!(first.len(), 1);
+        assert_eq!(
+            *committed_first.lock().unwrap(),
+            [false],
+            "sent before its commit"
+        );
+        // … and recorded right after.
+        let store = Store::open(&path, Synchronous::Normal).unwrap();
+        let row = store
+            .ledger("e")
+            .unwrap()
+            .into_iter()
+            .find(|l| l.goal_id == first[0]);
+        assert_eq!(
+            row.map(|l| l.status),
+            Some(crate::store::LedgerStatus::Done)
+        );
+
+        // The store fails; an E-stop still goes out, and says it is not recorded.
+        let _other = fail_the_store(&mut engine, &path, &mut events);
+        sent.lock().unwrap().clear();
+        events.clear();
+        engine.submit(Command::EStop);
+        engine.tick(&mut events);
+        assert_eq!(
+            stops(&sent.lock().unwrap()).len(),
+            1,
+            "the E-stop is sent whatever the store"
+        );
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Error { code, message } if code == "not_recorded" && message.contains("reached the robot"))));
+    }
+
+    #[test]
+    fn a_dropped_engine_that_ran_but_never_closed_stops_the_robot() {
+        let (engine, sent, _, _) = under_way("d", None);
+        drop(engine);
+        assert_eq!(stops(&sent.lock().unwrap()).len(), 1);
+        let (engine, sent) = spied("n");
+        drop(engine);
+        assert!(
+            stops(&sent.lock().unwrap()).is_empty(),
+            "a run that never started stops nothing"
+        );
+        let (mut engine, sent) = spied("c");
+        engine.close();
+        engine.close();
+        drop(engine);
+        assert_eq!(
+            stops(&sent.lock().unwrap()).len(),
+            1,
+            "closing stops once; dropping after it, never"
+        );
+    }
+
+    #[test]
+    fn the_robots_dead_man_notice_is_an_error_and_the_task_resumes_its_step() {
+        let (mut engine, _, _, nav) = under_way("m", None);
+        let mut events = Vec::new();
+        engine.replies.push(LinkReply::Deadman {
+            silent_s: 2.1,
+            time: 12.0,
+            stopped: vec![nav.clone()],
+        });
+        engine.tick(&mut events);
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Error { code, message } if code == "robot_deadman" && message.contains(&nav))));
+        // The task goes on: its step is sent again under a new goal id.
+        let mut again = Vec::new();
+        for _ in 0..50 {
+            engine.tick(&mut again);
+        }
+        let running: Vec<_> = engine
+            .runner
+            .running()
+            .iter()
+            .map(|g| g.goal_id.clone())
+            .collect();
+        assert!(running.iter().any(|g| *g != nav), "{running:?}");
+    }
+
+    #[test]
+    fn a_panic_on_the_kernel_thread_stops_the_robot_and_says_so() {
+        let (engine, sent, _, _) = under_way("p", None);
+        let (runtime, mut rx) = crate::runtime::Runtime::start_subscribed(
+            engine,
+            crate::runtime::Pace::RealTime { speed: 1.0 },
+        );
+        BOOM.lock().unwrap().push("p".into());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut said = None;
+        while said.is_none() && std::time::Instant::now() < deadline {
+            match rx.try_recv() {
+                Ok(e) => {
+                    if let EventKind::Error { code, message } = e.kind
+                        && code == "kernel_panic"
+                    {
+                        said = Some(message);
+                    }
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        }
+        BOOM.lock().unwrap().retain(|t| t != "p");
+        let said = said.expect("a kernel_panic event");
+        assert!(
+            said.contains("boom") && said.contains("brought to rest"),
+            "{said}"
+        );
+        assert!(
+            !stops(&sent.lock().unwrap()).is_empty(),
+            "the stop went out"
+        );
+        drop(runtime);
+    }
+}
