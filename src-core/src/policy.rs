@@ -354,7 +354,10 @@ mod tests {
         let why = approval_reason(&policy, &tool, &unlock, &world, Some(&g)).unwrap();
         assert!(why.contains("high risk"), "{why}");
         let light = invoke("living_room_light", "turn_on");
-        assert_eq!(approval_reason(&policy, &tool, &light, &world, Some(&g)), None);
+        assert_eq!(
+            approval_reason(&policy, &tool, &light, &world, Some(&g)),
+            None
+        );
     }
 
     #[test]
@@ -398,7 +401,10 @@ mod tests {
         assert!(device_calls("devices.invoke", &json!({"device": "a"}), scenes).is_empty());
         assert!(device_calls("actions.batch_invoke", &json!({}), scenes).is_empty());
         let batch = json!({"calls": [invoke("a", "b"), {"device": "c"}, invoke("d", "e")]});
-        assert_eq!(device_calls("actions.batch_invoke", &batch, scenes).len(), 2);
+        assert_eq!(
+            device_calls("actions.batch_invoke", &batch, scenes).len(),
+            2
+        );
         let sleep = device_calls("scenes.run", &json!({"scene": "sleep"}), scenes);
         assert!(sleep.len() > 1, "{sleep:?}");
         assert!(device_calls("scenes.run", &json!({"scene": "nope"}), scenes).is_empty());
@@ -451,10 +457,23 @@ mod tests {
 
     #[test]
     fn the_night_may_wrap_midnight() {
-        for (hour, night) in [(23.0, true), (6.9, true), (22.0, true), (7.0, false), (21.9, false), (12.0, false)] {
+        for (hour, night) in [
+            (23.0, true),
+            (6.9, true),
+            (22.0, true),
+            (7.0, false),
+            (21.9, false),
+            (12.0, false),
+        ] {
             assert_eq!(is_night([22.0, 7.0], hour), night, "{hour}");
         }
-        for (hour, night) in [(1.0, true), (3.0, true), (5.0, false), (0.5, false), (23.0, false)] {
+        for (hour, night) in [
+            (1.0, true),
+            (3.0, true),
+            (5.0, false),
+            (0.5, false),
+            (23.0, false),
+        ] {
             assert_eq!(is_night([1.0, 5.0], hour), night, "{hour}");
         }
     }

@@ -256,7 +256,10 @@ mod tests {
         let a = arbitrate(&i);
         assert_eq!(a.mode, Mode::Charge);
         assert_eq!(a.switch, Switch::Keep);
-        assert_eq!(a.reason, "battery 20.0% ≤ 20%: charging preempts other work");
+        assert_eq!(
+            a.reason,
+            "battery 20.0% ≤ 20%: charging preempts other work"
+        );
         i.battery_pct = 20.1;
         let a = arbitrate(&i);
         assert_eq!((a.mode, a.need_charge_task), (Mode::Exec, false));
@@ -265,7 +268,12 @@ mod tests {
 
     #[test]
     fn a_charge_task_running_is_charge_mode() {
-        let charge = task("t2", TaskKind::Charge, Priority::Battery, TaskStatus::Running);
+        let charge = task(
+            "t2",
+            TaskKind::Charge,
+            Priority::Battery,
+            TaskStatus::Running,
+        );
         let mut i = input(Some(&charge), Some(&charge));
         i.battery_pct = 10.0;
         i.has_charge_task = true;
@@ -282,11 +290,19 @@ mod tests {
         let other = goto("t2", Priority::Main, TaskStatus::Queued);
         // Equal priority: the active task keeps running.
         let a = arbitrate(&input(Some(&main), Some(&other)));
-        assert_eq!((a.switch, a.reason.as_str()), (Switch::Keep, "t1 (go to kitchen) is running"));
+        assert_eq!(
+            (a.switch, a.reason.as_str()),
+            (Switch::Keep, "t1 (go to kitchen) is running")
+        );
         // A higher priority does not set aside a task that is not preemptible.
         let mut fixed = main.clone();
         fixed.preemptible = false;
-        let charge = task("t3", TaskKind::Charge, Priority::Battery, TaskStatus::Queued);
+        let charge = task(
+            "t3",
+            TaskKind::Charge,
+            Priority::Battery,
+            TaskStatus::Queued,
+        );
         let a = arbitrate(&input(Some(&fixed), Some(&charge)));
         assert_eq!((a.switch, a.mode), (Switch::Keep, Mode::Exec));
         // A user interrupt over a running user interrupt waits its turn.
@@ -299,7 +315,10 @@ mod tests {
         // Safety outranks battery: it preempts by rule too.
         let safety = goto("t5", Priority::Safety, TaskStatus::Queued);
         let a = arbitrate(&input(Some(&main), Some(&safety)));
-        assert_eq!((a.switch, a.mode), (Switch::Preempt("t5".into()), Mode::Exec));
+        assert_eq!(
+            (a.switch, a.mode),
+            (Switch::Preempt("t5".into()), Mode::Exec)
+        );
         assert_eq!(a.reason, "t5 (go to kitchen) is running");
     }
 
@@ -315,6 +334,9 @@ mod tests {
         let a = arbitrate(&input(None, None));
         assert_eq!((a.mode, a.reason.as_str()), (Mode::Idle, "no task to run"));
         let done = goto("t3", Priority::Main, TaskStatus::Succeeded);
-        assert_eq!(arbitrate(&input(Some(&done), None)).reason, "no task to run");
+        assert_eq!(
+            arbitrate(&input(Some(&done), None)).reason,
+            "no task to run"
+        );
     }
 }

@@ -306,12 +306,12 @@ mod tests {
             ),
         ];
         for (kind, name, title, plan) in cases {
-            assert_eq!((kind.name(), kind.title(), kind.plan()), (name, title.to_string(), plan));
+            assert_eq!(
+                (kind.name(), kind.title(), kind.plan()),
+                (name, title.to_string(), plan)
+            );
         }
-        assert_eq!(
-            patrol(6).title(),
-            "patrol: z0 → z1 → z2 → z3 → z4 → z5"
-        );
+        assert_eq!(patrol(6).title(), "patrol: z0 → z1 → z2 → z3 → z4 → z5");
         assert_eq!(
             patrol(7).title(),
             "patrol: z0 → z1 → z2 → z3 → z4 → z5 → … (+1 more)"

@@ -220,7 +220,10 @@ mod tests {
         let orphan: SkillRunner = serde_json::from_value(v).unwrap();
         assert_eq!(
             one(cancel("g1"), Mode::Exec, &orphan),
-            (Verdict::Rejected, "goal g1 belongs to no task, not t1".into())
+            (
+                Verdict::Rejected,
+                "goal g1 belongs to no task, not t1".into()
+            )
         );
     }
 
@@ -245,7 +248,10 @@ mod tests {
         // SAFE mode: only stopping the base may run.
         assert_eq!(
             one(go("kitchen"), Mode::Safe, &idle),
-            (Verdict::Rejected, "SAFE mode: only stop_base may run".into())
+            (
+                Verdict::Rejected,
+                "SAFE mode: only stop_base may run".into()
+            )
         );
         let stop = Op::Dispatch {
             skill: "stop_base".into(),

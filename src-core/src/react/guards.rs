@@ -30,14 +30,14 @@ mod tests {
     use crate::kernel::TaskKind;
     use crate::protocol::Priority;
 
-    #[test]
-    fn caps_trip_at_their_limits() {
+    /// Caps of 3 iterations and 2 failures of one skill, and a task under them.
+    fn capped_goto() -> (KernelConfig, Task) {
         let config = KernelConfig {
             max_iterations: 3,
             max_skill_failures: 2,
             ..KernelConfig::default()
         };
-        let mut t = Task::new(
+        let task = Task::new(
             "t1".into(),
             TaskKind::Goto {
                 zone: "kitchen".into(),
@@ -45,6 +45,12 @@ mod tests {
             Priority::Main,
             0.0,
         );
+        (config, task)
+    }
+
+    #[test]
+    fn caps_trip_at_their_limits() {
+        let (config, mut t) = capped_goto();
         assert_eq!(tripped(&t, 3, &config), None);
         assert!(
             tripped(&t, 4, &config)
@@ -60,19 +66,7 @@ mod tests {
 
     #[test]
     fn below_their_limits_the_caps_stay_quiet() {
-        let config = KernelConfig {
-            max_iterations: 3,
-            max_skill_failures: 2,
-            ..KernelConfig::default()
-        };
-        let mut t = Task::new(
-            "t1".into(),
-            TaskKind::Goto {
-                zone: "kitchen".into(),
-            },
-            Priority::Main,
-            0.0,
-        );
+        let (config, mut t) = capped_goto();
         t.failures.insert("navigate_to".into(), 1);
         assert_eq!(tripped(&t, 1, &config), None);
         // Failures of another skill do not count against this step's.

@@ -81,7 +81,10 @@ mod tests {
         let mut p = ProgressTracker::default();
         p.restart(2.0);
         assert_eq!(p.stalled(9.9, 8.0, 0.1), None);
-        assert_eq!(p.stalled(10.0, 8.0, 0.1).as_deref(), Some("no feedback for 8 s"));
+        assert_eq!(
+            p.stalled(10.0, 8.0, 0.1).as_deref(),
+            Some("no feedback for 8 s")
+        );
     }
 
     #[test]
