@@ -11,10 +11,10 @@ at which commit and under which load its figures were measured.
 
 Ratios against the peers are computed here, and only from figures measured
 in the same invocation (a ratio across runs would compare two machines'
-moods). `--record FILE` also writes the result to FILE (the committed
-docs/benchmarks/results.json the docs' figures are checked against).
+moods). tests/bench_docs.rs runs this script on a made-up run and checks
+the file against what docs/BENCHMARKS.md says it holds.
 
-Usage: bench_results.py RUN_DIR RESULTS [--record FILE]
+Usage: bench_results.py RUN_DIR RESULTS
 """
 import json
 import os
@@ -84,13 +84,7 @@ def read_lines(path):
 
 
 def main():
-    args = sys.argv[1:]
-    record_to = None
-    if "--record" in args:
-        i = args.index("--record")
-        record_to = args[i + 1]
-        del args[i : i + 2]
-    run_dir, results_path = args
+    run_dir, results_path = sys.argv[1:]
     groups = read_lines(os.path.join(run_dir, "groups.jsonl"))
     try:
         with open(results_path, encoding="utf-8") as f:
@@ -128,12 +122,10 @@ def main():
         "load": {"before": groups[0]["load_before"], "after": groups[-1]["load_after"]} if groups else None,
     })
     text = json.dumps(results, indent=1, ensure_ascii=False) + "\n"
-    for path in [results_path] + ([record_to] if record_to else []):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+    with open(results_path, "w", encoding="utf-8") as f:
+        f.write(text)
     width = max((len(k) for k in fresh), default=0)
-    print(f"\n{len(fresh)} figures from {', '.join(sorted(run_groups))} in {results_path}"
-          + (f" (and {record_to})" if record_to else ""))
+    print(f"\n{len(fresh)} figures from {', '.join(sorted(run_groups))} in {results_path}")
     for g in groups:
         print(f"  {g['group']}: {g['seconds']:.0f} s, load {' '.join(map(str, g['load_before']))} → "
               f"{' '.join(map(str, g['load_after']))}{'' if g['ok'] else '  FAILED'}")
