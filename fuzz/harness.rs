@@ -14,10 +14,10 @@ use std::path::Path;
 
 use robobrain_core::config::Config;
 use robobrain_core::devices::mqtt::codec;
+use robobrain_core::protocol::line::{Line, parse_line};
 use robobrain_core::protocol::{Command, MAX_LINE_BYTES};
-use robobrain_core::sim::World;
 use robobrain_core::store::delta;
-use robobrain_tui::operator::{Line, parse_line};
+use robobrain_core::world::World;
 use serde_json::Value;
 
 /// The name a fuzzed file is parsed under; every error must name it.
@@ -31,9 +31,10 @@ const CODES: &[&str] = &[
     "utterance_too_long",
 ];
 
-/// An operator line (`robobrain headless` stdin, the page's chat box): never
-/// a panic, a refusal only with a documented code, and a command read from a
-/// line reads back the same from its JSON form.
+/// An operator line (`robobrain headless` stdin, the page's chat box;
+/// `protocol::line::parse_line`): never a panic, a refusal only with a
+/// documented code, and a command read from a line reads back the same from
+/// its JSON form.
 pub fn operator_line(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;

@@ -25,7 +25,7 @@ const EXIT_DEADLINE: u64 = 15;
 /// test's process group does the same when the test process dies without
 /// dropping it (interrupted, killed by a timeout). Both remove the socket
 /// file, which tmux leaves behind.
-struct Tmux {
+pub(crate) struct Tmux {
     name: String,
     socket: PathBuf,
     pane_pid: u32,
@@ -33,7 +33,7 @@ struct Tmux {
 }
 
 impl Tmux {
-    fn start(command: &str, width: u16, height: u16) -> Self {
+    pub(crate) fn start(command: &str, width: u16, height: u16) -> Self {
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         let version = Command::new("tmux").arg("-V").output();
         assert!(
@@ -124,23 +124,23 @@ impl Tmux {
             .to_owned()
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", &self.name])
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", &self.name];
         args.extend_from_slice(keys);
         self.run(&args);
     }
 
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         self.run(&["send-keys", "-t", &self.name, "-l", text]);
         self.keys(&["Enter"]);
     }
 
     /// Waits until the screen passes `ok`, failing with the screen after `secs`.
-    fn wait_for(&self, what: &str, secs: u64, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, secs: u64, ok: impl Fn(&str) -> bool) -> String {
         let s = poll(secs, || {
             let s = self.screen();
             ok(&s).then_some(s)
@@ -192,7 +192,7 @@ fn running(pid: u32) -> bool {
 }
 
 /// Polls `probe` every 100 ms until it answers, for at most `secs`.
-fn poll<T>(secs: u64, probe: impl Fn() -> Option<T>) -> Option<T> {
+pub(crate) fn poll<T>(secs: u64, probe: impl Fn() -> Option<T>) -> Option<T> {
     let start = Instant::now();
     loop {
         if let Some(found) = probe() {
@@ -280,7 +280,7 @@ fn a_new_user_sends_the_robot_to_the_kitchen_approves_and_stops_it() {
 
 /// The deliberate act that approves: F2 gives the card the keys, and after
 /// the guard (one second) F3 approves.
-fn approve_on_the_card(tmux: &Tmux) {
+pub(crate) fn approve_on_the_card(tmux: &Tmux) {
     tmux.keys(&["F2"]);
     tmux.wait_for("the card to take the keys", 5, |s| s.contains("keys here"));
     std::thread::sleep(Duration::from_millis(1200));
@@ -473,7 +473,7 @@ fn config_in(dir: &Path, extra: &str) -> PathBuf {
 /// `robobrain --config CONFIG ARGS` in a shell that stays after it exits, so
 /// its last words can be read, then says how it exited (`exit=N`) and
 /// whether it left the terminal raw (`tty=raw`) or not (`tty=cooked`).
-fn console_then_shell(config: &Path, args: &str) -> String {
+pub(crate) fn console_then_shell(config: &Path, args: &str) -> String {
     format!(
         "cd {} && NO_COLOR=1 {} --config {} {args}; echo exit=$?; \
          if stty -a | grep -q -- -icanon; then echo tty=raw; else echo tty=cooked; fi; \
@@ -527,6 +527,6 @@ fn the_event_log(dir: &Path) -> Vec<robobrain_core::protocol::Event> {
 }
 
 /// `path` quoted for `sh`.
-fn shell(path: &Path) -> String {
+pub(crate) fn shell(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }

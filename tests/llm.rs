@@ -549,7 +549,7 @@ content = "{\"objects_detected\": [\"sofa\", \"smoke\"], \"emergency\": true, \"
     };
     config.llm.base_url = Some(server.base_url());
     config.llm.api_key = Some(Secret::new(KEY));
-    let world = robobrain_core::sim::World::builtin("apartment").unwrap();
+    let world = robobrain_core::world::World::builtin("apartment").unwrap();
     let mut engine = Engine::simulated(&config, world).unwrap();
     engine.submit(Command::StartPatrol { route: None });
     let (mut events, mut watched, mut alerts) = (Vec::new(), Vec::new(), Vec::new());
@@ -620,7 +620,7 @@ fn an_estop_is_not_stuck_behind_intent_recognition() {
     };
     config.llm.base_url = Some(server.base_url());
     config.llm.api_key = Some(Secret::new(KEY));
-    let world = robobrain_core::sim::World::builtin("apartment").unwrap();
+    let world = robobrain_core::world::World::builtin("apartment").unwrap();
     let mut engine = Engine::simulated(&config, world).unwrap();
     engine.set_brain(Box::new(
         robobrain_core::brain::LlmBrain::new(&config.llm).unwrap(),

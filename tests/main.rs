@@ -1,7 +1,8 @@
 //! End-to-end tests of the `robobrain` binary (the `e2e` test of the
 //! `robobrain-tui` crate): every scenario in `tests/scenarios/`, the demo,
 //! malformed scenario files, the headless JSONL stream, the console in
-//! tmux (`console.rs`), and `robobrain mcp` with the rmcp client (`mcp.rs`).
+//! tmux (`console.rs`), `robobrain mcp` with the rmcp client (`mcp.rs`),
+//! and one run through every face, with `tui --connect` (`faces.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,6 +11,7 @@ mod bench_docs;
 mod channel;
 mod console;
 mod durable;
+mod faces;
 mod fuzz_corpus;
 mod llm;
 mod mcp;

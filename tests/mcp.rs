@@ -16,10 +16,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceError, ServiceExt};
 use robobrain_core::config::Config;
-use robobrain_core::engine::Engine;
 use robobrain_core::protocol::Command;
 use robobrain_core::runtime::Pace;
-use robobrain_core::sim::World;
+use robobrain_core::session::{Run, SessionOptions};
 use robobrain_tui::mcp::{EVENTS_URI, McpServer, Options, SNAPSHOT_URI};
 use serde_json::{Value, json};
 
@@ -499,16 +498,22 @@ fn malformed_json_rpc_over_stdio_gets_an_error_and_the_server_answers_on() {
 async fn in_process_a_call_runs_once_after_approval_through_the_runtime_handle() {
     let config = Config {
         thread_id: Some("mcp-inproc".into()),
+        runs_dir: temp_dir("mcp-inproc"),
         ..Config::default()
     };
-    let engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
-    let server = McpServer::start(
-        engine,
-        Pace::RealTime { speed: 25.0 },
-        None,
-        Options::default(),
+    let run = Run::assemble(
+        &config,
+        SessionOptions {
+            pace: Pace::RealTime { speed: 25.0 },
+            keep_recent: robobrain_tui::mcp::RECENT_EVENTS,
+            ..SessionOptions::new("mcp")
+        },
     )
+    .await
     .unwrap();
+    let server = Box::pin(McpServer::start(run, Options::default()))
+        .await
+        .unwrap();
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let serving = server.clone();
     tokio::spawn(async move {

@@ -16,9 +16,10 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use crate::support::{root, temp_dir};
 
 /// A `robobrain serve` on a free loopback port; kills it when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: String,
+    /// `HOST:PORT`.
+    pub(crate) addr: String,
 }
 
 impl Drop for Server {
@@ -39,10 +40,16 @@ fn serve(name: &str, extra: &[&str]) -> Server {
         ),
     )
     .unwrap();
+    serve_with(&config, extra, 20.0)
+}
+
+/// `robobrain --config CONFIG serve` at `speed` with `extra` flags, on a
+/// free loopback port unless `extra` names one.
+pub(crate) fn serve_with(config: &std::path::Path, extra: &[&str], speed: f64) -> Server {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_robobrain"))
         .arg("--config")
-        .arg(&config)
-        .args(["serve", "--speed", "20"])
+        .arg(config)
+        .args(["serve", "--speed", &speed.to_string()])
         .args(if extra.contains(&"--listen") {
             &[][..]
         } else {

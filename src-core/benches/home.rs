@@ -27,8 +27,8 @@ use robobrain_core::hci::{self, Home, Step, summary};
 use robobrain_core::llm::mock_server::MockServer;
 use robobrain_core::llm::{LlmClient, LlmConfig, Secret, mock_script};
 use robobrain_core::protocol::{Command, EventKind, SpeechTrack};
-use robobrain_core::sim::World;
 use robobrain_core::store::audit::AuditLog;
+use robobrain_core::world::World;
 use serde_json::json;
 
 const UTTERANCES: &[&str] = &[

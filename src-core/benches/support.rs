@@ -8,7 +8,7 @@ use robobrain_core::link::{
     GoalKind, GoalOutcome, GoalStatus, LinkError, LinkReply, LinkRequest, RobotLink, Telemetry,
 };
 use robobrain_core::protocol::Command;
-use robobrain_core::sim::World;
+use robobrain_core::world::World;
 
 /// A robot that finishes every goal at once: the benchmark then measures the
 /// brain, not the physics.

@@ -17,8 +17,8 @@ use thiserror::Error;
 
 use crate::protocol::{BrainKind, EventKind};
 use crate::react::{Decision, Observation};
-use crate::sim::World;
 use crate::skills::SkillRegistry;
+use crate::world::World;
 
 pub use intent::{Intent, parse_intent};
 pub use llm::LlmBrain;

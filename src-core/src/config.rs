@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::llm::LlmConfig;
-use crate::skills::spec::Risk;
+use crate::protocol::Risk;
 use crate::source::SourceError;
 
 /// Thresholds and loop guards of the kernel and the ReAct loop.
@@ -115,6 +115,14 @@ pub struct HomeConfig {
     pub summary: String,
 }
 
+/// A broker address, `HOST:PORT` (`[home] mqtt`) → its parts; `None` when
+/// it is not that.
+pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let port = port.parse().ok().filter(|p| *p > 0)?;
+    (!host.is_empty()).then(|| (host.to_string(), port))
+}
+
 impl Default for HomeConfig {
     fn default() -> Self {
         Self {
@@ -168,6 +176,22 @@ pub struct McpServiceConfig {
     /// annotated read-only and `low_write` for the rest.
     #[serde(default)]
     pub risk: Option<Risk>,
+}
+
+impl McpServiceConfig {
+    /// A service run as `command ARGS…` and spoken to over stdio, with no
+    /// capability tags and the risk its tools' annotations give.
+    pub fn command(name: &str, command: &str, args: &[&str]) -> Self {
+        Self {
+            name: name.into(),
+            command: command.into(),
+            url: None,
+            token: None,
+            args: args.iter().map(|a| (*a).to_string()).collect(),
+            capabilities: Vec::new(),
+            risk: None,
+        }
+    }
 }
 
 /// The skills (`[skills]`).
@@ -387,6 +411,23 @@ impl Config {
             .unwrap_or_else(|| self.runs_dir.join("robobrain.db"))
     }
 
+    /// The layers every face reads, lowest first: the defaults, then the
+    /// file (`path`, else `./robobrain.toml` when there is one), then the
+    /// environment (`get`). Command-line flags go on top, in the face.
+    pub fn layered(
+        path: Option<&Path>,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let default = Path::new("robobrain.toml");
+        let mut config = match path {
+            Some(path) => Self::load(path)?,
+            None if default.exists() => Self::load(default)?,
+            None => Self::default(),
+        };
+        config.apply_env(get)?;
+        Ok(config)
+    }
+
     /// Reads, parses and validates a config file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -496,7 +537,7 @@ impl Config {
             );
         }
         if let Some(addr) = &h.mqtt
-            && crate::devices::mqtt::parse_broker(addr).is_none()
+            && parse_broker(addr).is_none()
         {
             return err(
                 "home.mqtt",

@@ -36,8 +36,8 @@ use crate::protocol::{
     Activity, ApprovalView, BrainKind, Command, DecisionView, Event, EventKind, Mode, Node, Op,
     RobotView, Snapshot, SpeechTrack,
 };
-use crate::sim::World;
 use crate::skills::{SkillContext, SkillError, SkillRegistry, SkillRunner};
+use crate::world::World;
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -146,6 +146,8 @@ pub struct Engine {
     summarizer: Option<home::Summarizer>,
     /// The run's memory (what was said), when attached.
     memory: Option<crate::memory::MemoryHandle>,
+    /// What the run is made of, as the session builder assembled it.
+    run: Option<crate::protocol::RunInfo>,
     /// Times the robot was brought to rest (stop goal ids count from it).
     rests: u64,
     /// Unique to this engine (its start time, µs): stop goal ids carry it.
@@ -214,6 +216,7 @@ impl Engine {
             home,
             summarizer: home::Summarizer::for_config(config),
             memory: None,
+            run: None,
             rests: 0,
             nonce: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -253,6 +256,13 @@ impl Engine {
     pub fn set_memory(&mut self, memory: crate::memory::MemoryHandle) {
         self.brain.use_memory(memory.clone());
         self.memory = Some(memory);
+    }
+
+    /// Records what the run is made of (the session builder's account of
+    /// it) and says so in a `run` event; every snapshot carries it from now on.
+    pub fn set_run_info(&mut self, run: crate::protocol::RunInfo) {
+        self.run = Some(run.clone());
+        self.emit(EventKind::Run { run });
     }
 
     /// Adds a `log` event (for drivers: which brain runs and why, say).
@@ -447,6 +457,7 @@ impl Engine {
                 .collect(),
             brain: Some(self.brain.kind()),
             world: self.world.name.clone(),
+            run: self.run.clone(),
             devices: {
                 let home = crate::hci::lock(&self.home);
                 if home.devices.devices().is_empty() {

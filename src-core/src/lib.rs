@@ -3,6 +3,7 @@
 //! The map of the crate, outside in:
 //!
 //! - [`protocol`]: the wire — `Command` in, `Event` out, `Snapshot` for a first paint.
+//! - [`session`]: one run assembled from a config — brain, memory, MCP services, store, log, robot — and started.
 //! - [`runtime`]: the async handle faces hold; one task owns the [`engine`].
 //! - [`engine`]: one synchronous tick — kernel K1–K6, then the ReAct loop R1–R8.
 //! - [`kernel`]: hard rules: mode arbitration, the priority task queue, preemption.
@@ -15,7 +16,8 @@
 //! - [`policy`]: which ops need an operator's approval.
 //! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
 //!   in process (`SimLink`) or over TCP (`TcpLink`).
-//! - [`sim`]: the simulated apartment: world files, planner, base, battery, faults.
+//! - [`world`]: the map — zones, passages, routes — read from world files; the grid and the A* planner.
+//! - [`sim`]: the simulated robot in a world: base, battery, goals, faults; `SimLink`, `SimServer`.
 //! - [`scenario`]: scripted headless runs with expectations and a report.
 //! - [`source`]: file:line:col errors for the files people write.
 //! - [`config`]: layered configuration with precise errors.
@@ -50,6 +52,7 @@ pub mod react;
 pub mod rng;
 pub mod runtime;
 pub mod scenario;
+pub mod session;
 pub mod sim;
 pub mod skills;
 pub mod source;
@@ -58,3 +61,4 @@ pub mod store;
 pub mod testing;
 pub mod voice;
 pub mod webhook;
+pub mod world;

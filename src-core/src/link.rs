@@ -15,6 +15,8 @@ use thiserror::Error;
 
 use crate::geometry::{Point, Pose, Twist};
 
+pub use crate::protocol::{Fault, Incident, NavFeedback};
+
 /// A goal's id: unique for the life of a thread, chosen by the brain.
 ///
 /// Ids are derived from the ledger key (thread, step, op index) so that a
@@ -37,68 +39,6 @@ pub enum GoalKind {
     Dock,
     /// Cancel every base goal and bring the base to rest.
     StopBase,
-}
-
-/// A fault or world change injected into a simulated robot.
-///
-/// Real robots refuse these ([`LinkError::Unsupported`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "fault", rename_all = "snake_case")]
-pub enum Fault {
-    /// Close a named passage (an obstacle appears in it).
-    Block {
-        /// Passage name from the world file.
-        passage: String,
-    },
-    /// Reopen a named passage.
-    Unblock {
-        /// Passage name from the world file.
-        passage: String,
-    },
-    /// Set the battery's state of charge.
-    SetBattery {
-        /// Percent, 0–100.
-        pct: f64,
-    },
-    /// Make the base stop responding to motion commands (wheels stuck).
-    Stall,
-    /// Undo [`Fault::Stall`].
-    Unstall,
-    /// Start an incident (smoke, fire, person, …) in a zone.
-    Incident {
-        /// Zone name.
-        zone: String,
-        /// What is there, e.g. `smoke`.
-        kind: String,
-    },
-    /// End every incident in a zone.
-    ClearIncident {
-        /// Zone name.
-        zone: String,
-    },
-    /// Make the camera fail (frames cannot be captured) for this reason.
-    CameraFail {
-        /// What is wrong, e.g. `lens covered`.
-        #[serde(default = "default_camera_fault")]
-        reason: String,
-    },
-    /// Undo [`Fault::CameraFail`].
-    CameraRestore,
-    /// Take a smart-home device offline (applied by the brain's device
-    /// world, not the robot).
-    DeviceOffline {
-        /// The device's id.
-        device: String,
-    },
-    /// Bring a device back online.
-    DeviceOnline {
-        /// The device's id.
-        device: String,
-    },
-}
-
-fn default_camera_fault() -> String {
-    "no frames from the camera".into()
 }
 
 /// A message from the brain to the robot.
@@ -166,19 +106,6 @@ impl NavErrorCode {
     }
 }
 
-/// Progress of a running navigation or dock goal (Nav2's feedback fields).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct NavFeedback {
-    /// Path length still to go, metres.
-    pub distance_remaining: f64,
-    /// Seconds to arrival at the current average speed.
-    pub estimated_time_remaining: f64,
-    /// Seconds since the goal started.
-    pub navigation_time: f64,
-    /// Local recoveries performed so far (waits for an obstruction to clear).
-    pub number_of_recoveries: u32,
-}
-
 /// How a goal ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -213,15 +140,6 @@ pub enum GoalStatus {
         #[serde(flatten)]
         outcome: GoalOutcome,
     },
-}
-
-/// An incident the robot can currently perceive.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Incident {
-    /// Zone it is in.
-    pub zone: String,
-    /// What it is (`smoke`, `fire`, `person`, …).
-    pub kind: String,
 }
 
 /// The robot's objective state, published every tick.

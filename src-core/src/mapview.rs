@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::geometry::{Point, Pose, Rect};
-use crate::sim::World;
+use crate::world::World;
 
 /// A zone as drawn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

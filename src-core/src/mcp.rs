@@ -1,14 +1,17 @@
-//! MCP (the Model Context Protocol), the pure half: how a [`SkillSpec`]
-//! looks as an MCP tool, how a tool call's arguments are checked before it
-//! reaches the kernel, and how the events of one call (`Command::Call`) add
-//! up to its outcome. No IO and no MCP library here: the `robobrain mcp`
-//! face (crate `robobrain-tui`) does the transport.
+//! MCP (the Model Context Protocol): how a [`SkillSpec`] looks as an MCP
+//! tool, how a tool call's arguments are checked before it reaches the
+//! kernel, how the events of one call (`Command::Call`) add up to its
+//! outcome — all pure — and the client that makes configured MCP services
+//! skill sources. The server side (`robobrain mcp`) is a face (crate
+//! `robobrain-tui`).
 //!
 //! - `tools.rs`: specs → MCP tool definitions; arguments checked against them.
 //! - `call.rs`: one call's events → confirmation required, succeeded or failed.
 //! - `remote.rs`: a configured MCP service's tools as skills `mcp.<service>.<tool>`.
+//! - `client.rs`: starting those services (rmcp's client) and making their calls.
 
 pub mod call;
+pub mod client;
 pub mod remote;
 pub mod tools;
 

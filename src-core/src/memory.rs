@@ -147,6 +147,18 @@ impl MemoryConfig {
         self.model_dir.clone().unwrap_or_else(default_model_dir)
     }
 
+    /// Why the embedding model cannot be loaded, when a file it needs is
+    /// missing from [`MemoryConfig::model_path`] (memory then runs on BM25
+    /// alone). A cheap look at the folder: the model itself loads on the
+    /// memory's own thread.
+    pub fn model_missing(&self) -> Option<String> {
+        let dir = self.model_path();
+        ["model.safetensors", "tokenizer.json", "config.json"]
+            .iter()
+            .find(|name| !dir.join(name).is_file())
+            .map(|name| format!("no embedding model ({name} not found in {})", dir.display()))
+    }
+
     /// Applies `ROBOBRAIN_EMBED_MODEL`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
         if let Some(v) = get(MODEL_ENV).filter(|v| !v.trim().is_empty()) {

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::config::{HomeConfig, PolicyConfig};
 use crate::devices::{DeviceWorld, Scene};
-use crate::sim::World;
 use crate::skills::{Risk, SkillSpec};
+use crate::world::World;
 
 /// What the home policy sees besides the call: the devices, the scenes,
 /// the `[home]` rules and the hour of day.

@@ -3,13 +3,32 @@
 //!
 //! Every type here has a serde JSON form (tagged enums, `snake_case`)
 //! documented in `docs/protocol.md`; the console, the web page, the desktop
-//! app and the scenario runner speak exactly this.
+//! app and the scenario runner speak exactly this. It sits at the bottom of
+//! the core: it depends on [`crate::geometry`] and nothing else of the crate.
+//!
+//! - [`robot`], [`risk`], [`memory`]: the values events carry that lower
+//!   layers use too (faults, navigation feedback, a skill's risk, a memory's use).
+//! - [`run`]: what a run is made of ([`RunInfo`]), shown by every face.
+//! - [`frame`]: what a remote face gets over a wire (`hello`, then snapshot and events).
+//! - [`line`]: operator lines (a command as JSON, or words to say) → a [`Command`].
+
+pub mod frame;
+pub mod line;
+pub mod memory;
+pub mod risk;
+pub mod robot;
+pub mod run;
+
+pub use frame::{Hello, Role, ServerMessage, SkillView};
+pub use memory::MemoryUse;
+pub use risk::Risk;
+pub use robot::{Fault, Incident, NavFeedback};
+pub use run::RunInfo;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::geometry::{Point, Pose, Twist};
-use crate::link::{Fault, Incident, NavFeedback};
 
 /// A request from a face to the core.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -534,6 +553,9 @@ pub struct Snapshot {
     pub brain: Option<BrainKind>,
     /// World name.
     pub world: String,
+    /// What the run is made of, once assembled (absent in scripted runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunInfo>,
     /// Smart-home devices: id → `{state, online, room}` (absent without devices).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub devices: Value,
@@ -665,6 +687,12 @@ pub enum EventKind {
     Snapshot {
         /// The state.
         snapshot: Box<Snapshot>,
+    },
+    /// What the run is made of (brain, memory, MCP services, robot), once
+    /// the session builder has assembled it; the snapshot's `run` from then on.
+    Run {
+        /// The run.
+        run: RunInfo,
     },
     /// A node ran and changed these fields.
     Update {
@@ -837,7 +865,7 @@ pub enum EventKind {
         /// Retrieval mode (`bm25`, `dense`, `hybrid`).
         mode: String,
         /// The memories used, best first.
-        used: Vec<crate::memory::context::MemoryUse>,
+        used: Vec<MemoryUse>,
         /// Estimated tokens of the memory section.
         tokens: usize,
         /// The section's token budget.
@@ -866,6 +894,7 @@ impl EventKind {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Snapshot { .. } => "snapshot",
+            Self::Run { .. } => "run",
             Self::Update { .. } => "update",
             Self::Intent { .. } => "intent",
             Self::Decision { .. } => "decision",

@@ -19,7 +19,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use robobrain_core::{config::Config, engine::Engine, protocol::Command, runtime::{Pace, Runtime}, sim::World};
+//! use robobrain_core::{config::Config, engine::Engine, protocol::Command, runtime::{Pace, Runtime}, world::World};
 //! let config = Config::default();
 //! let engine = Engine::simulated(&config, World::resolve(&config.world)?)?;
 //! let brain = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
@@ -167,9 +167,24 @@ impl Runtime {
 
     /// Starts the engine with a subscriber attached before the first tick.
     pub fn start_subscribed(engine: Engine, pace: Pace) -> (Self, broadcast::Receiver<Event>) {
+        let (runtime, second) = Self::start_subscribed_twice(engine, pace);
+        (runtime, second.0)
+    }
+
+    /// Starts the engine with two subscribers attached before the first
+    /// tick: a face's, and its run log's (`crate::session`), so both see
+    /// every event from the first.
+    pub fn start_subscribed_twice(
+        engine: Engine,
+        pace: Pace,
+    ) -> (
+        Self,
+        (broadcast::Receiver<Event>, broadcast::Receiver<Event>),
+    ) {
         let (normal, normal_rx) = std_mpsc::sync_channel(COMMAND_BUFFER);
         let (urgent, urgent_rx) = std_mpsc::channel();
         let (events, first) = broadcast::channel(EVENT_BUFFER);
+        let also = events.subscribe();
         let (snap_tx, snapshot) = watch::channel(engine.snapshot());
         let out = events.clone();
         let ticks = TickTimes::default();
@@ -195,7 +210,7 @@ impl Runtime {
                 thread,
                 ticks,
             },
-            first,
+            (first, also),
         )
     }
 
@@ -452,7 +467,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::protocol::{EventKind, MAX_UTTERANCE_BYTES, Mode};
-    use crate::sim::World;
+    use crate::world::World;
 
     fn started() -> (Runtime, broadcast::Receiver<Event>) {
         let mut config = Config::default();

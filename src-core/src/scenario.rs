@@ -37,7 +37,7 @@ use crate::source::SourceError;
 pub use format::{Action, BrainChoice, Scenario, Step, Trigger, parse};
 pub use matcher::{Count, Pattern};
 pub use report::{Check, EndReason, Report};
-pub use runner::{RunResult, prepare, run};
+pub use runner::{RunResult, prepare, run, world_of};
 
 /// Why a scenario could not start.
 #[derive(Debug, Error)]

@@ -16,7 +16,7 @@ use thiserror::Error;
 
 use crate::link::{LinkError, RobotLink, Telemetry};
 use crate::protocol::SpeechTrack;
-use crate::sim::World;
+use crate::world::World;
 
 pub use registry::{Init, SkillRegistry};
 pub use runner::{Completion, SkillRunner};

@@ -1,5 +1,7 @@
 //! The desktop app (`robobrain-gui`): the web console's page (`ui/dist`) in
-//! a Tauri window, talking over IPC to a core running in the same process.
+//! a Tauri window, talking over IPC to a core running in the same process —
+//! the run the session builder assembles (`robobrain_core::session`), as
+//! every face gets it.
 //! The page's transport layer sees `window.__TAURI__` and uses two commands
 //! — `hello` (the same `hello` and `snapshot` messages `robobrain serve`
 //! sends first) and `send_line` (an operator line) — and one event,
@@ -7,13 +9,12 @@
 //! notification says when an approval is waiting.
 
 use robobrain_core::config::Config;
-use robobrain_core::mapview::MapView;
-use robobrain_core::protocol::{ApprovalStatus, Event, EventKind};
-use robobrain_core::runtime::{Pace, Runtime as Brain, RuntimeError};
-use robobrain_tui::operator::{Line, parse_line};
-use robobrain_tui::session::{self, Durability};
+use robobrain_core::protocol::line::{Line, parse_line};
+use robobrain_core::protocol::{ApprovalStatus, Event, EventKind, Role, ServerMessage};
+use robobrain_core::runtime::{Pace, RuntimeError};
+use robobrain_core::session::{Session, SessionOptions};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
@@ -63,47 +64,36 @@ impl From<RuntimeError> for GuiError {
 
 /// The core the window talks to.
 pub struct Core {
-    brain: Brain,
-    map: MapView,
-    skills: Vec<Value>,
+    session: Session,
 }
 
 impl Core {
-    /// Starts a run of `config` on the in-process simulator at `speed` (sim
-    /// seconds per wall second); returns the core and its event stream.
-    pub fn start(config: Config, speed: f64) -> anyhow::Result<(Self, Receiver<Event>)> {
-        let mut session = session::open(config, "gui", None, &Durability::default())?;
-        let skills = session
-            .engine
-            .registry_mut()
-            .specs()
-            .map(|s| json!({"name": s.name, "description": s.description, "args_schema": s.args_schema, "risk": s.risk}))
-            .collect();
-        let (brain, events) = Brain::start_subscribed(session.engine, Pace::RealTime { speed });
-        Ok((
-            Self {
-                brain,
-                map: MapView::of(&session.world),
-                skills,
-            },
-            events,
-        ))
+    /// Starts the run the session builder assembles from `config`, at
+    /// `speed` (sim seconds per wall second), on Tauri's async runtime;
+    /// returns the core and its event stream (every event from the first).
+    pub fn start(config: &Config, speed: f64) -> anyhow::Result<(Self, Receiver<Event>)> {
+        let options = SessionOptions {
+            pace: Pace::RealTime { speed },
+            ..SessionOptions::new("gui")
+        };
+        let mut session = tauri::async_runtime::block_on(Session::open(config, options))?;
+        let events = session.take_events();
+        Ok((Self { session }, events))
     }
 
     /// The page's first two messages: `hello` (operator, the map, the
-    /// skills) and the current `snapshot`.
-    pub fn greeting(&self) -> Vec<Value> {
-        let snapshot = self.brain.snapshot();
+    /// skills, the run) and the current `snapshot`.
+    pub fn greeting(&self) -> Vec<ServerMessage> {
         vec![
-            json!({"type": "hello", "role": "operator", "thread_id": snapshot.thread_id, "map": self.map, "skills": self.skills}),
-            json!({"type": "snapshot", "snapshot": snapshot}),
+            ServerMessage::Hello(Box::new(self.session.hello(Role::Operator))),
+            ServerMessage::snapshot(self.session.runtime().snapshot()),
         ]
     }
 
     /// Carries out an operator line.
     pub async fn send(&self, line: &str) -> Result<(), GuiError> {
         match parse_line(line) {
-            Line::Command(c) => Ok(self.brain.send(c).await?),
+            Line::Command(c) => Ok(self.session.runtime().send(c).await?),
             Line::Blank => Ok(()),
             Line::Bad(refused) => Err(GuiError::BadLine(refused.why)),
         }
@@ -114,13 +104,13 @@ impl Core {
 /// command glue clashes with `pub` commands at a crate's root.)
 pub mod commands {
     use super::{Core, GuiError};
-    use serde_json::Value;
+    use robobrain_core::protocol::ServerMessage;
     use tauri::State;
 
     /// `hello`: the first messages of the page.
     #[tauri::command]
     #[allow(clippy::needless_pass_by_value)] // Tauri hands commands their state by value.
-    pub fn hello(core: State<'_, Core>) -> Vec<Value> {
+    pub fn hello(core: State<'_, Core>) -> Vec<ServerMessage> {
         core.greeting()
     }
 
@@ -171,17 +161,13 @@ pub async fn forward<R: Runtime>(
                 if let Some((title, body)) = approval_notice(&e) {
                     notify(&app, &title, &body);
                 }
-                json!({"type": "event", "event": e.to_json()})
+                ServerMessage::event(e)
             }
             Err(RecvError::Lagged(_)) => {
-                let snapshot = app.state::<Core>().brain.snapshot();
-                json!({"type": "snapshot", "snapshot": snapshot})
+                ServerMessage::snapshot(app.state::<Core>().session.runtime().snapshot())
             }
             Err(RecvError::Closed) => {
-                let _ = app.emit(
-                    MESSAGE_EVENT,
-                    json!({"type": "closed", "reason": "the brain stopped"}),
-                );
+                let _ = app.emit(MESSAGE_EVENT, ServerMessage::closed());
                 return;
             }
         };
@@ -191,6 +177,7 @@ pub async fn forward<R: Runtime>(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
     use tauri::ipc::{CallbackFn, InvokeBody};
     use tauri::test::{
         INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder, mock_context, noop_assets,
@@ -205,7 +192,7 @@ mod tests {
             ..Config::default()
         };
         config.speech.voice = robobrain_core::voice::VoiceChoice::Text;
-        let (core, _events) = Core::start(config, 1.0).unwrap();
+        let (core, _events) = Core::start(&config, 1.0).unwrap();
         let app = with_core(mock_builder(), core)
             .build(mock_context(noop_assets()))
             .unwrap();

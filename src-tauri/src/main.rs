@@ -1,6 +1,7 @@
 //! `robobrain-gui`: the desktop app. Reads `robobrain.toml` (or the file in
-//! `ROBOBRAIN_CONFIG`) and the environment like `robobrain`, runs the brain
-//! on the simulated robot in this process, and shows the web console's page.
+//! `ROBOBRAIN_CONFIG`) and the environment like `robobrain`, runs the run
+//! the session builder assembles in this process, and shows the web
+//! console's page.
 
 use anyhow::Context;
 use robobrain_core::config::Config;
@@ -8,17 +9,8 @@ use tauri::Manager;
 use tauri_plugin_notification::NotificationExt;
 
 fn config() -> anyhow::Result<Config> {
-    let path = std::env::var_os("ROBOBRAIN_CONFIG")
-        .map(std::path::PathBuf::from)
-        .or_else(|| Some(std::path::PathBuf::from("robobrain.toml")).filter(|p| p.exists()));
-    let mut config = match path {
-        Some(p) => Config::load(&p)?,
-        None => Config::default(),
-    };
-    config
-        .apply_env(|name| std::env::var(name).ok())
-        .context("environment")?;
-    Ok(config)
+    let path = std::env::var_os("ROBOBRAIN_CONFIG").map(std::path::PathBuf::from);
+    Config::layered(path.as_deref(), |name| std::env::var(name).ok()).context("the configuration")
 }
 
 fn main() -> anyhow::Result<()> {
@@ -26,7 +18,7 @@ fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1.0);
-    let (core, events) = robobrain_gui::Core::start(config()?, speed)?;
+    let (core, events) = robobrain_gui::Core::start(&config()?, speed)?;
     robobrain_gui::with_core(tauri::Builder::default(), core)
         .plugin(tauri_plugin_notification::init())
         .setup(move |app| {

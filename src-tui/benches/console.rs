@@ -1,7 +1,10 @@
 //! Console timings (whole-run style, percentiles printed):
 //!
-//! - first frame: world + engine + app built and one 120×40 frame drawn;
-//! - a full 200×60 frame of a busy console (full feeds, a patrol under way);
+//! - first frame: world + engine + app built and one 120×40 frame drawn —
+//!   as before the session builder, and through it (`Run::assemble`) with a
+//!   model configured (mock-llm on loopback), as `robobrain tui` starts;
+//! - a full 200×60 frame of a busy console (full feeds, a patrol under way),
+//!   with the run's account of a model in its header and panels;
 //! - one event through `App::update`, and a 25 ms batch at 200 events/s
 //!   followed by its frame, which bounds event → screen latency together
 //!   with the frame period (`console::FRAME`).
@@ -20,8 +23,12 @@ use ratatui::backend::TestBackend;
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::link::Fault;
-use robobrain_core::protocol::{Command, Event};
-use robobrain_core::sim::World;
+use robobrain_core::llm::mock_script;
+use robobrain_core::llm::mock_server::MockServer;
+use robobrain_core::protocol::run::{BrainChoice, BrainInfo, MemoryInfo, MemoryMode};
+use robobrain_core::protocol::{Command, Event, RunInfo};
+use robobrain_core::session::{Run, SessionOptions};
+use robobrain_core::world::World;
 use robobrain_tui::console::{Action, App, FRAME, ui};
 
 fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
@@ -44,6 +51,22 @@ fn busy() -> (Engine, App, Vec<Event>) {
     let config = Config::default();
     let world = World::resolve(&config.world).unwrap();
     let mut engine = Engine::simulated(&config, world.clone()).unwrap();
+    // What the session builder says of a run with a model: the header and
+    // the panels draw it.
+    engine.set_run_info(RunInfo {
+        brain: BrainInfo {
+            kind: BrainChoice::Model,
+            model: Some("qwen-max".into()),
+            endpoint: Some("http://127.0.0.1:8765/v1".into()),
+        },
+        memory: MemoryInfo {
+            mode: MemoryMode::Hybrid,
+            note: None,
+        },
+        services: Vec::new(),
+        robot: "sim:".into(),
+        db: None,
+    });
     let mut app = App::new(world, engine.snapshot(), true);
     engine.submit(Command::Say {
         text: "巡逻".into(),
@@ -91,6 +114,43 @@ fn main() {
         "first frame (engine + app + 120x40 draw)",
         firsts,
     );
+
+    // As `robobrain tui` starts with a model configured: the session builder
+    // assembles the run (the model brain, its worker), then the app and a frame.
+    let dir = std::env::temp_dir().join(format!("rb-bench-console-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("mock.toml");
+    std::fs::write(
+        &script,
+        "[[reply]]\ndecision = { type = \"FINISH\", reason = \"idle\", ops = [] }\n",
+    )
+    .unwrap();
+    let model = MockServer::start(mock_script::load(&script).unwrap(), "127.0.0.1:0").unwrap();
+    let mut config = Config {
+        runs_dir: dir.join("runs"),
+        ..Config::default()
+    };
+    config.llm.base_url = Some(model.base_url());
+    config.llm.api_key = Some(robobrain_core::llm::Secret::new("bench"));
+    // Memory opens on a thread of its own and never holds up the frame;
+    // left out so fifty runs do not share one memory folder.
+    config.memory.enabled = false;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut with_model = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        let run = rt
+            .block_on(Run::assemble(&config, SessionOptions::new("bench")))
+            .unwrap();
+        let app = App::new(run.world.clone(), run.engine.snapshot(), true);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        terminal.draw(|f| ui::draw(&app, f)).unwrap();
+        with_model.push(t.elapsed());
+    }
+    report("first frame, model (session + app + draw)", with_model);
 
     let (_engine, app, events) = busy();
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();

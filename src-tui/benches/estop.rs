@@ -23,8 +23,8 @@ use robobrain_core::engine::Engine;
 use robobrain_core::link::tcp::TcpLink;
 use robobrain_core::protocol::Command;
 use robobrain_core::runtime::{Pace, Runtime};
-use robobrain_core::sim::World;
 use robobrain_core::store::{Store, StoreConfig, Synchronous};
+use robobrain_core::world::World;
 
 const BIN: &str = env!("CARGO_BIN_EXE_robobrain");
 /// Where the robot is sent before each E-stop, in turn (it is moving when stopped).

@@ -18,11 +18,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use robobrain_core::config::Config;
-use robobrain_core::engine::Engine;
-use robobrain_core::mapview::MapView;
 use robobrain_core::protocol::Command;
-use robobrain_core::runtime::{Pace, Runtime};
-use robobrain_core::sim::World;
+use robobrain_core::runtime::Pace;
+use robobrain_core::session::{Session, SessionOptions};
 use robobrain_tui::web::{Access, Served, WebServer};
 use tokio_util::sync::CancellationToken;
 
@@ -35,20 +33,22 @@ async fn run(viewers: usize, seconds: f64) -> (Duration, Duration, f64, f64) {
     config.patrol.interval_s = Some(60.0);
     config.speech.voice = robobrain_core::voice::VoiceChoice::Text;
     config.skills.keep_frames = false;
-    let world = World::builtin("apartment").unwrap();
-    let engine = Engine::simulated(&config, world.clone()).unwrap();
+    config.memory.enabled = false;
+    config.runs_dir = std::env::temp_dir().join(format!("rb-bench-web-{}", std::process::id()));
     // 0.1 s ticks at 20× real time: 200 ticks and ≥ 200 events a wall second.
-    let (runtime, events) = Runtime::start_subscribed(engine, Pace::RealTime { speed: 20.0 });
-    let recent = robobrain_tui::recorder::start(20_000, events, None);
-    runtime
+    let options = SessionOptions {
+        pace: Pace::RealTime { speed: 20.0 },
+        keep_recent: 20_000,
+        ..SessionOptions::new("bench")
+    };
+    let session = Session::open(&config, options).await.unwrap();
+    session
+        .runtime()
         .send(Command::StartPatrol { route: None })
         .await
         .unwrap();
     let served = Arc::new(Served {
-        runtime,
-        recent,
-        map: MapView::of(&world),
-        skills: Vec::new(),
+        session,
         access: Access {
             loopback: true,
             ..Access::default()
@@ -72,16 +72,17 @@ async fn run(viewers: usize, seconds: f64) -> (Duration, Duration, f64, f64) {
             }
         });
     }
-    let seq0 = served.runtime.snapshot().seq;
-    let skip = served.runtime.tick_durations().len();
+    let seq0 = served.session.runtime().snapshot().seq;
+    let skip = served.session.runtime().tick_durations().len();
     tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
     let mut ticks: Vec<Duration> = served
-        .runtime
+        .session
+        .runtime()
         .tick_durations()
         .into_iter()
         .skip(skip)
         .collect();
-    let seq1 = served.runtime.snapshot().seq;
+    let seq1 = served.session.runtime().snapshot().seq;
     stop.cancel();
     ticks.sort();
     let rate = (seq1 - seq0) as f64 / seconds;

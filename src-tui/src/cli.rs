@@ -14,17 +14,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use robobrain_core::brain;
 use robobrain_core::config::Config;
-use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::{self, EventLog};
 use robobrain_core::llm::{mock_script, mock_server::MockServer};
 use robobrain_core::protocol::Event;
+use robobrain_core::runtime::Pace;
 use robobrain_core::scenario::{self, Scenario};
+use robobrain_core::session::{BrainSource, Run, fresh_thread_id};
 
 use robobrain_tui::console;
-use robobrain_tui::session::{self, Durability};
 
+use crate::flags::{Durability, LOG_HELP};
 use crate::headless;
 use crate::pretty::{Style, Throttle, render};
 
@@ -32,8 +32,6 @@ use crate::pretty::{Style, Throttle, render};
 const DEMO: &str = include_str!("../../assets/scenarios/demo.toml");
 /// How the demo is named in errors.
 const DEMO_FILE: &str = "assets/scenarios/demo.toml";
-/// Help for `--log`.
-pub const LOG_HELP: &str = "Event log file (default: <runs_dir>/<thread_id>.jsonl)";
 /// Default demo pace, sim seconds per wall second.
 const DEMO_SPEED: f64 = 10.0;
 
@@ -78,6 +76,10 @@ pub enum Cmd {
         speed: f64,
         #[arg(long, value_name = "FILE", help = LOG_HELP)]
         log: Option<PathBuf>,
+        /// Attach to a running `robobrain serve` instead of running a brain
+        /// here: ws://HOST:PORT[?token=…] (a viewer token watches only).
+        #[arg(long, value_name = "URL", conflicts_with_all = ["speed", "log"])]
+        connect: Option<String>,
     },
     /// A headless patrol printed as a readable, coloured event log.
     Demo {
@@ -175,7 +177,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         );
     }
     match cli.command {
-        None if console::has_terminal() => tui(config, 1.0, None, durable),
+        None if console::has_terminal() => tui(&config, 1.0, None, &durable),
         None => demo(
             cli.world.as_deref(),
             cli.seed,
@@ -187,7 +189,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 record: durable.record,
             },
         ),
-        Some(Cmd::Tui { speed, log }) => tui(config, speed, log, durable),
+        Some(Cmd::Tui {
+            connect: Some(url), ..
+        }) => attach(&url, &durable),
+        Some(Cmd::Tui {
+            speed,
+            log,
+            connect: None,
+        }) => tui(&config, speed, log, &durable),
         Some(Cmd::Demo { fast, speed, log }) => demo(
             cli.world.as_deref(),
             cli.seed,
@@ -199,9 +208,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 record: durable.record,
             },
         ),
-        Some(Cmd::Headless(args)) => headless::run(config, &args, &durable),
-        Some(Cmd::Mcp(args)) => crate::mcpserve::run(config, &args, &durable),
-        Some(Cmd::Serve(args)) => crate::serve::run(config, &args, &durable),
+        Some(Cmd::Headless(args)) => headless::run(&config, &args, &durable),
+        Some(Cmd::Mcp(args)) => crate::mcpserve::run(&config, &args, &durable),
+        Some(Cmd::Serve(args)) => crate::serve::run(&config, &args, &durable),
         Some(Cmd::Threads { show }) => crate::threads::run(&config, show.as_ref()),
         Some(Cmd::Audit(args)) => crate::audit::run(&config, &args),
         Some(Cmd::Sim(args)) => crate::simserve::run(&config, &args),
@@ -220,75 +229,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn tui(config: Config, speed: f64, log: Option<PathBuf>, durable: Durability) -> Result<ExitCode> {
+fn tui(
+    config: &Config,
+    speed: f64,
+    log: Option<PathBuf>,
+    durable: &Durability,
+) -> Result<ExitCode> {
     anyhow::ensure!(
         console::has_terminal(),
         "the console needs a terminal; use `robobrain headless` or `robobrain demo` without one"
     );
-    let options = console::Options {
-        speed,
+    let session = robobrain_core::session::SessionOptions {
+        pace: Pace::RealTime { speed },
         log,
-        color: console::color_allowed(),
-        durable,
+        ..durable.options("console")?
     };
-    let ended = console::run(config, &options)?;
+    let ended = console::run(config, session, console::color_allowed())?;
     Ok(ExitCode::from(ended.exit_status()))
 }
 
-/// Refuses a `--speed` that is not a positive number of sim seconds per wall second.
-pub fn check_speed(speed: f64) -> Result<()> {
+/// `tui --connect URL`: the console on a run served elsewhere.
+fn attach(url: &str, durable: &Durability) -> Result<ExitCode> {
+    anyhow::ensure!(console::has_terminal(), "the console needs a terminal");
     anyhow::ensure!(
-        speed.is_finite() && speed > 0.0,
-        "--speed: expected a positive number of sim seconds per wall second, found {speed}"
+        !durable.record && !durable.resume && durable.robot.is_none(),
+        "--connect attaches to a run `robobrain serve` assembled: --thread, --db, --resume and --robot belong to that command"
     );
-    Ok(())
-}
-
-/// A served run (`mcp`, `serve`): the session as `durable` asks, with the
-/// configured brain, and a two-thread async runtime to serve it on.
-pub fn served_session(
-    config: Config,
-    prefix: &str,
-    log: Option<&Path>,
-    durable: &Durability,
-) -> Result<(robobrain_tui::session::Session, tokio::runtime::Runtime)> {
-    let brain_config = config.clone();
-    let mut session = robobrain_tui::session::open(config, prefix, log, durable)?;
-    use_configured_brain(&mut session.engine, &brain_config)?;
-    attach_memory(&mut session.engine, &brain_config, &session.thread_id)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    Ok((session, rt))
-}
-
-/// Gives `engine` the brain the configuration asks for (the model brain when
-/// an endpoint is configured, else the rule brain) and logs which, and why.
-pub fn use_configured_brain(engine: &mut Engine, config: &Config) -> Result<()> {
-    let (brain, why) = brain::from_config(config).context("the model brain")?;
-    engine.set_brain(brain);
-    engine.log("info", &why);
-    Ok(())
-}
-
-/// Gives an interactive run (`headless`, `serve`, `mcp`) its memory when
-/// `[memory] enabled`: what is said is remembered under the thread id
-/// `session`, and the model brain's input gets the memory's context. The
-/// memory opens on its own thread; how that went arrives as `log` events.
-pub fn attach_memory(engine: &mut Engine, config: &Config, session: &str) -> Result<()> {
-    if config.memory.enabled {
-        let memory = robobrain_core::memory::MemoryHandle::spawn(
-            &config.memory,
-            &config.runs_dir,
-            &config.llm,
-            session,
-        )
-        .context("memory")?;
-        engine.set_memory(memory);
-    }
-    Ok(())
+    let ended = console::attach(url, console::color_allowed())?;
+    Ok(ExitCode::from(ended.exit_status()))
 }
 
 /// Writes the HTML report of the run logged in `log`; the world is the one
@@ -305,7 +273,7 @@ fn report(log: &Path, output: &Path, world: Option<&str>) -> Result<ExitCode> {
         _ => None,
     });
     let map = match world.map(str::to_string).or(named) {
-        Some(w) => match robobrain_core::sim::World::resolve(&w) {
+        Some(w) => match robobrain_core::world::World::resolve(&w) {
             Ok(world) => Some(robobrain_core::mapview::MapView::of(&world)),
             Err(e) => {
                 eprintln!("warning: the world {w:?}: {e}; the trajectory is drawn without walls");
@@ -336,15 +304,7 @@ fn mock_llm(script: &Path, listen: &str) -> Result<ExitCode> {
 
 /// Defaults, then the config file, then the environment, then the flags.
 fn load_config(cli: &Cli) -> Result<Config> {
-    let default = Path::new("robobrain.toml");
-    let mut config = match &cli.config {
-        Some(path) => Config::load(path)?,
-        None if default.exists() => Config::load(default)?,
-        None => Config::default(),
-    };
-    config
-        .apply_env(|name| std::env::var(name).ok())
-        .context("environment")?;
+    let mut config = Config::layered(cli.config.as_deref(), |name| std::env::var(name).ok())?;
     if let Some(world) = &cli.world {
         config.world.clone_from(world);
     }
@@ -441,30 +401,39 @@ fn demo(
         log,
         record,
     } = options;
-    check_speed(speed)?;
     let mut s = scenario::parse(DEMO, Path::new(DEMO_FILE))?;
     override_scenario(&mut s, world, seed);
     let tid = config
         .thread_id
         .clone()
-        .unwrap_or_else(|| session::fresh_thread_id("demo"));
+        .unwrap_or_else(|| fresh_thread_id("demo"));
     s.config.thread_id = Some(tid.clone());
-    let mut engine = scenario::prepare(&s)?;
-    if s.brain == scenario::BrainChoice::Rule {
-        use_configured_brain(&mut engine, config)?;
-    }
-    if record {
-        session::record(&mut engine, config, false)?;
-    }
-    let path = log.unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &tid));
+    let world = scenario::world_of(&s)?;
+    let engine = scenario::prepare(&s)?;
+    let session = robobrain_core::session::SessionOptions {
+        record,
+        log,
+        pace: Pace::RealTime { speed },
+        brain: if s.brain == scenario::BrainChoice::Rule {
+            BrainSource::Configured
+        } else {
+            BrainSource::Kept
+        },
+        ..robobrain_core::session::SessionOptions::new("demo")
+    };
+    // The configured MCP services' workers run on this runtime's thread,
+    // beside the lockstep engine.
+    let rt = crate::flags::async_runtime(1)?;
+    let run = rt.block_on(Run::around(engine, world, config, session))?;
+    let (engine, log) = run.into_lockstep();
     let style = Style::detect();
     println!(
         "{}",
         style.paint("1", &format!("robobrain demo — {}", s.description.trim()))
     );
-    println!("event log: {}", path.display());
+    println!("event log: {}", log.path().display());
     let mut watcher = Watcher {
-        log: EventLog::create(&path)?,
+        log,
         log_error: None,
         print: Some((style, Throttle::default())),
         pace: (!fast).then(|| (Instant::now(), speed)),

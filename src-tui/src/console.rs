@@ -4,8 +4,12 @@
 //! Shaped as STYLE.md asks: a key becomes an optional [`Action`]
 //! (`keys.rs`), [`App::update`] is the only place state changes (`app.rs`),
 //! and [`ui::draw`] paints from `&App` (`ui.rs`). This file is the IO around
-//! them: the terminal, the runtime, the event log, and one `select!` loop.
+//! them: the terminal, the run's [`Transport`], and one `select!` loop. The
+//! run is the session builder's, in this process ([`run`]), or one
+//! `robobrain serve` runs elsewhere ([`attach`], `tui --connect`): the loop
+//! does not know which.
 //!
+//! - `transport.rs`: the run in process or over a WebSocket, one trait.
 //! - `line.rs`: the one-line editor (wide characters, cursor, scrolling).
 //! - `slash.rs`: `/estop`, `/pause`, `/inject …` and utterances.
 //! - `forecast.rs`: route, ETA and battery after, for the approval prompt.
@@ -15,10 +19,10 @@ pub mod forecast;
 pub mod keys;
 pub mod line;
 pub mod slash;
+pub mod transport;
 pub mod ui;
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -30,31 +34,16 @@ use ratatui::crossterm::event::{self, DisableBracketedPaste, EnableBracketedPast
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{self, LeaveAlternateScreen};
 use robobrain_core::config::Config;
-use robobrain_core::eventlog::EventLog;
-use robobrain_core::protocol::Event;
-use robobrain_core::runtime::{Pace, Runtime};
+use robobrain_core::session::{Session, SessionOptions};
 use tokio::signal::unix::{Signal, SignalKind};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 pub use app::{Action, App, Effect};
+pub use transport::{Incoming, Local, Remote, Transport};
 
 /// Wall time between frames: an event is on screen at most this long after
 /// it arrives (plus the time to draw, well under a millisecond).
 pub const FRAME: Duration = Duration::from_millis(25);
-
-/// How the console runs.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Sim seconds per wall second.
-    pub speed: f64,
-    /// Event log file (default: `<runs_dir>/<thread_id>.jsonl`).
-    pub log: Option<PathBuf>,
-    /// Colours on (off under `NO_COLOR`).
-    pub color: bool,
-    /// `--thread`/`--resume`/`--robot`: record, resume, or drive a robot in
-    /// another process.
-    pub durable: crate::session::Durability,
-}
 
 /// Whether stdin and stdout are both terminals (the console needs both).
 pub fn has_terminal() -> bool {
@@ -88,63 +77,73 @@ impl Ended {
     }
 }
 
-/// Runs the console on the simulated robot of `config`'s world until the
-/// operator quits or a signal (SIGTERM, SIGHUP, SIGINT) asks it to stop.
-/// Every way out (a quit, a signal, an error) restores the terminal and
-/// shuts the runtime down the same way; a panic restores the terminal too
-/// (ratatui's panic hook).
-pub fn run(config: Config, options: &Options) -> Result<Ended> {
-    anyhow::ensure!(
-        options.speed.is_finite() && options.speed > 0.0,
-        "--speed: expected a positive number of sim seconds per wall second, found {}",
-        options.speed
-    );
-    let services = config.mcp.clone();
-    let mut session =
-        crate::session::open(config, "console", options.log.as_deref(), &options.durable)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .enable_io()
-        .build()
-        .context("cannot start the async runtime")?;
+/// Runs the console on the run the session builder assembles from
+/// `config` and `options`, until the operator quits or a signal (SIGTERM,
+/// SIGHUP, SIGINT) asks it to stop. Every way out (a quit, a signal, an
+/// error) restores the terminal and stops the run the same way; a panic
+/// restores the terminal too (ratatui's panic hook). `color` is off under
+/// `NO_COLOR`.
+pub fn run(config: &Config, options: SessionOptions, color: bool) -> Result<Ended> {
+    let rt = runtime()?;
     rt.block_on(async {
         // Before the terminal changes: from here on a signal cannot end the
         // process with the terminal left raw on the alternate screen.
         let signals = Signals::listen()?;
-        crate::mcp::services::connect_into(&services, &mut session.engine).await;
-        let (runtime, mut events) = Runtime::start_subscribed(
-            session.engine,
-            Pace::RealTime {
-                speed: options.speed,
-            },
-        );
-        let mut app = App::new(session.world, runtime.snapshot(), options.color);
-        let mut terminal = ratatui::init();
-        // Paste (and some IME commits) arrive whole rather than as keys.
-        let _ = execute!(std::io::stdout(), EnableBracketedPaste);
-        let mut log = session.log;
-        let result = drive(
-            &mut terminal,
-            &mut app,
-            &runtime,
-            &mut events,
-            signals,
-            &mut log,
-        )
-        .await;
-        restore_terminal();
-        runtime.shutdown().await;
-        // What the core sent up to its end is logged too: nothing is lost.
-        while let Ok(event) = events.try_recv() {
-            log.write_batch(std::slice::from_ref(&event))
-                .context("the event log could not be written")?;
-        }
+        let session = Session::open(config, options).await?;
+        let mut app = App::new(session.world().clone(), session.runtime().snapshot(), color);
+        let mut local = Local::new(session);
+        let result = on_terminal(&mut app, &mut local, signals).await;
+        // The robot is at rest and every event in the log before this returns.
+        let stopped = local.session.stop().await;
         let ended = result?;
-        let log = log.path().to_path_buf();
+        stopped.context("the run did not end cleanly")?;
         // After SIGHUP there is no terminal to print to, and that is no error.
-        let _ = writeln!(std::io::stdout(), "event log: {}", log.display());
+        let _ = writeln!(
+            std::io::stdout(),
+            "event log: {}",
+            local.session.log_path().display()
+        );
         Ok(ended)
     })
+}
+
+/// Runs the console on a run `robobrain serve` serves at `url`
+/// (`ws://HOST:PORT[?token=…]`): the same panels and keys; with a viewer
+/// token the server refuses its commands, and the header says so.
+pub fn attach(url: &str, color: bool) -> Result<Ended> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let signals = Signals::listen()?;
+        let (mut remote, greeting) = Remote::connect(url).await?;
+        let mut app = App::new(greeting.hello.world, greeting.snapshot, color);
+        app.attached(remote.url(), greeting.hello.role);
+        let ended = on_terminal(&mut app, &mut remote, signals).await?;
+        let _ = writeln!(std::io::stdout(), "detached from {url}");
+        Ok(ended)
+    })
+}
+
+/// The console's own async runtime: one thread (the kernel has its own).
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .enable_io()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// The terminal taken, the loop run, the terminal given back.
+async fn on_terminal(
+    app: &mut App,
+    transport: &mut impl Transport,
+    signals: Signals,
+) -> Result<Ended> {
+    let mut terminal = ratatui::init();
+    // Paste (and some IME commits) arrive whole rather than as keys.
+    let _ = execute!(std::io::stdout(), EnableBracketedPaste);
+    let result = drive(&mut terminal, app, transport, signals).await;
+    restore_terminal();
+    result
 }
 
 /// Gives the terminal back: raw mode off, the main screen, the cursor shown,
@@ -189,7 +188,7 @@ impl Signals {
 }
 
 enum Input {
-    Core(Result<Box<Event>, broadcast::error::RecvError>),
+    Run(Incoming),
     Term(Option<Term>),
     Frame,
     Signal(i32),
@@ -198,10 +197,8 @@ enum Input {
 async fn drive(
     terminal: &mut DefaultTerminal,
     app: &mut App,
-    runtime: &Runtime,
-    events: &mut broadcast::Receiver<Event>,
+    transport: &mut impl Transport,
     mut signals: Signals,
-    log: &mut EventLog<std::fs::File>,
 ) -> Result<Ended> {
     let (keys, mut terminal_events) = mpsc::unbounded_channel();
     let stop = Arc::new(AtomicBool::new(false));
@@ -209,38 +206,34 @@ async fn drive(
     let mut frames = tokio::time::interval(FRAME);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
-    let mut log_error = None;
     let outcome = loop {
         let input = tokio::select! {
             biased;
             signal = signals.recv() => Input::Signal(signal),
             term = terminal_events.recv() => Input::Term(term),
-            ev = events.recv() => Input::Core(ev.map(Box::new)),
+            incoming = transport.recv() => Input::Run(incoming),
             _ = frames.tick() => Input::Frame,
         };
         app.set_clock(Instant::now());
         let action = match input {
             Input::Signal(n) => break Ok(Ended::Signal(n)),
-            Input::Core(Ok(event)) => {
-                if log_error.is_none()
-                    && let Err(e) = log.write_batch(std::slice::from_ref(&event))
-                {
-                    log_error = Some(e);
-                }
-                Some(Action::Core(event))
-            }
-            Input::Core(Err(broadcast::error::RecvError::Lagged(n))) => {
-                // The snapshot of the next frame repaints the state; only
-                // lines of the feeds are lost.
+            Input::Run(Incoming::Event(event)) => Some(Action::Core(event)),
+            Input::Run(Incoming::Snapshot(snap)) => Some(Action::Snapshot(snap)),
+            Input::Run(Incoming::Lagged(n)) => {
+                // The next snapshot repaints the state; only lines of the
+                // feeds are lost.
                 app.notice = Some((
                     app::Level::Warn,
                     format!("{n} events skipped (console too slow)"),
                 ));
                 None
             }
-            Input::Core(Err(broadcast::error::RecvError::Closed)) => {
-                break Err(anyhow::anyhow!("the brain stopped"));
+            Input::Run(Incoming::Notice(text)) => {
+                app.notice = Some((app::Level::Warn, text));
+                dirty = true;
+                None
             }
+            Input::Run(Incoming::Closed(why)) => break Err(anyhow::anyhow!(why)),
             Input::Term(None) => break Err(anyhow::anyhow!("the terminal closed")),
             Input::Term(Some(Term::Key(key))) => keys::action(app, key),
             Input::Term(Some(Term::Paste(text))) => Some(Action::Edit(line::Edit::Insert(text))),
@@ -249,8 +242,9 @@ async fn drive(
                 None
             }
             Input::Frame => {
-                let snap = runtime.snapshot();
-                if snap.step != app.snapshot().step || snap.time != app.snapshot().time {
+                if let Some(snap) = transport.snapshot()
+                    && (snap.step != app.snapshot().step || snap.time != app.snapshot().time)
+                {
                     app.update(Action::Snapshot(Box::new(snap)));
                     dirty = true;
                 }
@@ -271,19 +265,15 @@ async fn drive(
                 break Ok(Ended::Quit);
             }
             if let Some(Effect::Send(cmd)) = effect
-                && runtime.send(cmd).await.is_err()
+                && let Err(why) = transport.send(cmd).await
             {
-                break Err(anyhow::anyhow!("the brain stopped"));
+                break Err(anyhow::anyhow!("the brain stopped: {why}"));
             }
         }
     };
     stop.store(true, Ordering::Relaxed);
     release(reader).await;
-    let ended = outcome?;
-    if let Some(e) = log_error {
-        return Err(e).context("the event log could not be written");
-    }
-    Ok(ended)
+    outcome
 }
 
 /// How long the reader gets to notice `stop` (it looks every 50 ms).

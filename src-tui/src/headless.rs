@@ -24,12 +24,13 @@ use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::EventLog;
 use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
-use robobrain_core::runtime::{Pace, Runtime};
+use robobrain_core::runtime::Pace;
+use robobrain_core::session::{Run, Session, SessionOptions};
 use serde_json::json;
 use tokio::signal::unix::SignalKind;
 use tokio::sync::{broadcast, mpsc};
 
-use robobrain_tui::session::{self, Durability};
+use crate::flags::{Durability, LOG_HELP};
 
 /// Sim seconds of nothing to do, after stdin ends, before the run stops.
 pub const SETTLE_S: f64 = 2.0;
@@ -57,7 +58,7 @@ pub struct Args {
     /// Once stdin has ended, sim seconds to wait for a pending approval (nobody can give it) before ending.
     #[arg(long, value_name = "S", default_value_t = GRACE_S)]
     pub grace: f64,
-    #[arg(long, value_name = "FILE", help = crate::cli::LOG_HELP)]
+    #[arg(long, value_name = "FILE", help = LOG_HELP)]
     pub log: Option<PathBuf>,
 }
 
@@ -121,9 +122,9 @@ impl Grace {
     }
 }
 
-/// Runs headless on a single-threaded tokio runtime.
-pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
-    crate::cli::check_speed(args.speed)?;
+/// Runs headless: the run from the session builder, driven in lockstep
+/// (`--fast`) or started at real-time pace.
+pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     if let Some(d) = args.duration {
         anyhow::ensure!(
             d.is_finite() && d > 0.0,
@@ -135,31 +136,32 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
         "--grace: expected sim seconds ≥ 0, found {}",
         args.grace
     );
-    let brain_config = config.clone();
-    let mut session = session::open(config, "run", args.log.as_deref(), durable)?;
-    crate::cli::use_configured_brain(&mut session.engine, &brain_config)?;
-    crate::cli::attach_memory(&mut session.engine, &brain_config, &session.thread_id)?;
+    let options = SessionOptions {
+        pace: Pace::RealTime { speed: args.speed },
+        log: args.log.clone(),
+        say: args.say.clone(),
+        ..durable.options("run")?
+    };
     // The configured MCP services' workers run on this runtime's thread,
     // beside the kernel's, in lockstep runs too.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    rt.block_on(robobrain_tui::mcp::services::connect_into(
-        &brain_config.mcp,
-        &mut session.engine,
-    ));
+    let rt = crate::flags::async_runtime(1)?;
+    let run = rt.block_on(Run::assemble(config, options))?;
     if args.fast {
+        let (engine, log) = run.into_lockstep();
         // Signals are noted on the runtime's thread; the loop stops at the next tick.
         let signalled = Arc::new(AtomicI32::new(0));
         {
             let _runtime = rt.enter();
             note_signals(Arc::clone(&signalled))?;
         }
-        return lockstep(session.engine, args, session.log, &signalled);
+        return lockstep(engine, args, log, &signalled);
     }
-    rt.block_on(drive(session.engine, args, session.log))
+    // A resumed thread counts its duration from where it was (read before
+    // the kernel starts, which moves the clock on at once).
+    let limit = args
+        .duration
+        .map_or(f64::INFINITY, |d| run.engine.time() + d);
+    rt.block_on(async { drive(run.start().await?, args, limit).await })
 }
 
 /// `--fast`: nobody can answer at machine speed, so stdin is read to its end
@@ -172,9 +174,6 @@ fn lockstep(
     mut log: EventLog<std::fs::File>,
     signalled: &AtomicI32,
 ) -> Result<ExitCode> {
-    for text in &args.say {
-        engine.submit(Command::Say { text: text.clone() });
-    }
     let mut shutdown = false;
     for line in LineReader::new(std::io::stdin().lock()) {
         match line.context("cannot read stdin")? {
@@ -264,16 +263,12 @@ enum Input {
     Signal(i32),
 }
 
-async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) -> Result<ExitCode> {
-    let pace = Pace::RealTime { speed: args.speed };
-    // A resumed thread counts its duration from where it was (read before
-    // the kernel starts, which moves the clock on at once).
-    let limit = args.duration.map_or(f64::INFINITY, |d| engine.time() + d);
+/// The started run: events to stdout (the session's recorder writes the
+/// log), operator lines from stdin.
+async fn drive(mut session: Session, args: &Args, limit: f64) -> Result<ExitCode> {
     // Subscribed before the first tick, so no event is missed.
-    let (brain, mut events) = Runtime::start_subscribed(engine, pace);
-    for text in &args.say {
-        brain.send(Command::Say { text: text.clone() }).await?;
-    }
+    let mut events = session.take_events();
+    let brain = session.runtime();
     // Stdin is read on its own thread, and each command goes straight to
     // the kernel: an E-stop never waits behind this loop's writing.
     let (lines_tx, mut lines) = mpsc::unbounded_channel();
@@ -311,7 +306,6 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
                 {
                     halted = Some(message.clone());
                 }
-                log.write_batch(std::slice::from_ref(&*event))?;
                 if emit(&mut out, &event).is_err() {
                     break; // stdout closed: nobody is listening.
                 }
@@ -357,18 +351,18 @@ async fn drive(engine: Engine, args: &Args, mut log: EventLog<std::fs::File>) ->
             }
         }
     }
-    // The engine brings the robot to rest before anything else, then closes.
-    brain.shutdown().await;
+    // The kernel brings the robot to rest, then every event reaches the log.
+    let stopped = session.stop().await;
     // Events already broadcast before the engine stopped.
     while let Ok(event) = events.try_recv() {
         if event.time > limit + 1e-9 {
             break;
         }
-        log.write_batch(std::slice::from_ref(&event))?;
         if emit(&mut out, &event).is_err() {
             break;
         }
     }
+    stopped?;
     if let Some(why) = halted {
         anyhow::bail!("the thread was paused: {why}");
     }

@@ -7,7 +7,5 @@
 pub mod console;
 pub mod mcp;
 pub mod operator;
-pub mod recorder;
 pub mod report;
-pub mod session;
 pub mod web;

@@ -9,14 +9,14 @@
 //! operator (the console, the HTTP mode's stdin, or the [`Runtime`] handle)
 //! can approve it — an MCP client never can, as no tool approves.
 //!
-//! - this file: the server handler and the runtime it drives.
+//! - this file: the server handler and the run it drives.
 //! - `http.rs`: the streamable HTTP transport with its bearer-token check.
-//! - `services.rs`: configured MCP services as skills (the client side).
+//!
+//! Configured MCP services (the client side) are the session builder's
+//! (`robobrain_core::mcp::client`): their tools are skills, so tools here too.
 
 pub mod http;
-pub mod services;
 
-use std::fs::File;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -30,13 +30,10 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use robobrain_core::engine::Engine;
-use robobrain_core::eventlog::EventLog;
 use robobrain_core::mcp::{CallOutcome, CallWatch, ToolSet};
 use robobrain_core::protocol::Command;
-
-use crate::recorder::Recent;
-use robobrain_core::runtime::{Pace, Runtime, RuntimeError};
+use robobrain_core::runtime::{Runtime, RuntimeError};
+use robobrain_core::session::{Run, Session};
 use robobrain_core::skills::status::RobotStatus;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
@@ -65,10 +62,9 @@ impl Default for Options {
 }
 
 struct Shared {
-    runtime: Runtime,
+    session: Session,
     tools: ToolSet,
     definitions: Vec<Tool>,
-    recent: Arc<Recent>,
     calls: AtomicU64,
     options: Options,
 }
@@ -81,20 +77,15 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// Registers `robot_status` (the read-only tool), starts `engine` at
-    /// `pace`, and records every event in `log` (when given) and in the
-    /// `events` resource. Call it inside a tokio runtime.
-    pub fn start(
-        mut engine: Engine,
-        pace: Pace,
-        log: Option<EventLog<File>>,
-        options: Options,
-    ) -> Result<Self> {
-        engine
+    /// Registers `robot_status` (the read-only tool) in the assembled
+    /// `run`, then starts it (its options give the pace, the log and how
+    /// many events the `events` resource keeps). Call it inside a tokio runtime.
+    pub async fn start(mut run: Run, options: Options) -> Result<Self> {
+        run.engine
             .registry_mut()
             .register(Box::new(RobotStatus::new()), &Value::Null)
             .context("the robot_status skill")?;
-        let specs: Vec<_> = engine.registry_mut().specs().cloned().collect();
+        let specs: Vec<_> = run.engine.registry_mut().specs().cloned().collect();
         let tools = ToolSet::new(specs).context("the skill registry as MCP tools")?;
         let definitions = tools
             .definitions()
@@ -102,33 +93,37 @@ impl McpServer {
             .map(serde_json::from_value)
             .collect::<Result<Vec<Tool>, _>>()
             .context("a skill spec as an MCP tool")?;
-        let (runtime, events) = Runtime::start_subscribed(engine, pace);
+        let session = run.start().await?;
         let shared = Arc::new(Shared {
-            runtime,
+            session,
             tools,
             definitions,
-            recent: crate::recorder::start(RECENT_EVENTS, events, log),
             calls: AtomicU64::new(0),
             options,
         });
         Ok(Self { shared })
     }
 
+    /// The run being served.
+    pub fn session(&self) -> &Session {
+        &self.shared.session
+    }
+
     /// Sends an operator command (approve, reject, E-stop…) to the brain.
     /// This is the operator's side, never reachable from an MCP client.
     pub async fn operator(&self, command: Command) -> Result<(), RuntimeError> {
-        self.shared.runtime.send(command).await
+        self.shared.session.runtime().send(command).await
     }
 
     /// The brain's runtime handle.
     pub fn runtime(&self) -> &Runtime {
-        &self.shared.runtime
+        self.shared.session.runtime()
     }
 
     /// The recent events, one JSON object per line.
     pub fn recent_events(&self) -> String {
         let mut out = String::new();
-        for e in self.shared.recent.all() {
+        for e in self.shared.session.recent().all() {
             out.push_str(&e.to_json().to_string());
             out.push('\n');
         }
@@ -146,9 +141,8 @@ impl McpServer {
         let n = self.shared.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let call_id = format!("mcp-{n}");
         // Subscribed before the command goes, so no event of the call is missed.
-        let mut events = self.shared.runtime.subscribe();
-        self.shared
-            .runtime
+        let mut events = self.runtime().subscribe();
+        self.runtime()
             .send(Command::Call {
                 call_id: call_id.clone(),
                 skill: name.to_string(),
@@ -180,7 +174,7 @@ impl McpServer {
     fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         let contents = match uri {
             SNAPSHOT_URI => {
-                let snapshot = serde_json::to_string_pretty(&self.shared.runtime.snapshot())
+                let snapshot = serde_json::to_string_pretty(&self.runtime().snapshot())
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 ResourceContents::text(snapshot, uri).with_mime_type("application/json")
             }

@@ -1,13 +1,12 @@
-//! `robobrain mcp`: the brain on the simulated robot (as `robobrain
-//! headless` sets it up) served to MCP clients over stdio, or over
-//! streamable HTTP with `--http ADDR`.
+//! `robobrain mcp`: the run the session builder assembles, served to MCP
+//! clients over stdio, or over streamable HTTP with `--http ADDR`.
 //!
 //! The operator's side channel: in HTTP mode stdin takes operator lines as
 //! `robobrain headless` does (`{"cmd":"approve","approval_id":"a1"}`, or an
 //! utterance); in stdio mode stdin belongs to the MCP client, so operator
 //! lines come from `--operator FILE` (a FIFO, say). Diagnostics go to
 //! stderr; in stdio mode stdout carries only MCP messages. The configured
-//! MCP services (`[[mcp.services]]`) are started first; their tools are
+//! MCP services (`[[mcp.services]]`) are part of the run; their tools are
 //! skills, so they are tools here too.
 
 use std::net::SocketAddr;
@@ -19,13 +18,14 @@ use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 use robobrain_core::config::Config;
 use robobrain_core::runtime::Pace;
+use robobrain_core::session::{Run, SessionOptions};
 use tokio_util::sync::CancellationToken;
 
 use robobrain_tui::mcp::http::{HttpServer, PATH, check_bind};
-use robobrain_tui::mcp::{McpServer, Options, services};
-use robobrain_tui::session::{self, Durability};
-
+use robobrain_tui::mcp::{McpServer, Options, RECENT_EVENTS};
 use robobrain_tui::operator::forward;
+
+use crate::flags::{Durability, LOG_HELP};
 
 /// Arguments of `robobrain mcp`.
 #[derive(Debug, clap::Args)]
@@ -45,13 +45,12 @@ pub struct Args {
     /// Wall seconds a tool call waits for its outcome before answering "still running".
     #[arg(long, value_name = "S", default_value_t = 300.0)]
     pub call_timeout: f64,
-    #[arg(long, value_name = "FILE", help = crate::cli::LOG_HELP)]
+    #[arg(long, value_name = "FILE", help = LOG_HELP)]
     pub log: Option<PathBuf>,
 }
 
 /// Runs the MCP server until the client leaves (stdio) or a signal (HTTP).
-pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
-    crate::cli::check_speed(args.speed)?;
+pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     anyhow::ensure!(
         args.call_timeout.is_finite() && args.call_timeout > 0.0,
         "--call-timeout: expected positive seconds, found {}",
@@ -62,21 +61,30 @@ pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode
     } else if args.token.is_some() {
         anyhow::bail!("--token goes with --http (stdio needs none)");
     }
-    let services = config.clone();
-    let (session, rt) = crate::cli::served_session(config, "mcp", args.log.as_deref(), durable)?;
-    rt.block_on(serve(session, &services, args))
+    let options = SessionOptions {
+        pace: Pace::RealTime { speed: args.speed },
+        log: args.log.clone(),
+        keep_recent: RECENT_EVENTS,
+        ..durable.options("mcp")?
+    };
+    let rt = crate::flags::async_runtime(2)?;
+    rt.block_on(serve(config, options, args))
 }
 
-async fn serve(mut session: session::Session, config: &Config, args: &Args) -> Result<ExitCode> {
+async fn serve(config: &Config, session: SessionOptions, args: &Args) -> Result<ExitCode> {
+    let run = Run::assemble(config, session).await?;
     // A service that cannot start is named; the rest runs without it.
-    for error in services::connect_all(&config.mcp, &mut session.engine).await {
-        eprintln!("error: {error}");
+    for service in &run.info.services {
+        if let Some(e) = &service.error {
+            eprintln!("error: MCP service `{}` {e}", service.name);
+        }
     }
+    let thread_id = run.thread_id.clone();
     let options = Options {
         call_timeout: Duration::from_secs_f64(args.call_timeout),
     };
-    let pace = Pace::RealTime { speed: args.speed };
-    let server = McpServer::start(session.engine, pace, Some(session.log), options)?;
+    // The run (the engine with its world) is large: the future lives on the heap.
+    let server = Box::pin(McpServer::start(run, options)).await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(on_signal(shutdown.clone()));
     // Operator lines are read on a thread of their own and go straight to
@@ -90,7 +98,7 @@ async fn serve(mut session: session::Session, config: &Config, args: &Args) -> R
     }
     match args.http {
         None => {
-            eprintln!("robobrain mcp: thread {} on stdio", session.thread_id);
+            eprintln!("robobrain mcp: thread {thread_id} on stdio");
             let running = server
                 .clone()
                 .serve(rmcp::transport::stdio())
@@ -107,13 +115,12 @@ async fn serve(mut session: session::Session, config: &Config, args: &Args) -> R
             // Tests and scripts read the address (the real port) from this line.
             eprintln!(
                 "robobrain mcp: thread {} serving http://{}{PATH}",
-                session.thread_id, http.addr
+                thread_id, http.addr
             );
             http.serve().await?;
         }
     }
-    // The robot is at rest and the thread closed before the process ends.
-    server.runtime().stop().await;
+    server.session().stop().await?;
     Ok(ExitCode::SUCCESS)
 }
 

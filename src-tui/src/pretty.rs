@@ -316,6 +316,7 @@ fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
             _ => ("LOG", DIM, message.clone()),
         },
         EventKind::Error { code, message } => ("ERROR", BOLD_RED, format!("{code}: {message}")),
+        EventKind::Run { run } => ("RUN", BOLD_MAGENTA, run.summary()),
     })
 }
 

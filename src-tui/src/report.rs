@@ -466,7 +466,7 @@ mod tests {
     use robobrain_core::config::Config;
     use robobrain_core::engine::Engine;
     use robobrain_core::protocol::Command;
-    use robobrain_core::sim::World;
+    use robobrain_core::world::World;
 
     use super::*;
 

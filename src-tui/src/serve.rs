@@ -1,5 +1,5 @@
-//! `robobrain serve`: the brain on the simulated robot (as `robobrain
-//! headless` sets it up) with the web console — the page over HTTP and the
+//! `robobrain serve`: the run the session builder assembles, with the web
+//! console — the page over HTTP and the
 //! protocol over a WebSocket ([`robobrain_tui::web`]). Localhost only unless
 //! `--token` is given; `--viewer-token` lets others watch without commanding.
 
@@ -10,14 +10,13 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use robobrain_core::config::Config;
-use robobrain_core::mapview::MapView;
-use robobrain_core::protocol::Command;
-use robobrain_core::runtime::{Pace, Runtime};
-use serde_json::json;
+use robobrain_core::runtime::Pace;
+use robobrain_core::session::{Session, SessionOptions};
 use tokio_util::sync::CancellationToken;
 
-use robobrain_tui::session::{self, Durability};
 use robobrain_tui::web::{Access, Served, WebServer, access};
+
+use crate::flags::{Durability, LOG_HELP};
 
 /// Events kept for viewers that reconnect.
 const RECENT_EVENTS: usize = 20_000;
@@ -40,35 +39,35 @@ pub struct Args {
     /// Say this at start (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub say: Vec<String>,
-    #[arg(long, value_name = "FILE", help = crate::cli::LOG_HELP)]
+    #[arg(long, value_name = "FILE", help = LOG_HELP)]
     pub log: Option<PathBuf>,
 }
 
 /// Serves until Ctrl-C or SIGTERM.
-pub fn run(config: Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
-    crate::cli::check_speed(args.speed)?;
+pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     access::check_bind(args.listen, args.token.as_deref()).map_err(anyhow::Error::msg)?;
-    let (session, rt) = crate::cli::served_session(config, "serve", args.log.as_deref(), durable)?;
-    rt.block_on(serve(session, args))
+    let options = SessionOptions {
+        pace: Pace::RealTime { speed: args.speed },
+        log: args.log.clone(),
+        say: args.say.clone(),
+        keep_recent: RECENT_EVENTS,
+        ..durable.options("serve")?
+    };
+    let rt = crate::flags::async_runtime(2)?;
+    rt.block_on(async {
+        let session = Session::open(config, options).await?;
+        for service in &session.info().services {
+            if let Some(e) = &service.error {
+                eprintln!("error: MCP service `{}` {e}", service.name);
+            }
+        }
+        serve(session, args).await
+    })
 }
 
-async fn serve(session: session::Session, args: &Args) -> Result<ExitCode> {
-    let mut engine = session.engine;
-    let skills = engine
-        .registry_mut()
-        .specs()
-        .map(|s| json!({"name": s.name, "description": s.description, "args_schema": s.args_schema, "risk": s.risk}))
-        .collect();
-    let (runtime, events) = Runtime::start_subscribed(engine, Pace::RealTime { speed: args.speed });
-    let recent = robobrain_tui::recorder::start(RECENT_EVENTS, events, Some(session.log));
-    for text in &args.say {
-        runtime.send(Command::Say { text: text.clone() }).await?;
-    }
+async fn serve(session: Session, args: &Args) -> Result<ExitCode> {
     let served = Arc::new(Served {
-        runtime,
-        recent,
-        map: MapView::of(&session.world),
-        skills,
+        session,
         access: Access {
             token: args.token.clone(),
             viewer_token: args.viewer_token.clone(),
@@ -77,14 +76,15 @@ async fn serve(session: session::Session, args: &Args) -> Result<ExitCode> {
     });
     let server = WebServer::bind(Arc::clone(&served), args.listen).await?;
     // Tests and scripts read the address (the real port) from this line.
+    eprintln!("robobrain serve: {}", served.session.info().summary());
     eprintln!(
         "robobrain serve: thread {} at http://{}/",
-        session.thread_id, server.addr
+        served.session.thread_id(),
+        server.addr
     );
     let shutdown = CancellationToken::new();
     tokio::spawn(crate::mcpserve::on_signal(shutdown.clone()));
     server.serve(shutdown).await?;
-    // The robot is at rest and the thread closed before the process ends.
-    served.runtime.stop().await;
+    served.session.stop().await?;
     Ok(ExitCode::SUCCESS)
 }

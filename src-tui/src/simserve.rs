@@ -11,7 +11,10 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
 use robobrain_core::config::Config;
-use robobrain_core::sim::{Sim, SimServer, World};
+use robobrain_core::{
+    sim::{Sim, SimServer},
+    world::World,
+};
 
 /// Arguments of `robobrain sim`.
 #[derive(Debug, clap::Args)]

@@ -241,6 +241,13 @@
     return errors;
   }
 
+  // src/protocol.ts
+  function runSummary(run) {
+    const brain = run.brain.kind === "model" && run.brain.model ? `model ${run.brain.model}` : run.brain.kind;
+    const services = run.services.length ? run.services.map((s) => `${s.name}(${s.error ? "failed" : s.tools})`).join(", ") : "none";
+    return `brain ${brain} · memory ${run.memory.mode} · mcp ${services}`;
+  }
+
   // src/state.ts
   var KEEP = 500;
   var KEEP_LOG = 2e3;
@@ -274,6 +281,8 @@
     switch (e.kind) {
       case "decision":
         return `${str(e.decision_type)} (${str(e.brain)}): ${str(e.reason)}`;
+      case "run":
+        return runSummary(e.run);
       case "mode":
       case "activity":
         return `${str(e.from)} → ${str(e.to)}: ${str(e.reason)}`;
@@ -315,6 +324,7 @@
   }
   function takeSnapshot(s, snap) {
     s.snap = snap;
+    if (snap.run) s.run = snap.run;
     s.thread = snap.thread_id;
     if (snap.seq !== void 0) s.seq = Math.max(s.seq, snap.seq);
     s.approvals = new Map(snap.approvals.map((a) => [a.approval_id, a]));
@@ -332,6 +342,9 @@
     switch (e.kind) {
       case "snapshot":
         takeSnapshot(s, e.snapshot);
+        break;
+      case "run":
+        s.run = e.run;
         break;
       case "telemetry":
         if (snap) {
@@ -433,6 +446,7 @@
         s.thread = m.thread_id;
         s.map = m.map;
         s.skills = new Map((m.skills ?? []).map((k) => [k.name, k]));
+        if (m.run) s.run = m.run;
         break;
       case "snapshot":
         takeSnapshot(s, m.snapshot);
@@ -561,6 +575,7 @@
     $("activity").textContent = activity;
     $("activity").className = `badge activity-${activity.toLowerCase()}`;
     $("brain").textContent = snap?.brain ?? "—";
+    $("run").textContent = s.run ? runSummary(s.run) : "—";
     $("simtime").textContent = snap ? t(snap.time) : "—";
     const pct = snap?.robot.battery_pct ?? 0;
     $("battery-pct").textContent = snap ? `${pct.toFixed(0)}%${snap.robot.charging ? " ⚡" : ""}` : "—";

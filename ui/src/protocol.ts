@@ -26,6 +26,22 @@ export interface MemoryUse { id: number; score: number; bm25?: number; dense?: n
 export interface Incident { zone: string; kind: string }
 export interface IncidentRecord { id: string; time: number; zone: string; kinds: string[]; description: string; status: string; acknowledged_by?: string | null }
 
+/** What a run is made of (`RunInfo` in src-core/src/protocol/run.rs): every face shows it the same way. */
+export interface RunInfo {
+  brain: { kind: "rules" | "model" | "scripted"; model?: string; endpoint?: string };
+  memory: { mode: "off" | "bm25" | "dense" | "hybrid"; note?: string };
+  services: { name: string; tools: number; error?: string }[];
+  robot: string;
+  db?: string;
+}
+
+/** The one line every face shows: `brain model qwen-max · memory hybrid · mcp time(2)` (as `RunInfo::summary`). */
+export function runSummary(run: RunInfo): string {
+  const brain = run.brain.kind === "model" && run.brain.model ? `model ${run.brain.model}` : run.brain.kind;
+  const services = run.services.length ? run.services.map((s) => `${s.name}(${s.error ? "failed" : s.tools})`).join(", ") : "none";
+  return `brain ${brain} · memory ${run.memory.mode} · mcp ${services}`;
+}
+
 export interface Snapshot {
   thread_id: string;
   time: number;
@@ -55,6 +71,8 @@ export interface Snapshot {
   devices?: Record<string, DeviceView>;
   brain?: string | null;
   world: string;
+  /** What the run is made of (absent in scripted runs). */
+  run?: RunInfo;
 }
 
 /** An event: the common fields and the kind's own. */
@@ -72,7 +90,7 @@ export interface SkillSpecView { name: string; description: string; args_schema:
 
 /** What the server (or the desktop app) sends. */
 export type ServerMessage =
-  | { type: "hello"; role: "operator" | "viewer"; thread_id: string; map: MapView; skills?: SkillSpecView[] }
+  | { type: "hello"; role: "operator" | "viewer"; thread_id: string; map: MapView; skills?: SkillSpecView[]; run?: RunInfo }
   | { type: "snapshot"; snapshot: Snapshot }
   | { type: "event"; event: RbEvent }
   | { type: "refused"; reason: string }

@@ -1,7 +1,8 @@
 // The page's state, built only from what the server sends: a pure reducer,
 // so a live run and a replayed log paint the same way.
 
-import type { ApprovalView, DeviceView, IncidentRecord, MemoryUse, MapView, Point, RbEvent, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
+import type { ApprovalView, DeviceView, IncidentRecord, MemoryUse, MapView, Point, RbEvent, RunInfo, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
+import { runSummary } from "./protocol";
 
 export interface DecisionEntry { seq: number; time: number; type: string; reason: string; brain: string; task: string; ops: string }
 export interface LineEntry { seq: number; time: number; text: string; extra?: string }
@@ -13,6 +14,8 @@ export interface ViewState {
   map?: MapView;
   skills: Map<string, SkillSpecView>;
   snap?: Snapshot;
+  /** What the run is made of: from `hello`, snapshots and `run` events. */
+  run?: RunInfo;
   seq: number;
   battery: { time: number; pct: number }[];
   trail: Point[];
@@ -67,6 +70,8 @@ export function describe(e: RbEvent): string {
   switch (e.kind) {
     case "decision":
       return `${str(e.decision_type)} (${str(e.brain)}): ${str(e.reason)}`;
+    case "run":
+      return runSummary(e.run as RunInfo);
     case "mode":
     case "activity":
       return `${str(e.from)} → ${str(e.to)}: ${str(e.reason)}`;
@@ -109,6 +114,7 @@ export function describe(e: RbEvent): string {
 
 function takeSnapshot(s: ViewState, snap: Snapshot): void {
   s.snap = snap;
+  if (snap.run) s.run = snap.run;
   s.thread = snap.thread_id;
   if (snap.seq !== undefined) s.seq = Math.max(s.seq, snap.seq);
   s.approvals = new Map(snap.approvals.map((a) => [a.approval_id, a]));
@@ -127,6 +133,9 @@ function applyEvent(s: ViewState, e: RbEvent): void {
   switch (e.kind) {
     case "snapshot":
       takeSnapshot(s, e.snapshot as Snapshot);
+      break;
+    case "run":
+      s.run = e.run as RunInfo;
       break;
     case "telemetry":
       if (snap) {
@@ -230,6 +239,7 @@ export function apply(s: ViewState, m: ServerMessage): ViewState {
       s.thread = m.thread_id;
       s.map = m.map;
       s.skills = new Map((m.skills ?? []).map((k) => [k.name, k]));
+      if (m.run) s.run = m.run;
       break;
     case "snapshot":
       takeSnapshot(s, m.snapshot);

@@ -1,5 +1,6 @@
 // The panels: everything but the map, drawn from the state.
 
+import { runSummary } from "./protocol";
 import type { ViewState } from "./state";
 
 const esc = (s: unknown): string =>
@@ -40,6 +41,7 @@ export function renderPanels(s: ViewState, filter: LogFilter): void {
   $("activity").textContent = activity;
   $("activity").className = `badge activity-${activity.toLowerCase()}`;
   $("brain").textContent = snap?.brain ?? "—";
+  $("run").textContent = s.run ? runSummary(s.run) : "—";
   $("simtime").textContent = snap ? t(snap.time) : "—";
   const pct = snap?.robot.battery_pct ?? 0;
   $("battery-pct").textContent = snap ? `${pct.toFixed(0)}%${snap.robot.charging ? " ⚡" : ""}` : "—";

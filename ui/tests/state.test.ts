@@ -3,7 +3,8 @@
 
 import assert from "node:assert/strict";
 import { GUARD_MS, parseChat, refusal } from "../src/approval";
-import type { RbEvent, Snapshot } from "../src/protocol";
+import type { RbEvent, RunInfo, Snapshot } from "../src/protocol";
+import { runSummary } from "../src/protocol";
 import { validate } from "../src/schema";
 import { apply, empty, parseLog, replay } from "../src/state";
 
@@ -119,6 +120,25 @@ test("a click answers only after the guard, and only from the pointer", () => {
   assert.equal(refusal(click, opened, opened + GUARD_MS), undefined);
   assert.match(refusal({ isTrusted: true, detail: 0 }, opened, opened + 5000) ?? "", /with a click/, "Enter or Space on the button");
   assert.match(refusal({ isTrusted: false, detail: 1 }, opened, opened + 5000) ?? "", /with a click/, "a scripted click");
+});
+
+test("what the run is made of comes from hello, the run event and snapshots, in the Rust words", () => {
+  const run: RunInfo = {
+    brain: { kind: "model", model: "qwen-max", endpoint: "http://127.0.0.1:8765/v1" },
+    memory: { mode: "bm25", note: "no embedding model" },
+    services: [{ name: "time", tools: 2 }, { name: "ghost", tools: 0, error: "no such program" }],
+    robot: "sim:",
+  };
+  // The same line as RunInfo::summary's test in src-core/src/protocol/run.rs.
+  assert.equal(runSummary(run), "brain model qwen-max · memory bm25 · mcp time(2), ghost(failed)");
+  assert.equal(runSummary({ brain: { kind: "rules" }, memory: { mode: "off" }, services: [], robot: "sim:" }), "brain rules · memory off · mcp none");
+  let s = apply(empty(), { type: "snapshot", snapshot });
+  assert.equal(s.run, undefined);
+  s = apply(s, { type: "event", event: ev(4, "run", { run }) });
+  assert.deepEqual(s.run, run);
+  const later = { ...run, memory: { mode: "hybrid" as const } };
+  s = apply(s, { type: "snapshot", snapshot: { ...snapshot, seq: 9, run: later } });
+  assert.equal(s.run?.memory.mode, "hybrid");
 });
 
 console.log(`${passed} passed, ${failed} failed`);

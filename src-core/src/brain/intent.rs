@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::sim::World;
+use crate::world::World;
 
 /// What an utterance asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

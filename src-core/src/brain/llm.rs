@@ -27,8 +27,8 @@ use crate::llm::prompt::Prompts;
 use crate::llm::{CallResult, LlmClient, LlmConfig, LlmWorker, Structured, Update};
 use crate::protocol::{BrainKind, EventKind, LlmCallView};
 use crate::react::{Decision, Observation};
-use crate::sim::World;
 use crate::skills::SkillRegistry;
+use crate::world::World;
 use reply::Validators;
 use request::message;
 

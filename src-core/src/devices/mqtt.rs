@@ -32,6 +32,8 @@ pub use backend::{MqttBackend, from_z2m, to_z2m};
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
 
+pub use crate::config::parse_broker;
+
 /// Where the broker is and how the adapter talks to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MqttConfig {
@@ -120,20 +122,15 @@ impl MqttError {
     }
 }
 
-/// `HOST:PORT` → its parts, `None` when it is not that.
-pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
-    let (host, port) = addr.rsplit_once(':')?;
-    let port = port.parse().ok().filter(|p| *p > 0)?;
-    (!host.is_empty()).then(|| (host.to_string(), port))
-}
-
-/// The MQTT backend `[home] mqtt` asks for, for these devices; `None` when
-/// the home is simulated.
+/// The MQTT backend for these devices on the broker at `broker`
+/// (`HOST:PORT`, `[home] mqtt`) under `base_topic` (`[home] mqtt_base`);
+/// `None` when there is no broker (the home is simulated).
 pub fn backend_for(
-    config: &crate::config::HomeConfig,
+    broker: Option<&str>,
+    base_topic: &str,
     devices: &[crate::devices::Device],
 ) -> Result<Option<MqttBackend>, crate::devices::DeviceError> {
-    let Some(addr) = &config.mqtt else {
+    let Some(addr) = broker else {
         return Ok(None);
     };
     let (host, port) = parse_broker(addr).ok_or_else(|| {
@@ -142,7 +139,7 @@ pub fn backend_for(
         ))
     })?;
     let mut mqtt = MqttConfig::new(host, port);
-    mqtt.base_topic.clone_from(&config.mqtt_base);
+    mqtt.base_topic = base_topic.to_string();
     MqttBackend::connect(mqtt, devices, &std::collections::BTreeMap::new()).map(Some)
 }
 

@@ -484,8 +484,8 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::protocol::{Command, Event, Mode, SkillStatus};
-    use crate::sim::World;
     use crate::store::Synchronous;
+    use crate::world::World;
 
     fn temp_db(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("rb-durable-{}-{name}", std::process::id()));

@@ -215,8 +215,8 @@ mod tests {
     use crate::hci;
     use crate::protocol::{Command, DecisionType, Event, EventKind, Op};
     use crate::react::Decision;
-    use crate::sim::World;
     use crate::store::audit::AuditFilter;
+    use crate::world::World;
 
     /// AgentDojo's attack templates, read from the shared test data (never copied).
     fn attack_templates() -> Vec<(String, String)> {

@@ -101,7 +101,7 @@ mod tests {
     use crate::config::Config;
     use crate::engine::Engine;
     use crate::protocol::{Command, EventKind, TaskStatus};
-    use crate::sim::World;
+    use crate::world::World;
 
     /// `[patrol] look_around = false`: the plan only goes round.
     #[test]

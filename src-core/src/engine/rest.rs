@@ -252,8 +252,8 @@ mod tests {
     use crate::config::Config;
     use crate::link::LinkError;
     use crate::protocol::{Command, Event, TaskStatus};
-    use crate::sim::World;
     use crate::store::{Store, Synchronous};
+    use crate::world::World;
     use std::sync::{Arc, Mutex};
 
     /// A robot link that records what it is sent, in order, over a real

@@ -214,7 +214,7 @@ mod tests {
     use crate::config::Config;
     use crate::engine::Engine;
     use crate::protocol::{Command, Event};
-    use crate::sim::World;
+    use crate::world::World;
 
     /// Runs the simulated engine until `until` sim seconds, submitting `commands` at t = 0.
     fn run(engine: &mut Engine, commands: Vec<Command>, until: f64) -> Vec<Event> {

@@ -13,9 +13,9 @@ use serde_json::Value;
 use tokio::sync::mpsc as tokio_mpsc;
 
 use crate::config::McpServiceConfig;
-use crate::sim::World;
 use crate::skills::runner::GoalResult;
 use crate::skills::{MainType, Risk, Skill, SkillContext, SkillError, SkillSpec, Started, SubType};
+use crate::world::World;
 
 /// Wall-clock seconds a remote tool call may take before the runner times it out.
 pub const REMOTE_TIMEOUT_S: f64 = 60.0;
@@ -253,7 +253,7 @@ mod tests {
             ..Config::default()
         };
         let mut engine =
-            Engine::simulated(&config, crate::sim::World::builtin("apartment").unwrap()).unwrap();
+            Engine::simulated(&config, crate::world::World::builtin("apartment").unwrap()).unwrap();
         let (port, mut worker) = service_channel("home");
         let tool = json!({"name": "echo", "inputSchema": {"type": "object"}});
         engine

@@ -10,13 +10,15 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::estimate_tokens;
 use super::long::Retrieved;
 use super::prefs::Pref;
 use super::store::Message;
 use super::tokenize::terms;
+
+pub use crate::protocol::MemoryUse;
 
 /// Everything memory can offer one decision.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -35,25 +37,6 @@ pub struct MemoryContext {
     pub prefs: Vec<Pref>,
     /// Session state (key, value).
     pub state: Vec<(String, String)>,
-}
-
-/// One memory put into the model's input, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemoryUse {
-    /// The memory's id.
-    pub id: u64,
-    /// Its rank score.
-    pub score: f32,
-    /// Raw BM25, when it matched terms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bm25: Option<f32>,
-    /// Cosine with the query, when the model is there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dense: Option<f32>,
-    /// The memory's text (cut to 200 characters).
-    pub text: String,
-    /// Why it was chosen, in words.
-    pub why: String,
 }
 
 /// The rendered memory section and what went into it.

@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use crate::geometry::Point;
 use crate::link::Telemetry;
-use crate::sim::World;
+use crate::world::World;
 
 /// One captured image.
 #[derive(Debug, Clone, PartialEq)]

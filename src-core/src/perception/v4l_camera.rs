@@ -14,7 +14,7 @@ use v4l::{Device, FourCC};
 use super::camera::encode_rgb;
 use super::{Camera, CameraError, Frame};
 use crate::link::Telemetry;
-use crate::sim::World;
+use crate::world::World;
 
 /// The camera at a device path (`VIDEO_DEV`, default `/dev/video0`).
 #[derive(Debug, Clone)]

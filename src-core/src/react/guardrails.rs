@@ -4,8 +4,8 @@
 use crate::config::PolicyConfig;
 use crate::policy;
 use crate::protocol::{Mode, Op, Verdict};
-use crate::sim::World;
 use crate::skills::{SkillRegistry, SkillRunner};
+use crate::world::World;
 
 /// Longest wait a decision may ask for, sim seconds.
 pub const MAX_WAIT_S: f64 = 600.0;

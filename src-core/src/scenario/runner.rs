@@ -17,8 +17,8 @@ use crate::link::Fault;
 use crate::llm::mock_script;
 use crate::llm::mock_server::MockServer;
 use crate::protocol::{Command, Event};
-use crate::sim::World;
 use crate::source::SourceError;
+use crate::world::World;
 
 /// Slack for comparing accumulated sim times.
 const EPS: f64 = 1e-6;
@@ -37,13 +37,19 @@ pub struct RunResult {
 /// Wall time a lockstep run waits for a thinking brain before looking again.
 const BRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Resolves the scenario's world, applies `[start]`, checks the names the
-/// scenario uses against the world, builds the engine and gives it the
-/// scenario's brain (starting its mock model, if it has one).
-pub fn prepare(scenario: &Scenario) -> Result<Engine, ScenarioError> {
+/// The scenario's world as it runs: resolved, with `[start]` applied, and
+/// the names the scenario uses checked against it.
+pub fn world_of(scenario: &Scenario) -> Result<World, ScenarioError> {
     let mut world = World::resolve(&scenario.world)?;
     apply_start(scenario, &mut world)?;
     check_names(scenario, &world)?;
+    Ok(world)
+}
+
+/// Builds the engine over the scenario's world ([`world_of`]) and gives it
+/// the scenario's brain (starting its mock model, if it has one).
+pub fn prepare(scenario: &Scenario) -> Result<Engine, ScenarioError> {
+    let world = world_of(scenario)?;
     let mut engine = Engine::simulated(&scenario.config, world)?;
     if let Some(brain) = brain_for(scenario)? {
         engine.set_brain(brain);

@@ -8,8 +8,8 @@
 
 use crate::geometry::{Point, Pose, Twist, normalize_angle};
 
-use super::planner::Path;
-use super::world::BaseLimits;
+use crate::world::BaseLimits;
+use crate::world::planner::Path;
 
 /// How far ahead on the path the follower aims, metres.
 pub const LOOKAHEAD_M: f64 = 0.35;

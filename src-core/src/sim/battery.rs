@@ -1,7 +1,7 @@
 //! The battery: drains with time and with distance driven, charges on the
 //! dock, and always stays within 0–100 %.
 
-use super::world::BatteryModel;
+use crate::world::BatteryModel;
 
 /// State of charge under a [`BatteryModel`].
 #[derive(Debug, Clone, PartialEq)]

@@ -5,8 +5,8 @@
 use crate::geometry::{Point, Pose};
 use crate::link::{GoalId, NavFeedback};
 
-use super::grid::Grid;
-use super::planner::Path;
+use crate::world::grid::Grid;
+use crate::world::planner::Path;
 
 /// Seconds between feedback messages of a running goal.
 pub const FEEDBACK_PERIOD_S: f64 = 0.5;

@@ -315,7 +315,7 @@ pub fn wall_us() -> u64 {
 mod tests {
     use super::*;
     use crate::link::{GoalKind, GoalStatus, RobotLink, tcp::TcpLink};
-    use crate::sim::World;
+    use crate::world::World;
 
     #[test]
     fn a_remote_robot_runs_goals_remembers_them_and_records_every_send() {

@@ -5,7 +5,7 @@
 use crate::link::{LinkError, LinkReply, LinkRequest, RobotLink};
 
 use super::simulator::Sim;
-use super::world::World;
+use crate::world::World;
 
 /// A [`RobotLink`] to a simulated robot living in this process.
 #[derive(Debug, Clone)]

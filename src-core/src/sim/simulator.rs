@@ -14,9 +14,9 @@ use crate::rng::SplitMix64;
 use super::base::{Base, GOAL_TOLERANCE_M, follow, turn_command};
 use super::battery::Battery;
 use super::goal::{ActiveGoal, FEEDBACK_PERIOD_S, Job, Phase};
-use super::grid::Grid;
-use super::planner::{Path, PlanError, plan};
-use super::world::{ScriptedIncident, World};
+use crate::world::grid::Grid;
+use crate::world::planner::{Path, PlanError, plan};
+use crate::world::{ScriptedIncident, World};
 
 /// Longest internal integration step, seconds.
 pub const SUBSTEP_S: f64 = 0.05;

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{Skill, SkillContext, SkillError, SkillSpec, Started};
-use crate::sim::World;
+use crate::world::World;
 
 struct Entry {
     validator: jsonschema::Validator,

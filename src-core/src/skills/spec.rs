@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::protocol::Risk;
+
 /// Where a skill runs (seed 002 `main_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -22,29 +24,6 @@ pub enum SubType {
     Control,
     /// Only reads.
     Query,
-}
-
-/// Risk level (seed 001 §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Risk {
-    /// Reads only.
-    Read,
-    /// A write that is easy to undo.
-    LowWrite,
-    /// A write with consequences (locks, gas, leaving the apartment…).
-    HighWrite,
-}
-
-impl Risk {
-    /// The name as written in config and events.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::LowWrite => "low_write",
-            Self::HighWrite => "high_write",
-        }
-    }
 }
 
 /// What the brain should do about a skill error code (the spec's error map).
@@ -119,5 +98,16 @@ impl SkillSpec {
                 "parameters": self.args_schema,
             }
         })
+    }
+}
+/// A skill as a face's approval editor needs it.
+impl From<&SkillSpec> for crate::protocol::SkillView {
+    fn from(spec: &SkillSpec) -> Self {
+        Self {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            args_schema: spec.args_schema.clone(),
+            risk: spec.risk,
+        }
     }
 }

@@ -80,7 +80,7 @@ impl Skill for RobotStatus {
 mod tests {
     use super::*;
     use crate::link::Telemetry;
-    use crate::sim::{SimLink, World};
+    use crate::{sim::SimLink, world::World};
 
     #[test]
     fn it_reports_the_zone_battery_and_known_zones() {

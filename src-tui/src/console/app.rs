@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use robobrain_core::link::NavFeedback;
 use robobrain_core::protocol::{
-    ApprovalStatus, ApprovalView, BrainKind, Command, DecisionType, Event, EventKind, Op,
+    ApprovalStatus, ApprovalView, BrainKind, Command, DecisionType, Event, EventKind, Op, Role,
     SkillStatus, Snapshot, SpeechTrack, TaskStatus, Verdict,
 };
-use robobrain_core::sim::World;
 use robobrain_core::skills::SkillRegistry;
+use robobrain_core::world::World;
 use serde_json::Value;
 
 use super::forecast::{Forecast, NoForecast, forecast};
@@ -294,6 +294,8 @@ pub struct App {
     pub(crate) forecasts: HashMap<String, Result<Forecast, NoForecast>>,
     seen_approvals: Vec<String>,
     pub(crate) estop_sent: bool,
+    /// Attached to a run served elsewhere: its URL and this console's role.
+    pub(crate) remote: Option<(String, Role)>,
     /// Wall time now, as the driver last set it ([`App::set_clock`]).
     now: Instant,
 }
@@ -337,10 +339,17 @@ impl App {
             forecasts: HashMap::new(),
             seen_approvals: Vec::new(),
             estop_sent: false,
+            remote: None,
             now,
         };
         app.set_snapshot(snapshot);
         app
+    }
+
+    /// Marks the console as attached to the run served at `url`, as `role`
+    /// (a viewer's commands are refused by the server; the header says so).
+    pub fn attached(&mut self, url: &str, role: Role) {
+        self.remote = Some((url.to_string(), role));
     }
 
     /// Sets the wall time the answer guard is measured against; the driver
@@ -1030,6 +1039,9 @@ impl App {
                     Level::Warn
                 };
                 self.push_log(time, level, incident.summary());
+            }
+            EventKind::Run { run } => {
+                self.push_log(time, Level::Info, format!("run: {}", run.summary()));
             }
             EventKind::Update { .. } => {}
             #[allow(unreachable_patterns)]

@@ -4,8 +4,8 @@
 
 use robobrain_core::geometry::Point;
 use robobrain_core::protocol::{Op, Snapshot};
-use robobrain_core::sim::World;
-use robobrain_core::sim::grid::Grid;
+use robobrain_core::world::World;
+use robobrain_core::world::grid::Grid;
 use serde_json::Value;
 
 /// The expected effect of a navigation op.
@@ -53,7 +53,7 @@ pub fn forecast(world: &World, snap: &Snapshot, op: &Op) -> Result<Forecast, NoF
             grid.set_blocked(&world.passage_cells(p), true);
         }
     }
-    let path = robobrain_core::sim::plan(&grid, snap.robot.pose.point(), target)
+    let path = robobrain_core::world::plan(&grid, snap.robot.pose.point(), target)
         .map_err(|e| NoForecast::NoPath(e.to_string()))?;
     let distance_m = path.length();
     let eta_s = distance_m / (CRUISE * world.base.max_speed).max(1e-3);

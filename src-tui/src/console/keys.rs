@@ -146,7 +146,7 @@ mod tests {
     use super::*;
     use crate::console::app::Focus;
     use robobrain_core::protocol::Snapshot;
-    use robobrain_core::sim::World;
+    use robobrain_core::world::World;
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)

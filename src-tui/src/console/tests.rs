@@ -12,8 +12,8 @@ use robobrain_core::engine::Engine;
 use robobrain_core::protocol::{
     Activity, ApprovalStatus, Command, DecisionType, Event, EventKind, Mode,
 };
-use robobrain_core::sim::World;
 use robobrain_core::skills::Risk;
+use robobrain_core::world::World;
 use std::time::Instant;
 
 use super::app::{ANSWER_GUARD, Action, App, Effect, Stage};

@@ -15,8 +15,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use robobrain_core::protocol::run::MemoryMode;
 use robobrain_core::protocol::{
-    ApprovalStatus, BrainKind, DecisionType, Mode, SkillStatus, SpeechTrack, TaskStatus, Verdict,
+    ApprovalStatus, BrainKind, DecisionType, Mode, Role, SkillStatus, SpeechTrack, TaskStatus,
+    Verdict,
 };
 
 use super::app::{App, Focus, Level, Step, Timed, status_words, target_of};
@@ -95,17 +97,30 @@ pub fn draw(app: &App, frame: &mut Frame) {
 
 fn draw_header(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     let s = app.snapshot();
-    let brain = match s.brain {
-        Some(BrainKind::Rule) | None => "rule brain (offline)",
-        Some(BrainKind::Model) => "model brain",
-        Some(BrainKind::Fallback) => "rule brain (model fallback)",
-        Some(BrainKind::Scripted) => "scripted brain",
-        Some(BrainKind::Kernel) => "kernel",
+    let brain = match (s.brain, &s.run) {
+        (Some(BrainKind::Model), Some(run)) => run.brain_label(),
+        (Some(BrainKind::Rule) | None, _) => "rule brain (offline)".into(),
+        (Some(BrainKind::Model), None) => "model brain".into(),
+        (Some(BrainKind::Fallback), _) => "rule brain (model fallback)".into(),
+        (Some(BrainKind::Scripted), _) => "scripted brain".into(),
+        (Some(BrainKind::Kernel), _) => "kernel".into(),
     };
-    let mut spans = vec![
-        Span::styled(" robobrain ", theme.bold().add_modifier(Modifier::REVERSED)),
-        Span::raw(format!(" {} · {brain} · t {:.1} s ", s.world, s.time)),
-    ];
+    let mut spans = vec![Span::styled(
+        " robobrain ",
+        theme.bold().add_modifier(Modifier::REVERSED),
+    )];
+    if let Some((url, role)) = &app.remote {
+        let url = url.split('?').next().unwrap_or(url);
+        let role = match role {
+            Role::Operator => "operator",
+            Role::Viewer => "viewer: watching only",
+        };
+        spans.push(Span::styled(format!(" ⇄ {url} ({role})"), theme.warn()));
+    }
+    spans.push(Span::raw(format!(
+        " {} · {brain} · t {:.1} s ",
+        s.world, s.time
+    )));
     if s.estop || app.estop_sent {
         spans.push(Span::styled(
             " E-STOP ",
@@ -119,6 +134,16 @@ fn draw_header(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
         ));
     }
     spans.push(Span::styled("  ? help", theme.dim()));
+    if let Some(run) = &s.run {
+        spans.push(Span::styled(
+            format!(
+                " · memory {} · mcp {}",
+                run.memory_label(),
+                run.services_label()
+            ),
+            theme.dim(),
+        ));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -580,9 +605,18 @@ fn draw_speech(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
 }
 
 fn draw_tokens(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
+    let model = app.snapshot().run.as_ref().and_then(|r| {
+        let b = &r.brain;
+        b.model
+            .as_ref()
+            .map(|m| (m, b.endpoint.as_deref().unwrap_or("?")))
+    });
     let lines: Vec<Line> = if app.tokens.is_empty() {
         vec![Line::styled(
-            "no model configured: the rule brain decides offline",
+            match model {
+                Some((model, at)) => format!("{model} at {at}: its tokens stream here"),
+                None => "no model configured: the rule brain decides offline".into(),
+            },
             theme.dim(),
         )]
     } else {
@@ -629,7 +663,15 @@ fn draw_memory(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
         .map(|Timed { time, item }| Line::from(vec![stamp(*time, theme), Span::raw(item.clone())]))
         .collect();
     if lines.is_empty() {
-        lines.push(Line::styled("nothing retrieved yet", theme.dim()));
+        let text = match app.snapshot().run.as_ref().map(|r| &r.memory) {
+            Some(m) if m.mode == MemoryMode::Off => "memory is off".to_string(),
+            Some(m) => match &m.note {
+                Some(note) => format!("memory {}: {note}; nothing retrieved yet", m.mode.as_str()),
+                None => format!("memory {}: nothing retrieved yet", m.mode.as_str()),
+            },
+            None => "nothing retrieved yet".to_string(),
+        };
+        lines.push(Line::styled(text, theme.dim()));
     }
     feed(
         app,

@@ -3,17 +3,7 @@
 
 use std::net::SocketAddr;
 
-use serde::Serialize;
-
-/// What a connected page may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Sends commands: says, approves, edits, rejects, stops.
-    Operator,
-    /// Watches only; its commands are refused.
-    Viewer,
-}
+pub use robobrain_core::protocol::Role;
 
 /// Why a client was turned away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -1,12 +1,15 @@
 //! The HTTP side of `robobrain serve`: the page (embedded), the map and the
-//! snapshot as JSON, and the protocol over a WebSocket — `hello` (the role
-//! and the map), then a `snapshot`, then every `event`; commands come in as
-//! operator lines. A viewer that falls behind gets a fresh snapshot instead
-//! of holding anything up; a reconnecting page that says `since=SEQ` gets
-//! the events it missed (or a snapshot when they are no longer kept).
+//! snapshot as JSON, and the protocol over a WebSocket — `hello` (the role,
+//! the map, the run), then a `snapshot`, then every `event`
+//! ([`ServerMessage`]); commands come in as operator lines. A viewer that
+//! falls behind gets a fresh snapshot instead of holding anything up; a
+//! reconnecting page that says `since=SEQ` gets the events it missed (or a
+//! snapshot when they are no longer kept); a face that paints from
+//! snapshots (`robobrain tui --connect`) asks for one every `snapshot_ms`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::Router;
@@ -15,18 +18,15 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use robobrain_core::mapview::MapView;
-use robobrain_core::protocol::Event;
-use robobrain_core::runtime::Runtime;
+use robobrain_core::protocol::ServerMessage;
+use robobrain_core::protocol::line::{Line, parse_line};
+use robobrain_core::session::Session;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use super::access::{Access, Denied, Role};
 use super::assets;
-use crate::operator::{Line, parse_line};
-use crate::recorder::Recent;
 
 /// The biggest WebSocket message a connection reads at all (16 MiB): a
 /// bigger one closes the connection (close code 1009). Anything over
@@ -34,17 +34,14 @@ use crate::recorder::Recent;
 /// with an `error` message before it is parsed.
 pub const MAX_WS_MESSAGE: usize = 16 * 1024 * 1024;
 
-/// What every connection shares: the running brain, its recent events,
-/// the map and the access rules.
+/// The shortest period between snapshots a connection may ask for.
+pub const MIN_SNAPSHOT_MS: u64 = 50;
+
+/// What every connection shares: the run (its runtime, recent events,
+/// map, skills and what it is made of) and the access rules.
 pub struct Served {
-    /// The brain.
-    pub runtime: Runtime,
-    /// Its recent events (for resuming viewers).
-    pub recent: Arc<Recent>,
-    /// The map, sent once per connection.
-    pub map: MapView,
-    /// The skills (name, description, args_schema, risk), for the approval editor.
-    pub skills: Vec<Value>,
+    /// The run.
+    pub session: Session,
     /// Tokens and roles.
     pub access: Access,
 }
@@ -65,6 +62,9 @@ struct Params {
     since: Option<u64>,
     /// The thread `since` belongs to: a page that saw another run gets a snapshot.
     thread: Option<String>,
+    /// Send a fresh snapshot this often (ms, at least [`MIN_SNAPSHOT_MS`])
+    /// while the run moves: for a face that paints from snapshots.
+    snapshot_ms: Option<u64>,
 }
 
 impl WebServer {
@@ -144,8 +144,8 @@ async fn api(
         return refused.into_response();
     }
     match what.as_str() {
-        "map" => axum::Json(&served.map).into_response(),
-        "snapshot" => axum::Json(served.runtime.snapshot()).into_response(),
+        "map" => axum::Json(served.session.map()).into_response(),
+        "snapshot" => axum::Json(served.session.runtime().snapshot()).into_response(),
         _ => (StatusCode::NOT_FOUND, format!("no such API: {what}")).into_response(),
     }
 }
@@ -158,64 +158,61 @@ async fn socket(
 ) -> Response {
     match admit(&served, &p, &headers) {
         Ok(role) => {
-            let thread = served.runtime.snapshot().thread_id;
             let since = p
                 .since
-                .filter(|_| p.thread.as_deref() == Some(thread.as_str()));
+                .filter(|_| p.thread.as_deref() == Some(served.session.thread_id()));
+            let every = p
+                .snapshot_ms
+                .map(|ms| Duration::from_millis(ms.max(MIN_SNAPSHOT_MS)));
             // A frame over MAX_LINE_BYTES is answered with an error and the
             // connection goes on; only one over this hard bound closes it.
             upgrade
                 .max_message_size(MAX_WS_MESSAGE)
                 .max_frame_size(MAX_WS_MESSAGE)
-                .on_upgrade(move |ws| connection(served, ws, role, since))
+                .on_upgrade(move |ws| connection(served, ws, role, since, every))
         }
         Err(refused) => refused.into_response(),
     }
 }
 
-/// The message that carries `event`.
-fn event_message(event: &Event) -> Message {
-    Message::Text(
-        json!({"type": "event", "event": event.to_json()})
-            .to_string()
-            .into(),
-    )
-}
-
-fn message(v: &Value) -> Message {
-    Message::Text(v.to_string().into())
+fn message(m: &ServerMessage) -> Message {
+    Message::Text(m.to_text().into())
 }
 
 /// A fresh snapshot; returns the last event seq it covers.
 async fn send_snapshot(served: &Served, ws: &mut WebSocket) -> Option<u64> {
-    let snapshot = served.runtime.snapshot();
+    let snapshot = served.session.runtime().snapshot();
     let seq = snapshot.seq;
-    ws.send(message(&json!({"type": "snapshot", "snapshot": snapshot})))
+    ws.send(message(&ServerMessage::snapshot(snapshot)))
         .await
         .ok()?;
     Some(seq)
 }
 
 /// One page's connection, until either side leaves.
-async fn connection(served: Arc<Served>, mut ws: WebSocket, role: Role, since: Option<u64>) {
+async fn connection(
+    served: Arc<Served>,
+    mut ws: WebSocket,
+    role: Role,
+    since: Option<u64>,
+    every: Option<Duration>,
+) {
     // Subscribed first, so nothing between the catch-up and the live events is lost.
-    let mut events = served.runtime.subscribe();
-    let hello = json!({
-        "type": "hello",
-        "role": role,
-        "thread_id": served.runtime.snapshot().thread_id,
-        "map": served.map,
-        "skills": served.skills,
-    });
+    let mut events = served.session.runtime().subscribe();
+    let hello = ServerMessage::Hello(Box::new(served.session.hello(role)));
     if ws.send(message(&hello)).await.is_err() {
         return;
     }
-    let missed = since.and_then(|s| served.recent.since(s));
+    let missed = since.and_then(|s| served.session.recent().since(s));
     let mut last = match (since, missed) {
         (Some(s), Some(missed)) => {
             let mut last = s;
             for e in &missed {
-                if ws.send(event_message(e)).await.is_err() {
+                if ws
+                    .send(message(&ServerMessage::event(e.clone())))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
                 last = e.seq;
@@ -227,13 +224,26 @@ async fn connection(served: Arc<Served>, mut ws: WebSocket, role: Role, since: O
             None => return,
         },
     };
+    // A face that paints from snapshots gets one whenever the run has moved.
+    let mut refresh = tokio::time::interval(every.unwrap_or(Duration::from_secs(3600)));
+    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut painted = (0, 0);
     loop {
         tokio::select! {
+            _ = refresh.tick(), if every.is_some() => {
+                let snapshot = served.session.runtime().snapshot();
+                if (snapshot.step, snapshot.seq) != painted {
+                    painted = (snapshot.step, snapshot.seq);
+                    if ws.send(message(&ServerMessage::snapshot(snapshot))).await.is_err() {
+                        return;
+                    }
+                }
+            }
             event = events.recv() => match event {
                 Ok(e) if e.seq <= last => {}
                 Ok(e) => {
                     last = e.seq;
-                    if ws.send(event_message(&e)).await.is_err() {
+                    if ws.send(message(&ServerMessage::event(e))).await.is_err() {
                         return;
                     }
                 }
@@ -243,7 +253,7 @@ async fn connection(served: Arc<Served>, mut ws: WebSocket, role: Role, since: O
                     None => return,
                 },
                 Err(RecvError::Closed) => {
-                    let _ = ws.send(message(&json!({"type": "closed", "reason": "the brain stopped"}))).await;
+                    let _ = ws.send(message(&ServerMessage::closed())).await;
                     return;
                 }
             },
@@ -256,11 +266,10 @@ async fn connection(served: Arc<Served>, mut ws: WebSocket, role: Role, since: O
                     }
                 }
                 Some(Ok(Message::Binary(_))) => {
-                    let reply = json!({
-                        "type": "error",
-                        "code": "invalid_utf8",
-                        "message": "a binary frame; expected a text frame with a command as JSON or words to say",
-                    });
+                    let reply = ServerMessage::Error {
+                        code: "invalid_utf8".into(),
+                        message: "a binary frame; expected a text frame with a command as JSON or words to say".into(),
+                    };
                     if ws.send(message(&reply)).await.is_err() {
                         return;
                     }
@@ -273,21 +282,29 @@ async fn connection(served: Arc<Served>, mut ws: WebSocket, role: Role, since: O
 }
 
 /// Carries out an operator line from a page; what to tell the page, if anything.
-async fn command(served: &Served, role: Role, text: &str) -> Option<Value> {
+async fn command(served: &Served, role: Role, text: &str) -> Option<ServerMessage> {
     if role == Role::Viewer {
-        return Some(json!({
-            "type": "refused",
-            "reason": "this page is a read-only viewer: it cannot command or approve",
-        }));
+        return Some(ServerMessage::Refused {
+            reason: "this page is a read-only viewer: it cannot command or approve".into(),
+        });
     }
     match parse_line(text) {
-        Line::Command(c) => served
-            .runtime
-            .send(c)
-            .await
-            .err()
-            .map(|e| json!({"type": "error", "code": "not_sent", "message": e.to_string()})),
+        Line::Command(c) => {
+            served
+                .session
+                .runtime()
+                .send(c)
+                .await
+                .err()
+                .map(|e| ServerMessage::Error {
+                    code: "not_sent".into(),
+                    message: e.to_string(),
+                })
+        }
         Line::Blank => None,
-        Line::Bad(r) => Some(json!({"type": "error", "code": r.code, "message": r.why})),
+        Line::Bad(r) => Some(ServerMessage::Error {
+            code: r.code.into(),
+            message: r.why,
+        }),
     }
 }

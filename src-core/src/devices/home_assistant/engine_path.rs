@@ -15,7 +15,7 @@ use crate::devices::{DeviceWorld, SimBackend};
 use crate::engine::Engine;
 use crate::hci::{self, Home};
 use crate::protocol::{ApprovalStatus, Command, EventKind, SpeechTrack};
-use crate::sim::World;
+use crate::world::World;
 
 /// Ticks a sentence may take before the runner gives up on it.
 const MAX_TICKS: usize = 5_000;

@@ -283,7 +283,7 @@ mod tests {
     use crate::llm::mock_script::parse;
     use crate::llm::mock_server::MockServer;
     use crate::protocol::{Command, Event, EventKind, SkillStatus};
-    use crate::sim::World;
+    use crate::world::World;
 
     /// Runs a `listen` call with `args` for up to 30 sim seconds.
     fn listen(config: &Config, args: Value) -> (Engine, Vec<Event>) {

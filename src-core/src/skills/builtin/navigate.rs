@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use super::super::{Skill, SkillContext, SkillError, SkillSpec, Started};
 use crate::geometry::Point;
 use crate::link::{GoalKind, LinkRequest};
-use crate::sim::World;
+use crate::world::World;
 
 /// Drives the base to a zone's goal point or to `(x, y)`.
 pub struct NavigateTo {

@@ -134,8 +134,8 @@ mod tests {
     use crate::engine::Engine;
     use crate::link::Fault;
     use crate::protocol::{ApprovalStatus, Command, Event, EventKind, SkillStatus, TaskStatus};
-    use crate::sim::World;
     use crate::webhook::tests::receiver;
+    use crate::world::World;
 
     /// Smoke during a patrol with a webhook configured: the incident is
     /// recorded at once; the call to the outside service waits for the

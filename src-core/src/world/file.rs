@@ -14,7 +14,7 @@ use crate::geometry::{Point, Pose, Rect};
 use crate::source::SourceError;
 
 use super::grid::Grid;
-use super::world::{
+use super::{
     BaseLimits, BatteryModel, Passage, ScriptedIncident, World, Zone, cell_of, cells_in_rect,
     normalize_name,
 };

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use crate::geometry::Point;
 
-use super::world::{World, cell_of};
+use super::{World, cell_of};
 
 /// Clearance of a cell that cannot be entered (wall or blocked passage).
 pub const CLEAR_NONE: u8 = 0;

@@ -1,26 +1,29 @@
 //! MCP services as skills, the client's half: each `[[mcp.services]]` entry
-//! is started as a child process spoken to over stdio (rmcp's client), its
-//! tools are registered as skills `mcp.<service>.<tool>`
-//! ([`robobrain_core::mcp::remote`]), and a worker task makes the calls the
-//! kernel hands it. A service that dies is restarted with backoff (100 ms
-//! doubling to 5 s), its skills refusing to start meanwhile. A service that
-//! cannot start at all is reported by name and left out; the rest runs.
+//! is started as a child process spoken to over stdio, or reached over
+//! streamable HTTP (rmcp's client); its tools are registered as skills
+//! `mcp.<service>.<tool>` ([`super::remote`]), and a worker task makes the
+//! calls the kernel hands it. A service that dies is restarted with backoff
+//! (100 ms doubling to 5 s), its skills refusing to start meanwhile. A
+//! service that cannot start at all is reported by name and left out; the
+//! rest runs. The workers run on the caller's tokio runtime.
 
 use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use robobrain_core::config::{McpConfig, McpServiceConfig};
-use robobrain_core::engine::Engine;
-use robobrain_core::mcp::remote::{RemoteCall, RemoteTool, ServiceWorker, service_channel};
-use robobrain_core::skills::runner::GoalResult;
 use serde_json::{Value, json};
+use thiserror::Error;
+
+use super::remote::{RemoteCall, RemoteTool, ServiceWorker, service_channel};
+use crate::config::{McpConfig, McpServiceConfig};
+use crate::protocol::run::ServiceInfo;
+use crate::skills::SkillRegistry;
+use crate::skills::runner::GoalResult;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -33,59 +36,76 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How often an idle worker checks that its service is still there.
 const HEALTH_CHECK: Duration = Duration::from_millis(200);
 
-/// Starts every configured service and registers its tools on `engine`.
-/// Returns one line per service that could not start (naming it); those are
-/// left out. Call it inside a tokio runtime; the workers run on it.
-pub async fn connect_all(config: &McpConfig, engine: &mut Engine) -> Vec<String> {
-    let mut errors = Vec::new();
+/// Why a service could not start.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ServiceError {
+    /// Its command could not be run.
+    #[error("cannot run the command: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// It did not answer in time.
+    #[error("no {0} in time")]
+    Timeout(&'static str),
+    /// The MCP handshake or the tool list failed.
+    #[error("{what} failed: {detail}")]
+    Protocol {
+        /// `the MCP handshake`, `listing its tools`.
+        what: &'static str,
+        /// What the MCP library said.
+        detail: String,
+    },
+    /// A tool that is not JSON.
+    #[error("a tool that is not JSON: {0}")]
+    Tool(#[from] serde_json::Error),
+}
+
+/// Starts every configured service and registers its tools in `registry`.
+/// Returns how each went, in config order: its tools registered, or why it
+/// could not start (it is left out; the rest runs). Call it inside a tokio
+/// runtime: the workers run on it.
+pub async fn connect_all(config: &McpConfig, registry: &mut SkillRegistry) -> Vec<ServiceInfo> {
+    let mut infos = Vec::new();
     for service in &config.services {
-        match start(service).await {
+        let info = match start(service).await {
             Ok((client, tools)) => {
                 let (port, worker) = service_channel(&service.name);
                 let mut registered = 0;
+                let mut refused = Vec::new();
                 for tool in &tools {
                     let skill = RemoteTool::new(service, tool, port.clone());
-                    match engine
-                        .registry_mut()
-                        .register(Box::new(skill), &Value::Null)
-                    {
+                    match registry.register(Box::new(skill), &Value::Null) {
                         Ok(()) => registered += 1,
-                        Err(e) => errors.push(format!("MCP service `{}`: {e}", service.name)),
+                        Err(e) => refused.push(e.to_string()),
                     }
                 }
-                engine.log(
-                    "info",
-                    &format!(
-                        "MCP service `{}`: {registered} tools registered as skills mcp.{}.*",
-                        service.name, service.name
-                    ),
-                );
                 tokio::spawn(work(service.clone(), client, worker));
+                ServiceInfo {
+                    name: service.name.clone(),
+                    tools: registered,
+                    error: (!refused.is_empty()).then(|| refused.join("; ")),
+                }
             }
-            Err(e) => errors.push(format!(
-                "MCP service `{}` cannot start ({}): {e:#}",
-                service.name,
-                service.url.clone().unwrap_or_else(|| format!(
-                    "{} {}",
-                    service.command,
-                    service.args.join(" ")
-                ))
-            )),
-        }
+            Err(e) => ServiceInfo {
+                name: service.name.clone(),
+                tools: 0,
+                error: Some(format!("cannot start ({}): {e}", describe(service))),
+            },
+        };
+        infos.push(info);
     }
-    errors
+    infos
 }
 
-/// [`connect_all`] for the faces that drive an engine (console, headless):
-/// a service that cannot start is logged as a warning event and left out.
-pub async fn connect_into(config: &McpConfig, engine: &mut Engine) {
-    for error in connect_all(config, engine).await {
-        engine.log("warn", &error);
-    }
+/// How a service is reached, for messages: its URL, or its command line.
+fn describe(service: &McpServiceConfig) -> String {
+    service
+        .url
+        .clone()
+        .unwrap_or_else(|| format!("{} {}", service.command, service.args.join(" ")))
 }
 
 /// Starts `service` and lists its tools (as MCP `Tool` JSON).
-async fn start(service: &McpServiceConfig) -> Result<(Client, Vec<Value>)> {
+async fn start(service: &McpServiceConfig) -> Result<(Client, Vec<Value>), ServiceError> {
     let handshake = if let Some(url) = &service.url {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
         if let Some(token) = &service.token {
@@ -103,21 +123,26 @@ async fn start(service: &McpServiceConfig) -> Result<(Client, Vec<Value>)> {
         let (transport, _stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::null())
             .spawn()
-            .context("cannot run the command")?;
+            .map_err(ServiceError::Spawn)?;
         tokio::time::timeout(START_TIMEOUT, ().serve(transport)).await
     };
     let client = handshake
-        .context("no MCP handshake in time")?
-        .context("the MCP handshake failed")?;
+        .map_err(|_| ServiceError::Timeout("MCP handshake"))?
+        .map_err(|e| ServiceError::Protocol {
+            what: "the MCP handshake",
+            detail: e.to_string(),
+        })?;
     let tools = tokio::time::timeout(START_TIMEOUT, client.list_all_tools())
         .await
-        .context("no tool list in time")?
-        .context("listing its tools failed")?;
+        .map_err(|_| ServiceError::Timeout("tool list"))?
+        .map_err(|e| ServiceError::Protocol {
+            what: "listing its tools",
+            detail: e.to_string(),
+        })?;
     let tools = tools
         .iter()
         .map(serde_json::to_value)
-        .collect::<Result<Vec<_>, _>>()
-        .context("a tool that is not JSON")?;
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((client, tools))
 }
 
@@ -163,7 +188,7 @@ async fn work(service: McpServiceConfig, mut client: Client, mut worker: Service
                     break;
                 }
                 Err(e) => {
-                    eprintln!("MCP service `{}` cannot start: {e:#}", service.name);
+                    eprintln!("MCP service `{}` cannot start: {e}", service.name);
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
             }
@@ -250,38 +275,23 @@ mod tests {
 
     #[tokio::test]
     async fn a_service_that_cannot_start_is_named_and_left_out() {
-        let config = robobrain_core::config::Config {
-            thread_id: Some("svc".into()),
-            ..Default::default()
-        };
-        let mut engine = Engine::simulated(
-            &config,
-            robobrain_core::sim::World::builtin("apartment").unwrap(),
-        )
-        .unwrap();
+        let mut registry = SkillRegistry::with_builtins().unwrap();
         let mcp = McpConfig {
-            services: vec![McpServiceConfig {
-                name: "ghost".into(),
-                command: "/nonexistent/ghost-mcp".into(),
-                args: Vec::new(),
-                capabilities: Vec::new(),
-                risk: None,
-                url: None,
-                token: None,
-            }],
+            services: vec![McpServiceConfig::command(
+                "ghost",
+                "/nonexistent/ghost-mcp",
+                &[],
+            )],
         };
-        let errors = connect_all(&mcp, &mut engine).await;
-        assert_eq!(errors.len(), 1);
+        let infos = connect_all(&mcp, &mut registry).await;
+        assert_eq!(infos.len(), 1);
+        assert_eq!(infos[0].name, "ghost");
+        assert_eq!(infos[0].tools, 0);
+        let error = infos[0].error.as_deref().unwrap();
         assert!(
-            errors[0].starts_with("MCP service `ghost` cannot start"),
-            "{}",
-            errors[0]
+            error.starts_with("cannot start (/nonexistent/ghost-mcp ): cannot run the command"),
+            "{error}"
         );
-        assert!(
-            engine
-                .registry_mut()
-                .specs()
-                .all(|s| !s.name.starts_with("mcp."))
-        );
+        assert!(registry.specs().all(|s| !s.name.starts_with("mcp.")));
     }
 }

@@ -1,9 +1,28 @@
-//! The world file: a 2-D occupancy map with named zones, passages, routes
-//! and scripted incidents. The format is documented in `docs/world.md`.
+//! The world the robot lives in (DESIGN §7): a 2-D occupancy map with named
+//! zones, passages, routes and scripted incidents, read from a world file
+//! (`docs/world.md`), and what is computed over it — the occupancy grid with
+//! blockages and the A* planner. The simulator ([`crate::sim`]) moves a body
+//! through it; faces draw it; the kernel, skills and policy look names up in
+//! it. Nothing here knows about the simulator.
+//!
+//! - this file: the validated [`World`], and where worlds come from (built
+//!   in, or a file).
+//! - [`file`]: reading world files, with file:line:col errors.
+//! - [`grid`] and [`planner`]: occupancy with blockages, A* with pruning.
+
+pub mod file;
+pub mod grid;
+pub mod planner;
+
+pub use planner::{Path, PlanError, plan};
+
+use std::path::{Path as FsPath, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
 use crate::geometry::{Point, Pose, Rect};
+use crate::source::SourceError;
 
 /// A named area of the map (a room, the charger, the outside).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -237,4 +256,168 @@ pub fn normalize_name(name: &str) -> String {
         .map(str::to_lowercase)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The worlds built into the binary: name and file text.
+const BUILTIN: &[(&str, &str)] = &[(
+    "apartment",
+    include_str!("../../assets/worlds/apartment.toml"),
+)];
+
+/// Why a world file could not be loaded.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum WorldError {
+    /// The file could not be read.
+    #[error("cannot read world file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// The file is malformed or inconsistent.
+    #[error("{0}")]
+    Invalid(#[from] SourceError),
+}
+
+impl World {
+    /// Names of the built-in worlds.
+    pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+        BUILTIN.iter().map(|(name, _)| *name)
+    }
+
+    /// The built-in world called `name` (`apartment`).
+    pub fn builtin(name: &str) -> Option<World> {
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name)?;
+        let label = format!("<builtin {name}>");
+        World::from_toml_str(text, FsPath::new(&label)).ok()
+    }
+
+    /// Reads, parses and validates a world file.
+    pub fn load(path: &FsPath) -> Result<World, WorldError> {
+        let text = std::fs::read_to_string(path).map_err(|source| WorldError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(World::from_toml_str(&text, path)?)
+    }
+
+    /// The built-in world called `name_or_path`, or else the world file at
+    /// that path.
+    pub fn resolve(name_or_path: &str) -> Result<World, SourceError> {
+        if let Some(world) = World::builtin(name_or_path) {
+            return Ok(world);
+        }
+        let path = FsPath::new(name_or_path);
+        World::load(path).map_err(|e| match e {
+            WorldError::Invalid(e) => e,
+            WorldError::Read { source, .. } => {
+                let names: Vec<&str> = World::builtin_names().collect();
+                SourceError {
+                    file: path.to_path_buf(),
+                    line: 0,
+                    col: 0,
+                    field: String::new(),
+                    message: format!(
+                        "cannot read world file: {source} (and it is not a built-in world: {})",
+                        names.join(", ")
+                    ),
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_apartment_parses_with_its_zones_and_passages() {
+        let w = World::builtin("apartment").unwrap();
+        assert_eq!(w.name, "apartment");
+        for zone in [
+            "kitchen",
+            "living_room",
+            "bedroom",
+            "hallway",
+            "entrance",
+            "charger",
+            "study",
+            "outside",
+        ] {
+            assert!(w.zone(zone).is_some(), "{zone}");
+        }
+        for (alias, zone) in [
+            ("厨房", "kitchen"),
+            ("客厅", "living_room"),
+            ("living room", "living_room"),
+            ("卧室", "bedroom"),
+            ("走廊", "hallway"),
+            ("门口", "entrance"),
+            ("玄关", "entrance"),
+            ("front door", "entrance"),
+            ("充电桩", "charger"),
+            ("充电座", "charger"),
+            ("dock", "charger"),
+            ("书房", "study"),
+            ("门外", "outside"),
+            ("外面", "outside"),
+        ] {
+            assert_eq!(
+                w.find_zone(alias).map(|z| z.name.as_str()),
+                Some(zone),
+                "{alias}"
+            );
+        }
+        assert!(w.zone("study").unwrap().restricted);
+        assert!(w.zone("outside").unwrap().outside);
+        let route = w.route("default").unwrap();
+        assert!(!route.iter().any(|z| z == "study" || z == "outside"));
+        assert_eq!(w.home_zone, "living_room");
+        assert!(
+            w.zone("charger")
+                .unwrap()
+                .rect
+                .contains(w.dock_pose.point())
+        );
+        for p in ["kitchen_door", "hall_door", "front_door"] {
+            assert!(w.passage(p).is_some(), "{p}");
+        }
+        let (wm, hm) = (w.width_m(), w.height_m());
+        assert!((14.0..=17.0).contains(&wm) && (8.0..=10.0).contains(&hm));
+    }
+
+    #[test]
+    fn resolve_takes_a_builtin_name_or_a_path() {
+        assert_eq!(World::resolve("apartment").unwrap().name, "apartment");
+        let e = World::resolve("no/such/world.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("no/such/world.toml: cannot read world file: "),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("(and it is not a built-in world: apartment)"),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("robobrain-world-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("bad.toml");
+        std::fs::write(&file, "name = \"x\"\nresolution = -1\n").unwrap();
+        let e = World::resolve(file.to_str().unwrap()).unwrap_err();
+        assert_eq!(e.field, "map", "{e}");
+        assert!(e.to_string().ends_with("missing field `map`"), "{e}");
+        std::fs::write(
+            &file,
+            BUILTIN[0].1.replace("resolution = 0.25", "resolution = 0"),
+        )
+        .unwrap();
+        let e = World::resolve(file.to_str().unwrap()).unwrap_err();
+        assert_eq!(e.field, "resolution");
+        assert!(e.line > 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
