@@ -205,8 +205,8 @@ fn the_memory_quality_figures_are_the_pinned_ones() {
 }
 
 fn write_lines(path: PathBuf, lines: &[Value]) {
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(path, text).unwrap();
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(path, text.join("\n") + "\n").unwrap();
 }
 
 /// One made-up run of two groups through scripts/bench_results.py: the

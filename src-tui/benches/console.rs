@@ -150,7 +150,12 @@ fn main() {
         terminal.draw(|f| ui::draw(&app, f)).unwrap();
         with_model.push(t.elapsed());
     }
-    report("first frame, model (session + app + draw)", with_model);
+    report(
+        "first_frame_model",
+        "ms",
+        "first frame, model (session + app + draw)",
+        with_model,
+    );
 
     let (_engine, app, events) = busy();
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
