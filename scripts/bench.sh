@@ -1,32 +1,180 @@
 #!/usr/bin/env bash
-# The benchmarks behind docs/BENCHMARKS.md. Run through `./x bench`.
+# Every benchmark behind docs/BENCHMARKS.md and docs/benchmarks/*.md, and the
+# peers (LangGraph, rank_bm25) in the same run. Run through `./x bench`:
+#
+#   ./x bench                 every group
+#   ./x bench durable memory  only these groups (the others keep their last figures)
+#   ./x bench --list          the groups
+#
+# Each group's benches record their figures (src-core/benches/figures.rs,
+# scripts/bench_figures.py); scripts/bench_results.py collects them with the
+# commit, the date, the machine and the load average before and after each
+# group into target/bench/results.json, and prints the peers' ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
+py="${ROBOBRAIN_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/robobrain/py/bin/python}"
+bin="$target/release/robobrain"
+out="$target/bench"
+# The assist dataset, read in place (BENCHMARKS.md "assist-mini").
+assist_data="${ROBOBRAIN_ASSIST_DATASET:-../shared/data/home-assistant-datasets/assist-mini}"
+# How many runs the operator's-channel figures take (each test once per run).
+channel_runs="${ROBOBRAIN_BENCH_CHANNEL_RUNS:-15}"
 
-echo "== criterion: ReAct iteration and engine tick"
-cargo bench -q -p robobrain-core --bench react -- --warm-up-time 2 --measurement-time 5
+ALL_GROUPS=(react durable latency estop home intents llm console web memory demo assist channel)
 
-echo "== whole-run: sim speed and E-stop latency"
-cargo bench -q -p robobrain-core --bench latency
+describe() {
+  case "$1" in
+    react) echo "criterion: ReAct iteration, engine tick, watch; LangGraph without a checkpointer" ;;
+    durable) echo "criterion: durable iteration; checkpoint bytes; resume; LangGraph with InMemorySaver and SqliteSaver" ;;
+    latency) echo "whole-run: sim speed, E-stop latency, patrol drift, watch percentiles" ;;
+    estop) echo "whole-run: the E-stop over TCP to the robot process (store attached, store failed, headless stdin)" ;;
+    home) echo "whole-run: the home's three-track path (first template vs a model summary at 800 ms)" ;;
+    intents) echo "criterion-free: utterance → intent with slots (Home Assistant's grammar, 100 devices / 20 areas / 3 floors) beside hassil" ;;
+    llm) echo "whole-run: the model brain's overhead and token latency against mock-llm" ;;
+    console) echo "whole-run: console frames and updates" ;;
+    web) echo "whole-run: kernel tick with 0/1/20 WebSocket viewers; the page in Chromium" ;;
+    memory) echo "memory retrieval at 10k/100k beside rank_bm25; quality on the eval set" ;;
+    demo) echo "robobrain demo: wall time and peak RSS" ;;
+    assist) echo "assist-mini through the rule path: pass counts" ;;
+    channel) echo "the operator's channel: an E-stop behind a maximal input (tests, $channel_runs runs, debug)" ;;
+  esac
+}
 
-echo "== whole-run: the E-stop over TCP to the robot process (store attached, store failed, headless stdin)"
-cargo bench -q -p robobrain-tui --bench estop
+figure() { python3 scripts/bench_figures.py record "$@"; }
 
-echo "== whole-run: the home's three-track path (first template vs a model summary at 800 ms)"
-cargo bench -q -p robobrain-core --bench home
-echo "== intents: utterance → intent with slots (Home Assistant's grammar, 100 devices / 20 areas / 3 floors) beside hassil"
-cargo bench -q -p robobrain-core --bench intents
-echo "== memory: retrieval at 10k/100k beside rank_bm25, quality on the eval set"
-scripts/bench_memory.sh
+release_bin() { cargo build -q --release --locked --bin robobrain; }
 
-echo "== whole-run: robobrain demo (release)"
-cargo build -q --release --bin robobrain
-/usr/bin/time -f "demo --fast: %e s wall, peak RSS %M KiB" "$target/release/robobrain" demo --fast >/dev/null
-/usr/bin/time -f "demo (paced, as the README runs it): %e s wall, peak RSS %M KiB" "$target/release/robobrain" demo >/dev/null
+run_react() {
+  cargo bench -q --locked -p robobrain-core --bench react -- --warm-up-time 2 --measurement-time 5
+  "$py" scripts/bench_langgraph.py --modes none
+}
 
-echo "== whole-run: the web console under load (kernel tick with 0, 1, 20 viewers)"
-cargo bench -q -p robobrain-tui --bench web
+run_durable() {
+  cargo bench -q --locked -p robobrain-core --bench durable -- --warm-up-time 2 --measurement-time 5
+  "$py" scripts/bench_langgraph.py --modes memory,sqlite_node,sqlite_tick
+}
 
-echo "== the page in Chromium: load → first snapshot, event → DOM"
-ROBOBRAIN_BIN="$target/release/robobrain" node ui/tests/bench.mjs
+run_latency() { cargo bench -q --locked -p robobrain-core --bench latency; }
+run_estop() { cargo bench -q --locked -p robobrain-tui --bench estop; }
+run_home() { cargo bench -q --locked -p robobrain-core --bench home; }
+run_intents() { cargo bench -q --locked -p robobrain-core --bench intents; }
+run_llm() { cargo bench -q --locked -p robobrain-core --bench llm; }
+run_console() { cargo bench -q --locked -p robobrain-tui --bench console; }
+
+run_web() {
+  cargo bench -q --locked -p robobrain-tui --bench web
+  release_bin
+  local page
+  page="$(ROBOBRAIN_BIN="$bin" node ui/tests/bench.mjs)"
+  echo "$page"
+  python3 scripts/bench_figures.py page <<<"$page"
+}
+
+run_memory() {
+  # The 100k set is 10k embedded memories plus 90k perturbed copies of their
+  # vectors (docs/benchmarks/memory.md); unset to embed every memory (~15 min).
+  ROBOBRAIN_BENCH_EMBED_MAX="${ROBOBRAIN_BENCH_EMBED_MAX:-10000}" ROBOBRAIN_PYTHON="$py" scripts/bench_memory.sh
+}
+
+run_demo() {
+  release_bin
+  local t
+  for mode in fast paced; do
+    local args=(demo)
+    [ "$mode" = fast ] && args+=(--fast)
+    t="$( { /usr/bin/time -f "%e %M" "$bin" "${args[@]}" >/dev/null; } 2>&1 | tail -1)"
+    read -r wall rss <<<"$t"
+    echo "demo ($mode): $wall s wall, peak RSS $rss KiB"
+    figure "demo.$mode.wall" "robobrain demo ($mode) wall time" "$wall" s
+    figure "demo.$mode.rss" "robobrain demo ($mode) peak RSS" "$(awk "BEGIN { printf \"%.1f\", $rss / 1024 }")" MiB
+  done
+}
+
+run_assist() {
+  if [ ! -d "$assist_data" ]; then
+    echo "assist: $assist_data is absent (set ROBOBRAIN_ASSIST_DATASET to the assist-mini folder)" >&2
+    return 1
+  fi
+  release_bin
+  local report
+  report="$("$bin" assist --dataset "$assist_data" --json)"
+  python3 scripts/bench_figures.py assist <<<"$report"
+  python3 -c 'import json, sys; o = json.load(sys.stdin)["overall"]; print(f"assist-mini: {o[\"passed\"]}/{o[\"total\"]} passed, {o[\"confirmations\"]} confirmations")' <<<"$report"
+}
+
+# Each test prints its timing; it runs $channel_runs times and the bench takes p50/p99/max.
+channel_test() {
+  local id="$1" name="$2" pattern="$3" package="$4" filter="$5" log
+  log="$(mktemp)"
+  for _ in $(seq "$channel_runs"); do
+    cargo nextest run -p "$package" --all-features --locked --no-capture -E "test($filter)" 2>&1 | grep -E "$pattern" >>"$log" || true
+  done
+  cat "$log"
+  python3 scripts/bench_figures.py lines "$id" "$name" "$pattern" ms <"$log"
+  rm -f "$log"
+}
+
+run_channel() {
+  channel_test channel.in_process "in process: E-stop behind a full queue of maximal utterances → mode SAFE" \
+    'E-stop behind [0-9]+ maximal utterances: ([0-9.]+)(µs|ms|s) ' robobrain-core an_estop_overtakes_a_full_queue
+  channel_test channel.headless "headless: E-stop behind a 10 MiB line and 300 maximal utterances → mode SAFE" \
+    'utterances: ([0-9.]+) ms from its line' robobrain-tui an_estop_overtakes_a_maximal_input
+  channel_test channel.serve "serve: E-stop behind a 10 MiB WebSocket frame → mode SAFE" \
+    'over the WebSocket: ([0-9.]+) ms from its frame' robobrain-tui an_oversized_frame_is_refused
+}
+
+load() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' ','; }
+now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+
+selected=()
+for a in "$@"; do
+  case "$a" in
+    --list)
+      for g in "${ALL_GROUPS[@]}"; do printf '%-9s %s\n' "$g" "$(describe "$g")"; done
+      exit 0
+      ;;
+    *)
+      if [ -z "$(describe "$a")" ]; then
+        echo "no bench group '$a'; the groups: ${ALL_GROUPS[*]}" >&2
+        exit 2
+      fi
+      selected+=("$a")
+      ;;
+  esac
+done
+((${#selected[@]})) || selected=("${ALL_GROUPS[@]}")
+
+rm -rf "$out/run"
+mkdir -p "$out/run"
+run="$(cd "$out/run" && pwd)"
+export CRITERION_HOME
+CRITERION_HOME="$(cd "$target" && pwd)/criterion"
+failed=()
+for g in "${selected[@]}"; do
+  echo "== $g: $(describe "$g")"
+  before="$(load)" started="$(now)" t0="$(date +%s.%N)"
+  # A subshell of its own, not part of an || list, so that `set -e` holds in it.
+  set +e
+  (
+    set -e
+    export ROBOBRAIN_BENCH_FIGURES="$run/figures-$g.jsonl"
+    "run_$g"
+  )
+  status=$?
+  set -e
+  ok=true
+  if ((status)); then
+    ok=false
+    failed+=("$g")
+  fi
+  after="$(load)"
+  printf '{"group":"%s","started":"%s","ended":"%s","load_before":[%s],"load_after":[%s],"seconds":%s,"ok":%s}\n' \
+    "$g" "$started" "$(now)" "$before" "$after" "$(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $t0 }")" "$ok" >>"$run/groups.jsonl"
+  echo "   load average $before → $after"
+done
+python3 scripts/bench_results.py "$run" "$out/results.json"
+if ((${#failed[@]})); then
+  echo "failed: ${failed[*]}" >&2
+  exit 1
+fi

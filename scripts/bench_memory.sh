@@ -16,6 +16,8 @@ done
 cargo build -q --release --bin robobrain
 for mode in bm25 dense hybrid; do
   printf '%s: ' "$mode"
-  "$target/release/robobrain" memory eval --corpus tests/fixtures/memory/corpus.jsonl \
-    --queries tests/fixtures/memory/queries.jsonl --mode "$mode" | tr -d '\n ' ; echo
+  report="$("$target/release/robobrain" memory eval --corpus tests/fixtures/memory/corpus.jsonl \
+    --queries tests/fixtures/memory/queries.jsonl --mode "$mode")"
+  tr -d '\n ' <<<"$report"; echo
+  python3 scripts/bench_figures.py eval "$mode" <<<"$report"
 done

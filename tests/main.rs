@@ -7,10 +7,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod assist;
+mod bench_docs;
 mod channel;
 mod console;
 mod durable;
 mod faces;
+mod fuzz_corpus;
 mod intents;
 mod llm;
 mod mcp;

@@ -6,15 +6,17 @@
 //!   `react_iteration/rule_brain_no_persistence` in `react.rs`.
 //! - Printed once: checkpoint bytes per iteration, and the time to resume a
 //!   thread of 1 000+ steps up to its first dispatch.
+//! - `ROBOBRAIN_BENCH_ITERATIONS_ONLY=N`: only N iterations, for a profiler.
 
 #![allow(missing_docs, clippy::expect_used)]
 
+mod figures;
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::Criterion;
 use robobrain_core::engine::Engine;
 use robobrain_core::protocol::{Command, EventKind, SkillStatus};
 use robobrain_core::store::{Store, StoreConfig, Synchronous};
@@ -97,13 +99,36 @@ fn figures() {
     let store = Store::open(&path, Synchronous::Normal).expect("store");
     let (count, bytes) = store.checkpoint_bytes(THREAD).expect("bytes");
     drop(store);
+    let file_bytes: u64 = ["", "-wal"]
+        .iter()
+        .filter_map(|s| std::fs::metadata(format!("{}{s}", path.display())).ok())
+        .map(|m| m.len())
+        .sum();
     println!(
-        "{iterations} iterations in {elapsed:?} ({:?} each, ticks between included); checkpoints: {count}, {bytes} bytes, {:.0} bytes/iteration (full every {})",
+        "{iterations} iterations in {elapsed:?} ({:?} each, ticks between included); checkpoints: {count}, {bytes} bytes, {:.0} bytes/iteration (full every {}); database file + WAL {file_bytes} bytes",
         elapsed / iterations as u32,
         bytes as f64 / iterations as f64,
         StoreConfig::default().full_every
     );
+    figures::record(
+        "durable.checkpoint_bytes_per_iteration",
+        "checkpoint bytes per durable iteration (400 iterations)",
+        bytes as f64 / iterations as f64,
+        "B",
+    );
+    figures::record(
+        "durable.file_bytes_per_iteration",
+        "database file + WAL bytes per durable iteration (400 iterations, events and ledger included)",
+        file_bytes as f64 / iterations as f64,
+        "B",
+    );
     assert!(step >= 1000, "a thread of 1 000+ steps (has {step})");
+    figures::record(
+        "durable.resume_steps",
+        "steps in the thread the resume figure restores",
+        step as f64,
+        "steps",
+    );
     let mut samples = Vec::new();
     for _ in 0..15 {
         let start = Instant::now();
@@ -129,12 +154,35 @@ fn figures() {
         samples[samples.len() / 2],
         samples[samples.len() - 1]
     );
+    figures::record_durations(
+        "durable.resume",
+        "resume of the thread to its first dispatch (open, restore, reconcile, ticks)",
+        &samples,
+        "ms",
+    );
 }
 
-fn benches(c: &mut Criterion) {
+fn main() {
+    // For a profiler (`valgrind --tool=callgrind`, docs/benchmarks/durable.md):
+    // only N durable iterations on a fresh database, nothing else.
+    if let Some(n) = std::env::var("ROBOBRAIN_BENCH_ITERATIONS_ONLY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        let mut engine = open_engine(&db("profile"), false);
+        let elapsed = run_iterations(&mut engine, n);
+        println!("{n} durable iterations in {elapsed:?}");
+        return;
+    }
+    let since = SystemTime::now();
     figures();
-    react_iteration_durable(c);
+    let mut c = Criterion::default().configure_from_args();
+    react_iteration_durable(&mut c);
+    c.final_summary();
+    figures::criterion(
+        "react_iteration/rule_brain_durable_wal_normal",
+        "durable.iteration",
+        "one ReAct iteration with a durable commit per tick (WAL, synchronous=NORMAL)",
+        since,
+    );
 }
-
-criterion_group!(group, benches);
-criterion_main!(group);

@@ -17,6 +17,8 @@
 
 #![allow(missing_docs, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod figures;
+
 use std::path::Path;
 use std::time::Instant;
 
@@ -39,12 +41,14 @@ const UTTERANCES: &[&str] = &[
     "set the living room light brightness to 40",
 ];
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
-}
+use figures::percentile;
 
-fn report(what: &str, mut us: Vec<f64>) -> f64 {
+/// Prints p50, p99 and max of `us` and records them in microseconds under
+/// `id` (a figure recorded otherwise passes `None`); returns the p99.
+fn report(id: Option<&str>, what: &str, mut us: Vec<f64>) -> f64 {
+    if let Some(id) = id {
+        figures::record_spread(id, what, &us, "µs");
+    }
     us.sort_by(f64::total_cmp);
     let p99 = percentile(&us, 0.99);
     println!(
@@ -101,8 +105,9 @@ fn intent_and_turn() -> f64 {
             percentile(&own, 0.99)
         );
     }
-    report("home intent (rule parser)", intent);
+    report(Some("home.intent"), "home intent (rule parser)", intent);
     report(
+        Some("home.turn"),
         "home turn: intent → template → calls → summary, in process",
         turn,
     )
@@ -138,6 +143,7 @@ fn engine_template() -> f64 {
         us.push(e.as_secs_f64() * 1e6);
     }
     report(
+        Some("home.engine"),
         "engine: say → tick → template speech event (whole tick)",
         us,
     )
@@ -175,7 +181,10 @@ fn model_summary() -> f64 {
     let mut sorted = ms.clone();
     sorted.sort_by(f64::total_cmp);
     let p50 = percentile(&sorted, 0.5);
-    report("model summary via mock-llm (800 ms latency)", ms);
+    let what = "model summary via mock-llm (800 ms latency)";
+    let in_ms: Vec<f64> = ms.iter().map(|us| us / 1e3).collect();
+    figures::record_spread("home.model_summary", what, &in_ms, "ms");
+    report(None, what, ms);
     p50
 }
 
@@ -187,5 +196,17 @@ fn main() {
         "ratio: model summary p50 / first template bound p99 = {:.0}× (turn), {:.0}× (engine tick)",
         summary_p50 / turn_p99,
         summary_p50 / engine_p99
+    );
+    figures::record(
+        "home.ratio_turn",
+        "model summary p50 / whole turn p99",
+        summary_p50 / turn_p99,
+        "×",
+    );
+    figures::record(
+        "home.ratio_engine",
+        "model summary p50 / engine tick p99",
+        summary_p50 / engine_p99,
+        "×",
     );
 }

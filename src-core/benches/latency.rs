@@ -6,6 +6,7 @@
 
 #![allow(missing_docs, clippy::expect_used, clippy::unwrap_used)]
 
+mod figures;
 mod support;
 
 use std::time::{Duration, Instant};
@@ -51,10 +52,7 @@ impl RobotLink for StopWatch {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
-}
+use figures::percentile;
 
 async fn estop_once(config: &Config) -> Duration {
     let (stop_at, mut stopped) = unbounded_channel();
@@ -97,6 +95,12 @@ fn estop_latency() {
         }
         v
     });
+    figures::record_spread(
+        "latency.estop",
+        "E-stop through Runtime::send → stop_base sent to the robot",
+        &us,
+        "µs",
+    );
     us.sort_by(f64::total_cmp);
     println!(
         "estop_to_stop_base_dispatched (via Runtime::send, {trials} trials): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
@@ -124,6 +128,24 @@ fn sim_speed() {
         events.clear();
     }
     let wall = start.elapsed().as_secs_f64();
+    figures::record(
+        "latency.sim_speed",
+        "simulated seconds per wall second, fast lockstep, patrols with watch (3600 sim s)",
+        sim_seconds / wall,
+        "×",
+    );
+    figures::record(
+        "latency.sim_speed_wall",
+        "wall time for 3600 sim s, fast lockstep",
+        wall,
+        "s",
+    );
+    figures::record(
+        "latency.sim_speed_events",
+        "events in 3600 sim s, fast lockstep",
+        count as f64,
+        "events",
+    );
     println!(
         "sim_speed (fast lockstep, patrols back to back, {sim_seconds:.0} sim s, {count} events): {wall:.3} s wall = {:.0}× real time",
         sim_seconds / wall
@@ -177,6 +199,18 @@ fn patrol_drift() {
         })
         .collect();
     let last = drift_ms[drift_ms.len() - 1];
+    figures::record_spread(
+        "latency.patrol_drift",
+        "|patrol round start − (first + k × interval)|, 100 rounds of 70 sim s at 100×",
+        &drift_ms,
+        "ms",
+    );
+    figures::record(
+        "latency.patrol_drift.last",
+        "|drift| of the 100th patrol round",
+        last,
+        "ms",
+    );
     drift_ms.sort_by(f64::total_cmp);
     println!(
         "patrol_drift ({rounds} rounds, {interval_s} sim s apart at {speed}× = {:.0} ms wall): |drift| p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms, after the last round {last:.3} ms",
@@ -213,6 +247,12 @@ fn watch_percentiles() {
             start.elapsed().as_secs_f64() * 1e3
         })
         .collect();
+    figures::record_spread(
+        "latency.watch",
+        "watch with the offline stand-in (render 240×240, PNG, labels)",
+        &ms,
+        "ms",
+    );
     ms.sort_by(f64::total_cmp);
     println!(
         "watch_stand_in (render 240×240 + PNG + labels, 2000 looks): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",

@@ -12,6 +12,7 @@
 
 #![allow(missing_docs, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod figures;
 mod support;
 
 use std::path::Path;
@@ -62,9 +63,17 @@ fn observation() -> Observation {
     .unwrap()
 }
 
-fn percentiles(label: &str, mut xs: Vec<f64>) {
+/// Prints the spread of `xs` (milliseconds) and records it under `id`.
+fn percentiles(id: &str, label: &str, mut xs: Vec<f64>) {
     xs.sort_by(f64::total_cmp);
-    let p = |q: f64| xs[((xs.len() as f64 - 1.0) * q).round() as usize];
+    figures::record_spread(id, label, &xs, "ms");
+    figures::record(
+        &format!("{id}.p90"),
+        &format!("{label}, p90 of {}", xs.len()),
+        figures::percentile(&xs, 0.9),
+        "ms",
+    );
+    let p = |q: f64| figures::percentile(&xs, q);
     println!(
         "{label}: n = {}, p50 = {:.3} ms, p90 = {:.3} ms, p99 = {:.3} ms, max = {:.3} ms",
         xs.len(),
@@ -107,10 +116,12 @@ fn overhead(stream: bool, n: usize) {
     }
     let mode = if stream { "streamed" } else { "plain" };
     percentiles(
+        &format!("llm.overhead_{mode}"),
         &format!("brain overhead, {mode} (build + parse + validate)"),
         overhead,
     );
     percentiles(
+        &format!("llm.whole_call_{mode}"),
         &format!("whole call, {mode} (for reference: loopback HTTP included)"),
         round_trip,
     );
@@ -172,7 +183,11 @@ fn token_latency(decisions: usize) {
             at.duration_since(s.at).as_secs_f64() * 1e3
         })
         .collect();
-    percentiles("streamed chunk written → token event at a subscriber", xs);
+    percentiles(
+        "llm.token_latency",
+        "streamed chunk written → token event at a subscriber",
+        xs,
+    );
 }
 
 /// `watch` asking a vision model that answers after `latency_ms`: from the
@@ -208,6 +223,7 @@ fn watch_with_model(latency_ms: u64, n: usize) {
         ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
     percentiles(
+        "llm.watch_vision_model",
         &format!(
             "watch with a vision model answering after {latency_ms} ms (capture + request + reply + validation)"
         ),

@@ -17,6 +17,8 @@
     missing_docs
 )]
 
+mod figures;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -188,6 +190,27 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// `10k` for 10 000: the size in figure ids.
+fn size_id(n: usize) -> String {
+    if n.is_multiple_of(1000) {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Records p50 and p99 of `xs` (milliseconds) as `memory.<n>.<what>.p50` / `.p99`.
+fn record_ms(n: usize, what: &str, name: &str, xs: &[f64]) {
+    for (stat, p) in [("p50", 50.0), ("p99", 99.0)] {
+        figures::record(
+            &format!("memory.{}.{what}.{stat}", size_id(n)),
+            &format!("{name}, {n} memories, {stat}"),
+            percentile(xs, p),
+            "ms",
+        );
+    }
+}
+
 fn ms(xs: &[f64]) -> String {
     format!(
         "p50 {:.3} ms, p99 {:.3} ms",
@@ -214,6 +237,7 @@ fn dense_recall(n: usize, vectors: &[Vec<f32>], embedder: &Embedder, queries: &[
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     println!("n={n}: dense top-{K}, brute force: {}", ms(&times));
+    record_ms(n, "dense_brute_force", "dense top 40, brute force", &times);
     let default = ix.search(&qv[0], K).len();
     assert_eq!(default, K);
     let widths = [
@@ -238,12 +262,28 @@ fn dense_recall(n: usize, vectors: &[Vec<f32>], embedder: &Embedder, queries: &[
                 gap = gap.max(h.1 - want[K - 1].1);
             }
         }
+        let recall = found as f64 / (K * qv.len()) as f64;
+        let kept = top10 as f64 / (10 * qv.len()) as f64;
         println!(
-            "n={n}: dense top-{K}, sign pre-filter -> {c} exact: recall@{K} {:.4}, exact top 10 kept {:.4}, worst miss {gap:.4} above the 40th cosine ({} queries); {}",
-            found as f64 / (K * qv.len()) as f64,
-            top10 as f64 / (10 * qv.len()) as f64,
+            "n={n}: dense top-{K}, sign pre-filter -> {c} exact: recall@{K} {recall:.4}, exact top 10 kept {kept:.4}, worst miss {gap:.4} above the 40th cosine ({} queries); {}",
             qv.len(),
             ms(&times)
+        );
+        let what = format!("prefilter_{c}");
+        let name = format!("dense top 40, sign pre-filter then {c} exact");
+        record_ms(n, &what, &name, &times);
+        let id = format!("memory.{}.{what}", size_id(n));
+        figures::record(
+            &format!("{id}.recall"),
+            &format!("{name}: recall@40 against brute force, {n} memories"),
+            recall,
+            "",
+        );
+        figures::record(
+            &format!("{id}.top10_kept"),
+            &format!("{name}: share of the exact top 10 kept, {n} memories"),
+            kept,
+            "",
         );
     }
 }
@@ -260,8 +300,8 @@ fn main() {
     let embedder = match Embedder::load(&model_dir) {
         Ok(e) => Arc::new(e),
         Err(e) => {
-            println!("SKIPPED: {e}");
-            return;
+            eprintln!("the embedding model is missing (./x setup installs it): {e}");
+            std::process::exit(1);
         }
     };
     let cache = robobrain_core::memory::default_model_dir()
@@ -305,6 +345,12 @@ fn main() {
                     out.extend(embedder.embed(chunk).unwrap());
                 }
                 let s = t.elapsed().as_secs_f64();
+                figures::record(
+                    &format!("memory.{}.embedding_throughput", size_id(n)),
+                    "embedding throughput, batches of 32",
+                    m as f64 / s,
+                    "sentences/s",
+                );
                 println!(
                     "n={n}: embedding {:.0} sentences/s ({m} in {s:.1} s, batches of 32, release)",
                     m as f64 / s
@@ -347,6 +393,25 @@ fn main() {
         let build = t.elapsed().as_secs_f64();
         drop(vectors);
         let rss = rss_kib();
+        let id = format!("memory.{}", size_id(n));
+        figures::record(
+            &format!("{id}.index_build"),
+            &format!("index build (BM25 + vectors already embedded), {n} memories"),
+            build,
+            "s",
+        );
+        figures::record(
+            &format!("{id}.rss"),
+            &format!("bench process RSS with {n} memories"),
+            (rss / 1024) as f64,
+            "MiB",
+        );
+        figures::record(
+            &format!("{id}.retriever_rss"),
+            &format!("the retriever's share of the RSS, {n} memories"),
+            (rss.saturating_sub(before) / 1024) as f64,
+            "MiB",
+        );
         println!(
             "n={n}: index build (BM25 + loading vectors) {build:.2} s; RSS {} MiB (retriever ≈ {} MiB)",
             rss / 1024,
@@ -383,6 +448,20 @@ fn main() {
         );
         println!("n={n}: query embedding alone: {}", ms(&embed));
         println!("n={n}: BM25 top-10 alone: {}", ms(&bm25));
+        record_ms(
+            n,
+            "hybrid",
+            "hybrid top 10, end to end (query embedded)",
+            &full,
+        );
+        record_ms(
+            n,
+            "retrieval",
+            "hybrid top 10, retrieval only (query vector given)",
+            &part,
+        );
+        record_ms(n, "query_embedding", "query embedding alone", &embed);
+        record_ms(n, "bm25", "BM25 top 10 alone", &bm25);
         if let Some(dir) = &dump {
             std::fs::create_dir_all(dir).unwrap();
             let toks = |s: &str| terms(s).into_iter().map(|t| t.text).collect::<Vec<_>>();

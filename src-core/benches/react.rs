@@ -7,11 +7,12 @@
 
 #![allow(missing_docs, clippy::expect_used)]
 
+mod figures;
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::Criterion;
 use robobrain_core::engine::Engine;
 use robobrain_core::protocol::{Command, EventKind};
 
@@ -109,12 +110,30 @@ fn check_one_decision_per_tick() {
     );
 }
 
-fn benches(c: &mut Criterion) {
+fn main() {
+    let since = SystemTime::now();
     check_one_decision_per_tick();
-    react_iteration(c);
-    sim_tick(c);
-    watch_stand_in(c);
+    let mut c = Criterion::default().configure_from_args();
+    react_iteration(&mut c);
+    sim_tick(&mut c);
+    watch_stand_in(&mut c);
+    c.final_summary();
+    figures::criterion(
+        "react_iteration/rule_brain_no_persistence",
+        "react.iteration",
+        "one ReAct iteration, rule brain, no persistence",
+        since,
+    );
+    figures::criterion(
+        "engine_tick/simulated_navigation",
+        "react.engine_tick",
+        "one engine tick while navigating the simulated apartment",
+        since,
+    );
+    figures::criterion(
+        "watch/stand_in_render_and_labels",
+        "react.watch_stand_in",
+        "watch with the offline stand-in (render, PNG, labels)",
+        since,
+    );
 }
-
-criterion_group!(group, benches);
-criterion_main!(group);

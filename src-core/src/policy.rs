@@ -305,4 +305,202 @@ mod tests {
             .contains("preference")
         );
     }
+
+    fn invoke(device: &str, action: &str) -> Value {
+        json!({"device": device, "action": action})
+    }
+
+    #[test]
+    fn robot_ops_need_approval_by_risk_and_for_outside_or_restricted_zones() {
+        let registry = crate::skills::SkillRegistry::with_builtins().unwrap();
+        let world = World::builtin("apartment").unwrap();
+        let nav = registry.spec("navigate_to").unwrap();
+        let to = |z: &str| json!({"zone": z});
+        let reason = |policy: &PolicyConfig, spec: &SkillSpec, args: &Value| {
+            approval_reason(policy, spec, args, &world, None)
+        };
+        let mut policy = PolicyConfig::default();
+        assert_eq!(reason(&policy, nav, &to("kitchen")), None);
+        assert_eq!(reason(&policy, nav, &to("nowhere")), None);
+        assert_eq!(reason(&policy, nav, &json!({})), None);
+        assert_eq!(
+            reason(&policy, nav, &to("outside")).as_deref(),
+            Some("navigate_to leaves the apartment (outside)")
+        );
+        assert_eq!(
+            reason(&policy, nav, &to("study")).as_deref(),
+            Some("navigate_to enters the restricted zone study")
+        );
+        let mut risky = nav.clone();
+        risky.risk = Risk::HighWrite;
+        assert_eq!(
+            reason(&policy, &risky, &to("kitchen")).as_deref(),
+            Some("navigate_to is high_write risk")
+        );
+        policy.approve_outside = false;
+        assert_eq!(reason(&policy, nav, &to("outside")), None);
+        assert!(reason(&policy, nav, &to("study")).is_some());
+        policy.approve_restricted = false;
+        policy.approve_risks.clear();
+        assert_eq!(reason(&policy, nav, &to("study")), None);
+        assert_eq!(reason(&policy, &risky, &to("kitchen")), None);
+        // The home's rules come first, whatever the robot's policy says.
+        let devices = DeviceWorld::builtin().unwrap();
+        let config = HomeConfig::default();
+        let g = gate(&config, &devices, &[], 12.0);
+        let mut tool = nav.clone();
+        tool.name = "devices.invoke".into();
+        let unlock = invoke("front_door_lock", "unlock");
+        let why = approval_reason(&policy, &tool, &unlock, &world, Some(&g)).unwrap();
+        assert!(why.contains("high risk"), "{why}");
+        let light = invoke("living_room_light", "turn_on");
+        assert_eq!(
+            approval_reason(&policy, &tool, &light, &world, Some(&g)),
+            None
+        );
+    }
+
+    #[test]
+    fn the_robots_screen_and_face_are_not_home_devices_in_a_plan() {
+        let devices = DeviceWorld::builtin().unwrap();
+        let config = HomeConfig::default();
+        let g = gate(&config, &devices, &[], 12.0);
+        let smile = json!({"calls": [invoke("screen", "set_brightness"), invoke("face", "set_expression")]});
+        assert_eq!(home_reason(&g, "actions.batch_invoke", &smile), None);
+        let with_light = json!({"calls": [
+            invoke("screen", "set_brightness"),
+            invoke("face", "set_expression"),
+            invoke("living_room_light", "turn_on"),
+        ]});
+        assert_eq!(home_reason(&g, "actions.batch_invoke", &with_light), None);
+        let same_twice = json!({"calls": [
+            invoke("living_room_light", "turn_on"),
+            invoke("living_room_light", "turn_off"),
+        ]});
+        assert_eq!(home_reason(&g, "actions.batch_invoke", &same_twice), None);
+        let two = json!({"calls": [
+            invoke("living_room_light", "turn_on"),
+            invoke("floor_lamp", "turn_on"),
+        ]});
+        assert_eq!(
+            home_reason(&g, "actions.batch_invoke", &two).as_deref(),
+            Some(
+                "actions.batch_invoke changes 2 devices at once (floor_lamp, living_room_light): high risk, needs confirmation"
+            )
+        );
+    }
+
+    #[test]
+    fn device_calls_come_from_invoke_batches_and_scenes_only() {
+        let home = crate::devices::builtin_home().unwrap();
+        let scenes = &home.scenes;
+        assert_eq!(
+            device_calls("devices.invoke", &invoke("a", "b"), scenes),
+            [("a".to_string(), "b".to_string())]
+        );
+        assert!(device_calls("devices.invoke", &json!({"device": "a"}), scenes).is_empty());
+        assert!(device_calls("actions.batch_invoke", &json!({}), scenes).is_empty());
+        let batch = json!({"calls": [invoke("a", "b"), {"device": "c"}, invoke("d", "e")]});
+        assert_eq!(
+            device_calls("actions.batch_invoke", &batch, scenes).len(),
+            2
+        );
+        let sleep = device_calls("scenes.run", &json!({"scene": "sleep"}), scenes);
+        assert!(sleep.len() > 1, "{sleep:?}");
+        assert!(device_calls("scenes.run", &json!({"scene": "nope"}), scenes).is_empty());
+        assert!(device_calls("devices.get_state", &invoke("a", "b"), scenes).is_empty());
+    }
+
+    #[test]
+    fn call_risk_says_which_rule_set_it() {
+        let devices = DeviceWorld::builtin().unwrap();
+        let mut config = HomeConfig::default();
+        let risk = |config: &HomeConfig, d: &str, a: &str| {
+            call_risk(&gate(config, &devices, &[], 12.0), d, a)
+        };
+        assert_eq!(
+            risk(&config, "nope", "turn_on"),
+            (Risk::LowWrite, "no device `nope`".to_string())
+        );
+        assert_eq!(
+            risk(&config, "living_room_light", "fly"),
+            (
+                Risk::LowWrite,
+                "`living_room_light` cannot `fly`".to_string()
+            )
+        );
+        assert_eq!(
+            risk(&config, "living_room_light", "turn_on"),
+            (
+                Risk::LowWrite,
+                "turn_on on living_room_light is low risk".to_string()
+            )
+        );
+        let (r, why) = risk(&config, "front_door_lock", "unlock");
+        assert_eq!(r, Risk::HighWrite);
+        assert!(why.starts_with("unlock on front_door_lock ("), "{why}");
+        assert_eq!(
+            risk(&config, "kettle_plug", "turn_on"),
+            (
+                Risk::HighWrite,
+                "turn_on on kettle_plug switches on 1800 W: high power needs confirmation"
+                    .to_string()
+            )
+        );
+        assert_eq!(risk(&config, "kettle_plug", "turn_off").0, Risk::LowWrite);
+        // At the threshold it is high power; above the device's rating, not.
+        config.high_power_w = 1800.0;
+        assert_eq!(risk(&config, "kettle_plug", "turn_on").0, Risk::HighWrite);
+        config.high_power_w = 1800.5;
+        assert_eq!(risk(&config, "kettle_plug", "turn_on").0, Risk::LowWrite);
+    }
+
+    #[test]
+    fn the_night_may_wrap_midnight() {
+        for (hour, night) in [
+            (23.0, true),
+            (6.9, true),
+            (22.0, true),
+            (7.0, false),
+            (21.9, false),
+            (12.0, false),
+        ] {
+            assert_eq!(is_night([22.0, 7.0], hour), night, "{hour}");
+        }
+        for (hour, night) in [
+            (1.0, true),
+            (3.0, true),
+            (5.0, false),
+            (0.5, false),
+            (23.0, false),
+        ] {
+            assert_eq!(is_night([1.0, 5.0], hour), night, "{hour}");
+        }
+    }
+
+    #[test]
+    fn the_hour_is_the_configured_one_or_the_clock_with_its_offset() {
+        let mut config = HomeConfig {
+            hour: Some(9.5),
+            ..HomeConfig::default()
+        };
+        assert_eq!(hour_now(&config), 9.5);
+        config.hour = None;
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let utc = hour_now(&config);
+        assert!((0.0..24.0).contains(&utc), "{utc}");
+        let expected = (secs / 3600.0).rem_euclid(24.0);
+        let apart = |a: f64, b: f64| (a - b).rem_euclid(24.0).min((b - a).rem_euclid(24.0));
+        assert!(apart(utc, expected) < 0.01, "{utc} vs {expected}");
+        config.utc_offset_h = 5.5;
+        let shifted = hour_now(&config);
+        assert!(apart(shifted, utc + 5.5) < 0.01, "{shifted} vs {utc} + 5.5");
+        config.utc_offset_h = -8.0;
+        let west = hour_now(&config);
+        assert!((0.0..24.0).contains(&west), "{west}");
+        assert!(apart(west, utc - 8.0) < 0.01, "{west} vs {utc} - 8");
+    }
 }

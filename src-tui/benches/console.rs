@@ -13,6 +13,9 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../src-core/benches/figures.rs"]
+mod figures;
+
 use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
@@ -30,11 +33,13 @@ use robobrain_tui::console::{Action, App, FRAME, ui};
 
 fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
     samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    let at = |q: f64| figures::percentile(&samples, q);
     (at(0.5), at(0.99), samples[samples.len() - 1])
 }
 
-fn report(name: &str, samples: Vec<Duration>) {
+/// Prints the spread of `samples` and records it as `console.<id>` in `unit`.
+fn report(id: &str, unit: &str, name: &str, samples: Vec<Duration>) {
+    figures::record_durations(&format!("console.{id}"), name, &samples, unit);
     let n = samples.len();
     let (p50, p99, max) = percentiles(samples);
     println!("{name:<44} n={n:<6} p50 {p50:>10.2?}  p99 {p99:>10.2?}  max {max:>10.2?}");
@@ -103,7 +108,12 @@ fn main() {
         terminal.draw(|f| ui::draw(&app, f)).unwrap();
         firsts.push(t.elapsed());
     }
-    report("first frame (engine + app + 120x40 draw)", firsts);
+    report(
+        "first_frame",
+        "ms",
+        "first frame (engine + app + 120x40 draw)",
+        firsts,
+    );
 
     // As `robobrain tui` starts with a model configured: the session builder
     // assembles the run (the model brain, its worker), then the app and a frame.
@@ -140,7 +150,12 @@ fn main() {
         terminal.draw(|f| ui::draw(&app, f)).unwrap();
         with_model.push(t.elapsed());
     }
-    report("first frame, model (session + app + draw)", with_model);
+    report(
+        "first_frame_model",
+        "ms",
+        "first frame, model (session + app + draw)",
+        with_model,
+    );
 
     let (_engine, app, events) = busy();
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
@@ -150,7 +165,7 @@ fn main() {
         terminal.draw(|f| ui::draw(&app, f)).unwrap();
         frames.push(t.elapsed());
     }
-    report("full frame 200x60, busy", frames);
+    report("frame_200x60", "ms", "full frame 200x60, busy", frames);
 
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let mut small = Vec::new();
@@ -159,7 +174,7 @@ fn main() {
         terminal.draw(|f| ui::draw(&app, f)).unwrap();
         small.push(t.elapsed());
     }
-    report("full frame 80x24, busy", small);
+    report("frame_80x24", "ms", "full frame 80x24, busy", small);
 
     // Events replayed into a busy console: the cost of one update, and of
     // a frame's worth at 200 events/s (5 events per 25 ms frame) plus the draw.
@@ -178,11 +193,19 @@ fn main() {
         terminal.draw(|f| ui::draw(&app, f)).unwrap();
         batches.push(t.elapsed());
     }
-    report("one event through App::update", updates);
+    report("update", "µs", "one event through App::update", updates);
     let (_, p99, _) = percentiles(batches.clone());
     report(
+        "batch_and_frame",
+        "ms",
         &format!("{per_frame} events + 200x60 frame (200 ev/s)"),
         batches,
+    );
+    figures::record(
+        "console.event_to_screen",
+        "event → screen at 200 events/s, bound: frame period + batch p99",
+        (FRAME + p99).as_secs_f64() * 1e3,
+        "ms",
     );
     println!(
         "event → screen at 200 events/s: at most {:?} frame period + {p99:.2?} (p99) = {:.2?}",

@@ -40,6 +40,9 @@ fn wall_us() -> u64 {
 #[path = "../../tests/sim_process.rs"]
 mod sim_process;
 
+#[path = "../../src-core/benches/figures.rs"]
+mod figures;
+
 /// The robot process and how far its record has been read.
 struct Robot {
     process: sim_process::SimProcess,
@@ -86,7 +89,9 @@ impl Robot {
     }
 }
 
-fn report(name: &str, mut us: Vec<f64>) {
+/// Prints p50 / p99 / max and records them as `estop.{id}.*` (µs).
+fn report(id: &str, name: &str, mut us: Vec<f64>) {
+    figures::record_spread(&format!("estop.{id}"), name, &us, "µs");
     us.sort_by(f64::total_cmp);
     let p = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
     println!(
@@ -141,6 +146,7 @@ fn through_runtime(dir: &Path, trials: usize) {
     };
     let attached: Vec<f64> = (0..trials).map(|i| trial(i, false)).collect();
     report(
+        "runtime.attached",
         "E-stop, Runtime::send → TCP → robot process, store attached",
         attached,
     );
@@ -156,6 +162,7 @@ fn through_runtime(dir: &Path, trials: usize) {
     std::thread::sleep(Duration::from_millis(300));
     let failed: Vec<f64> = (0..trials).map(|i| trial(i, true)).collect();
     report(
+        "runtime.failed",
         "E-stop, Runtime::send → TCP → robot process, store failed",
         failed,
     );
@@ -203,6 +210,7 @@ fn through_headless(dir: &Path, trials: usize) {
         us.push(robot.next_estop().saturating_sub(sent) as f64);
     }
     report(
+        "headless.attached",
         "E-stop, headless stdin → TCP → robot process, store attached",
         us,
     );

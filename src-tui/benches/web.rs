@@ -9,6 +9,9 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../src-core/benches/figures.rs"]
+mod figures;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -21,9 +24,7 @@ use robobrain_core::session::{Session, SessionOptions};
 use robobrain_tui::web::{Access, Served, WebServer};
 use tokio_util::sync::CancellationToken;
 
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
-}
+use figures::percentile;
 
 /// One run with `viewers` pages attached: (tick p50, tick p99, events/s, messages read per viewer/s).
 async fn run(viewers: usize, seconds: f64) -> (Duration, Duration, f64, f64) {
@@ -112,6 +113,32 @@ fn main() {
     for viewers in [0, 1, 20] {
         let (p50, p99, rate, per_viewer) = rt.block_on(run(viewers, seconds));
         let base = *baseline.get_or_insert(p99);
+        let id = format!("web.viewers_{viewers}");
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        figures::record(
+            &format!("{id}.tick_p50"),
+            &format!("kernel tick (compute + publish) with {viewers} WebSocket viewers, p50"),
+            us(p50),
+            "µs",
+        );
+        figures::record(
+            &format!("{id}.tick_p99"),
+            &format!("kernel tick (compute + publish) with {viewers} WebSocket viewers, p99"),
+            us(p99),
+            "µs",
+        );
+        figures::record(
+            &format!("{id}.ratio"),
+            &format!("tick p99 with {viewers} viewers / without"),
+            p99.as_secs_f64() / base.as_secs_f64(),
+            "×",
+        );
+        figures::record(
+            &format!("{id}.events_per_s"),
+            &format!("events published per second with {viewers} viewers"),
+            rate,
+            "events/s",
+        );
         println!(
             "web: {viewers:>2} viewers  tick p50 {p50:>9.2?}  p99 {p99:>9.2?}  p99/no-viewer {:.2}  events {rate:.0}/s  read by each viewer {per_viewer:.0} msgs/s",
             p99.as_secs_f64() / base.as_secs_f64()

@@ -225,4 +225,118 @@ mod tests {
         let a = arbitrate(&input(None, Some(&t)));
         assert_eq!(a.switch, Switch::Activate("t1".into()));
     }
+
+    fn goto(id: &str, priority: Priority, status: TaskStatus) -> Task {
+        task(
+            id,
+            TaskKind::Goto {
+                zone: "kitchen".into(),
+            },
+            priority,
+            status,
+        )
+    }
+
+    #[test]
+    fn safety_and_battery_say_why_and_keep_the_active_task() {
+        let t = goto("t1", Priority::Main, TaskStatus::Running);
+        let mut i = input(Some(&t), Some(&t));
+        i.estop = true;
+        let a = arbitrate(&i);
+        assert_eq!(
+            (a.reason.as_str(), a.switch, a.need_charge_task),
+            ("E-stop is latched", Switch::Keep, false)
+        );
+        i.estop = false;
+        i.link_up = false;
+        assert_eq!(arbitrate(&i).reason, "robot link is down");
+        i.link_up = true;
+        // At the threshold exactly, charging preempts.
+        i.battery_pct = 20.0;
+        let a = arbitrate(&i);
+        assert_eq!(a.mode, Mode::Charge);
+        assert_eq!(a.switch, Switch::Keep);
+        assert_eq!(
+            a.reason,
+            "battery 20.0% ≤ 20%: charging preempts other work"
+        );
+        i.battery_pct = 20.1;
+        let a = arbitrate(&i);
+        assert_eq!((a.mode, a.need_charge_task), (Mode::Exec, false));
+        assert_eq!(a.reason, "t1 (go to kitchen) is running");
+    }
+
+    #[test]
+    fn a_charge_task_running_is_charge_mode() {
+        let charge = task(
+            "t2",
+            TaskKind::Charge,
+            Priority::Battery,
+            TaskStatus::Running,
+        );
+        let mut i = input(Some(&charge), Some(&charge));
+        i.battery_pct = 10.0;
+        i.has_charge_task = true;
+        let a = arbitrate(&i);
+        assert_eq!(a.mode, Mode::Charge);
+        assert_eq!(a.switch, Switch::Keep);
+        assert_eq!(a.reason, "t2 (charge) is running");
+        assert!(!a.need_charge_task);
+    }
+
+    #[test]
+    fn who_runs_when_priorities_tie_or_a_task_may_not_be_set_aside() {
+        let main = goto("t1", Priority::Main, TaskStatus::Running);
+        let other = goto("t2", Priority::Main, TaskStatus::Queued);
+        // Equal priority: the active task keeps running.
+        let a = arbitrate(&input(Some(&main), Some(&other)));
+        assert_eq!(
+            (a.switch, a.reason.as_str()),
+            (Switch::Keep, "t1 (go to kitchen) is running")
+        );
+        // A higher priority does not set aside a task that is not preemptible.
+        let mut fixed = main.clone();
+        fixed.preemptible = false;
+        let charge = task(
+            "t3",
+            TaskKind::Charge,
+            Priority::Battery,
+            TaskStatus::Queued,
+        );
+        let a = arbitrate(&input(Some(&fixed), Some(&charge)));
+        assert_eq!((a.switch, a.mode), (Switch::Keep, Mode::Exec));
+        // A user interrupt over a running user interrupt waits its turn.
+        let user = goto("t4", Priority::UserInterrupt, TaskStatus::Running);
+        let a = arbitrate(&input(Some(&user), Some(&main)));
+        assert_eq!(a.switch, Switch::Keep);
+        // The best task is the active one.
+        let a = arbitrate(&input(Some(&main), Some(&main)));
+        assert_eq!(a.switch, Switch::Keep);
+        // Safety outranks battery: it preempts by rule too.
+        let safety = goto("t5", Priority::Safety, TaskStatus::Queued);
+        let a = arbitrate(&input(Some(&main), Some(&safety)));
+        assert_eq!(
+            (a.switch, a.mode),
+            (Switch::Preempt("t5".into()), Mode::Exec)
+        );
+        assert_eq!(a.reason, "t5 (go to kitchen) is running");
+    }
+
+    #[test]
+    fn an_active_task_that_cannot_run_is_replaced_by_the_best() {
+        let paused = goto("t1", Priority::UserInterrupt, TaskStatus::Paused);
+        let next = goto("t2", Priority::Main, TaskStatus::Queued);
+        let a = arbitrate(&input(Some(&paused), Some(&next)));
+        assert_eq!(a.switch, Switch::Activate("t2".into()));
+        assert_eq!(a.reason, "t2 (go to kitchen) is running");
+        let a = arbitrate(&input(Some(&paused), None));
+        assert_eq!((a.mode, a.reason.as_str()), (Mode::Idle, "t1 is paused"));
+        let a = arbitrate(&input(None, None));
+        assert_eq!((a.mode, a.reason.as_str()), (Mode::Idle, "no task to run"));
+        let done = goto("t3", Priority::Main, TaskStatus::Succeeded);
+        assert_eq!(
+            arbitrate(&input(Some(&done), None)).reason,
+            "no task to run"
+        );
+    }
 }

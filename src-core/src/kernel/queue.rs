@@ -156,4 +156,81 @@ mod tests {
         q.get_mut(&a).unwrap().status = TaskStatus::WaitingHuman;
         assert!(q.best_runnable().is_none());
     }
+
+    #[test]
+    fn the_active_task_is_found_by_its_id() {
+        let mut q = TaskQueue::new();
+        assert!(q.active().is_none() && q.active_id().is_none() && q.last().is_none());
+        let a = q.push(goto("kitchen"), Priority::Main, 0.0);
+        let b = q.push(goto("bedroom"), Priority::Main, 1.0);
+        assert_eq!((a.as_str(), b.as_str()), ("t1", "t2"));
+        q.set_active(Some(b.clone()));
+        assert_eq!(q.active_id(), Some("t2"));
+        assert_eq!(q.active().unwrap().id, b);
+        q.active_mut().unwrap().status = TaskStatus::Running;
+        assert_eq!(q.get(&b).unwrap().status, TaskStatus::Running);
+        assert_eq!(q.last().unwrap().id, b);
+        assert_eq!(q.tasks().len(), 2);
+        q.set_active(None);
+        assert!(q.active_mut().is_none());
+    }
+
+    #[test]
+    fn an_unfinished_charge_task_counts_and_a_finished_one_does_not() {
+        let mut q = TaskQueue::new();
+        let c = q.push(TaskKind::Charge, Priority::Battery, 0.0);
+        assert!(q.has_charge_task());
+        q.get_mut(&c).unwrap().status = TaskStatus::Running;
+        assert!(q.has_charge_task());
+        q.get_mut(&c).unwrap().status = TaskStatus::Aborted;
+        assert!(!q.has_charge_task());
+        q.push(goto("kitchen"), Priority::Main, 1.0);
+        assert!(!q.has_charge_task());
+    }
+
+    #[test]
+    fn equal_priorities_run_oldest_first_and_preempted_tasks_may_run_again() {
+        let mut q = TaskQueue::new();
+        let late = q.push(goto("kitchen"), Priority::Main, 5.0);
+        let early = q.push(goto("bedroom"), Priority::Main, 1.0);
+        assert_eq!(q.best_runnable().unwrap().id, early);
+        q.get_mut(&early).unwrap().status = TaskStatus::Preempted;
+        assert_eq!(q.best_runnable().unwrap().id, early);
+        q.get_mut(&early).unwrap().status = TaskStatus::Succeeded;
+        assert_eq!(q.best_runnable().unwrap().id, late);
+    }
+
+    #[test]
+    fn the_queue_forgets_the_oldest_finished_tasks_beyond_twenty() {
+        let mut q = TaskQueue::new();
+        let open = q.push(goto("kitchen"), Priority::Main, 0.0);
+        for i in 0..25 {
+            let id = q.push(goto("bedroom"), Priority::Main, f64::from(i));
+            q.get_mut(&id).unwrap().status = TaskStatus::Succeeded;
+        }
+        // The last push saw 24 finished (its own task was still queued).
+        assert_eq!(q.tasks().len(), 1 + 21);
+        q.push(goto("study"), Priority::Main, 30.0);
+        let finished = q.tasks().iter().filter(|t| t.status.is_terminal()).count();
+        assert_eq!(finished, KEEP_FINISHED);
+        // The open task and the newest finished ones stay, oldest first.
+        assert_eq!(q.tasks()[0].id, open);
+        assert_eq!(q.tasks()[1].id, "t7");
+        assert_eq!(q.last().unwrap().id, "t27");
+    }
+
+    #[test]
+    fn views_show_the_active_task_then_priority_then_age_then_the_finished_newest_first() {
+        let mut q = TaskQueue::new();
+        let old = q.push(goto("kitchen"), Priority::Main, 0.0);
+        let young = q.push(goto("bedroom"), Priority::Main, 1.0);
+        let urgent = q.push(goto("study"), Priority::UserInterrupt, 2.0);
+        let done1 = q.push(goto("hall"), Priority::Main, 3.0);
+        let done2 = q.push(goto("hall"), Priority::Main, 4.0);
+        q.get_mut(&done1).unwrap().status = TaskStatus::Succeeded;
+        q.get_mut(&done2).unwrap().status = TaskStatus::Cancelled;
+        q.set_active(Some(young.clone()));
+        let ids: Vec<String> = q.views().into_iter().map(|v| v.id).collect();
+        assert_eq!(ids, [young, urgent, old, done2, done1]);
+    }
 }

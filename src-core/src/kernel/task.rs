@@ -224,4 +224,100 @@ mod tests {
         task.cursor = 2;
         assert_eq!(task.plan_ahead(8).len(), 8);
     }
+
+    #[test]
+    fn each_kind_has_its_plan_title_and_name() {
+        let call = TaskKind::Call {
+            skill: "speak".into(),
+            args: json!({"text": "hi"}),
+        };
+        let chain = TaskKind::Chain {
+            calls: vec![PlanStep::watch(), PlanStep::navigate("hall")],
+        };
+        let cases = [
+            (
+                TaskKind::Goto {
+                    zone: "hall".into(),
+                },
+                "goto",
+                "go to hall",
+                vec![PlanStep::navigate("hall")],
+            ),
+            (
+                patrol(2),
+                "patrol",
+                "patrol: z0 → z1",
+                vec![
+                    PlanStep::navigate("z0"),
+                    PlanStep::watch(),
+                    PlanStep::navigate("z1"),
+                    PlanStep::watch(),
+                ],
+            ),
+            (
+                TaskKind::Charge,
+                "charge",
+                "charge",
+                vec![PlanStep {
+                    skill: "dock".into(),
+                    args: json!({}),
+                }],
+            ),
+            (
+                call,
+                "call",
+                "call speak",
+                vec![PlanStep {
+                    skill: "speak".into(),
+                    args: json!({"text": "hi"}),
+                }],
+            ),
+            (
+                chain,
+                "chain",
+                "chain: watch → navigate_to",
+                vec![PlanStep::watch(), PlanStep::navigate("hall")],
+            ),
+        ];
+        for (kind, name, title, plan) in cases {
+            assert_eq!(
+                (kind.name(), kind.title(), kind.plan()),
+                (name, title.to_string(), plan)
+            );
+        }
+        assert_eq!(patrol(6).title(), "patrol: z0 → z1 → z2 → z3 → z4 → z5");
+        assert_eq!(
+            patrol(7).title(),
+            "patrol: z0 → z1 → z2 → z3 → z4 → z5 → … (+1 more)"
+        );
+    }
+
+    #[test]
+    fn a_task_runs_while_queued_running_or_preempted_and_shows_its_progress() {
+        let mut task = Task::new("t1".into(), patrol(3), Priority::Main, 4.0);
+        for (status, runnable) in [
+            (TaskStatus::Queued, true),
+            (TaskStatus::Running, true),
+            (TaskStatus::Preempted, true),
+            (TaskStatus::Paused, false),
+            (TaskStatus::WaitingHuman, false),
+            (TaskStatus::Succeeded, false),
+            (TaskStatus::Aborted, false),
+            (TaskStatus::Cancelled, false),
+        ] {
+            task.status = status;
+            assert_eq!(task.is_runnable(), runnable, "{status:?}");
+        }
+        task.cursor = 5;
+        assert_eq!(task.current_step(), Some(&PlanStep::watch()));
+        let view = task.view();
+        assert_eq!(
+            (view.id.as_str(), view.kind.as_str(), view.step, view.steps),
+            ("t1", "patrol", 5, 6)
+        );
+        assert_eq!(view.title, "patrol: z0 → z1 → z2");
+        task.cursor = 6;
+        assert_eq!(task.current_step(), None);
+        assert!(task.plan_ahead(8).is_empty());
+    }
 }

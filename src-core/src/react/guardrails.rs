@@ -120,3 +120,183 @@ fn judge_one(op: &Op, all: &[Op], ctx: &GuardContext<'_>, approved: bool) -> Jud
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A runner with `navigate_to` running as goal `g1` for task `t1`, holding the base.
+    fn runner() -> SkillRunner {
+        serde_json::from_value(json!({"running": [{
+            "goal_id": "g1", "skill": "navigate_to", "args": {"zone": "kitchen"},
+            "task_id": "t1", "started_at": 0.0, "deadline": 60.0,
+            "resources": ["base"], "feedback": null
+        }]}))
+        .unwrap()
+    }
+
+    fn go(zone: &str) -> Op {
+        Op::Dispatch {
+            skill: "navigate_to".into(),
+            args: json!({"zone": zone}),
+        }
+    }
+
+    fn cancel(goal: &str) -> Op {
+        Op::Cancel {
+            goal_id: goal.into(),
+        }
+    }
+
+    /// Judges `ops` for task `task` in `mode` with `runner`: (verdict, reason) each.
+    fn verdicts(
+        ops: &[Op],
+        task: &str,
+        mode: Mode,
+        runner: &SkillRunner,
+        approved: bool,
+    ) -> Vec<(Verdict, String)> {
+        let registry = SkillRegistry::with_builtins().unwrap();
+        let world = World::builtin("apartment").unwrap();
+        let policy = PolicyConfig::default();
+        let ctx = GuardContext {
+            registry: &registry,
+            world: &world,
+            policy: &policy,
+            mode,
+            runner,
+            task_id: task,
+            home: None,
+        };
+        judge(ops, &ctx, approved)
+            .into_iter()
+            .zip(ops)
+            .map(|(j, op)| {
+                // Compared as text: a NaN wait is its own op, though NaN != NaN.
+                assert_eq!(format!("{:?}", j.op), format!("{op:?}"));
+                (j.verdict, j.reason)
+            })
+            .collect()
+    }
+
+    fn one(op: Op, mode: Mode, runner: &SkillRunner) -> (Verdict, String) {
+        verdicts(&[op], "t1", mode, runner, false).remove(0)
+    }
+
+    #[test]
+    fn waits_are_bounded() {
+        let idle = SkillRunner::new();
+        let wait = |seconds| Op::Wait { seconds };
+        assert_eq!(
+            one(wait(0.0), Mode::Exec, &idle),
+            (Verdict::Allowed, "wait 0.0 s".into())
+        );
+        assert_eq!(one(wait(MAX_WAIT_S), Mode::Exec, &idle).0, Verdict::Allowed);
+        for bad in [-1.0, MAX_WAIT_S + 0.5, f64::NAN, f64::INFINITY] {
+            let (verdict, why) = one(wait(bad), Mode::Exec, &idle);
+            assert_eq!(verdict, Verdict::Rejected, "{bad}");
+            assert_eq!(why, format!("wait must be 0–600 s, got {bad}"));
+        }
+    }
+
+    #[test]
+    fn a_task_may_cancel_only_its_own_running_goals() {
+        let running = runner();
+        assert_eq!(
+            one(cancel("g1"), Mode::Exec, &running),
+            (Verdict::Allowed, "cancel g1 (navigate_to)".into())
+        );
+        assert_eq!(
+            verdicts(&[cancel("g1")], "t2", Mode::Exec, &running, false)[0],
+            (Verdict::Rejected, "goal g1 belongs to t1, not t2".into())
+        );
+        assert_eq!(
+            one(cancel("g9"), Mode::Exec, &running),
+            (Verdict::Rejected, "no running goal g9".into())
+        );
+        let mut v = serde_json::to_value(runner()).unwrap();
+        v["running"][0]["task_id"] = json!(null);
+        let orphan: SkillRunner = serde_json::from_value(v).unwrap();
+        assert_eq!(
+            one(cancel("g1"), Mode::Exec, &orphan),
+            (
+                Verdict::Rejected,
+                "goal g1 belongs to no task, not t1".into()
+            )
+        );
+    }
+
+    #[test]
+    fn dispatch_checks_schema_mode_resources_and_policy() {
+        let idle = SkillRunner::new();
+        assert_eq!(
+            one(go("kitchen"), Mode::Exec, &idle),
+            (
+                Verdict::Allowed,
+                "navigate_to passes schema, resources and policy".into()
+            )
+        );
+        let (verdict, why) = one(go("atlantis"), Mode::Exec, &idle);
+        assert_eq!(verdict, Verdict::Rejected);
+        assert!(why.contains("atlantis"), "{why}");
+        let unknown = Op::Dispatch {
+            skill: "fly".into(),
+            args: json!({}),
+        };
+        assert_eq!(one(unknown, Mode::Exec, &idle).0, Verdict::Rejected);
+        // SAFE mode: only stopping the base may run.
+        assert_eq!(
+            one(go("kitchen"), Mode::Safe, &idle),
+            (
+                Verdict::Rejected,
+                "SAFE mode: only stop_base may run".into()
+            )
+        );
+        let stop = Op::Dispatch {
+            skill: "stop_base".into(),
+            args: json!({}),
+        };
+        assert_eq!(one(stop, Mode::Safe, &idle).0, Verdict::Allowed);
+        // The base is held by g1 unless the same decision cancels it.
+        let running = runner();
+        assert_eq!(
+            one(go("bedroom"), Mode::Exec, &running),
+            (
+                Verdict::Rejected,
+                "base is held by g1 (navigate_to) and not cancelled".into()
+            )
+        );
+        let both = verdicts(
+            &[cancel("g1"), go("bedroom")],
+            "t1",
+            Mode::Exec,
+            &running,
+            false,
+        );
+        assert_eq!(both[0].0, Verdict::Allowed);
+        assert_eq!(both[1].0, Verdict::Allowed);
+        let other = verdicts(
+            &[cancel("g9"), go("bedroom")],
+            "t1",
+            Mode::Exec,
+            &running,
+            false,
+        );
+        assert_eq!(other[1].0, Verdict::Rejected);
+        // The policy asks for approval unless an operator already gave it.
+        let (verdict, why) = one(go("study"), Mode::Exec, &idle);
+        assert_eq!(verdict, Verdict::NeedsApproval);
+        assert_eq!(why, "navigate_to enters the restricted zone study");
+        assert_eq!(
+            verdicts(&[go("study")], "t1", Mode::Exec, &idle, true)[0].0,
+            Verdict::Allowed
+        );
+        // Approval does not lift the other checks.
+        assert_eq!(
+            verdicts(&[go("study")], "t1", Mode::Safe, &idle, true)[0].0,
+            Verdict::Rejected
+        );
+    }
+}

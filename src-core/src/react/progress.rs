@@ -75,4 +75,44 @@ mod tests {
         p.record(6.0, 3.0, 8.0);
         assert_eq!(p.stalled(10.0, 8.0, 0.1), None);
     }
+
+    #[test]
+    fn no_feedback_at_all_is_no_progress_once_the_window_has_passed() {
+        let mut p = ProgressTracker::default();
+        p.restart(2.0);
+        assert_eq!(p.stalled(9.9, 8.0, 0.1), None);
+        assert_eq!(
+            p.stalled(10.0, 8.0, 0.1).as_deref(),
+            Some("no feedback for 8 s")
+        );
+    }
+
+    #[test]
+    fn the_window_keeps_one_older_sample_and_no_more() {
+        let mut p = ProgressTracker::default();
+        p.restart(0.0);
+        // Sparse feedback: the sample before the window is the only evidence.
+        for t in [0.0, 10.0, 20.0] {
+            p.record(t, 5.0, 8.0);
+        }
+        assert_eq!(p.samples, [(10.0, 5.0), (20.0, 5.0)]);
+        let why = p.stalled(20.0, 8.0, 0.1).unwrap();
+        assert_eq!(
+            why,
+            "distance to go 5.0 m → 5.0 m in the last 8 s (less than 0.1 m)"
+        );
+        // Just enough progress is progress.
+        p.record(21.0, 4.75, 8.0);
+        assert_eq!(p.stalled(21.0, 8.0, 0.1), None);
+        // A long step keeps a bounded history.
+        for i in 22..1000 {
+            p.record(f64::from(i), 4.0, 8.0);
+        }
+        assert_eq!(p.samples.len(), 11);
+        assert_eq!(p.samples[0].0, 989.0);
+        // A restart forgets the last step's samples.
+        p.restart(1000.0);
+        assert!(p.samples.is_empty());
+        assert_eq!(p.stalled(1007.0, 8.0, 0.1), None);
+    }
 }

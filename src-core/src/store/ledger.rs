@@ -76,3 +76,31 @@ pub fn goal_id(thread: &str, step: u64, op: usize) -> String {
 pub fn short_goal_id(goal_id: &str) -> &str {
     goal_id.rsplit_once('/').map_or(goal_id, |(_, local)| local)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_stored_as_words_and_read_back() {
+        for (status, word) in [
+            (LedgerStatus::Started, "started"),
+            (LedgerStatus::Accepted, "accepted"),
+            (LedgerStatus::Done, "done"),
+        ] {
+            assert_eq!(status.as_str(), word);
+            assert_eq!(LedgerStatus::parse(word), Some(status));
+            assert_eq!(serde_json::to_value(status).unwrap(), word);
+        }
+        assert_eq!(LedgerStatus::parse("Done"), None);
+        assert_eq!(LedgerStatus::parse(""), None);
+    }
+
+    #[test]
+    fn a_goal_id_names_its_thread_step_and_op() {
+        let id = goal_id("patrol-1", 12, 3);
+        assert_eq!(id, "patrol-1/g12.3");
+        assert_eq!(short_goal_id(&id), "g12.3");
+        assert_eq!(short_goal_id("a/b/g1.0"), "g1.0");
+    }
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Mutation testing of the modules that decide safety (docs/testing.md):
+# cargo-mutants changes one thing at a time in them (a condition negated, a
+# function body replaced by a default, an operator swapped) and runs
+# robobrain-core's tests; a mutant no test notices is a gap. Run through
+# `./x mutants [MODULE…]`; long (hours on two cores), so not part of ./x test.
+#
+#   kernel     src-core/src/kernel/ (modes, arbitration, the task queue)
+#   react      src-core/src/react/ (guardrails, loop guards, progress)
+#   policy     src-core/src/policy.rs (what needs approval)
+#   ledger     src-core/src/engine/durable.rs, src-core/src/store/ledger.rs
+#              (the ledger around dispatch, resume and reconcile)
+#
+# One job at a time (the machine is shared), in a build folder of its own
+# (ROBOBRAIN_MUTANTS_TARGET, default ~/.cache/robobrain/mutants-target) so the
+# mutated builds never touch target/, without debug info (faster builds).
+# The tests are robobrain-core's own, less the modules that cannot see a
+# safety decision and are slow (memory, the model client, voice,
+# perception). Reports land in target/mutants/MODULE/ (mutants.out:
+# caught.txt, missed.txt, timeout.txt, unviable.txt). `--iterate` as the
+# first argument re-tests only what the last run missed;
+# ROBOBRAIN_MUTANTS_TREE=DIR mutates another checkout (an older commit, for
+# the figures before tests were added) with the reports still here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="$(mkdir -p "${CARGO_TARGET_DIR:-target}/mutants" && cd "${CARGO_TARGET_DIR:-target}/mutants" && pwd)"
+export CARGO_TARGET_DIR="${ROBOBRAIN_MUTANTS_TARGET:-${XDG_CACHE_HOME:-$HOME/.cache}/robobrain/mutants-target}"
+export CARGO_PROFILE_DEV_DEBUG=0
+TESTS='not (test(/^memory::/) | test(/^llm::/) | test(/^voice::/) | test(/^perception::/))'
+iterate=()
+if [ "${1:-}" = --iterate ]; then
+  iterate=(--iterate)
+  shift
+fi
+
+files() {
+  case "$1" in
+    kernel) echo "--file src-core/src/kernel.rs --file src-core/src/kernel/*.rs" ;;
+    react) echo "--file src-core/src/react.rs --file src-core/src/react/*.rs" ;;
+    policy) echo "--file src-core/src/policy.rs" ;;
+    ledger) echo "--file src-core/src/engine/durable.rs --file src-core/src/store/ledger.rs" ;;
+  esac
+}
+
+modules=("$@")
+((${#modules[@]})) || modules=(kernel react policy ledger)
+summary=()
+for m in "${modules[@]}"; do
+  if [ -z "$(files "$m")" ]; then
+    echo "no module '$m': kernel, react, policy, ledger" >&2
+    exit 2
+  fi
+  mkdir -p "$out/$m"
+  echo "== $m"
+  # shellcheck disable=SC2046 # the globs expand to the module's files
+  cargo mutants --dir "${ROBOBRAIN_MUTANTS_TREE:-.}" --jobs 1 --package robobrain-core --all-features \
+    --test-tool nextest --output "$out/$m" "${iterate[@]}" \
+    $(files "$m") -- -E "$TESTS" || true
+  r="$out/$m/mutants.out"
+  count() { grep -c . "$r/$1.txt" 2>/dev/null || true; }
+  caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)
+  viable=$((caught + missed + timeout))
+  share=$(awk "BEGIN { printf \"%.1f\", $viable ? 100 * ($caught + $timeout) / $viable : 0 }")
+  summary+=("$m: $((caught + timeout)) of $viable viable mutants caught ($share %; $timeout by a timeout), $missed missed, $unviable unviable")
+  [ "$missed" = 0 ] || sed 's/^/   missed: /' "$r/missed.txt"
+done
+printf '%s\n' "${summary[@]}"
