@@ -22,6 +22,7 @@ pub mod session;
 pub mod summary;
 pub mod templates;
 pub mod tools;
+pub mod verb;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -751,8 +752,7 @@ impl Home {
         // device lacks (a volume is not a brightness).
         match understood {
             None | Some(Understood::Clarify { .. } | Understood::Cannot { .. }) => {
-                crate::devices::home_assistant::command::as_steps(text, &self.devices)
-                    .or(understood)
+                one_device_call(text, &self.devices).or(understood)
             }
             other => other,
         }
@@ -1022,5 +1022,25 @@ fn failures(result: &Value) -> Vec<Value> {
             .collect(),
         None if result.get("status").and_then(Value::as_str) != Some("ok") => vec![result.clone()],
         None => Vec::new(),
+    }
+}
+
+/// The home fast path's steps for `sentence` when the device-command parser
+/// reads it as one device call.
+fn one_device_call(sentence: &str, world: &DeviceWorld) -> Option<Understood> {
+    use crate::devices::home_assistant::command::{Command, parse_command};
+    match parse_command(sentence, world) {
+        Command::Call {
+            device,
+            capability,
+            args,
+        } => Some(Understood::Steps {
+            steps: vec![Step::Control {
+                device,
+                action: capability,
+                args,
+            }],
+        }),
+        _ => None,
     }
 }

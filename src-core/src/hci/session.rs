@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::intent::Verb;
+use super::verb::Verb;
 
 /// A question asked and not yet answered: which of `candidates` the user meant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

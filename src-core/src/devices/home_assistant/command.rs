@@ -468,26 +468,6 @@ pub fn parse_command(sentence: &str, world: &DeviceWorld) -> Command {
     pick(&fits, &verb)
 }
 
-/// The home fast path's steps for `sentence` when it is one device call
-/// ([`crate::hci`] falls back on this parser when its own intents do not
-/// know the sentence or find it ambiguous).
-pub fn as_steps(sentence: &str, world: &DeviceWorld) -> Option<crate::hci::Understood> {
-    match parse_command(sentence, world) {
-        Command::Call {
-            device,
-            capability,
-            args,
-        } => Some(crate::hci::Understood::Steps {
-            steps: vec![crate::hci::Step::Control {
-                device,
-                action: capability,
-                args,
-            }],
-        }),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,46 @@
+//! What a clause asks a device to do: below both the parser
+//! ([`super::intent`]) and the session that remembers the last one
+//! ([`super::session`]), so neither imports the other's inside.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a clause asks to be done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verb", rename_all = "snake_case")]
+pub enum Verb {
+    /// On / open.
+    On,
+    /// Off / close.
+    Off,
+    /// Lock.
+    Lock,
+    /// Unlock.
+    Unlock,
+    /// Arm the alarm.
+    Arm,
+    /// Disarm the alarm.
+    Disarm,
+    /// A level: brightness or position, percent.
+    Level {
+        /// 0–100.
+        value: i64,
+    },
+    /// A temperature, °C.
+    Temperature {
+        /// Degrees.
+        value: i64,
+    },
+    /// A face.
+    Expression {
+        /// The expression's name.
+        name: String,
+    },
+    /// A capability by name (what Home Assistant's grammar asked for).
+    Call {
+        /// The capability.
+        action: String,
+        /// Its arguments.
+        args: Value,
+    },
+}
