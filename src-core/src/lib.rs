@@ -62,6 +62,7 @@ pub mod source;
 pub mod store;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
+pub mod text;
 pub mod voice;
 pub mod webhook;
 pub mod world;

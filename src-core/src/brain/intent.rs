@@ -6,7 +6,19 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::text::{self, is_cjk};
 use crate::world::World;
+
+/// Characters that glue a robot command's words (`e-stop`, `kitchen_2`).
+const JOINERS: &[char] = &['-', '_'];
+
+fn normalize(t: &str) -> String {
+    text::words(t, JOINERS)
+}
+
+fn any(t: &str, phrases: &[&str]) -> bool {
+    text::has_any(t, phrases, JOINERS)
+}
 
 /// What an utterance asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -248,39 +260,6 @@ const FILLERS: &[&str] = &[
     "please", "请", "帮我", "你", "the", "now", "一下", "吧", "去", "看看", "里", "那里", "那边",
 ];
 
-/// Lower-cases, drops punctuation and folds white space.
-fn normalize(text: &str) -> String {
-    let cleaned: String = text
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '-' || c == '_' || c.is_whitespace() {
-                c
-            } else {
-                ' '
-            }
-        })
-        .collect::<String>()
-        .to_lowercase();
-    cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn is_cjk(c: char) -> bool {
-    ('\u{4e00}'..='\u{9fff}').contains(&c)
-}
-
-/// Whether `phrase` occurs in `text` as a word (ASCII phrases) or anywhere (Chinese).
-fn has(text: &str, phrase: &str) -> bool {
-    if phrase.chars().any(is_cjk) {
-        return text.contains(phrase);
-    }
-    let padded = format!(" {text} ");
-    padded.contains(&format!(" {phrase} "))
-}
-
-fn any(text: &str, phrases: &[&str]) -> bool {
-    phrases.iter().any(|p| has(text, p))
-}
-
 /// Every zone named in `text`, in order of appearance (longest alias wins).
 fn zones_in(text: &str, world: &World) -> Vec<String> {
     let mut found: Vec<(usize, usize, String)> = Vec::new();
@@ -292,11 +271,7 @@ fn zones_in(text: &str, world: &World) -> Vec<String> {
             if name.is_empty() {
                 continue;
             }
-            let hit = if name.chars().any(is_cjk) {
-                text.find(&name)
-            } else {
-                format!(" {text} ").find(&format!(" {name} "))
-            };
+            let hit = text::find(text, &name, JOINERS);
             if let Some(pos) = hit {
                 found.push((pos, name.len(), zone.name.clone()));
             }
@@ -321,10 +296,9 @@ fn zones_in(text: &str, world: &World) -> Vec<String> {
 /// The words after each go-to verb found, fillers stripped (empty when none).
 fn goto_phrases(text: &str) -> Vec<String> {
     let mut phrases = Vec::new();
-    let padded = format!(" {text} ");
     for verb in GOTO_EN {
-        if let Some(pos) = padded.find(&format!(" {verb} ")) {
-            phrases.push(strip_fillers(&padded[pos + verb.len() + 2..]));
+        if let Some(pos) = text::find(text, verb, JOINERS) {
+            phrases.push(strip_fillers(&text[pos + verb.len()..]));
         }
     }
     for verb in GOTO_ZH {

@@ -177,7 +177,7 @@ fn scene_id(name: &str) -> String {
 }
 
 fn is_cjk_text(text: &str) -> bool {
-    text.chars().any(crate::intents::text::is_cjk)
+    crate::text::has_cjk(text)
 }
 
 impl Hearing {

@@ -13,6 +13,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::session::{Pending, Session};
+use crate::text::{self, lower_folded as normalize};
+
+fn find_all(t: &str, phrase: &str) -> Vec<usize> {
+    text::find_all(t, phrase, &[])
+}
+
+fn has(t: &str, phrase: &str) -> bool {
+    text::has(t, phrase, &[])
+}
 pub use super::verb::Verb;
 use crate::devices::{Device, DeviceKind, DeviceWorld, Scene};
 
@@ -229,46 +238,6 @@ fn verbs() -> Vec<(&'static str, Verb)> {
     ];
     v.sort_by_key(|(p, _)| std::cmp::Reverse(p.chars().count()));
     v
-}
-
-/// Lower-case, full-width punctuation kept for splitting, spaces folded.
-fn normalize(text: &str) -> String {
-    text.to_lowercase()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn is_cjk(s: &str) -> bool {
-    s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
-}
-
-/// Byte positions where `phrase` occurs in `text` (ASCII phrases as whole words).
-fn find_all(text: &str, phrase: &str) -> Vec<usize> {
-    if phrase.is_empty() {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(i) = text[from..].find(phrase) {
-        let start = from + i;
-        let end = start + phrase.len();
-        let ok = is_cjk(phrase) || {
-            let before = text[..start].chars().next_back();
-            let after = text[end..].chars().next();
-            !before.is_some_and(|c| c.is_ascii_alphanumeric())
-                && !after.is_some_and(|c| c.is_ascii_alphanumeric())
-        };
-        if ok {
-            out.push(start);
-        }
-        from = end;
-    }
-    out
-}
-
-fn has(text: &str, phrase: &str) -> bool {
-    !find_all(text, phrase).is_empty()
 }
 
 fn split_clauses(text: &str) -> Vec<String> {

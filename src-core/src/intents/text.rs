@@ -17,19 +17,11 @@ pub fn is_punct(c: char) -> bool {
     PUNCTUATION.contains(c)
 }
 
+pub use crate::text::is_cjk;
+
 /// Whether `c` is a word character (Python's `\w`: alphanumeric or `_`).
 pub fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
-}
-
-/// Whether `c` is in one of the scripts written without spaces (CJK
-/// ideographs, kana, hangul — `hassil.util.CJK`).
-pub fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{4e00}'..='\u{9fff}'
-        | '\u{3400}'..='\u{4dbf}'
-        | '\u{3040}'..='\u{30ff}'
-        | '\u{ac00}'..='\u{d7af}')
 }
 
 /// The case-insensitive form of a character (Python's `re.IGNORECASE`

@@ -8,6 +8,24 @@
 use serde_json::{Value, json};
 
 use crate::devices::{Device, DeviceKind, DeviceWorld};
+use crate::text;
+
+/// Lower-cased words, `%` a word of its own (`50%` → `50 %`).
+fn normalize(t: &str) -> String {
+    text::lower_folded(&text::words(t, &['%']).replace('%', " % "))
+}
+
+fn has(t: &str, phrase: &str) -> bool {
+    text::has(t, phrase, &[])
+}
+
+fn find(t: &str, phrase: &str) -> Option<usize> {
+    text::find(t, phrase, &[])
+}
+
+fn any(t: &str, phrases: &[&str]) -> bool {
+    text::has_any(t, phrases, &[])
+}
 
 /// What a sentence asks of the devices.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,46 +60,6 @@ pub enum Command {
 struct Verb {
     capabilities: Vec<&'static str>,
     percent: Option<i64>,
-}
-
-/// Lower-cases, keeps letters, digits and `%`, folds white space.
-fn normalize(text: &str) -> String {
-    let cleaned: String = text
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '%' {
-                c
-            } else {
-                ' '
-            }
-        })
-        .collect::<String>()
-        .to_lowercase()
-        .replace('%', " % ");
-    cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn is_cjk(c: char) -> bool {
-    ('\u{4e00}'..='\u{9fff}').contains(&c)
-}
-
-/// Whether `phrase` is in `text`: as whole words (Latin) or anywhere (Chinese).
-fn has(text: &str, phrase: &str) -> bool {
-    find(text, phrase).is_some()
-}
-
-fn find(text: &str, phrase: &str) -> Option<usize> {
-    if phrase.is_empty() {
-        return None;
-    }
-    if phrase.chars().any(is_cjk) {
-        return text.find(phrase);
-    }
-    format!(" {text} ").find(&format!(" {phrase} "))
-}
-
-fn any(text: &str, phrases: &[&str]) -> bool {
-    phrases.iter().any(|p| has(text, p))
 }
 
 /// The first number followed by `%` / `percent` / `度`, or after 调到 / to.
