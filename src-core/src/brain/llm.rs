@@ -409,7 +409,14 @@ impl LlmBrain {
     /// (bounded by the call's deadline).
     fn ask_intent(&mut self, utterance: &str, world: &World, registry: &SkillRegistry) -> bool {
         let zones: Vec<&str> = world.zones.iter().map(|z| z.name.as_str()).collect();
-        let names = ModelNames::new(registry.specs().map(|s| s.name.as_str()));
+        // The names the model is shown, kept with the skills (built once per
+        // registry, not per utterance) to read its answer with.
+        if self.refresh_skills(registry).is_err() {
+            return false;
+        }
+        let Some(names) = self.skills.as_ref().map(|s| &s.model_names) else {
+            return false;
+        };
         let Ok(system) = self
             .prompts
             .render("intent_system.txt", &[("zones", &zones.join(", "))])
@@ -419,7 +426,7 @@ impl LlmBrain {
         let body = serde_json::json!({
             "model": self.config.decision_model,
             "messages": [message("system", &system), message("user", utterance)],
-            "tools": request::skill_functions(registry, &names),
+            "tools": request::skill_functions(registry, names),
             "tool_choice": "auto",
             "temperature": self.config.temperature,
             "stream": false,
@@ -457,7 +464,8 @@ impl LlmBrain {
             .get(&0)
             .map(|c| c.tool_calls.clone())
             .unwrap_or_default();
-        match intent_of(&calls, world, registry) {
+        let names = self.skills.as_ref().map(|s| &s.model_names);
+        match intent_of(&calls, world, registry, names) {
             Ok(intent) => intent,
             Err(why) => {
                 self.notes
@@ -482,17 +490,20 @@ fn own_skill_names(mut decision: Decision, names: &ModelNames) -> Decision {
 }
 
 /// Tool calls → an intent: navigate_to once (go) or several times (patrol),
-/// dock (charge), stop_base (stop). Arguments are checked against the skill
-/// and the world; anything else is not usable.
+/// dock (charge), stop_base (stop), each call's name read back through the
+/// names the model was shown. Arguments are checked against the skill and
+/// the world; anything else is not usable.
 fn intent_of(
     calls: &[crate::llm::accumulate::ToolCall],
     world: &World,
     registry: &SkillRegistry,
+    names: Option<&ModelNames>,
 ) -> Result<Option<Intent>, String> {
-    let names = ModelNames::new(registry.specs().map(|s| s.name.as_str()));
     let mut zones = Vec::new();
     for call in calls {
-        let name = names.skill(&call.name).unwrap_or(&call.name);
+        let name = names
+            .and_then(|n| n.skill(&call.name))
+            .unwrap_or(&call.name);
         let args: Value = serde_json::from_str(if call.arguments.trim().is_empty() {
             "{}"
         } else {
