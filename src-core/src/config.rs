@@ -100,11 +100,12 @@ pub struct HomeConfig {
     pub confirm_when_away: bool,
     /// Switching on a device rated at this many watts or more is high risk.
     pub high_power_w: f64,
-    /// The hour of day the policy sees (0–24); unset: the machine's clock
-    /// (UTC plus `utc_offset_h`). Scenarios fix it for determinism.
+    /// The hour of day the policy sees (0–24); unset: the clock, in
+    /// `time_zone`. Scenarios fix it for determinism.
     pub hour: Option<f64>,
-    /// The home's offset from UTC, hours.
-    pub utc_offset_h: f64,
+    /// The home's IANA time zone (`Europe/Berlin`), daylight saving
+    /// included; unset: the machine's (`TZ`, then `/etc/localtime`).
+    pub time_zone: Option<String>,
     /// A zigbee2mqtt broker, `HOST:PORT`: the home's devices are the real ones
     /// there (a device's friendly name is its id); unset: simulated.
     pub mqtt: Option<String>,
@@ -141,7 +142,7 @@ impl Default for HomeConfig {
             confirm_when_away: true,
             high_power_w: 1500.0,
             hour: None,
-            utc_offset_h: 0.0,
+            time_zone: None,
             mqtt: None,
             mqtt_base: "zigbee2mqtt".into(),
             intents: None,
@@ -566,6 +567,11 @@ impl Config {
                 format!("expected an hour in [0, 24), found {hour}"),
             );
         }
+        if let Some(zone) = &h.time_zone
+            && let Err(e) = crate::timezone::named(zone)
+        {
+            return err("home.time_zone", e.to_string());
+        }
         if let Some(addr) = &h.mqtt
             && parse_broker(addr).is_none()
         {
@@ -836,6 +842,35 @@ mod tests {
         assert_eq!(
             e,
             "c.toml:2:1: `link.deadman_s`: expected 0 (off) or at least 0.1 seconds, found 0.01"
+        );
+    }
+
+    #[test]
+    fn the_time_zone_is_an_iana_name_and_a_bad_one_names_file_key_and_what_was_expected() {
+        let c = Config::from_toml_str(
+            "[home]\ntime_zone = \"Europe/Berlin\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.home.time_zone.as_deref(), Some("Europe/Berlin"));
+        assert_eq!(Config::default().home.time_zone, None);
+        let e = Config::from_toml_str(
+            "[home]\nnight = [22, 6]\ntime_zone = \"Europe/Berlín\"\n",
+            Path::new("/etc/robobrain/robobrain.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "/etc/robobrain/robobrain.toml:3:1: `home.time_zone`: expected an IANA time zone name such as \"Europe/Berlin\" or \"America/New_York\", found \"Europe/Berlín\""
+        );
+        // The fixed offset it replaces is no longer a key: the refusal lists `time_zone`.
+        let e = Config::from_toml_str("[home]\nutc_offset_h = 1\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("c.toml:2:1: `utc_offset_h`: unknown field") && e.contains("time_zone"),
+            "{e}"
         );
     }
 

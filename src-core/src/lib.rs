@@ -14,6 +14,7 @@
 //! - [`perception`]: cameras (the simulated one renders PNGs) and vision results.
 //! - [`mcp`]: skills as MCP tools and one outside call's outcome (the transport is in the faces).
 //! - [`policy`]: which ops need an operator's approval.
+//! - [`timezone`]: the home's IANA time zone (daylight saving included) and its local hour.
 //! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
 //!   in process (`SimLink`) or over TCP (`TcpLink`).
 //! - [`world`]: the map — zones, passages, routes — read from world files; the grid and the A* planner.
@@ -63,6 +64,7 @@ pub mod store;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
 pub mod text;
+pub mod timezone;
 pub mod voice;
 pub mod webhook;
 pub mod world;
