@@ -17,6 +17,7 @@ mod intents;
 mod llm;
 mod mcp;
 mod memory;
+mod metrics;
 mod rest;
 mod sim_process;
 mod support;

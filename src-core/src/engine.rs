@@ -471,6 +471,11 @@ impl Engine {
                     home.devices.states()
                 }
             },
+            link: crate::protocol::LinkState::of(self.link.is_connected()),
+            memory: self
+                .memory
+                .as_ref()
+                .and_then(crate::memory::MemoryHandle::size),
         }
     }
 

@@ -29,6 +29,7 @@
 //! - [`intents`]: language as data: Home Assistant's template grammar (and the robot's own) and one matcher.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
+//! - [`metrics`]: the run's Prometheus metrics (counted from its events, read off its snapshot) and its health.
 //! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
 //! - `testing` (feature `test-utils`): the test suite's prerequisites — required, or a skip that is said.
 
@@ -47,6 +48,7 @@ pub mod llm;
 pub mod mapview;
 pub mod mcp;
 pub mod memory;
+pub mod metrics;
 pub mod offload;
 pub mod perception;
 pub mod policy;

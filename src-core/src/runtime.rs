@@ -39,6 +39,7 @@ use thiserror::Error;
 use tokio::sync::{broadcast, watch};
 
 use crate::engine::Engine;
+use crate::metrics::Histogram;
 use crate::protocol::{Command, Event, Snapshot, TooLong};
 
 /// How fast sim time passes.
@@ -123,24 +124,35 @@ pub struct Runtime {
     ticks: TickTimes,
 }
 
-/// How long the last ticks took (compute and publish, not the wait between
-/// them), newest last; at most [`TICKS_KEPT`].
+/// How long the ticks took (compute and publish, not the wait between
+/// them): the last ones, newest last, at most [`TICKS_KEPT`]; and every
+/// one since the start in a histogram (for `/metrics`).
 #[derive(Clone, Default)]
-struct TickTimes(std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<Duration>>>);
+struct TickTimes(std::sync::Arc<std::sync::Mutex<Ticks>>);
+
+#[derive(Default)]
+struct Ticks {
+    recent: std::collections::VecDeque<Duration>,
+    histogram: Histogram,
+}
 
 /// Tick durations kept for [`Runtime::tick_durations`].
 pub const TICKS_KEPT: usize = 100_000;
 
 impl TickTimes {
-    fn record(&self, took: Duration) {
-        let mut t = self
-            .0
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ticks> {
+        self.0
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if t.len() == TICKS_KEPT {
-            t.pop_front();
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn record(&self, took: Duration) {
+        let mut t = self.lock();
+        if t.recent.len() == TICKS_KEPT {
+            t.recent.pop_front();
         }
-        t.push_back(took);
+        t.recent.push_back(took);
+        t.histogram.observe(took.as_secs_f64());
     }
 }
 
@@ -242,12 +254,13 @@ impl Runtime {
     /// publishing its events and snapshot), oldest first: what a face's
     /// load could slow down.
     pub fn tick_durations(&self) -> Vec<Duration> {
-        let t = self
-            .ticks
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        t.iter().copied().collect()
+        self.ticks.lock().recent.iter().copied().collect()
+    }
+
+    /// Every tick's duration since the start, in the buckets of
+    /// [`TICK_BOUNDS`](crate::metrics::TICK_BOUNDS) (seconds).
+    pub fn tick_histogram(&self) -> Histogram {
+        self.ticks.lock().histogram.clone()
     }
 
     /// Whether the kernel thread has ended (after `Shutdown`).

@@ -383,6 +383,26 @@ impl Session {
         self.recorder.recent()
     }
 
+    /// The run's metrics in Prometheus' text format
+    /// ([`metrics::render`](crate::metrics::render)): the events counted by
+    /// the recorder, the kernel's tick times, the gauges of the last snapshot.
+    pub fn metrics(&self) -> String {
+        let events = self.recorder.counts();
+        let ticks = self.runtime.tick_histogram();
+        let snapshot = self.runtime.snapshot();
+        crate::metrics::render(&crate::metrics::Scrape {
+            events: &events,
+            ticks: &ticks,
+            snapshot: &snapshot,
+            kernel_running: !self.runtime.is_finished(),
+        })
+    }
+
+    /// Whether the run is alive: the kernel thread running and the robot link up.
+    pub fn health(&self) -> crate::metrics::Health {
+        crate::metrics::Health::of(&self.runtime.snapshot(), !self.runtime.is_finished())
+    }
+
     /// Where the event log is.
     pub fn log_path(&self) -> &Path {
         &self.log_path

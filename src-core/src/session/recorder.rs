@@ -1,8 +1,9 @@
 //! What a started run keeps of its events: every event written to the run's
-//! JSONL log, and the most recent ones in memory — for the MCP `events`
+//! JSONL log, the most recent ones in memory — for the MCP `events`
 //! resource and for a web viewer that reconnects and resumes after the
-//! last event it saw. One task per run, subscribed before the first tick,
-//! so the log holds every event whichever face shows them.
+//! last event it saw — and their counts (`/metrics`). One task per run,
+//! subscribed before the first tick, so the log holds every event whichever
+//! face shows them.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -13,6 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
 use crate::eventlog::{EventLog, EventLogError};
+use crate::metrics::EventCounts;
 use crate::protocol::Event;
 
 /// The most recent events, oldest first, at most `capacity` of them.
@@ -78,6 +80,7 @@ pub enum RecordError {
 /// The task that keeps a started run's events: see the module's doc.
 pub struct Recorder {
     recent: Arc<Recent>,
+    counts: Arc<Mutex<EventCounts>>,
     done: watch::Receiver<bool>,
     failed: Arc<Mutex<Option<RecordError>>>,
 }
@@ -91,8 +94,12 @@ impl Recorder {
         let recent = Arc::new(Recent::new(capacity));
         let (done_tx, done) = watch::channel(false);
         let failed = Arc::new(Mutex::new(None));
+        let counts = Arc::new(Mutex::new(EventCounts::default()));
         tokio::spawn(record(
-            Arc::clone(&recent),
+            Kept {
+                recent: Arc::clone(&recent),
+                counts: Arc::clone(&counts),
+            },
             events,
             log,
             Arc::clone(&failed),
@@ -100,6 +107,7 @@ impl Recorder {
         ));
         Self {
             recent,
+            counts,
             done,
             failed,
         }
@@ -108,6 +116,14 @@ impl Recorder {
     /// The most recent events.
     pub fn recent(&self) -> &Recent {
         &self.recent
+    }
+
+    /// What the events kept so far add up to.
+    pub fn counts(&self) -> EventCounts {
+        self.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Waits (at most `within`) until every event the run sent is kept —
@@ -127,8 +143,14 @@ impl Recorder {
     }
 }
 
-async fn record(
+/// Where the recorder keeps each event beside the log.
+struct Kept {
     recent: Arc<Recent>,
+    counts: Arc<Mutex<EventCounts>>,
+}
+
+async fn record(
+    kept: Kept,
     mut events: Receiver<Event>,
     mut log: Option<EventLog<File>>,
     failed: Arc<Mutex<Option<RecordError>>>,
@@ -154,7 +176,11 @@ async fn record(
             fail(e.into());
             log = None;
         }
-        recent.push(event);
+        kept.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .observe(&event);
+        kept.recent.push(event);
     }
     let _ = done.send(true);
 }
