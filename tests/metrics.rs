@@ -96,14 +96,13 @@ fn sample(families: &Value, family: &str, name: &str, labels: &[(&str, &str)]) -
 fn sum(families: &Value, family: &str, name: &str) -> f64 {
     families[family]["samples"]
         .as_array()
-        .map(|samples| {
+        .map_or(0.0, |samples| {
             samples
                 .iter()
                 .filter(|s| s["name"] == name)
                 .filter_map(|s| s["value"].as_f64())
                 .sum()
         })
-        .unwrap_or(0.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
