@@ -283,6 +283,13 @@ impl Engine {
         &mut self.registry
     }
 
+    /// The robot link's E-stop line, if it has one
+    /// ([`crate::link::RobotLink::estop_line`]): the runtime gives it to
+    /// the faces' command senders.
+    pub fn estop_line(&self) -> Option<std::sync::Arc<dyn crate::link::EStopLine>> {
+        self.link.estop_line()
+    }
+
     /// Queues a command; it is ingested at the start of the next tick (K1).
     /// An E-stop does not wait for the tick: the base is stopped before this returns.
     pub fn submit(&mut self, command: Command) {
