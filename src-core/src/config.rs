@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::llm::LlmConfig;
+use crate::places::Places;
 use crate::protocol::Risk;
 use crate::source::SourceError;
 
@@ -347,7 +348,9 @@ pub struct Config {
     pub tick_s: f64,
     /// Thread id of the run (generated when absent).
     pub thread_id: Option<String>,
-    /// Folder for the JSONL event logs.
+    /// Folder for the data: the JSONL event logs, the database, memory,
+    /// audio and logs (default: the XDG data folder, `~/.local/share/robobrain`,
+    /// when the config is read through [`Config::layered`]; `runs` in [`Config::default`]).
     pub runs_dir: PathBuf,
     /// Kernel thresholds and loop guards.
     pub kernel: KernelConfig,
@@ -442,29 +445,53 @@ impl Config {
     }
 
     /// The layers every face reads, lowest first: the defaults, then the
-    /// file (`path`, else `./robobrain.toml` when there is one), then the
-    /// environment (`get`). Command-line flags go on top, in the face.
+    /// file (`path`, else `./robobrain.toml` when there is one, else the
+    /// user's `~/.config/robobrain/robobrain.toml` — [`crate::places`]),
+    /// then the environment (`get`). Command-line flags go on top, in the
+    /// face. Data goes to the XDG data folder unless the file sets `runs_dir`.
     pub fn layered(
         path: Option<&Path>,
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let default = Path::new("robobrain.toml");
-        let mut config = match path {
-            Some(path) => Self::load(path)?,
-            None if default.exists() => Self::load(default)?,
-            None => Self::default(),
+        let places = Places::from_env(&get);
+        Self::layered_in(&places, path, get)
+    }
+
+    /// [`Config::layered`] with the places given (the desktop app's own).
+    pub fn layered_in(
+        places: &Places,
+        path: Option<&Path>,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let file = path
+            .map(Path::to_path_buf)
+            .or_else(|| places.config_file(Path::new(".")));
+        let (mut config, sets_runs_dir) = match &file {
+            Some(file) => Self::read(file)?,
+            None => (Self::default(), false),
         };
+        if !sets_runs_dir {
+            config.runs_dir.clone_from(&places.data_dir);
+        }
         config.apply_env(get)?;
         Ok(config)
     }
 
     /// Reads, parses and validates a config file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::read(path).map(|(config, _)| config)
+    }
+
+    /// A config file, and whether it sets `runs_dir`.
+    fn read(path: &Path) -> Result<(Self, bool), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::from_toml_str(&text, path)
+        let config = Self::from_toml_str(&text, path)?;
+        let sets_runs_dir =
+            toml::from_str::<toml::Table>(&text).is_ok_and(|t| t.contains_key("runs_dir"));
+        Ok((config, sets_runs_dir))
     }
 
     /// Applies the environment overrides: `ROBOBRAIN_SEED`, `ROBOBRAIN_WORLD`
