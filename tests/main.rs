@@ -118,6 +118,10 @@ scenario_tests! {
     scenario_h33_all_lights_off_zh => "h33_all_lights_off_zh.toml",
     scenario_h34_robot_intents_untouched_zh => "h34_robot_intents_untouched_zh.toml",
     scenario_h35_query_offline_en => "h35_query_offline_en.toml",
+    scenario_h36_replies_in_chinese_zh => "h36_replies_in_chinese_zh.toml",
+    scenario_h37_replies_in_english_en => "h37_replies_in_english_en.toml",
+    scenario_h38_timers_en => "h38_timers_en.toml",
+    scenario_h39_timers_zh => "h39_timers_zh.toml",
 }
 
 #[test]

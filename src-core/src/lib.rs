@@ -25,6 +25,7 @@
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
+//! - [`lines`]: what robobrain itself says, in the language it was spoken to (English, Chinese).
 //! - [`intents`]: language as data: Home Assistant's template grammar (and the robot's own) and one matcher.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
@@ -41,6 +42,7 @@ pub mod geometry;
 pub mod hci;
 pub mod intents;
 pub mod kernel;
+pub mod lines;
 pub mod link;
 pub mod llm;
 pub mod mapview;
