@@ -198,7 +198,8 @@ impl Run {
     /// (the MCP services' workers run on it).
     pub async fn assemble(config: &Config, options: SessionOptions) -> Result<Self, SessionError> {
         check_pace(options.pace)?;
-        let mut config = config.clone();
+        // Boxed: the config lives across the await below, and the future stays small.
+        let mut config = Box::new(config.clone());
         let thread_id = config
             .thread_id
             .clone()

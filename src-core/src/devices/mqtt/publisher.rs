@@ -135,14 +135,14 @@ impl Worker {
                 _ = &mut stop => Input::Stop,
             };
             match input {
-                Input::Net(None) | Input::Stop => break,
+                // Stopped, the connection gone, or the run ended (its
+                // snapshots with it): nothing more to publish.
+                Input::Net(None) | Input::Stop | Input::Snapshot(false) => break,
                 Input::Net(Some(n)) => self.net(n, &snapshots),
                 Input::Snapshot(true) => {
                     let snapshot = snapshots.borrow_and_update().clone();
                     self.states(&snapshot);
                 }
-                // The run has ended: nothing more to publish.
-                Input::Snapshot(false) => break,
             }
         }
         if self.connected {
