@@ -121,13 +121,14 @@ impl HaClient {
 
     /// Waits (20 s at most) until `topic`'s last payload is `want`.
     async fn until(&mut self, topic: &str, want: &str) {
+        self.until_bytes(topic, want.as_bytes()).await;
+    }
+
+    /// Waits (20 s at most) until `topic`'s last payload is these bytes.
+    async fn until_bytes(&mut self, topic: &str, want: &[u8]) {
         let found = tokio::time::timeout(Duration::from_secs(20), async {
             loop {
-                if self
-                    .last
-                    .get(topic)
-                    .is_some_and(|(p, _)| p == want.as_bytes())
-                {
+                if self.last.get(topic).is_some_and(|(p, _)| p == want) {
                     return;
                 }
                 let (t, p, retain) = self.seen.recv().await.expect("the client runs");
@@ -137,7 +138,8 @@ impl HaClient {
         .await;
         assert!(
             found.is_ok(),
-            "`{topic}` never said {want:?}; last: {:?}",
+            "`{topic}` never said {:?}; last: {:?}",
+            String::from_utf8_lossy(want),
             self.last
                 .get(topic)
                 .map(|(p, _)| String::from_utf8_lossy(p))
@@ -347,6 +349,14 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     .await;
     assert!(!session.runtime().snapshot().estop);
 
+    // Dock is what an operator says for it: the kernel hears `charge`.
+    ha.press(&by_id["dock"].1).await;
+    let heard = next_event(&mut events, |e| matches!(&e.kind, EventKind::Intent { .. })).await;
+    assert!(
+        matches!(&heard.kind, EventKind::Intent { intent, processed_locally: true, .. } if intent == "charge"),
+        "{heard:?}"
+    );
+
     // Stopped, the robot says it is offline.
     session.stop().await.unwrap();
     ha.until("robobrain/rb_test/availability", "offline").await;
@@ -369,6 +379,42 @@ async fn the_last_will_says_offline_when_the_robot_vanishes() {
     // Gone without a word (no `stop`): the broker speaks its will.
     drop(publisher);
     ha.until("robobrain/will/availability", "offline").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_alert_frame_is_published_as_the_image_bytes() {
+    let broker = Mosquitto::start("frame");
+    let dir = std::env::temp_dir().join(format!("rb-ha-frame-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = dir.join("g1.png");
+    let bytes = b"\x89PNG\r\n\x1a\nnot really a picture".to_vec();
+    std::fs::write(&png, &bytes).unwrap();
+    let (tx, snapshots) = tokio::sync::watch::channel(crate::protocol::Snapshot::default());
+    let publisher = HaPublisher::start(
+        &MqttConfig::new("127.0.0.1", broker.port),
+        Discovery::new("homeassistant", "frame"),
+        snapshots,
+        Box::new(|_| Ok(())),
+    );
+    let mut ha = HaClient::start(MqttOptions::new("ha-frame", "127.0.0.1", broker.port));
+    ha.until("robobrain/frame/alert", "OFF").await;
+    let mut snapshot = crate::protocol::Snapshot::default();
+    snapshot.alerts.push(crate::protocol::IncidentRecord {
+        id: "i1".into(),
+        time: 1.0,
+        zone: "kitchen".into(),
+        kinds: vec!["smoke".into()],
+        description: "smoke in the kitchen".into(),
+        evidence: Some(png.display().to_string()),
+        vision: Value::Null,
+        status: crate::protocol::AlertStatus::Open,
+        acknowledged_by: None,
+        acknowledged_at: None,
+    });
+    tx.send_replace(snapshot);
+    ha.until("robobrain/frame/alert", "ON").await;
+    ha.until_bytes("robobrain/frame/frame", &bytes).await;
+    publisher.stop().await;
 }
 
 /// Runs `program args…` in `dir`, panicking with its output when it fails.
