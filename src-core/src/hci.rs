@@ -212,22 +212,18 @@ impl Home {
                 scenes: Vec::new(),
             }
         };
-        let broker = config.mqtt.as_deref();
-        let devices =
-            match crate::devices::mqtt::backend_for(broker, &config.mqtt_base, &home.devices)? {
-                // Real devices: offline until the broker says otherwise.
-                Some(mqtt) => {
-                    let offline = home
-                        .devices
-                        .into_iter()
-                        .map(|d| crate::devices::Device { online: false, ..d });
-                    DeviceWorld::new(&home.name, home.rooms, offline.collect(), Box::new(mqtt))?
-                }
-                None => {
-                    DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))?
-                }
+        let devices = match crate::devices::mqtt::backend_for(config, &home.devices)? {
+            // Real devices: offline until the broker says otherwise.
+            Some(mqtt) => {
+                let offline = home
+                    .devices
+                    .into_iter()
+                    .map(|d| crate::devices::Device { online: false, ..d });
+                DeviceWorld::new(&home.name, home.rooms, offline.collect(), Box::new(mqtt))?
             }
-            .with_floors(home.floors);
+            None => DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))?,
+        }
+        .with_floors(home.floors);
         Self::new(devices, home.scenes, config, trace_id)
     }
 

@@ -253,6 +253,12 @@ impl Runtime {
         self.events.subscribe()
     }
 
+    /// The state as of each tick, for a follower that waits for changes
+    /// (the Home Assistant publisher).
+    pub fn snapshots(&self) -> watch::Receiver<Snapshot> {
+        self.snapshot.clone()
+    }
+
     /// The state as of the last tick.
     pub fn snapshot(&self) -> Snapshot {
         self.snapshot.borrow().clone()
