@@ -26,6 +26,7 @@
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
+//! - [`lines`]: what robobrain itself says, in the language it was spoken to (English, Chinese).
 //! - [`intents`]: language as data: Home Assistant's template grammar (and the robot's own) and one matcher.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
@@ -43,6 +44,7 @@ pub mod geometry;
 pub mod hci;
 pub mod intents;
 pub mod kernel;
+pub mod lines;
 pub mod link;
 pub mod llm;
 pub mod mapview;
@@ -51,7 +53,9 @@ pub mod memory;
 pub mod metrics;
 pub mod offload;
 pub mod perception;
+pub mod places;
 pub mod policy;
+pub mod progress;
 pub mod protocol;
 pub mod react;
 pub mod rng;

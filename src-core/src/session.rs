@@ -42,6 +42,7 @@ pub use robot::RobotUrl;
 
 use crate::brain::BrainError;
 use crate::config::Config;
+use crate::devices::mqtt::{Discovery, HaPublisher, MqttConfig, MqttError};
 use crate::engine::{Engine, EngineError};
 use crate::eventlog::{self, EventLog, EventLogError};
 use crate::link::LinkError;
@@ -101,6 +102,10 @@ pub enum SessionError {
     /// The run's log is not the whole run.
     #[error("the event log could not be written: {0}")]
     Unrecorded(#[from] RecordError),
+    /// The home's MQTT broker settings could not be used (a password or CA
+    /// file that cannot be read).
+    #[error(transparent)]
+    Mqtt(#[from] MqttError),
     /// A `say` could not be given to the brain.
     #[error("cannot say {text:?}: {source}")]
     Say {
@@ -181,6 +186,9 @@ pub struct Run {
     pub info: RunInfo,
     /// The event log, created, empty.
     pub log: EventLog<File>,
+    /// Where the robot is published to Home Assistant once started
+    /// (`[home] mqtt` with `discovery`).
+    home: Option<(MqttConfig, Discovery)>,
     options: SessionOptions,
 }
 
@@ -190,7 +198,8 @@ impl Run {
     /// (the MCP services' workers run on it).
     pub async fn assemble(config: &Config, options: SessionOptions) -> Result<Self, SessionError> {
         check_pace(options.pace)?;
-        let mut config = config.clone();
+        // Boxed: the config lives across the await below, and the future stays small.
+        let mut config = Box::new(config.clone());
         let thread_id = config
             .thread_id
             .clone()
@@ -243,6 +252,18 @@ impl Run {
                 ),
             }
         }
+        let home = home_discovery(config)?;
+        if let Some((mqtt, discovery)) = &home {
+            engine.log(
+                "info",
+                &format!(
+                    "Home Assistant discovery: node `{}` under `{}/` on the broker at {}",
+                    discovery.node_id,
+                    discovery.prefix,
+                    mqtt.broker()
+                ),
+            );
+        }
         let info = RunInfo {
             brain,
             memory,
@@ -261,6 +282,7 @@ impl Run {
             thread_id,
             info,
             log: EventLog::create(&path)?,
+            home,
             options,
         })
     }
@@ -292,6 +314,15 @@ impl Run {
             Runtime::start_subscribed_twice(self.engine, self.options.pace);
         let log_path = self.log.path().to_path_buf();
         let recorder = Recorder::start(self.options.keep_recent, logged, Some(self.log));
+        let home = self.home.map(|(mqtt, discovery)| {
+            let sender = runtime.sender();
+            HaPublisher::start(
+                &mqtt,
+                discovery,
+                runtime.snapshots(),
+                Box::new(move |command| sender.send(command).map_err(|e| e.to_string())),
+            )
+        });
         for text in std::mem::take(&mut self.options.say) {
             runtime
                 .send(Command::Say { text: text.clone() })
@@ -308,6 +339,7 @@ impl Run {
             info: self.info,
             skills,
             log_path,
+            home,
         })
     }
 }
@@ -323,6 +355,7 @@ pub struct Session {
     info: RunInfo,
     skills: Vec<SkillView>,
     log_path: PathBuf,
+    home: Option<HaPublisher>,
 }
 
 impl Session {
@@ -414,6 +447,9 @@ impl Session {
     pub async fn stop(&self) -> Result<(), SessionError> {
         // The kernel brings the robot to rest and closes the thread first.
         self.runtime.stop().await;
+        if let Some(home) = &self.home {
+            home.stop().await;
+        }
         Ok(self.recorder.finished(STOP_WAIT).await?)
     }
 }
@@ -425,6 +461,18 @@ fn check_pace(pace: Pace) -> Result<(), SessionError> {
         }
         _ => Ok(()),
     }
+}
+
+/// The broker and the robot's discovery when `[home] mqtt` is set and
+/// `discovery` is on; the password and CA are read now.
+fn home_discovery(config: &Config) -> Result<Option<(MqttConfig, Discovery)>, SessionError> {
+    if !config.home.discovery {
+        return Ok(None);
+    }
+    Ok(MqttConfig::from_home(&config.home)?.map(|mqtt| {
+        let discovery = Discovery::new(&config.home.discovery_prefix, &config.home.node_id);
+        (mqtt, discovery)
+    }))
 }
 
 /// Gives `engine` the brain `config` asks for (the model brain when an

@@ -1,16 +1,26 @@
-//! `robobrain-gui`: the desktop app. Reads `robobrain.toml` (or the file in
-//! `ROBOBRAIN_CONFIG`) and the environment like `robobrain`, runs the run
-//! the session builder assembles in this process, and shows the web
-//! console's page.
+//! `robobrain-gui`: the desktop app. Reads its config like `robobrain`
+//! (the file in `ROBOBRAIN_CONFIG`, else `./robobrain.toml`, else its own
+//! config folder, then the environment), keeps its data in its own data
+//! folder — Tauri's app config and data dirs,
+//! `~/.config/dev.robobrain.gui/` and `~/.local/share/dev.robobrain.gui/`
+//! ([`robobrain_core::places`]) — runs the run the session builder
+//! assembles in this process, and shows the web console's page.
 
 use anyhow::Context;
 use robobrain_core::config::Config;
 use tauri::Manager;
 use tauri_plugin_notification::NotificationExt;
 
+/// The app's identifier in tauri.conf.json.
+const IDENTIFIER: &str = "dev.robobrain.gui";
+
 fn config() -> anyhow::Result<Config> {
     let path = std::env::var_os("ROBOBRAIN_CONFIG").map(std::path::PathBuf::from);
-    Config::layered(path.as_deref(), |name| std::env::var(name).ok()).context("the configuration")
+    let env = |name: &str| std::env::var(name).ok();
+    // Tauri's identifier (tauri.conf.json): the folders Tauri's
+    // `app_config_dir` / `app_data_dir` name.
+    let places = robobrain_core::places::Places::for_app(IDENTIFIER, env);
+    Config::layered_in(&places, path.as_deref(), env).context("the configuration")
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,4 +47,15 @@ fn main() -> anyhow::Result<()> {
         })
         .run(tauri::generate_context!())
         .context("the desktop app")
+}
+
+#[cfg(test)]
+mod tests {
+    /// The folders are Tauri's only while the identifier is Tauri's.
+    #[test]
+    fn the_identifier_is_the_one_tauri_uses() {
+        let conf: serde_json::Value =
+            serde_json::from_str(include_str!("../tauri.conf.json")).unwrap();
+        assert_eq!(conf["identifier"], super::IDENTIFIER);
+    }
 }

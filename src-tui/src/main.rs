@@ -11,6 +11,7 @@ mod logging;
 mod mcpserve;
 mod memorycli;
 mod pretty;
+mod progress;
 mod serve;
 mod simserve;
 mod threads;
