@@ -36,6 +36,7 @@ pub mod audio;
 pub mod brain;
 pub mod config;
 pub mod devices;
+pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
 pub mod geometry;
