@@ -38,6 +38,7 @@ pub mod audio;
 pub mod brain;
 pub mod config;
 pub mod devices;
+pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
 pub mod geometry;

@@ -8,6 +8,7 @@
 
 use anyhow::Context;
 use robobrain_core::config::Config;
+use robobrain_core::diagnostics::Sink;
 use tauri::Manager;
 use tauri_plugin_notification::NotificationExt;
 
@@ -28,7 +29,12 @@ fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1.0);
-    let (core, events) = robobrain_gui::Core::start(&config()?, speed)?;
+    let config = config()?;
+    // The app has no terminal: its diagnostics go to a file per run.
+    let verbosity = 0;
+    let sink = Sink::FileIn(config.runs_dir.join("logs"), "desktop");
+    robobrain_core::diagnostics::init(&sink, verbosity).context("the diagnostics log")?;
+    let (core, events) = robobrain_gui::Core::start(&config, speed)?;
     robobrain_gui::with_core(tauri::Builder::default(), core)
         .plugin(tauri_plugin_notification::init())
         .setup(move |app| {

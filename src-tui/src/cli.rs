@@ -209,16 +209,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         _ => false,
     };
     let sink = if console_here {
-        crate::logging::Sink::FileIn(config.runs_dir.join("logs"), "console")
+        robobrain_core::diagnostics::Sink::FileIn(config.runs_dir.join("logs"), "console")
     } else {
-        crate::logging::Sink::Stderr
+        robobrain_core::diagnostics::Sink::Stderr
     };
     let verbosity = if cli.quiet {
         -1
     } else {
         i8::try_from(cli.verbosity).unwrap_or(i8::MAX)
     };
-    crate::logging::init(&sink, verbosity)?;
+    robobrain_core::diagnostics::init(&sink, verbosity)?;
     let durable = Durability {
         resume: cli.resume,
         robot: cli.robot.clone(),

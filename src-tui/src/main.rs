@@ -7,7 +7,6 @@ mod audit;
 mod cli;
 mod flags;
 mod headless;
-mod logging;
 mod mcpserve;
 mod memorycli;
 mod pretty;
