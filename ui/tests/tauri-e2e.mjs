@@ -19,7 +19,9 @@ const artifacts = process.env.ROBOBRAIN_ARTIFACTS ?? "target/ui-artifacts";
 mkdirSync(artifacts, { recursive: true });
 const work = mkdtempSync(join(tmpdir(), "rb-gui-"));
 const config = join(work, "robobrain.toml");
-writeFileSync(config, `runs_dir = "${join(work, "runs")}"\n[policy]\napprove_risks = ["low_write", "high_write"]\n[speech]\nvoice = "text"\n`);
+// No runs_dir: the app keeps its data in its own data folder (the test
+// points XDG_DATA_HOME at a fresh one).
+writeFileSync(config, `[policy]\napprove_risks = ["low_write", "high_write"]\n[speech]\nvoice = "text"\n`);
 const port = 4444 + Math.floor(Math.random() * 1000);
 const driver = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1000)], {
   stdio: ["ignore", "inherit", "inherit"],
