@@ -19,8 +19,8 @@
 //!
 //! An E-stop does not even wait for that when the robot link has an E-stop
 //! line ([`crate::link::RobotLink::estop_line`], the TCP link has one): the
-//! sender writes a `stop_base` to the robot from its own thread right after
-//! queuing the E-stop, and the kernel's own, recorded stop follows.
+//! sender writes a `stop_base` to the robot from its own thread before it
+//! queues the E-stop and wakes the kernel, whose own, recorded stop follows.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -99,17 +99,18 @@ impl CommandSender {
     pub fn send(&self, command: Command) -> Result<(), RuntimeError> {
         command.check_limits()?;
         if command.is_urgent() {
-            let estop = command == Command::EStop;
-            self.urgent
-                .send(command)
-                .map_err(|_| RuntimeError::Stopped)?;
-            // Queued first: whatever the robot answers to the line's stop,
-            // the kernel reads after it took the E-stop in.
-            if let (true, Some(line)) = (estop, &self.estop_line) {
+            // The line first, before the kernel thread is woken: woken, it
+            // may take this core for the whole E-stop and its commit. The
+            // link holds back the robot's answers and any goal until the
+            // kernel's own stop (`crate::link::tcp`), so the order is safe.
+            if let (true, Some(line)) = (command == Command::EStop, &self.estop_line) {
                 // A line that cannot write leaves the kernel's own stop,
                 // which follows in any case.
                 let _ = line.stop();
             }
+            self.urgent
+                .send(command)
+                .map_err(|_| RuntimeError::Stopped)?;
         } else {
             self.normal.try_send(command).map_err(|e| match e {
                 std_mpsc::TrySendError::Full(_) => RuntimeError::Busy,

@@ -2,8 +2,10 @@
 //! face's command → the kernel → `stop_base` over the TCP link → the robot
 //! process (`robobrain sim --listen`), with a store attached — and again
 //! with the store failed. Latency is from just before the face sends the
-//! command to the robot's own stamp of receipt in its record (both clocks
-//! are this machine's), p50 / p99 / max over the trials.
+//! command to the robot process's own stamp of receipt in its record (its
+//! reader thread's; both clocks are this machine's), p50 / p99 / max over
+//! the trials; and, for the first case, until the robot's world loop
+//! applied it (between two world steps).
 //!
 //! Faces: `Runtime::send` (in this process, as the console, `serve` and
 //! `mcp` send) and `robobrain headless`'s stdin (a JSON line).
@@ -60,12 +62,13 @@ impl Robot {
         }
     }
 
-    /// Waits for the first E-stop `stop_base` the robot received at or
+    /// Waits for the first E-stop `stop_base` the robot process received at or
     /// after `since` (µs since the epoch); its stamp of receipt. With the
     /// E-stop line the robot gets two stops per E-stop — the line's, then
     /// the kernel's — and the kernel's may land after the trial was read:
     /// it is older than the next trial's `since` and skipped.
-    fn next_estop(&mut self, since: u64) -> u64 {
+    /// Also when its world loop applied it (`wall_us`).
+    fn next_estop(&mut self, since: u64) -> (u64, u64) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let mut file = std::fs::File::open(&self.record).unwrap();
@@ -78,9 +81,12 @@ impl Robot {
             for line in text[..whole].lines() {
                 let v: serde_json::Value = serde_json::from_str(line).unwrap();
                 let estop = v["goal_id"].as_str().is_some_and(|g| g.contains("/estop"));
-                let at = v["wall_us"].as_u64().unwrap_or(0);
+                // When the robot process had it (its reader thread's stamp);
+                // `wall_us` is when its world loop applied it.
+                let applied = v["wall_us"].as_u64().unwrap_or(0);
+                let at = v["received_us"].as_u64().unwrap_or(applied);
                 if estop && at >= since && found.is_none() {
-                    found = Some(at);
+                    found = Some((at, applied));
                 }
             }
             self.read += whole as u64;
@@ -137,7 +143,7 @@ fn through_runtime(dir: &Path, trials: usize) {
         .build()
         .unwrap();
     let runtime = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
-    let mut trial = |i: usize, failed: bool| -> f64 {
+    let mut trial = |i: usize, failed: bool| -> (f64, f64) {
         if !failed {
             rt.block_on(runtime.send(Command::Resume)).unwrap();
             let text = PLACES[i % PLACES.len()].into();
@@ -146,13 +152,19 @@ fn through_runtime(dir: &Path, trials: usize) {
         std::thread::sleep(Duration::from_millis(30));
         let sent = wall_us();
         rt.block_on(runtime.send(Command::EStop)).unwrap();
-        (robot.next_estop(sent) - sent) as f64
+        let (received, applied) = robot.next_estop(sent);
+        ((received - sent) as f64, (applied - sent) as f64)
     };
-    let attached: Vec<f64> = (0..trials).map(|i| trial(i, false)).collect();
+    let (attached, applied): (Vec<f64>, Vec<f64>) = (0..trials).map(|i| trial(i, false)).unzip();
     report(
         "runtime.attached",
         "E-stop, Runtime::send → TCP → robot process, store attached",
         attached,
+    );
+    report(
+        "runtime.attached_applied",
+        "the same, until the robot's world loop applied it",
+        applied,
     );
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
@@ -164,7 +176,7 @@ fn through_runtime(dir: &Path, trials: usize) {
     }))
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let failed: Vec<f64> = (0..trials).map(|i| trial(i, true)).collect();
+    let failed: Vec<f64> = (0..trials).map(|i| trial(i, true).0).collect();
     report(
         "runtime.failed",
         "E-stop, Runtime::send → TCP → robot process, store failed",
@@ -211,7 +223,7 @@ fn through_headless(dir: &Path, trials: usize) {
         let sent = wall_us();
         stdin.write_all(b"{\"cmd\":\"estop\"}\n").unwrap();
         stdin.flush().unwrap();
-        us.push((robot.next_estop(sent) - sent) as f64);
+        us.push((robot.next_estop(sent).0 - sent) as f64);
     }
     report(
         "headless.attached",

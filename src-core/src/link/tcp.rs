@@ -62,11 +62,14 @@ pub enum Wire<T> {
     Closed(u64),
 }
 
-/// Reads JSON lines from `stream` on a thread until it closes.
-pub fn spawn_reader<T: DeserializeOwned + Send + 'static>(
+/// Reads JSON lines from `stream` on a thread until it closes; each
+/// message goes on `tx` as `wrap` makes it (the simulator stamps its
+/// arrival; the link passes it as it is, `std::convert::identity`).
+pub fn spawn_reader<T: DeserializeOwned + Send + 'static, M: Send + 'static>(
     stream: TcpStream,
     generation: u64,
-    tx: Sender<Wire<T>>,
+    tx: Sender<M>,
+    wrap: fn(Wire<T>) -> M,
 ) {
     std::thread::spawn(move || {
         let reader = BufReader::new(stream);
@@ -79,11 +82,11 @@ pub fn spawn_reader<T: DeserializeOwned + Send + 'static>(
                 Ok(m) => Wire::Msg(generation, m),
                 Err(e) => Wire::Bad(generation, format!("{e}: {line}")),
             };
-            if tx.send(msg).is_err() {
+            if tx.send(wrap(msg)).is_err() {
                 return;
             }
         }
-        let _ = tx.send(Wire::Closed(generation));
+        let _ = tx.send(wrap(Wire::Closed(generation)));
     });
 }
 
@@ -249,7 +252,12 @@ impl TcpLink {
         let stream = TcpStream::connect_timeout(&self.addr, CONNECT_TIMEOUT)?;
         stream.set_nodelay(true)?;
         self.generation += 1;
-        spawn_reader(stream.try_clone()?, self.generation, self.tx.clone());
+        spawn_reader(
+            stream.try_clone()?,
+            self.generation,
+            self.tx.clone(),
+            std::convert::identity,
+        );
         *self
             .line
             .writer

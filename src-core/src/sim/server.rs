@@ -14,7 +14,9 @@
 //!
 //! Every `send_goal` received — repeats included — and every dead-man stop
 //! can be appended to a record file (JSON lines, with the robot's wall
-//! clock in µs and the pose), the evidence that nothing was sent twice and
+//! clock in µs when it was applied, `wall_us`, and when the request reached
+//! this process, `received_us` — the world loop applies it between steps —
+//! and the pose), the evidence that nothing was sent twice and
 //! that the base was stopped in time.
 
 use std::fs::File;
@@ -32,6 +34,10 @@ use thiserror::Error;
 use super::Sim;
 use crate::link::tcp::{Wire, spawn_reader, write_line};
 use crate::link::{GoalKind, LinkReply, LinkRequest};
+
+/// A message from the brain, stamped by the reader thread with when it
+/// arrived (µs since the epoch), before the world loop got to it.
+type Arrived = (u64, Wire<LinkRequest>);
 
 /// Why the simulator server stopped or could not start.
 #[derive(Debug, Error)]
@@ -73,8 +79,10 @@ pub struct SimServer {
     record: Option<(PathBuf, File)>,
     client: Option<(u64, TcpStream)>,
     generation: u64,
-    tx: Sender<Wire<LinkRequest>>,
-    rx: Receiver<Wire<LinkRequest>>,
+    tx: Sender<Arrived>,
+    rx: Receiver<Arrived>,
+    /// When the request being applied reached this process (µs since the epoch).
+    received_us: Option<u64>,
     replies: Vec<LinkReply>,
     deadman: Option<Deadman>,
 }
@@ -92,6 +100,7 @@ impl SimServer {
             generation: 0,
             tx,
             rx,
+            received_us: None,
             replies: Vec::new(),
             deadman: None,
         }
@@ -175,7 +184,7 @@ impl SimServer {
             return;
         };
         self.generation += 1;
-        spawn_reader(reader, self.generation, self.tx.clone());
+        spawn_reader(reader, self.generation, self.tx.clone(), |w| (wall_us(), w));
         if let Some((_, old)) = self.client.replace((self.generation, stream)) {
             let _ = old.shutdown(std::net::Shutdown::Both);
         }
@@ -189,7 +198,8 @@ impl SimServer {
 
     /// Takes one message from a reader thread: a request from the current
     /// brain is applied (and resets the dead-man), a bad line is refused.
-    fn take(&mut self, msg: Wire<LinkRequest>) -> Result<(), SimServerError> {
+    fn take(&mut self, (received_us, msg): Arrived) -> Result<(), SimServerError> {
+        self.received_us = Some(received_us);
         let current = self.client.as_ref().map(|(g, _)| *g);
         match msg {
             Wire::Msg(g, request) if Some(g) == current => {
@@ -197,7 +207,9 @@ impl SimServer {
                     d.last_heard = Instant::now();
                     d.fired = false;
                 }
-                self.apply(request)?;
+                let applied = self.apply(request);
+                self.received_us = None;
+                applied?;
             }
             Wire::Bad(g, line) if Some(g) == current => self.replies.push(LinkReply::Refused {
                 message: format!("not a link request: {line}"),
@@ -205,6 +217,7 @@ impl SimServer {
             Wire::Closed(g) if Some(g) == current => self.client = None,
             _ => {}
         }
+        self.received_us = None;
         Ok(())
     }
 
@@ -293,6 +306,9 @@ impl SimServer {
         };
         line["time"] = json!(self.sim.time());
         line["wall_us"] = json!(wall_us());
+        if let Some(received) = self.received_us.take() {
+            line["received_us"] = json!(received);
+        }
         line["pose"] = json!(self.sim.pose());
         line["moving"] = json!(self.sim.is_moving());
         writeln!(file, "{line}")
