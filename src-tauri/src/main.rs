@@ -1,7 +1,8 @@
 //! `robobrain-gui`: the desktop app. Reads `robobrain.toml` (or the file in
 //! `ROBOBRAIN_CONFIG`) and the environment like `robobrain`, runs the run
-//! the session builder assembles in this process, and shows the web
-//! console's page.
+//! the session builder assembles in this process (at `ROBOBRAIN_SPEED`,
+//! recorded as MCAP in `ROBOBRAIN_MCAP` when set, as `--mcap` does), and
+//! shows the web console's page.
 
 use anyhow::Context;
 use robobrain_core::config::Config;
@@ -18,7 +19,8 @@ fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1.0);
-    let (core, events) = robobrain_gui::Core::start(&config()?, speed)?;
+    let mcap = std::env::var_os("ROBOBRAIN_MCAP").map(std::path::PathBuf::from);
+    let (core, events) = robobrain_gui::Core::start(&config()?, speed, mcap)?;
     robobrain_gui::with_core(tauri::Builder::default(), core)
         .plugin(tauri_plugin_notification::init())
         .setup(move |app| {

@@ -1,18 +1,20 @@
 //! What a started run keeps of its events: every event written to the run's
-//! JSONL log, and the most recent ones in memory — for the MCP `events`
+//! logs (the JSONL log, and the MCAP recording when asked: [`RunLog`]), and
+//! the most recent ones in memory — for the MCP `events`
 //! resource and for a web viewer that reconnects and resumes after the
 //! last event it saw. One task per run, subscribed before the first tick,
 //! so the log holds every event whichever face shows them.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::broadcast::Receiver;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::watch;
 
-use crate::eventlog::{EventLog, EventLogError};
+use super::RunLog;
+use crate::eventlog::EventLogError;
+use crate::mcap::McapError;
 use crate::protocol::Event;
 
 /// The most recent events, oldest first, at most `capacity` of them.
@@ -70,6 +72,9 @@ pub enum RecordError {
     /// The log could not be written; later events were not logged.
     #[error(transparent)]
     Write(#[from] EventLogError),
+    /// The MCAP recording could not be written; later events were not recorded.
+    #[error("the MCAP recording: {0}")]
+    Mcap(#[from] McapError),
     /// The log writer fell behind the kernel and these events were dropped.
     #[error("{0} events were not logged: the log writer fell behind")]
     Lagged(u64),
@@ -78,6 +83,8 @@ pub enum RecordError {
 /// The task that keeps a started run's events: see the module's doc.
 pub struct Recorder {
     recent: Arc<Recent>,
+    /// Told once the runtime has stopped: what is left is taken, the logs closed.
+    close: watch::Sender<bool>,
     done: watch::Receiver<bool>,
     failed: Arc<Mutex<Option<RecordError>>>,
 }
@@ -85,21 +92,24 @@ pub struct Recorder {
 impl Recorder {
     /// Starts keeping `events` on the current tokio runtime: each is written
     /// to `log` (when given) and the last `capacity` are kept in memory,
-    /// until the runtime stops. A log that fails is said once on stderr and
-    /// no longer written; [`Recorder::finished`] reports it.
-    pub fn start(capacity: usize, events: Receiver<Event>, log: Option<EventLog<File>>) -> Self {
+    /// until [`Recorder::finished`] (or the end of the event stream), when
+    /// the logs are closed. A log that fails is said once on stderr and no
+    /// longer written; [`Recorder::finished`] reports it.
+    pub fn start(capacity: usize, events: Receiver<Event>, log: Option<RunLog>) -> Self {
         let recent = Arc::new(Recent::new(capacity));
         let (done_tx, done) = watch::channel(false);
+        let (close, closing) = watch::channel(false);
         let failed = Arc::new(Mutex::new(None));
         tokio::spawn(record(
             Arc::clone(&recent),
             events,
             log,
             Arc::clone(&failed),
-            done_tx,
+            (closing, done_tx),
         ));
         Self {
             recent,
+            close,
             done,
             failed,
         }
@@ -110,9 +120,11 @@ impl Recorder {
         &self.recent
     }
 
-    /// Waits (at most `within`) until every event the run sent is kept —
-    /// the runtime must have stopped — and says whether the log holds them all.
+    /// Waits (at most `within`) until every event the run sent is kept and
+    /// the logs are closed — the runtime must have stopped — and says
+    /// whether the logs hold them all.
     pub async fn finished(&self, within: std::time::Duration) -> Result<(), RecordError> {
+        let _ = self.close.send(true);
         let mut done = self.done.clone();
         let _ = tokio::time::timeout(within, done.wait_for(|d| *d)).await;
         match self
@@ -130,17 +142,36 @@ impl Recorder {
 async fn record(
     recent: Arc<Recent>,
     mut events: Receiver<Event>,
-    mut log: Option<EventLog<File>>,
+    mut log: Option<RunLog>,
     failed: Arc<Mutex<Option<RecordError>>>,
-    done: watch::Sender<bool>,
+    (mut closing, done): (watch::Receiver<bool>, watch::Sender<bool>),
 ) {
     let fail = |e: RecordError| {
         eprintln!("error: the event log: {e}");
         let mut slot = failed.lock().unwrap_or_else(PoisonError::into_inner);
         slot.get_or_insert(e);
     };
+    // Once told to close (the runtime has stopped: nothing more is sent),
+    // what is still in the channel is taken without waiting.
+    let mut draining = false;
     loop {
-        let event = match events.recv().await {
+        let received = if draining {
+            match events.try_recv() {
+                Ok(event) => Ok(event),
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(_) => break,
+            }
+        } else {
+            tokio::select! {
+                biased;
+                event = events.recv() => event,
+                _ = closing.wait_for(|c| *c) => {
+                    draining = true;
+                    continue;
+                }
+            }
+        };
+        let event = match received {
             Ok(event) => event,
             Err(RecvError::Lagged(n)) => {
                 fail(RecordError::Lagged(n));
@@ -151,10 +182,12 @@ async fn record(
         if let Some(l) = &mut log
             && let Err(e) = l.write_batch(std::slice::from_ref(&event))
         {
-            fail(e.into());
-            log = None;
+            fail(e);
         }
         recent.push(event);
+    }
+    if let Some(Err(e)) = log.take().map(RunLog::finish) {
+        fail(e);
     }
     let _ = done.send(true);
 }
