@@ -33,7 +33,7 @@ describe() {
     intents) echo "criterion-free: utterance → intent with slots (Home Assistant's grammar, 100 devices / 20 areas / 3 floors) beside hassil" ;;
     llm) echo "whole-run: the model brain's overhead and token latency against mock-llm" ;;
     console) echo "whole-run: console frames and updates" ;;
-    web) echo "whole-run: kernel tick with 0/1/20 WebSocket viewers; the page in Chromium" ;;
+    web) echo "whole-run: kernel tick with 0/1/20 WebSocket viewers; /metrics scraped at ~240 events/s; the page in Chromium" ;;
     memory) echo "memory retrieval at 10k/100k beside rank_bm25; quality on the eval set" ;;
     demo) echo "robobrain demo: wall time and peak RSS" ;;
     assist) echo "assist-mini through the rule path: pass counts" ;;

@@ -90,3 +90,32 @@ fn a_malformed_home_is_named_by_line() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// A dataset run shows a progress bar on a terminal (here tmux) and none
+/// in a pipe, whose stdout and stderr stay machine-readable (issue 25 item 4).
+#[test]
+fn a_dataset_run_shows_progress_on_a_terminal_only() {
+    use std::path::Path;
+
+    use crate::console::{Tmux, shell};
+    let dir = robobrain_core::testing::shared_data("home-assistant-datasets/assist-mini");
+    let piped = robobrain(&["assist", "--dataset", dir.to_str().unwrap()], "");
+    assert_eq!(piped.code, 0, "{}", piped.stderr);
+    assert!(
+        !piped.stderr.contains("sentences"),
+        "a bar in a pipe:\n{}",
+        piped.stderr
+    );
+    let command = format!(
+        "{} assist --dataset {} > /dev/null; echo EXIT=$?; sleep 600",
+        shell(Path::new(env!("CARGO_BIN_EXE_robobrain"))),
+        shell(&dir)
+    );
+    let tmux = Tmux::start(&command, 120, 10);
+    let screen = tmux.wait_for("the dataset run to end", 120, |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(
+        screen.contains("50/50 sentences"),
+        "no finished bar on the terminal:\n{screen}"
+    );
+}

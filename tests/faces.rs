@@ -82,6 +82,10 @@ const NOT_FACES: &[(&str, &str)] = &[
     ),
     ("completions", "prints a shell's completion script"),
     ("man", "prints the man page"),
+    (
+        "paths",
+        "prints where the config is read from and the data is kept",
+    ),
     ("help", "clap's"),
 ];
 

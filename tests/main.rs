@@ -18,6 +18,7 @@ mod intents;
 mod llm;
 mod mcp;
 mod memory;
+mod metrics;
 mod rest;
 mod sim_process;
 mod support;
@@ -119,6 +120,10 @@ scenario_tests! {
     scenario_h33_all_lights_off_zh => "h33_all_lights_off_zh.toml",
     scenario_h34_robot_intents_untouched_zh => "h34_robot_intents_untouched_zh.toml",
     scenario_h35_query_offline_en => "h35_query_offline_en.toml",
+    scenario_h36_replies_in_chinese_zh => "h36_replies_in_chinese_zh.toml",
+    scenario_h37_replies_in_english_en => "h37_replies_in_english_en.toml",
+    scenario_h38_timers_en => "h38_timers_en.toml",
+    scenario_h39_timers_zh => "h39_timers_zh.toml",
 }
 
 #[test]
@@ -360,4 +365,81 @@ fn completions_complete_in_real_shells_and_the_man_page_reads() {
     for word in ["headless", "serve", "completions"] {
         assert!(text.contains(word), "{word} not in the man page:\n{text}");
     }
+}
+
+/// Config from `~/.config/robobrain/robobrain.toml` when there is no
+/// `./robobrain.toml`, data in `~/.local/share/robobrain` unless the config
+/// sets `runs_dir`; `robobrain paths` and `--help` say so (issue 25 item 2).
+#[test]
+fn config_and_data_live_in_the_xdg_folders() {
+    let dir = temp_dir("xdg");
+    let (cfg, data) = (dir.join("cfg"), dir.join("data"));
+    let env = [
+        ("HOME", dir.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", cfg.to_str().unwrap()),
+        ("XDG_DATA_HOME", data.to_str().unwrap()),
+    ];
+    let paths = || {
+        let out = support::robobrain_env(&["paths"], &env);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout
+    };
+    let row = |text: &str, what: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("no {what} in\n{text}"));
+        line[what.len()..].trim().to_string()
+    };
+    let user = cfg.join("robobrain/robobrain.toml");
+    let home_data = data.join("robobrain");
+    // The workspace root (the tests' working directory) has no robobrain.toml.
+    assert!(!root().join("robobrain.toml").exists());
+    let text = paths();
+    assert_eq!(row(&text, "config file"), "none (built-in defaults)");
+    assert_eq!(
+        row(&text, "user config"),
+        format!("{} (not there)", user.display())
+    );
+    assert_eq!(row(&text, "data"), home_data.display().to_string());
+    assert_eq!(
+        row(&text, "database"),
+        home_data.join("robobrain.db").display().to_string()
+    );
+    // The user's file is read; the data stays in the XDG folder…
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "seed = 7\n").unwrap();
+    let text = paths();
+    assert_eq!(row(&text, "config file"), user.display().to_string());
+    assert_eq!(row(&text, "data"), home_data.display().to_string());
+    // …unless the file puts it elsewhere.
+    let elsewhere = dir.join("elsewhere");
+    std::fs::write(
+        &user,
+        format!("runs_dir = {:?}\n", elsewhere.to_str().unwrap()),
+    )
+    .unwrap();
+    assert_eq!(row(&paths(), "data"), elsewhere.display().to_string());
+    // A run's event log lands in the data folder.
+    std::fs::remove_file(&user).unwrap();
+    let run = support::robobrain_env(&["demo", "--fast"], &env);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let logs: Vec<_> = std::fs::read_dir(&home_data)
+        .unwrap_or_else(|e| panic!("{}: {e}", home_data.display()))
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 1, "one event log in {}", home_data.display());
+    // --help names both places.
+    let help = support::robobrain_env(&["--help"], &env);
+    assert!(
+        help.stdout.contains(&user.display().to_string()),
+        "{}",
+        help.stdout
+    );
+    assert!(
+        help.stdout.contains(&home_data.display().to_string()),
+        "{}",
+        help.stdout
+    );
 }

@@ -309,7 +309,7 @@ fn the_page_in_chromium_approves_reconnects_refuses_a_viewer_and_typing_never_ap
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && stdout.contains("5 passed, 0 failed"),
+        out.status.success() && stdout.contains("6 passed, 0 failed"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::llm::LlmConfig;
+use crate::places::Places;
 use crate::protocol::Risk;
 use crate::source::SourceError;
 
@@ -100,16 +101,41 @@ pub struct HomeConfig {
     pub confirm_when_away: bool,
     /// Switching on a device rated at this many watts or more is high risk.
     pub high_power_w: f64,
-    /// The hour of day the policy sees (0–24); unset: the machine's clock
-    /// (UTC plus `utc_offset_h`). Scenarios fix it for determinism.
+    /// The hour of day the policy sees (0–24); unset: the clock, in
+    /// `time_zone`. Scenarios fix it for determinism.
     pub hour: Option<f64>,
-    /// The home's offset from UTC, hours.
-    pub utc_offset_h: f64,
+    /// The home's IANA time zone (`Europe/Berlin`), daylight saving
+    /// included; unset: the machine's (`TZ`, then `/etc/localtime`).
+    pub time_zone: Option<String>,
     /// A zigbee2mqtt broker, `HOST:PORT`: the home's devices are the real ones
     /// there (a device's friendly name is its id); unset: simulated.
     pub mqtt: Option<String>,
     /// zigbee2mqtt's base topic.
     pub mqtt_base: String,
+    /// The user name on the broker; unset: anonymous.
+    pub mqtt_username: Option<String>,
+    /// The environment variable holding the broker password (with `mqtt_username`).
+    pub mqtt_password_env: Option<String>,
+    /// The file holding the broker password (one line, mode 0600; with `mqtt_username`).
+    pub mqtt_password_file: Option<PathBuf>,
+    /// A CA certificate (PEM): the broker is spoken to over TLS and its
+    /// certificate must be signed by this CA; unset: plain TCP.
+    pub mqtt_ca: Option<PathBuf>,
+    /// Device id → zigbee2mqtt friendly name, or the device's IEEE address
+    /// (`0x…`), read as its current friendly name from
+    /// `<base>/bridge/devices`; a device not named here is its id.
+    pub mqtt_names: std::collections::BTreeMap<String, String>,
+    /// Learn friendly names from `<base>/bridge/devices` too: a device whose
+    /// friendly name written as an id (`Living Room/Light` →
+    /// `living_room_light`) is a home device's id is that device.
+    pub mqtt_bridge_names: bool,
+    /// With `mqtt`: publish the robot to Home Assistant through MQTT
+    /// discovery (sensors, buttons, the alert frame).
+    pub discovery: bool,
+    /// Home Assistant's discovery prefix.
+    pub discovery_prefix: String,
+    /// The robot's node id in discovery topics (letters, digits, `_`, `-`).
+    pub node_id: String,
     /// The folder with Home Assistant's compiled intents (`en.json`,
     /// `zh-CN.json`, downloaded by `./x setup`); unset: `$ROBOBRAIN_INTENTS_DIR`,
     /// else `~/.cache/robobrain/intents`.
@@ -130,6 +156,56 @@ pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
     (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
+impl HomeConfig {
+    /// The first `[home]` MQTT key that is refused, with why.
+    fn mqtt_problem(&self) -> Option<(&'static str, String)> {
+        if self.mqtt_password_env.is_some() && self.mqtt_password_file.is_some() {
+            return Some((
+                "home.mqtt_password_env",
+                "expected one of mqtt_password_env, mqtt_password_file".into(),
+            ));
+        }
+        if self.mqtt_username.is_none() {
+            let key = if self.mqtt_password_env.is_some() {
+                Some("home.mqtt_password_env")
+            } else if self.mqtt_password_file.is_some() {
+                Some("home.mqtt_password_file")
+            } else {
+                None
+            };
+            if let Some(key) = key {
+                return Some((
+                    key,
+                    "a password goes with mqtt_username, which is unset".into(),
+                ));
+            }
+        }
+        let id_like = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if self.node_id.is_empty() || !self.node_id.chars().all(id_like) {
+            return Some((
+                "home.node_id",
+                format!(
+                    "expected letters, digits, `_` or `-`, found {:?}",
+                    self.node_id
+                ),
+            ));
+        }
+        if self.discovery_prefix.is_empty()
+            || self.discovery_prefix.contains(['#', '+'])
+            || self.discovery_prefix.ends_with('/')
+        {
+            return Some((
+                "home.discovery_prefix",
+                format!(
+                    "expected a topic prefix without wildcards, found {:?}",
+                    self.discovery_prefix
+                ),
+            ));
+        }
+        None
+    }
+}
+
 impl Default for HomeConfig {
     fn default() -> Self {
         Self {
@@ -141,9 +217,18 @@ impl Default for HomeConfig {
             confirm_when_away: true,
             high_power_w: 1500.0,
             hour: None,
-            utc_offset_h: 0.0,
+            time_zone: None,
             mqtt: None,
             mqtt_base: "zigbee2mqtt".into(),
+            mqtt_username: None,
+            mqtt_password_env: None,
+            mqtt_password_file: None,
+            mqtt_ca: None,
+            mqtt_names: std::collections::BTreeMap::new(),
+            mqtt_bridge_names: false,
+            discovery: true,
+            discovery_prefix: "homeassistant".into(),
+            node_id: "robobrain".into(),
             intents: None,
             grammar: true,
             summary: "rule".into(),
@@ -347,7 +432,9 @@ pub struct Config {
     pub tick_s: f64,
     /// Thread id of the run (generated when absent).
     pub thread_id: Option<String>,
-    /// Folder for the JSONL event logs.
+    /// Folder for the data: the JSONL event logs, the database, memory,
+    /// audio and logs (default: the XDG data folder, `~/.local/share/robobrain`,
+    /// when the config is read through [`Config::layered`]; `runs` in [`Config::default`]).
     pub runs_dir: PathBuf,
     /// Kernel thresholds and loop guards.
     pub kernel: KernelConfig,
@@ -442,29 +529,53 @@ impl Config {
     }
 
     /// The layers every face reads, lowest first: the defaults, then the
-    /// file (`path`, else `./robobrain.toml` when there is one), then the
-    /// environment (`get`). Command-line flags go on top, in the face.
+    /// file (`path`, else `./robobrain.toml` when there is one, else the
+    /// user's `~/.config/robobrain/robobrain.toml` — [`crate::places`]),
+    /// then the environment (`get`). Command-line flags go on top, in the
+    /// face. Data goes to the XDG data folder unless the file sets `runs_dir`.
     pub fn layered(
         path: Option<&Path>,
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let default = Path::new("robobrain.toml");
-        let mut config = match path {
-            Some(path) => Self::load(path)?,
-            None if default.exists() => Self::load(default)?,
-            None => Self::default(),
+        let places = Places::from_env(&get);
+        Self::layered_in(&places, path, get)
+    }
+
+    /// [`Config::layered`] with the places given (the desktop app's own).
+    pub fn layered_in(
+        places: &Places,
+        path: Option<&Path>,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let file = path
+            .map(Path::to_path_buf)
+            .or_else(|| places.config_file(Path::new(".")));
+        let (mut config, sets_runs_dir) = match &file {
+            Some(file) => Self::read(file)?,
+            None => (Self::default(), false),
         };
+        if !sets_runs_dir {
+            config.runs_dir.clone_from(&places.data_dir);
+        }
         config.apply_env(get)?;
         Ok(config)
     }
 
     /// Reads, parses and validates a config file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::read(path).map(|(config, _)| config)
+    }
+
+    /// A config file, and whether it sets `runs_dir`.
+    fn read(path: &Path) -> Result<(Self, bool), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::from_toml_str(&text, path)
+        let config = Self::from_toml_str(&text, path)?;
+        let sets_runs_dir =
+            toml::from_str::<toml::Table>(&text).is_ok_and(|t| t.contains_key("runs_dir"));
+        Ok((config, sets_runs_dir))
     }
 
     /// Applies the environment overrides: `ROBOBRAIN_SEED`, `ROBOBRAIN_WORLD`
@@ -566,6 +677,11 @@ impl Config {
                 format!("expected an hour in [0, 24), found {hour}"),
             );
         }
+        if let Some(zone) = &h.time_zone
+            && let Err(e) = crate::timezone::named(zone)
+        {
+            return err("home.time_zone", e.to_string());
+        }
         if let Some(addr) = &h.mqtt
             && parse_broker(addr).is_none()
         {
@@ -573,6 +689,9 @@ impl Config {
                 "home.mqtt",
                 format!("expected HOST:PORT (`127.0.0.1:1883`), found {addr:?}"),
             );
+        }
+        if let Some((key, problem)) = h.mqtt_problem() {
+            return err(key, problem);
         }
         if !(h.summary == "rule" || h.summary == "model") {
             return err(
@@ -826,6 +945,45 @@ mod tests {
     }
 
     #[test]
+    fn the_home_broker_keys_parse_and_bad_ones_are_named() {
+        let c = Config::from_toml_str(
+            "[home]\nmqtt = \"h:8883\"\nmqtt_username = \"robot\"\nmqtt_password_file = \"/etc/pw\"\n\
+             mqtt_ca = \"ca.crt\"\nnode_id = \"rb-1\"\n[home.mqtt_names]\nlamp = \"Living Room/Lamp\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.home.mqtt_names["lamp"], "Living Room/Lamp");
+        assert!(c.home.discovery);
+        assert_eq!(c.home.discovery_prefix, "homeassistant");
+        let refusal = |text: &str| {
+            Config::from_toml_str(text, Path::new("c.toml"))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refusal("[home]\nmqtt_password_env = \"PW\"\n");
+        assert!(
+            e.ends_with(
+                "`home.mqtt_password_env`: a password goes with mqtt_username, which is unset"
+            ),
+            "{e}"
+        );
+        let e = refusal(
+            "[home]\nmqtt_username = \"u\"\nmqtt_password_env = \"PW\"\nmqtt_password_file = \"f\"\n",
+        );
+        assert!(
+            e.ends_with("expected one of mqtt_password_env, mqtt_password_file"),
+            "{e}"
+        );
+        let e = refusal("[home]\nnode_id = \"my robot\"\n");
+        assert!(
+            e.ends_with("`home.node_id`: expected letters, digits, `_` or `-`, found \"my robot\""),
+            "{e}"
+        );
+        let e = refusal("[home]\ndiscovery_prefix = \"ha/#\"\n");
+        assert!(e.contains("`home.discovery_prefix`"), "{e}");
+    }
+
+    #[test]
     fn the_dead_man_defaults_to_two_seconds_and_is_checked() {
         assert_eq!(Config::default().link.deadman_s, 2.0);
         let c = Config::from_toml_str("[link]\ndeadman_s = 0\n", Path::new("c.toml")).unwrap();
@@ -836,6 +994,35 @@ mod tests {
         assert_eq!(
             e,
             "c.toml:2:1: `link.deadman_s`: expected 0 (off) or at least 0.1 seconds, found 0.01"
+        );
+    }
+
+    #[test]
+    fn the_time_zone_is_an_iana_name_and_a_bad_one_names_file_key_and_what_was_expected() {
+        let c = Config::from_toml_str(
+            "[home]\ntime_zone = \"Europe/Berlin\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.home.time_zone.as_deref(), Some("Europe/Berlin"));
+        assert_eq!(Config::default().home.time_zone, None);
+        let e = Config::from_toml_str(
+            "[home]\nnight = [22, 6]\ntime_zone = \"Europe/Berlín\"\n",
+            Path::new("/etc/robobrain/robobrain.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "/etc/robobrain/robobrain.toml:3:1: `home.time_zone`: expected an IANA time zone name such as \"Europe/Berlin\" or \"America/New_York\", found \"Europe/Berlín\""
+        );
+        // The fixed offset it replaces is no longer a key: the refusal lists `time_zone`.
+        let e = Config::from_toml_str("[home]\nutc_offset_h = 1\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("c.toml:2:1: `utc_offset_h`: unknown field") && e.contains("time_zone"),
+            "{e}"
         );
     }
 

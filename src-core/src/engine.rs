@@ -11,6 +11,8 @@
 //! - `iterate.rs`: K6 and R1–R8, the driver of [`crate::react::step`] (it
 //!   observes, asks the brain, judges, dispatches) and the approval interrupt.
 //! - `patrol.rs`: repeated patrol rounds on a fixed schedule (`PATROL_INTERVAL`).
+//! - `timers.rs`: the timers the operator sets ("set a timer for 5 minutes",
+//!   "定时10分钟"), kept on the sim clock and announced when they end.
 //! - `durable.rs`: the per-tick commit, the side-effect ledger, resume and
 //!   reconciliation with the robot (only with a [`crate::store::Store`] attached).
 //! - `rest.rs`: the E-stop and bringing the robot to rest when the brain
@@ -23,6 +25,7 @@ mod iterate;
 mod kernel_step;
 mod patrol;
 mod rest;
+mod timers;
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -115,6 +118,12 @@ pub struct KernelState {
     /// operator has not stopped them.
     #[serde(default)]
     pub rounds: Option<patrol::Rounds>,
+    /// The timers the operator set, running or paused.
+    #[serde(default)]
+    pub timers: Vec<timers::Timer>,
+    /// Timers set so far (timer ids count from it).
+    #[serde(default)]
+    pub timers_made: u64,
 }
 
 /// The brain, its robot link and its state, advanced one tick at a time.
@@ -283,6 +292,13 @@ impl Engine {
         &mut self.registry
     }
 
+    /// The robot link's E-stop line, if it has one
+    /// ([`crate::link::RobotLink::estop_line`]): the runtime gives it to
+    /// the faces' command senders.
+    pub fn estop_line(&self) -> Option<std::sync::Arc<dyn crate::link::EStopLine>> {
+        self.link.estop_line()
+    }
+
     /// Queues a command; it is ingested at the start of the next tick (K1).
     /// An E-stop does not wait for the tick: the base is stopped before this returns.
     pub fn submit(&mut self, command: Command) {
@@ -315,6 +331,7 @@ impl Engine {
         self.sync_robot();
         self.update_world();
         self.next_round();
+        self.ring_timers();
         self.arbitrate();
         self.route();
         self.brain_notes();
@@ -471,6 +488,11 @@ impl Engine {
                     home.devices.states()
                 }
             },
+            link: crate::protocol::LinkState::of(self.link.is_connected()),
+            memory: self
+                .memory
+                .as_ref()
+                .and_then(crate::memory::MemoryHandle::size),
         }
     }
 
@@ -500,9 +522,11 @@ impl Engine {
     }
 
     /// Whether nothing is left to do: no runnable task, no running skill, no
-    /// pending approval and no queued command.
+    /// pending approval, no queued command and no running timer (a paused
+    /// one waits for the operator, like an approval answered elsewhere).
     pub fn is_settled(&self) -> bool {
         self.pending.is_empty()
+            && !self.state.timers.iter().any(|t| t.paused_left.is_none())
             && self.outbox.is_empty()
             && self.ready.is_empty()
             && self.runner.running().is_empty()

@@ -33,6 +33,7 @@ use thiserror::Error;
 
 use crate::config::HomeConfig;
 use crate::devices::{DeviceError, DeviceWorld, Invocation, Scene, SimBackend};
+use crate::lines::{self, Lang};
 use crate::policy::{self, HomeGate};
 use crate::protocol::SpeechTrack;
 use crate::source::SourceError;
@@ -143,6 +144,10 @@ pub struct Turn {
     pub confirm: Option<(String, Value)>,
     /// Forged success results of the control calls run at once (for a model summary).
     pub forged: Vec<Value>,
+    /// Something for the robot's timers (the engine keeps them on its clock).
+    pub timer: Option<heard::TimerAsk>,
+    /// The language the turn was said in, and is answered in.
+    pub lang: Lang,
 }
 
 /// The home: its devices and scenes, the policy's rules, the session, the
@@ -207,22 +212,18 @@ impl Home {
                 scenes: Vec::new(),
             }
         };
-        let broker = config.mqtt.as_deref();
-        let devices =
-            match crate::devices::mqtt::backend_for(broker, &config.mqtt_base, &home.devices)? {
-                // Real devices: offline until the broker says otherwise.
-                Some(mqtt) => {
-                    let offline = home
-                        .devices
-                        .into_iter()
-                        .map(|d| crate::devices::Device { online: false, ..d });
-                    DeviceWorld::new(&home.name, home.rooms, offline.collect(), Box::new(mqtt))?
-                }
-                None => {
-                    DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))?
-                }
+        let devices = match crate::devices::mqtt::backend_for(config, &home.devices)? {
+            // Real devices: offline until the broker says otherwise.
+            Some(mqtt) => {
+                let offline = home
+                    .devices
+                    .into_iter()
+                    .map(|d| crate::devices::Device { online: false, ..d });
+                DeviceWorld::new(&home.name, home.rooms, offline.collect(), Box::new(mqtt))?
             }
-            .with_floors(home.floors);
+            None => DeviceWorld::new(&home.name, home.rooms, home.devices, Box::new(SimBackend))?,
+        }
+        .with_floors(home.floors);
         Self::new(devices, home.scenes, config, trace_id)
     }
 
@@ -596,31 +597,35 @@ impl Home {
         Ok(result)
     }
 
-    /// The template line for a device call.
-    fn template_for(&mut self, device: &str, action: &str, args: &Value) -> String {
+    /// The template line for a device call, in `lang`.
+    fn template_for(&mut self, device: &str, action: &str, args: &Value, lang: Lang) -> String {
         let Some(d) = self.devices.get(device) else {
             return String::new();
         };
         let mut slots = args.as_object().cloned().unwrap_or_default();
-        slots.insert("device".into(), json!(d.name));
-        slots.insert("room".into(), json!(d.room.replace('_', " ")));
+        slots.insert(
+            "device".into(),
+            json!(lines::name_in(lang, &d.name, &d.aliases)),
+        );
+        let room = self.devices.room(&d.room).map_or_else(
+            || d.room.replace('_', " "),
+            |r| lines::name_in(lang, &r.name, &r.aliases),
+        );
+        slots.insert("room".into(), json!(room));
         let kind = d.kind.as_str();
         let choices = self
             .templates
-            .for_call(kind, action)
+            .for_call(kind, action, lang)
             .map(<[String]>::to_vec)
             .unwrap_or_default();
         self.templates.pick(&choices, &Value::Object(slots))
     }
 
-    fn query_template(&mut self, device: &str) -> String {
-        let name = self
-            .devices
-            .get(device)
-            .map_or(device.to_string(), |d| d.name.clone());
+    fn query_template(&mut self, device: &str, lang: Lang) -> String {
+        let name = summary::name_of(&self.devices, device, lang);
         let choices = self
             .templates
-            .get("devices.get_state")
+            .get("devices.get_state", lang)
             .map(<[String]>::to_vec)
             .unwrap_or_default();
         self.templates.pick(&choices, &json!({"device": name}))
@@ -645,21 +650,12 @@ impl Home {
         }
     }
 
-    fn describe_plan(&self, calls: &[(String, String, Value)]) -> String {
+    fn describe_plan(&self, calls: &[(String, String, Value)], lang: Lang) -> String {
         let parts: Vec<String> = calls
             .iter()
-            .map(|(d, a, x)| {
-                summary::did(&self.devices, d, a, x)
-                    .replacen("turned", "turn", 1)
-                    .replacen("opened", "open", 1)
-                    .replacen("closed", "close", 1)
-                    .replacen("locked", "lock", 1)
-                    .replacen("unlocked", "unlock", 1)
-                    .replacen("armed", "arm", 1)
-                    .replacen("disarmed", "disarm", 1)
-            })
+            .map(|(d, a, x)| summary::to_do(&self.devices, d, a, x, lang))
             .collect();
-        parts.join("; ")
+        parts.join(&lines::line(lang, "plan_sep", &[]))
     }
 
     /// A plan that waits for confirmation: say so and hand it to the kernel
@@ -673,9 +669,14 @@ impl Home {
         plan_id: &str,
         out: &mut Vec<Out>,
     ) -> (String, Value) {
-        let question = format!(
-            "This needs your confirmation first ({reason}). Plan: {}. Approve to go ahead, or reject.",
-            self.describe_plan(calls)
+        let lang = self.session.lang;
+        let question = lines::line(
+            lang,
+            "confirm",
+            &[
+                ("reason", reason),
+                ("plan", &self.describe_plan(calls, lang)),
+            ],
         );
         let ids = Ids {
             plan_id: plan_id.to_string(),
@@ -762,6 +763,8 @@ impl Home {
     /// it is not about the home. Home Assistant's grammar first (an answer
     /// to a question just asked: the rules first), then robobrain's rules.
     pub fn turn(&mut self, text: &str) -> Option<Turn> {
+        let lang = Lang::of(text);
+        self.session.lang = lang;
         let mut response = None;
         let mut heard_about = None;
         let mut not_found = None;
@@ -772,6 +775,13 @@ impl Home {
         {
             match plan {
                 heard::Plan::Answer(line) => return Some(self.answer_turn(line, &about)),
+                heard::Plan::Timer(ask) => {
+                    let mut turn = self.answer_turn(String::new(), &about);
+                    turn.intent = "timer";
+                    turn.out.clear();
+                    turn.timer = Some(ask);
+                    return Some(turn);
+                }
                 heard::Plan::NotFound(line) => not_found = Some((line, about)),
                 heard::Plan::Understood(u, r) => {
                     response = r;
@@ -848,7 +858,7 @@ impl Home {
                         out.push(Out::Say(line, SpeechTrack::Template));
                     }
                     for (d, a, x) in &calls {
-                        let line = self.template_for(d, a, x);
+                        let line = self.template_for(d, a, x, lang);
                         out.push(Out::Say(line, SpeechTrack::Template));
                     }
                     self.run_now("scenes.run", &tool_args, &plan_id, &mut out);
@@ -896,13 +906,13 @@ impl Home {
                         out.push(Out::Say(line, SpeechTrack::Template));
                     } else {
                         for (d, a, x) in &controls {
-                            let line = self.template_for(d, a, x);
+                            let line = self.template_for(d, a, x, lang);
                             out.push(Out::Say(line, SpeechTrack::Template));
                         }
                     }
                 }
                 for q in &queries {
-                    let line = self.query_template(q);
+                    let line = self.query_template(q, lang);
                     out.push(Out::Say(line, SpeechTrack::Template));
                 }
                 if queries.is_empty() {
@@ -920,12 +930,12 @@ impl Home {
                         let result = self.run(&tool, &targs, &plan_id);
                         out.push(Out::Devices);
                         out.push(Out::Say(
-                            summary::rule_summary(&self.devices, &forged),
+                            summary::rule_summary(&self.devices, &forged, lang),
                             SpeechTrack::Summary,
                         ));
                         for f in failures(&result) {
-                            let line =
-                                format!("Correction: {}", summary::failure(&self.devices, &f));
+                            let failed = summary::failure(&self.devices, &f, lang);
+                            let line = lines::line(lang, "correction", &[("line", &failed)]);
                             out.push(Out::Say(line, SpeechTrack::Answer));
                         }
                     }
@@ -935,7 +945,7 @@ impl Home {
                     if let Some((tool, targs)) = tool_call {
                         let result = self.run(&tool, &targs, &plan_id);
                         out.push(Out::Devices);
-                        answer.push(summary::outcome_line(self, &result));
+                        answer.push(summary::outcome_line(self, &result, lang));
                     }
                     for (i, q) in queries.iter().enumerate() {
                         let ids = Ids {
@@ -948,10 +958,11 @@ impl Home {
                             .is_ok()
                             && let Some(d) = self.devices.get(q)
                         {
-                            answer.push(summary::describe(d));
+                            answer.push(summary::describe(d, lang));
                         }
                     }
-                    out.push(Out::Say(answer.join(" "), SpeechTrack::Answer));
+                    let sep = lines::line(lang, "sentence_sep", &[]);
+                    out.push(Out::Say(answer.join(&sep), SpeechTrack::Answer));
                 }
                 match (controls.is_empty(), queries.is_empty()) {
                     (false, true) => "home_control",
@@ -968,6 +979,8 @@ impl Home {
             out,
             confirm,
             forged,
+            timer: None,
+            lang,
         })
     }
 
@@ -983,6 +996,8 @@ impl Home {
             out: vec![Out::Say(line, SpeechTrack::Answer)],
             confirm: None,
             forged: Vec::new(),
+            timer: None,
+            lang: self.session.lang,
         }
     }
 
@@ -1005,8 +1020,9 @@ impl Home {
     fn run_now(&mut self, tool: &str, args: &Value, plan_id: &str, out: &mut Vec<Out>) {
         let result = self.run(tool, args, plan_id);
         out.push(Out::Devices);
+        let lang = self.session.lang;
         out.push(Out::Say(
-            summary::outcome_line(self, &result),
+            summary::outcome_line(self, &result, lang),
             SpeechTrack::Summary,
         ));
     }

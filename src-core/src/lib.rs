@@ -14,6 +14,7 @@
 //! - [`perception`]: cameras (the simulated one renders PNGs) and vision results.
 //! - [`mcp`]: skills as MCP tools and one outside call's outcome (the transport is in the faces).
 //! - [`policy`]: which ops need an operator's approval.
+//! - [`timezone`]: the home's IANA time zone (daylight saving included) and its local hour.
 //! - [`link`]: the brain ↔ robot boundary (`RobotLink`), shaped like a ROS 2 action;
 //!   in process (`SimLink`) or over TCP (`TcpLink`).
 //! - [`world`]: the map — zones, passages, routes — read from world files; the grid and the A* planner.
@@ -26,9 +27,11 @@
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
+//! - [`lines`]: what robobrain itself says, in the language it was spoken to (English, Chinese).
 //! - [`intents`]: language as data: Home Assistant's template grammar (and the robot's own) and one matcher.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
+//! - [`metrics`]: the run's Prometheus metrics (counted from its events, read off its snapshot) and its health.
 //! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
 //! - `testing` (feature `test-utils`): the test suite's prerequisites — required, or a skip that is said.
 
@@ -36,21 +39,26 @@ pub mod audio;
 pub mod brain;
 pub mod config;
 pub mod devices;
+pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
 pub mod geometry;
 pub mod hci;
 pub mod intents;
 pub mod kernel;
+pub mod lines;
 pub mod link;
 pub mod llm;
 pub mod mapview;
 pub mod mcap;
 pub mod mcp;
 pub mod memory;
+pub mod metrics;
 pub mod offload;
 pub mod perception;
+pub mod places;
 pub mod policy;
+pub mod progress;
 pub mod protocol;
 pub mod react;
 pub mod rng;
@@ -65,6 +73,7 @@ pub mod store;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
 pub mod text;
+pub mod timezone;
 pub mod voice;
 pub mod webhook;
 pub mod world;

@@ -324,6 +324,25 @@ pub trait RobotLink: Send {
     fn take_reconnected(&mut self) -> bool {
         false
     }
+
+    /// The E-stop's own way to the robot, when the link has one: a
+    /// `stop_base` written from the thread the operator's E-stop arrives
+    /// on, not waiting for the kernel thread (which may be inside a commit
+    /// or a tick). The kernel still takes the E-stop in and sends its own,
+    /// recorded `stop_base`; the robot hears the first one sooner. `None`
+    /// (the default) for a link whose robot lives on the kernel thread
+    /// itself (the in-process simulator), where nothing can be sooner.
+    fn estop_line(&self) -> Option<std::sync::Arc<dyn EStopLine>> {
+        None
+    }
+}
+
+/// A way to bring the base to rest from any thread (see
+/// [`RobotLink::estop_line`]).
+pub trait EStopLine: Send + Sync {
+    /// Writes a `stop_base` to the robot now. An error means it could not
+    /// be written (the link is down); the kernel's own stop follows anyway.
+    fn stop(&self) -> Result<(), LinkError>;
 }
 
 /// Requests held back until the tick that produced them is on record.

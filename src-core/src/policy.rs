@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::config::{HomeConfig, PolicyConfig};
 use crate::devices::{DeviceWorld, Scene};
 use crate::skills::{Risk, SkillSpec};
+use crate::timezone::{self, TimeZone, Timestamp};
 use crate::world::World;
 
 /// What the home policy sees besides the call: the devices, the scenes,
@@ -136,15 +137,21 @@ pub fn is_night(night: [f64; 2], hour: f64) -> bool {
     }
 }
 
-/// The hour of day the policy sees: `[home] hour`, or the machine's clock.
+/// The hour of day the policy sees: `[home] hour`, or the clock in the
+/// home's time zone.
 pub fn hour_now(config: &HomeConfig) -> f64 {
+    hour_at(config, Timestamp::now())
+}
+
+/// The hour of day the policy sees at the instant `at`: `[home] hour` when
+/// it is fixed, else the local hour in `[home] time_zone` (the machine's
+/// zone when unset; a name the config check would refuse reads as UTC).
+pub fn hour_at(config: &HomeConfig, at: Timestamp) -> f64 {
     if let Some(h) = config.hour {
         return h;
     }
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    ((secs / 3600.0) + config.utc_offset_h).rem_euclid(24.0)
+    let zone = timezone::configured(config.time_zone.as_deref()).unwrap_or(TimeZone::UTC);
+    timezone::local_hour(&zone, at)
 }
 
 /// Why the device calls of `tool` with `args` need confirmation, or `None`.
@@ -479,28 +486,114 @@ mod tests {
     }
 
     #[test]
-    fn the_hour_is_the_configured_one_or_the_clock_with_its_offset() {
+    fn the_hour_is_the_configured_one_or_the_clock_in_the_homes_zone() {
         let mut config = HomeConfig {
             hour: Some(9.5),
+            time_zone: Some("Asia/Kolkata".into()),
             ..HomeConfig::default()
         };
+        let noon_utc: Timestamp = "2026-06-01T12:00:00Z".parse().unwrap();
+        assert_eq!(hour_at(&config, noon_utc), 9.5, "a fixed hour wins");
         assert_eq!(hour_now(&config), 9.5);
         config.hour = None;
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
-        let utc = hour_now(&config);
-        assert!((0.0..24.0).contains(&utc), "{utc}");
-        let expected = (secs / 3600.0).rem_euclid(24.0);
-        let apart = |a: f64, b: f64| (a - b).rem_euclid(24.0).min((b - a).rem_euclid(24.0));
-        assert!(apart(utc, expected) < 0.01, "{utc} vs {expected}");
-        config.utc_offset_h = 5.5;
-        let shifted = hour_now(&config);
-        assert!(apart(shifted, utc + 5.5) < 0.01, "{shifted} vs {utc} + 5.5");
-        config.utc_offset_h = -8.0;
-        let west = hour_now(&config);
-        assert!((0.0..24.0).contains(&west), "{west}");
-        assert!(apart(west, utc - 8.0) < 0.01, "{west} vs {utc} - 8");
+        assert_eq!(hour_at(&config, noon_utc), 17.5);
+        config.time_zone = Some("America/Los_Angeles".into());
+        assert_eq!(hour_at(&config, noon_utc), 5.0);
+        config.time_zone = Some("UTC".into());
+        assert_eq!(hour_at(&config, noon_utc), 12.0);
+        let now = hour_now(&config);
+        assert!((0.0..24.0).contains(&now), "{now}");
+    }
+
+    /// The night rule across a daylight-saving change: the same UTC time of
+    /// day is a different local hour the day after, and the rule follows
+    /// the local hour.
+    #[test]
+    fn the_night_rule_follows_local_time_across_daylight_saving_changes() {
+        let devices = DeviceWorld::builtin().unwrap();
+        let light = invoke("living_room_light", "turn_on");
+        // (zone, night, UTC instant, local hour, night?)
+        let cases = [
+            // Berlin springs forward on 29 March 2026: 21:30 UTC is 22:30 CET, then 23:30 CEST.
+            (
+                "Europe/Berlin",
+                [23.0, 7.0],
+                "2026-03-28T21:30:00Z",
+                22.5,
+                false,
+            ),
+            (
+                "Europe/Berlin",
+                [23.0, 7.0],
+                "2026-03-29T21:30:00Z",
+                23.5,
+                true,
+            ),
+            // …and falls back on 25 October: 05:30 UTC is 07:30 CEST, then 06:30 CET.
+            (
+                "Europe/Berlin",
+                [23.0, 7.0],
+                "2026-10-24T05:30:00Z",
+                7.5,
+                false,
+            ),
+            (
+                "Europe/Berlin",
+                [23.0, 7.0],
+                "2026-10-25T05:30:00Z",
+                6.5,
+                true,
+            ),
+            // New York springs forward on 8 March: 03:30 UTC is 22:30 EST, then 23:30 EDT.
+            (
+                "America/New_York",
+                [23.0, 7.0],
+                "2026-03-07T03:30:00Z",
+                22.5,
+                false,
+            ),
+            (
+                "America/New_York",
+                [23.0, 7.0],
+                "2026-03-09T03:30:00Z",
+                23.5,
+                true,
+            ),
+            // …and falls back on 1 November: 11:30 UTC is 07:30 EDT, then 06:30 EST.
+            (
+                "America/New_York",
+                [23.0, 7.0],
+                "2026-10-31T11:30:00Z",
+                7.5,
+                false,
+            ),
+            (
+                "America/New_York",
+                [23.0, 7.0],
+                "2026-11-02T11:30:00Z",
+                6.5,
+                true,
+            ),
+        ];
+        for (zone, night, utc, local, is_night_there) in cases {
+            let config = HomeConfig {
+                time_zone: Some(zone.into()),
+                night,
+                ..HomeConfig::default()
+            };
+            let at: Timestamp = utc.parse().unwrap();
+            let hour = hour_at(&config, at);
+            assert_eq!(hour, local, "{zone} at {utc}");
+            let why = home_reason(
+                &gate(&config, &devices, &[], hour),
+                "devices.invoke",
+                &light,
+            );
+            assert_eq!(
+                why.as_deref().is_some_and(|w| w.contains("night")),
+                is_night_there,
+                "{zone} at {utc} ({hour}): {why:?}"
+            );
+        }
     }
 }

@@ -20,7 +20,7 @@ pub mod robot;
 pub mod run;
 
 pub use frame::{Hello, Role, ServerMessage, SkillView};
-pub use memory::MemoryUse;
+pub use memory::{MemorySize, MemoryUse};
 pub use risk::Risk;
 pub use robot::{Fault, Incident, NavFeedback};
 pub use run::RunInfo;
@@ -559,6 +559,46 @@ pub struct Snapshot {
     /// Smart-home devices: id → `{state, online, room}` (absent without devices).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub devices: Value,
+    /// The robot link: `up`, or `down` (then the kernel is in SAFE); left
+    /// out while up.
+    #[serde(default, skip_serializing_if = "LinkState::is_up")]
+    pub link: LinkState,
+    /// How much the run remembers, as of the memory thread's last report
+    /// (absent without memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<memory::MemorySize>,
+}
+
+/// Whether the brain hears the robot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkState {
+    /// Connected.
+    #[default]
+    Up,
+    /// Lost (a `tcp://` robot that stopped answering); the link reconnects by itself.
+    Down,
+}
+
+impl LinkState {
+    /// Up or down from a link's `is_connected`.
+    pub fn of(connected: bool) -> Self {
+        if connected { Self::Up } else { Self::Down }
+    }
+
+    /// Whether it is up.
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+    pub fn is_up(&self) -> bool {
+        *self == Self::Up
+    }
+
+    /// `up` or `down`, as on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Up => "up",
+            Self::Down => "down",
+        }
+    }
 }
 
 fn operator() -> String {

@@ -17,6 +17,11 @@
 //! work is bounded too, every utterance being capped at
 //! [`MAX_UTTERANCE_BYTES`](crate::protocol::MAX_UTTERANCE_BYTES).
 //!
+//! An E-stop does not even wait for that when the robot link has an E-stop
+//! line ([`crate::link::RobotLink::estop_line`], the TCP link has one): the
+//! sender writes a `stop_base` to the robot from its own thread right after
+//! queuing the E-stop, and the kernel's own, recorded stop follows.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use robobrain_core::{config::Config, engine::Engine, protocol::Command, runtime::{Pace, Runtime}, world::World};
@@ -31,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -39,6 +45,8 @@ use thiserror::Error;
 use tokio::sync::{broadcast, watch};
 
 use crate::engine::Engine;
+use crate::link::EStopLine;
+use crate::metrics::Histogram;
 use crate::protocol::{Command, Event, Snapshot, TooLong};
 
 /// How fast sim time passes.
@@ -78,6 +86,9 @@ pub struct CommandSender {
     urgent: std_mpsc::Sender<Command>,
     normal: std_mpsc::SyncSender<Command>,
     kernel: Option<std::thread::Thread>,
+    /// The robot link's E-stop line: an E-stop is also written to the robot
+    /// from the sender's thread, not waiting for the kernel thread.
+    estop_line: Option<Arc<dyn EStopLine>>,
 }
 
 impl CommandSender {
@@ -88,9 +99,17 @@ impl CommandSender {
     pub fn send(&self, command: Command) -> Result<(), RuntimeError> {
         command.check_limits()?;
         if command.is_urgent() {
+            let estop = command == Command::EStop;
             self.urgent
                 .send(command)
                 .map_err(|_| RuntimeError::Stopped)?;
+            // Queued first: whatever the robot answers to the line's stop,
+            // the kernel reads after it took the E-stop in.
+            if let (true, Some(line)) = (estop, &self.estop_line) {
+                // A line that cannot write leaves the kernel's own stop,
+                // which follows in any case.
+                let _ = line.stop();
+            }
         } else {
             self.normal.try_send(command).map_err(|e| match e {
                 std_mpsc::TrySendError::Full(_) => RuntimeError::Busy,
@@ -123,24 +142,35 @@ pub struct Runtime {
     ticks: TickTimes,
 }
 
-/// How long the last ticks took (compute and publish, not the wait between
-/// them), newest last; at most [`TICKS_KEPT`].
+/// How long the ticks took (compute and publish, not the wait between
+/// them): the last ones, newest last, at most [`TICKS_KEPT`]; and every
+/// one since the start in a histogram (for `/metrics`).
 #[derive(Clone, Default)]
-struct TickTimes(std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<Duration>>>);
+struct TickTimes(std::sync::Arc<std::sync::Mutex<Ticks>>);
+
+#[derive(Default)]
+struct Ticks {
+    recent: std::collections::VecDeque<Duration>,
+    histogram: Histogram,
+}
 
 /// Tick durations kept for [`Runtime::tick_durations`].
 pub const TICKS_KEPT: usize = 100_000;
 
 impl TickTimes {
-    fn record(&self, took: Duration) {
-        let mut t = self
-            .0
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ticks> {
+        self.0
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if t.len() == TICKS_KEPT {
-            t.pop_front();
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn record(&self, took: Duration) {
+        let mut t = self.lock();
+        if t.recent.len() == TICKS_KEPT {
+            t.recent.pop_front();
         }
-        t.push_back(took);
+        t.recent.push_back(took);
+        t.histogram.observe(took.as_secs_f64());
     }
 }
 
@@ -186,6 +216,7 @@ impl Runtime {
         let (events, first) = broadcast::channel(EVENT_BUFFER);
         let also = events.subscribe();
         let (snap_tx, snapshot) = watch::channel(engine.snapshot());
+        let estop_line = engine.estop_line();
         let out = events.clone();
         let ticks = TickTimes::default();
         let timed = ticks.clone();
@@ -201,6 +232,7 @@ impl Runtime {
             urgent,
             normal,
             kernel: thread.as_ref().map(|t| t.thread().clone()),
+            estop_line,
         };
         (
             Self {
@@ -233,6 +265,12 @@ impl Runtime {
         self.events.subscribe()
     }
 
+    /// The state as of each tick, for a follower that waits for changes
+    /// (the Home Assistant publisher).
+    pub fn snapshots(&self) -> watch::Receiver<Snapshot> {
+        self.snapshot.clone()
+    }
+
     /// The state as of the last tick.
     pub fn snapshot(&self) -> Snapshot {
         self.snapshot.borrow().clone()
@@ -242,12 +280,13 @@ impl Runtime {
     /// publishing its events and snapshot), oldest first: what a face's
     /// load could slow down.
     pub fn tick_durations(&self) -> Vec<Duration> {
-        let t = self
-            .ticks
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        t.iter().copied().collect()
+        self.ticks.lock().recent.iter().copied().collect()
+    }
+
+    /// Every tick's duration since the start, in the buckets of
+    /// [`TICK_BOUNDS`](crate::metrics::TICK_BOUNDS) (seconds).
+    pub fn tick_histogram(&self) -> Histogram {
+        self.ticks.lock().histogram.clone()
     }
 
     /// Whether the kernel thread has ended (after `Shutdown`).
@@ -475,6 +514,65 @@ mod tests {
         let world = World::resolve(&config.world).unwrap();
         let engine = Engine::simulated(&config, world).unwrap();
         Runtime::start_subscribed(engine, Pace::RealTime { speed: 1.0 })
+    }
+
+    /// A robot that hears nothing but counts the stops on its E-stop line.
+    struct LineOnly(Arc<Stops>);
+
+    #[derive(Default)]
+    struct Stops(std::sync::atomic::AtomicUsize);
+
+    impl EStopLine for Stops {
+        fn stop(&self) -> Result<(), crate::link::LinkError> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    impl crate::link::RobotLink for LineOnly {
+        fn send(&mut self, _: crate::link::LinkRequest) -> Result<(), crate::link::LinkError> {
+            Ok(())
+        }
+        fn advance(&mut self, _: f64) {}
+        fn drain(&mut self, _: &mut Vec<crate::link::LinkReply>) {}
+        fn estop_line(&self) -> Option<Arc<dyn EStopLine>> {
+            Some(self.0.clone())
+        }
+    }
+
+    #[tokio::test]
+    async fn an_estop_is_on_the_line_before_send_returns_and_nothing_else_is() {
+        let mut config = Config::default();
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        let world = World::resolve(&config.world).unwrap();
+        let stops = Arc::new(Stops::default());
+        let engine = Engine::new(&config, world, Box::new(LineOnly(stops.clone()))).unwrap();
+        let (runtime, mut events) =
+            Runtime::start_subscribed(engine, Pace::RealTime { speed: 1.0 });
+        // The kernel thread is kept busy with a full queue; the line does
+        // not wait for it.
+        fill(&runtime).await;
+        for command in [Command::Stop, Command::Pause] {
+            runtime.send(command).await.unwrap();
+        }
+        let count = || stops.0.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            count(),
+            0,
+            "only an E-stop takes the line, not stop or pause"
+        );
+        runtime.send(Command::EStop).await.unwrap();
+        assert_eq!(
+            count(),
+            1,
+            "the line stopped the robot before send returned"
+        );
+        // The kernel takes the E-stop in as well.
+        heard_before(&mut events, |k| {
+            matches!(k, EventKind::Mode { to: Mode::Safe, .. })
+        })
+        .await;
+        runtime.shutdown().await;
     }
 
     /// An utterance exactly at the limit that no parser understands.

@@ -45,6 +45,7 @@ pub use runlog::RunLog;
 
 use crate::brain::BrainError;
 use crate::config::Config;
+use crate::devices::mqtt::{Discovery, HaPublisher, MqttConfig, MqttError};
 use crate::engine::{Engine, EngineError};
 use crate::eventlog::{self, EventLog, EventLogError};
 use crate::link::LinkError;
@@ -108,6 +109,10 @@ pub enum SessionError {
     /// The run's log is not the whole run.
     #[error("the event log could not be written: {0}")]
     Unrecorded(#[from] RecordError),
+    /// The home's MQTT broker settings could not be used (a password or CA
+    /// file that cannot be read).
+    #[error(transparent)]
+    Mqtt(#[from] MqttError),
     /// A `say` could not be given to the brain.
     #[error("cannot say {text:?}: {source}")]
     Say {
@@ -193,6 +198,9 @@ pub struct Run {
     /// The run's logs, created, empty: the JSONL log, and the MCAP
     /// recording when the options ask for one.
     pub log: RunLog,
+    /// Where the robot is published to Home Assistant once started
+    /// (`[home] mqtt` with `discovery`).
+    home: Option<(MqttConfig, Discovery)>,
     options: SessionOptions,
 }
 
@@ -202,7 +210,8 @@ impl Run {
     /// (the MCP services' workers run on it).
     pub async fn assemble(config: &Config, options: SessionOptions) -> Result<Self, SessionError> {
         check_pace(options.pace)?;
-        let mut config = config.clone();
+        // Boxed: the config lives across the await below, and the future stays small.
+        let mut config = Box::new(config.clone());
         let thread_id = config
             .thread_id
             .clone()
@@ -255,6 +264,18 @@ impl Run {
                 ),
             }
         }
+        let home = home_discovery(config)?;
+        if let Some((mqtt, discovery)) = &home {
+            engine.log(
+                "info",
+                &format!(
+                    "Home Assistant discovery: node `{}` under `{}/` on the broker at {}",
+                    discovery.node_id,
+                    discovery.prefix,
+                    mqtt.broker()
+                ),
+            );
+        }
         let info = RunInfo {
             brain,
             memory,
@@ -278,6 +299,7 @@ impl Run {
             thread_id,
             info,
             log: RunLog::new(jsonl, mcap),
+            home,
             options,
         })
     }
@@ -310,6 +332,15 @@ impl Run {
         let log_path = self.log.path().to_path_buf();
         let mcap_path = self.log.mcap_path().map(Path::to_path_buf);
         let recorder = Recorder::start(self.options.keep_recent, logged, Some(self.log));
+        let home = self.home.map(|(mqtt, discovery)| {
+            let sender = runtime.sender();
+            HaPublisher::start(
+                &mqtt,
+                discovery,
+                runtime.snapshots(),
+                Box::new(move |command| sender.send(command).map_err(|e| e.to_string())),
+            )
+        });
         for text in std::mem::take(&mut self.options.say) {
             runtime
                 .send(Command::Say { text: text.clone() })
@@ -327,6 +358,7 @@ impl Run {
             skills,
             log_path,
             mcap_path,
+            home,
         })
     }
 }
@@ -343,6 +375,7 @@ pub struct Session {
     skills: Vec<SkillView>,
     log_path: PathBuf,
     mcap_path: Option<PathBuf>,
+    home: Option<HaPublisher>,
 }
 
 impl Session {
@@ -403,6 +436,26 @@ impl Session {
         self.recorder.recent()
     }
 
+    /// The run's metrics in Prometheus' text format
+    /// ([`metrics::render`](crate::metrics::render)): the events counted by
+    /// the recorder, the kernel's tick times, the gauges of the last snapshot.
+    pub fn metrics(&self) -> String {
+        let events = self.recorder.counts();
+        let ticks = self.runtime.tick_histogram();
+        let snapshot = self.runtime.snapshot();
+        crate::metrics::render(&crate::metrics::Scrape {
+            events: &events,
+            ticks: &ticks,
+            snapshot: &snapshot,
+            kernel_running: !self.runtime.is_finished(),
+        })
+    }
+
+    /// Whether the run is alive: the kernel thread running and the robot link up.
+    pub fn health(&self) -> crate::metrics::Health {
+        crate::metrics::Health::of(&self.runtime.snapshot(), !self.runtime.is_finished())
+    }
+
     /// Where the event log is.
     pub fn log_path(&self) -> &Path {
         &self.log_path
@@ -419,6 +472,9 @@ impl Session {
     pub async fn stop(&self) -> Result<(), SessionError> {
         // The kernel brings the robot to rest and closes the thread first.
         self.runtime.stop().await;
+        if let Some(home) = &self.home {
+            home.stop().await;
+        }
         Ok(self.recorder.finished(STOP_WAIT).await?)
     }
 }
@@ -430,6 +486,18 @@ fn check_pace(pace: Pace) -> Result<(), SessionError> {
         }
         _ => Ok(()),
     }
+}
+
+/// The broker and the robot's discovery when `[home] mqtt` is set and
+/// `discovery` is on; the password and CA are read now.
+fn home_discovery(config: &Config) -> Result<Option<(MqttConfig, Discovery)>, SessionError> {
+    if !config.home.discovery {
+        return Ok(None);
+    }
+    Ok(MqttConfig::from_home(&config.home)?.map(|mqtt| {
+        let discovery = Discovery::new(&config.home.discovery_prefix, &config.home.node_id);
+        (mqtt, discovery)
+    }))
 }
 
 /// Gives `engine` the brain `config` asks for (the model brain when an

@@ -1,17 +1,29 @@
-//! `robobrain-gui`: the desktop app. Reads `robobrain.toml` (or the file in
-//! `ROBOBRAIN_CONFIG`) and the environment like `robobrain`, runs the run
-//! the session builder assembles in this process (at `ROBOBRAIN_SPEED`,
-//! recorded as MCAP in `ROBOBRAIN_MCAP` when set, as `--mcap` does), and
-//! shows the web console's page.
+//! `robobrain-gui`: the desktop app. Reads its config like `robobrain`
+//! (the file in `ROBOBRAIN_CONFIG`, else `./robobrain.toml`, else its own
+//! config folder, then the environment), keeps its data in its own data
+//! folder — Tauri's app config and data dirs,
+//! `~/.config/dev.robobrain.gui/` and `~/.local/share/dev.robobrain.gui/`
+//! ([`robobrain_core::places`]) — runs the run the session builder
+//! assembles in this process (at `ROBOBRAIN_SPEED`, recorded as MCAP in
+//! `ROBOBRAIN_MCAP` when set, as `--mcap` does), and shows the web
+//! console's page.
 
 use anyhow::Context;
 use robobrain_core::config::Config;
+use robobrain_core::diagnostics::Sink;
 use tauri::Manager;
 use tauri_plugin_notification::NotificationExt;
 
+/// The app's identifier in tauri.conf.json.
+const IDENTIFIER: &str = "dev.robobrain.gui";
+
 fn config() -> anyhow::Result<Config> {
     let path = std::env::var_os("ROBOBRAIN_CONFIG").map(std::path::PathBuf::from);
-    Config::layered(path.as_deref(), |name| std::env::var(name).ok()).context("the configuration")
+    let env = |name: &str| std::env::var(name).ok();
+    // Tauri's identifier (tauri.conf.json): the folders Tauri's
+    // `app_config_dir` / `app_data_dir` name.
+    let places = robobrain_core::places::Places::for_app(IDENTIFIER, env);
+    Config::layered_in(&places, path.as_deref(), env).context("the configuration")
 }
 
 fn main() -> anyhow::Result<()> {
@@ -19,8 +31,13 @@ fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1.0);
+    let config = config()?;
+    // The app has no terminal: its diagnostics go to a file per run.
+    let verbosity = 0;
+    let sink = Sink::FileIn(config.runs_dir.join("logs"), "desktop");
+    robobrain_core::diagnostics::init(&sink, verbosity).context("the diagnostics log")?;
     let mcap = std::env::var_os("ROBOBRAIN_MCAP").map(std::path::PathBuf::from);
-    let (core, events) = robobrain_gui::Core::start(&config()?, speed, mcap)?;
+    let (core, events) = robobrain_gui::Core::start(&config, speed, mcap)?;
     robobrain_gui::with_core(tauri::Builder::default(), core)
         .plugin(tauri_plugin_notification::init())
         .setup(move |app| {
@@ -39,4 +56,15 @@ fn main() -> anyhow::Result<()> {
         })
         .run(tauri::generate_context!())
         .context("the desktop app")
+}
+
+#[cfg(test)]
+mod tests {
+    /// The folders are Tauri's only while the identifier is Tauri's.
+    #[test]
+    fn the_identifier_is_the_one_tauri_uses() {
+        let conf: serde_json::Value =
+            serde_json::from_str(include_str!("../tauri.conf.json")).unwrap();
+        assert_eq!(conf["identifier"], super::IDENTIFIER);
+    }
 }

@@ -31,6 +31,9 @@ fn the_desktop_app_under_xvfb_says_approves_and_finishes() {
         .unwrap()
         .to_path_buf();
     let artifacts = target.join("ui-artifacts");
+    // Its own data folder (Tauri's app data dir, under XDG_DATA_HOME).
+    let data = std::env::temp_dir().join(format!("rb-gui-data-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
     let out = Command::new(xvfb_run)
         .args([
             "-a",
@@ -43,6 +46,7 @@ fn the_desktop_app_under_xvfb_says_approves_and_finishes() {
         .env("ROBOBRAIN_GUI", env!("CARGO_BIN_EXE_robobrain-gui"))
         .env("TAURI_DRIVER", tauri_driver)
         .env("ROBOBRAIN_ARTIFACTS", &artifacts)
+        .env("XDG_DATA_HOME", &data)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -51,6 +55,16 @@ fn the_desktop_app_under_xvfb_says_approves_and_finishes() {
         "the desktop app e2e failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Its diagnostics went to a log file in its own data folder, not to a
+    // terminal it does not have nor to the folder it was started from.
+    let logs = data.join("dev.robobrain.gui/logs");
+    let log = std::fs::read_dir(&logs)
+        .unwrap_or_else(|e| panic!("{}: {e}", logs.display()))
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("desktop-"))
+        .unwrap_or_else(|| panic!("no desktop-*.log in {}", logs.display()));
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    assert!(text.contains("desktop started"), "{text}");
     let shot = std::fs::read(artifacts.join("gui.png")).unwrap();
     assert!(shot.starts_with(b"\x89PNG"), "the screenshot is a PNG");
     assert!(

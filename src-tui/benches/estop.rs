@@ -60,9 +60,12 @@ impl Robot {
         }
     }
 
-    /// Waits for the next E-stop's `stop_base` in the record; the robot's
-    /// stamp of receipt, µs since the epoch.
-    fn next_estop(&mut self) -> u64 {
+    /// Waits for the first E-stop `stop_base` the robot received at or
+    /// after `since` (µs since the epoch); its stamp of receipt. With the
+    /// E-stop line the robot gets two stops per E-stop — the line's, then
+    /// the kernel's — and the kernel's may land after the trial was read:
+    /// it is older than the next trial's `since` and skipped.
+    fn next_estop(&mut self, since: u64) -> u64 {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let mut file = std::fs::File::open(&self.record).unwrap();
@@ -75,8 +78,9 @@ impl Robot {
             for line in text[..whole].lines() {
                 let v: serde_json::Value = serde_json::from_str(line).unwrap();
                 let estop = v["goal_id"].as_str().is_some_and(|g| g.contains("/estop"));
-                if estop && found.is_none() {
-                    found = v["wall_us"].as_u64();
+                let at = v["wall_us"].as_u64().unwrap_or(0);
+                if estop && at >= since && found.is_none() {
+                    found = Some(at);
                 }
             }
             self.read += whole as u64;
@@ -142,7 +146,7 @@ fn through_runtime(dir: &Path, trials: usize) {
         std::thread::sleep(Duration::from_millis(30));
         let sent = wall_us();
         rt.block_on(runtime.send(Command::EStop)).unwrap();
-        (robot.next_estop().saturating_sub(sent)) as f64
+        (robot.next_estop(sent) - sent) as f64
     };
     let attached: Vec<f64> = (0..trials).map(|i| trial(i, false)).collect();
     report(
@@ -207,7 +211,7 @@ fn through_headless(dir: &Path, trials: usize) {
         let sent = wall_us();
         stdin.write_all(b"{\"cmd\":\"estop\"}\n").unwrap();
         stdin.flush().unwrap();
-        us.push(robot.next_estop().saturating_sub(sent) as f64);
+        us.push((robot.next_estop(sent) - sent) as f64);
     }
     report(
         "headless.attached",

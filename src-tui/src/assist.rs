@@ -37,10 +37,17 @@ pub struct Args {
 /// Runs the dataset and prints the report.
 pub fn run(config: &robobrain_core::config::Config, args: &Args) -> Result<ExitCode> {
     let homes = load_dataset(&args.dataset).context("loading the dataset")?;
-    let report = if args.path == "commands" {
-        runner::run(&homes, &mut runner::CommandAssistant::default())
-    } else {
-        runner::run(&homes, &mut EngineAssistant::with_grammar(&config.home))
+    let report = {
+        let bar = crate::progress::Bar::on_stderr();
+        if args.path == "commands" {
+            runner::run(&homes, &mut runner::CommandAssistant::default(), &bar)
+        } else {
+            runner::run(
+                &homes,
+                &mut EngineAssistant::with_grammar(&config.home),
+                &bar,
+            )
+        }
     };
     let mut out = std::io::stdout().lock();
     if args.json {

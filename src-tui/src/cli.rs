@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 use robobrain_core::config::Config;
 use robobrain_core::eventlog::{self, EventLog};
 use robobrain_core::llm::{mock_script, mock_server::MockServer};
+use robobrain_core::places::{CONFIG_FILE, Places};
 use robobrain_core::protocol::Event;
 use robobrain_core::runtime::Pace;
 use robobrain_core::scenario::{self, Scenario};
@@ -40,7 +41,8 @@ const DEMO_SPEED: f64 = 10.0;
 #[derive(Debug, Parser)]
 #[command(name = "robobrain", version, about, after_help = robobrain_core::intents::CREDITS)]
 pub struct Cli {
-    /// Config file (default: ./robobrain.toml when present).
+    /// Config file (default: ./robobrain.toml when present, else
+    /// ~/.config/robobrain/robobrain.toml when present; `robobrain paths`).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// World: a built-in name (`apartment`) or a world file.
@@ -177,11 +179,22 @@ pub enum Cmd {
     },
     /// Prints the man page (roff): `robobrain man > robobrain.1 && man -l robobrain.1`.
     Man,
+    /// Where the config is read from and the data is kept (XDG folders unless configured).
+    Paths,
 }
 
 /// Parses the arguments, runs, and turns the outcome into an exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let help = format!(
+        "{}\n\n{}",
+        places_help(&Places::from_env(|n| std::env::var(n).ok())),
+        robobrain_core::intents::CREDITS
+    );
+    let cli = match Cli::from_arg_matches(&Cli::command().after_help(help).get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -207,16 +220,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         _ => false,
     };
     let sink = if console_here {
-        crate::logging::Sink::FileIn(config.runs_dir.join("logs"), "console")
+        robobrain_core::diagnostics::Sink::FileIn(config.runs_dir.join("logs"), "console")
     } else {
-        crate::logging::Sink::Stderr
+        robobrain_core::diagnostics::Sink::Stderr
     };
     let verbosity = if cli.quiet {
         -1
     } else {
         i8::try_from(cli.verbosity).unwrap_or(i8::MAX)
     };
-    crate::logging::init(&sink, verbosity)?;
+    robobrain_core::diagnostics::init(&sink, verbosity)?;
     let durable = Durability {
         resume: cli.resume,
         robot: cli.robot.clone(),
@@ -287,6 +300,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
         Some(Cmd::Export { to }) => crate::export::run(&to, cli.world.as_deref()),
         Some(Cmd::Completions { .. } | Cmd::Man) => unreachable!("answered before the config"),
+        Some(Cmd::Paths) => paths(cli.config.as_deref(), &config),
         Some(Cmd::Assist(args)) => crate::assist::run(&config, &args),
         Some(Cmd::Memory(args)) => crate::memorycli::run(&config, &args),
     }
@@ -586,6 +600,55 @@ fn scenarios(
         println!("{}", style.paint("1;31", &line));
         Ok(ExitCode::from(1))
     }
+}
+
+/// The places rule in a few lines, for `--help`.
+fn places_help(places: &Places) -> String {
+    let user = places
+        .user_config
+        .as_ref()
+        .map_or_else(|| "(no home folder)".into(), |p| p.display().to_string());
+    format!(
+        "Config: --config FILE, else ./{CONFIG_FILE}, else {user}.\n\
+         Data (database, event logs, memory, logs): {} unless the config sets runs_dir.\n\
+         `robobrain paths` shows what is in use.",
+        places.data_dir.display()
+    )
+}
+
+/// `robobrain paths`: the config file in use and where the data goes.
+fn paths(named: Option<&Path>, config: &Config) -> Result<ExitCode> {
+    let places = Places::from_env(|n| std::env::var(n).ok());
+    let file = named
+        .map(Path::to_path_buf)
+        .or_else(|| places.config_file(Path::new(".")));
+    let mut out = String::new();
+    let mut row = |what: &str, path: String| {
+        use std::fmt::Write as _;
+        let _ = writeln!(out, "{what:<14}{path}");
+    };
+    row(
+        "config file",
+        file.map_or_else(
+            || "none (built-in defaults)".into(),
+            |f| f.display().to_string(),
+        ),
+    );
+    if let Some(user) = &places.user_config {
+        let missing = if user.is_file() { "" } else { " (not there)" };
+        row("user config", format!("{}{missing}", user.display()));
+    }
+    row("data", config.runs_dir.display().to_string());
+    row("database", config.db_path().display().to_string());
+    row(
+        "memory",
+        config.memory.dir_in(&config.runs_dir).display().to_string(),
+    );
+    row(
+        "console logs",
+        config.runs_dir.join("logs").display().to_string(),
+    );
+    print_all(out.as_bytes())
 }
 
 /// `robobrain completions SHELL`: the completion script on stdout.

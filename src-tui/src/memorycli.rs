@@ -11,6 +11,9 @@ use robobrain_core::config::Config;
 use robobrain_core::memory::embed::Embedder;
 use robobrain_core::memory::manager::load_embedder;
 use robobrain_core::memory::{MemoryError, MemoryManager, Mode, eval, prefs};
+use robobrain_core::progress::Progress;
+
+use crate::progress::Bar;
 
 /// `robobrain memory` arguments.
 #[derive(Debug, ClapArgs)]
@@ -194,6 +197,7 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
             let docs = eval::read_corpus(corpus)?;
             let mut m = open(config, &dir, config.memory.mode)?;
             let mut n = 0;
+            let bar = Bar::on_stderr();
             for d in &docs {
                 m.check_message(&d.text)
                     .with_context(|| format!("{}: entry {:?}", corpus.display(), d.id))?;
@@ -216,6 +220,7 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
                     .collect();
                 let (ids, archived) = m.import_memories(&memories)?;
                 n += ids.len();
+                bar.update("memories imported", n as u64, docs.len() as u64);
                 if !archived.is_empty() {
                     eprintln!(
                         "notice: {} older memories archived (memory.max_memories = {})",
@@ -247,7 +252,7 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
             } else {
                 embedder(config, mode)?
             };
-            let report = eval::run(&docs, &qs, *k, mode, alpha, e)?;
+            let report = eval::run(&docs, &qs, *k, mode, alpha, e, &Bar::on_stderr())?;
             print_json(&report)?;
         }
         MemoryCmd::Prefs { action } => {

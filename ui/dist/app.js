@@ -760,6 +760,9 @@
     closeDialog();
   });
   el("ad-cancel").addEventListener("click", closeDialog);
+  var about = el("about-dialog");
+  el("about").addEventListener("click", () => about.showModal());
+  el("about-close").addEventListener("click", () => about.close());
   dialog.addEventListener("close", () => {
     reviewing = void 0;
   });

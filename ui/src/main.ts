@@ -188,6 +188,12 @@ el("ad-reject").addEventListener("click", (e) => {
   closeDialog();
 });
 el("ad-cancel").addEventListener("click", closeDialog);
+
+// About: what robobrain is, and whose work it stands on (the credit the
+// command line and the console show too).
+const about = el<HTMLDialogElement>("about-dialog");
+el("about").addEventListener("click", () => about.showModal());
+el("about-close").addEventListener("click", () => about.close());
 dialog.addEventListener("close", () => {
   reviewing = undefined;
 });

@@ -2,7 +2,7 @@
 // driven by playwright-core. Run by tests/web.rs (or by hand:
 // ROBOBRAIN_BIN=target/debug/robobrain node ui/tests/e2e.mjs).
 //
-// 1. load, say "go to the kitchen", see the robot move, approve the pending
+// 1. load; about credits Home Assistant intents; say "go to the kitchen", see the robot move, approve the pending
 //    op, see the task finish; a screenshot is kept
 // 2. the server restarts on the same port: the page reconnects by itself
 // 3. a read-only viewer's approve is refused
@@ -78,6 +78,17 @@ try {
     await page.waitForFunction(() => window.robobrain.state().snap !== undefined, null, { timeout: 10000 });
     const role = await page.textContent("#role");
     if (role !== "operator") throw new Error(`role ${role}`);
+  });
+
+  await check("about credits Home Assistant intents (CC BY 4.0)", async () => {
+    await page.click("#about");
+    await page.waitForSelector("#about-dialog[open]");
+    const text = await page.textContent("#about-dialog");
+    for (const want of ["Home Assistant intents", "CC BY 4.0", "github.com/OHF-Voice/intents"]) {
+      if (!text.includes(want)) throw new Error(`about does not say ${want}: ${text}`);
+    }
+    await page.click("#about-close");
+    await page.waitForSelector("#about-dialog:not([open])", { state: "attached" });
   });
 
   await check("say go to the kitchen, approve, the robot moves and the task finishes", async () => {

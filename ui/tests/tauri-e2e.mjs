@@ -1,5 +1,6 @@
 // The desktop app end to end, under Xvfb: tauri-driver + Debian's
-// WebKitWebDriver drive `robobrain-gui` over plain WebDriver HTTP — say "go
+// WebKitWebDriver drive `robobrain-gui` over plain WebDriver HTTP — about
+// credits Home Assistant intents; say "go
 // to the kitchen"; typing `yes` + Enter and `a` in the chat leaves the
 // approval waiting (the page's rule holds in the app too); a click on
 // approve as the dialog opens is refused (the guard), one after it
@@ -58,6 +59,11 @@ try {
   const script = (js) => wd("POST", `/session/${session}/execute/sync`, { script: js, args: [] });
   try {
     await until("the page to connect", async () => (await script("return document.getElementById('conn').className")) === "conn up", 30000);
+    // About credits Home Assistant intents (CC BY 4.0) in the app too.
+    await wd("POST", `/session/${session}/element/${await find("#about")}/click`, {});
+    const credits = await until("the about dialog", () => script("return document.getElementById('about-dialog').open && document.getElementById('credits').textContent"), 5000);
+    if (!credits.includes("Home Assistant intents") || !credits.includes("CC BY 4.0")) throw new Error(`about says ${credits}`);
+    await wd("POST", `/session/${session}/element/${await find("#about-close")}/click`, {});
     const say = await find("#say");
     await wd("POST", `/session/${session}/element/${say}/value`, { text: "go to the kitchen\uE007" });
     const review = await until("an approval", () => find("[data-review]"), 20000);

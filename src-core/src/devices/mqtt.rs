@@ -16,6 +16,8 @@
 
 mod backend;
 pub mod codec;
+pub mod discovery;
+mod publisher;
 mod table;
 mod zigbee2mqtt;
 
@@ -24,11 +26,18 @@ pub(crate) mod broker;
 #[cfg(test)]
 pub(crate) mod fake;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use rumqttc::{MqttOptions, TlsConfiguration, Transport};
 use thiserror::Error;
 
+use crate::config::HomeConfig;
+use crate::llm::Secret;
+
 pub use backend::{MqttBackend, from_z2m, to_z2m};
+pub use discovery::Discovery;
+pub use publisher::HaPublisher;
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
 
@@ -51,6 +60,15 @@ pub struct MqttConfig {
     pub reconnect_delay: Duration,
     /// The MQTT keep-alive interval.
     pub keep_alive: Duration,
+    /// User name and password on the broker; none: anonymous.
+    pub credentials: Option<(String, Secret)>,
+    /// The CA certificate (PEM) the broker's TLS certificate must be signed
+    /// by; none: plain TCP.
+    pub tls_ca: Option<Vec<u8>>,
+    /// Learn the home's friendly names from zigbee2mqtt's retained
+    /// `<base>/bridge/devices`: a device whose friendly name, written as an
+    /// id (`Living Room/Light` → `living_room_light`), is a home device's id.
+    pub bridge_names: bool,
 }
 
 impl MqttConfig {
@@ -64,7 +82,65 @@ impl MqttConfig {
             invoke_timeout: Duration::from_secs(3),
             reconnect_delay: Duration::from_millis(500),
             keep_alive: Duration::from_secs(5),
+            credentials: None,
+            tls_ca: None,
+            bridge_names: false,
         }
+    }
+
+    /// The broker `[home]` names (`mqtt`, `mqtt_base`, the user name, the
+    /// password read now from `mqtt_password_env` or `mqtt_password_file`,
+    /// the CA read from `mqtt_ca`); `None` when there is no broker.
+    pub fn from_home(home: &HomeConfig) -> Result<Option<Self>, MqttError> {
+        let Some(addr) = &home.mqtt else {
+            return Ok(None);
+        };
+        let (host, port) = parse_broker(addr).ok_or_else(|| MqttError::Broker(addr.clone()))?;
+        let mut mqtt = Self::new(host, port);
+        mqtt.base_topic.clone_from(&home.mqtt_base);
+        if let Some(user) = &home.mqtt_username {
+            let password = match (&home.mqtt_password_env, &home.mqtt_password_file) {
+                (Some(name), _) => crate::secrets::from_env(name).map(Some),
+                (None, Some(path)) => crate::secrets::from_file(path).map(Some),
+                (None, None) => Ok(None),
+            }
+            .map_err(|e| MqttError::Password(e.to_string()))?;
+            mqtt.credentials = Some((user.clone(), Secret::new(password.unwrap_or_default())));
+        }
+        if let Some(path) = &home.mqtt_ca {
+            let pem = std::fs::read(path).map_err(|e| MqttError::Ca {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            mqtt.tls_ca = Some(pem);
+        }
+        Ok(Some(mqtt))
+    }
+
+    /// `host:port`, as errors name the broker.
+    pub fn broker(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// rumqttc's options for one connection as `client_id`: keep-alive,
+    /// clean session, the credentials and TLS when configured.
+    pub fn options(&self, client_id: &str) -> MqttOptions {
+        let mut options = MqttOptions::new(client_id, &self.host, self.port);
+        options
+            .set_keep_alive(self.keep_alive)
+            .set_clean_session(true)
+            .set_max_packet_size(4 * 1024 * 1024, 4 * 1024 * 1024);
+        if let Some((user, password)) = &self.credentials {
+            options.set_credentials(user, password.expose());
+        }
+        if let Some(ca) = &self.tls_ca {
+            options.set_transport(Transport::tls_with_config(TlsConfiguration::Simple {
+                ca: ca.clone(),
+                alpn: None,
+                client_auth: None,
+            }));
+        }
+        options
     }
 }
 
@@ -110,6 +186,20 @@ pub enum MqttError {
     /// The adapter has shut down.
     #[error("the MQTT adapter has stopped")]
     Stopped,
+    /// `[home] mqtt` is not `HOST:PORT`.
+    #[error("[home] mqtt: expected HOST:PORT, found {0:?}")]
+    Broker(String),
+    /// The broker password could not be read.
+    #[error("[home] mqtt password: {0}")]
+    Password(String),
+    /// The CA certificate could not be read.
+    #[error("[home] mqtt_ca {path}: {message}")]
+    Ca {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        message: String,
+    },
 }
 
 impl MqttError {
@@ -122,26 +212,23 @@ impl MqttError {
     }
 }
 
-/// The MQTT backend for these devices on the broker at `broker`
-/// (`HOST:PORT`, `[home] mqtt`) under `base_topic` (`[home] mqtt_base`);
-/// `None` when there is no broker (the home is simulated).
+/// The MQTT backend for these devices on the broker `[home]` names
+/// (`mqtt`, `mqtt_base`, credentials, TLS, `mqtt_names`); `None` when
+/// there is no broker (the home is simulated).
 pub fn backend_for(
-    broker: Option<&str>,
-    base_topic: &str,
+    home: &HomeConfig,
     devices: &[crate::devices::Device],
 ) -> Result<Option<MqttBackend>, crate::devices::DeviceError> {
-    let Some(addr) = broker else {
+    let Some(mut mqtt) = MqttConfig::from_home(home)
+        .map_err(|e| crate::devices::DeviceError::InvalidHome(e.to_string()))?
+    else {
         return Ok(None);
     };
-    let (host, port) = parse_broker(addr).ok_or_else(|| {
-        crate::devices::DeviceError::InvalidHome(format!(
-            "[home] mqtt: expected HOST:PORT, found {addr:?}"
-        ))
-    })?;
-    let mut mqtt = MqttConfig::new(host, port);
-    mqtt.base_topic = base_topic.to_string();
-    MqttBackend::connect(mqtt, devices, &std::collections::BTreeMap::new()).map(Some)
+    mqtt.bridge_names = home.mqtt_bridge_names;
+    MqttBackend::connect(mqtt, devices, &home.mqtt_names).map(Some)
 }
 
+#[cfg(test)]
+mod ha_tests;
 #[cfg(test)]
 mod tests;

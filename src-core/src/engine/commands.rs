@@ -3,6 +3,7 @@
 use super::Engine;
 use crate::brain::{Intent, parse_intent};
 use crate::kernel::{PlanStep, TaskKind};
+use crate::lines::Lang;
 use crate::link::LinkRequest;
 use crate::protocol::{
     AlertStatus, Command, Event, EventKind, Mode, Node, Priority, SkillCall, SpeechTrack,
@@ -50,13 +51,13 @@ impl Engine {
                 approval_id,
                 reason,
             } => self.reject(&approval_id, &reason),
-            Command::Pause => self.pause(),
+            Command::Pause => self.pause(Lang::default()),
             Command::Resume => self.resume(),
-            Command::Stop => self.cancel_active("stopped by the operator"),
+            Command::Stop => self.cancel_active("stopped by the operator", Lang::default()),
             Command::EStop => self.estop_now(),
-            Command::StartPatrol { route } => self.start_patrol(route.as_deref()),
+            Command::StartPatrol { route } => self.start_patrol(route.as_deref(), Lang::default()),
             Command::Acknowledge { incident_id, by } => {
-                self.acknowledge(incident_id.as_deref(), &by);
+                self.acknowledge(incident_id.as_deref(), &by, Lang::default());
             }
             Command::Inject { fault } if self.device_fault(&fault) => {}
             Command::Inject { fault } => {
@@ -79,7 +80,7 @@ impl Engine {
         }
     }
 
-    fn say(&mut self, text: &str) {
+    pub(super) fn say(&mut self, text: &str) {
         // The robot's own commands, as its grammar has them, first (a bare
         // "stop" stops the robot, not a media player).
         if let Some(intent) = crate::brain::intent::hear(text, &self.world) {
@@ -138,51 +139,101 @@ impl Engine {
         }
     }
 
+    /// What the operator asked of the robot, carried out, and answered in
+    /// the language it was said in.
     fn act_on(&mut self, text: &str, intent: Intent, processed_locally: bool) {
+        let lang = Lang::of(text);
         self.emit(EventKind::Intent {
             utterance: text.to_string(),
             intent: intent.name().into(),
             args: intent.args(),
             processed_locally,
         });
+        let operator = format!("operator: {text}");
         match intent {
             Intent::Goto { zone } => {
-                self.speak(&format!("OK, heading to {}.", zone.replace('_', " ")), SpeechTrack::Template);
-                self.add_task(TaskKind::Goto { zone }, &format!("operator: {text}"));
+                let name = self.zone_name(&zone, lang);
+                self.say_line(
+                    lang,
+                    "heading_to",
+                    &[("zone", &name)],
+                    SpeechTrack::Template,
+                );
+                self.add_task(TaskKind::Goto { zone }, &operator);
             }
-            Intent::Patrol { zones } if zones.is_empty() => self.start_patrol(None),
+            Intent::Patrol { zones } if zones.is_empty() => self.start_patrol(None, lang),
             Intent::Patrol { zones } => {
-                self.speak("OK, starting the patrol.", SpeechTrack::Template);
-                self.add_task(TaskKind::Patrol { route: None, zones }, &format!("operator: {text}"));
+                self.say_line(lang, "starting_patrol", &[], SpeechTrack::Template);
+                self.add_task(TaskKind::Patrol { route: None, zones }, &operator);
             }
             Intent::Charge => {
-                self.speak("OK, going to charge.", SpeechTrack::Template);
-                self.add_task(TaskKind::Charge, &format!("operator: {text}"));
+                self.say_line(lang, "going_to_charge", &[], SpeechTrack::Template);
+                self.add_task(TaskKind::Charge, &operator);
             }
             Intent::ComeBack => {
                 let zone = self.world.home_zone.clone();
-                self.speak(&format!("Coming back to the {}.", zone.replace('_', " ")), SpeechTrack::Template);
-                self.add_task(TaskKind::Goto { zone }, &format!("operator: {text}"));
+                let name = self.zone_name(&zone, lang);
+                self.say_line(
+                    lang,
+                    "coming_back",
+                    &[("zone", &name)],
+                    SpeechTrack::Template,
+                );
+                self.add_task(TaskKind::Goto { zone }, &operator);
             }
-            Intent::Stop | Intent::Cancel => self.cancel_active("cancelled by the operator"),
-            Intent::Pause => self.pause(),
+            Intent::Stop | Intent::Cancel => self.cancel_active("cancelled by the operator", lang),
+            Intent::Pause => self.pause(lang),
             Intent::Resume | Intent::Retry => self.resume(),
             Intent::Estop => self.estop_now(),
-            Intent::Acknowledge => self.acknowledge(None, "operator"),
+            Intent::Acknowledge => self.acknowledge(None, "operator", lang),
             Intent::UnknownPlace { phrase } => {
-                let known: Vec<String> = self.world.zones.iter().map(|z| z.name.replace('_', " ")).collect();
-                self.speak(
-                    &format!("I don't know a place called \"{phrase}\". Where should I go? I know: {}.", known.join(", ")),
+                let known: Vec<String> = self
+                    .world
+                    .zones
+                    .iter()
+                    .map(|z| crate::lines::name_in(lang, &z.name, &z.aliases))
+                    .collect();
+                let known = crate::lines::list(lang, &known, false);
+                self.say_line(
+                    lang,
+                    "unknown_place",
+                    &[("phrase", &phrase), ("known", &known)],
                     SpeechTrack::Answer,
                 );
             }
-            Intent::Unknown => self.speak(
-                &format!(
-                    "Sorry, I didn't understand \"{text}\". You can say: go to the kitchen, patrol, stop, pause, resume, go charge, come back."
-                ),
-                SpeechTrack::Answer,
-            ),
+            Intent::Unknown => {
+                self.say_line(
+                    lang,
+                    "not_understood",
+                    &[("text", text)],
+                    SpeechTrack::Answer,
+                );
+            }
         }
+    }
+
+    /// A zone's name in `lang` (its Chinese alias for Chinese).
+    fn zone_name(&self, zone: &str, lang: Lang) -> String {
+        self.world
+            .zones
+            .iter()
+            .find(|z| z.name == zone)
+            .map_or_else(
+                || zone.replace('_', " "),
+                |z| crate::lines::name_in(lang, &z.name, &z.aliases),
+            )
+    }
+
+    /// Speaks the line `key` of the catalogue in `lang` ([`crate::lines`]).
+    pub(super) fn say_line(
+        &mut self,
+        lang: Lang,
+        key: &str,
+        slots: &[(&str, &str)],
+        track: SpeechTrack,
+    ) {
+        let text = crate::lines::line(lang, key, slots);
+        self.speak(&text, track);
     }
 
     /// Queues a task: main priority when nothing else is open, user-interrupt otherwise.
@@ -229,7 +280,7 @@ impl Engine {
         self.add_task(TaskKind::Chain { calls }, &format!("chain {call_id}"));
     }
 
-    fn start_patrol(&mut self, route: Option<&str>) {
+    fn start_patrol(&mut self, route: Option<&str>, lang: Lang) {
         let name = route.unwrap_or("default");
         let Some(zones) = self.world.route(name).map(<[String]>::to_vec) else {
             let known: Vec<&str> = self.world.routes.iter().map(|(n, _)| n.as_str()).collect();
@@ -239,7 +290,7 @@ impl Engine {
             });
             return;
         };
-        self.speak("OK, starting the patrol.", SpeechTrack::Template);
+        self.say_line(lang, "starting_patrol", &[], SpeechTrack::Template);
         self.add_task(
             TaskKind::Patrol {
                 route: Some(name.to_string()),
@@ -250,18 +301,18 @@ impl Engine {
         self.schedule_rounds(name);
     }
 
-    fn pause(&mut self) {
+    fn pause(&mut self, lang: Lang) {
         let Some(id) = self.state.queue.active_id().map(str::to_string) else {
-            self.speak("Nothing to pause.", SpeechTrack::Answer);
+            self.say_line(lang, "nothing_to_pause", &[], SpeechTrack::Answer);
             return;
         };
         self.halt_task(&id, TaskStatus::Paused, "paused by the operator");
-        self.speak("Paused.", SpeechTrack::Answer);
+        self.say_line(lang, "paused", &[], SpeechTrack::Answer);
     }
 
     /// Marks open alerts acknowledged (the one named, or all), says so, and
     /// lets a task that waited on them go on.
-    fn acknowledge(&mut self, incident_id: Option<&str>, by: &str) {
+    fn acknowledge(&mut self, incident_id: Option<&str>, by: &str, lang: Lang) {
         let now = self.state.time;
         let mut acknowledged = Vec::new();
         for incident in &mut self.state.incidents {
@@ -274,14 +325,12 @@ impl Engine {
             }
         }
         if acknowledged.is_empty() {
-            let what = incident_id.map_or_else(
-                || "no open alert".to_string(),
-                |id| format!("no open alert `{id}`"),
-            );
-            self.speak(
-                &format!("There is {what} to acknowledge."),
-                SpeechTrack::Answer,
-            );
+            match incident_id {
+                Some(id) => {
+                    self.say_line(lang, "no_alert_named", &[("id", id)], SpeechTrack::Answer);
+                }
+                None => self.say_line(lang, "no_alert", &[], SpeechTrack::Answer),
+            }
             return;
         }
         for incident in acknowledged {
@@ -295,7 +344,7 @@ impl Engine {
             .iter()
             .all(|i| i.acknowledged_by.is_some())
         {
-            self.speak("Alert acknowledged. Carrying on.", SpeechTrack::Answer);
+            self.say_line(lang, "acknowledged", &[], SpeechTrack::Answer);
             self.resume_after("the alert was acknowledged");
         }
     }
@@ -343,7 +392,7 @@ impl Engine {
         }
     }
 
-    fn cancel_active(&mut self, why: &str) {
+    fn cancel_active(&mut self, why: &str, lang: Lang) {
         // Stopping a patrol stops its rounds too.
         self.state.rounds = None;
         let target = self
@@ -363,9 +412,9 @@ impl Engine {
         match target {
             Some(id) => {
                 self.halt_task(&id, TaskStatus::Cancelled, why);
-                self.speak("Stopped.", SpeechTrack::Answer);
+                self.say_line(lang, "stopped", &[], SpeechTrack::Answer);
             }
-            None => self.speak("There is nothing to stop.", SpeechTrack::Answer),
+            None => self.say_line(lang, "nothing_to_stop", &[], SpeechTrack::Answer),
         }
     }
 

@@ -528,6 +528,31 @@ mod tests {
         )
     }
 
+    /// A timer is kernel state: the checkpoint keeps it, and the resumed
+    /// brain rings it when sim time gets there (issue 22).
+    #[test]
+    fn a_timer_outlives_the_brain_and_rings_after_the_resume() {
+        let path = temp_db("timer");
+        let mut engine = durable_engine(&path, false);
+        engine.submit(Command::Say {
+            text: "set a timer for 1 minute".into(),
+        });
+        let mut events = Vec::new();
+        while engine.time() < 10.0 {
+            engine.tick(&mut events);
+        }
+        assert_eq!(engine.state().timers.len(), 1, "{events:?}");
+        drop(engine);
+        let mut engine = durable_engine(&path, true);
+        assert_eq!(engine.state().timers.len(), 1, "the checkpoint keeps it");
+        let mut after = Vec::new();
+        let done = |e: &Event| matches!(&e.kind, EventKind::Speech { text, .. } if text == "Your timer is done.");
+        tick_until(&mut engine, &mut after, done);
+        let rang = after.iter().find(|e| done(e)).unwrap();
+        assert!((rang.time - 60.0).abs() < 0.2, "rang at {}", rang.time);
+        assert!(engine.state().timers.is_empty());
+    }
+
     #[test]
     fn a_goal_the_robot_never_received_is_sent_once_after_the_resume() {
         let path = temp_db("unknown");

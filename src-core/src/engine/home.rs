@@ -11,6 +11,7 @@ use super::Engine;
 use crate::config::Config;
 use crate::hci::{self, Out, summary};
 use crate::kernel::TaskKind;
+use crate::lines::Lang;
 use crate::link::Fault;
 use crate::llm::{LlmClient, LlmWorker, Update};
 use crate::protocol::{EventKind, SpeechTrack};
@@ -20,8 +21,9 @@ use crate::protocol::{EventKind, SpeechTrack};
 pub(super) struct Summarizer {
     worker: LlmWorker,
     model: String,
-    /// Request id → the forged results (for the rule summary if the model fails).
-    waiting: BTreeMap<u64, Vec<Value>>,
+    /// Request id → the forged results and the turn's language (for the
+    /// rule summary if the model fails).
+    waiting: BTreeMap<u64, (Vec<Value>, Lang)>,
 }
 
 impl Summarizer {
@@ -55,7 +57,7 @@ impl Engine {
                 let Update::Done { id, result, .. } = update else {
                     continue;
                 };
-                let Some(forged) = s.waiting.remove(&id) else {
+                let Some((forged, lang)) = s.waiting.remove(&id) else {
                     continue;
                 };
                 let text = result.reply.map(|c| {
@@ -64,10 +66,10 @@ impl Engine {
                         .map(|c| c.content.trim().to_string())
                         .unwrap_or_default()
                 });
-                lines.push((forged, text));
+                lines.push((forged, lang, text));
             }
         }
-        for (forged, text) in lines {
+        for (forged, lang, text) in lines {
             match text {
                 Ok(text) if !text.is_empty() => self.emit(EventKind::Speech {
                     text,
@@ -80,7 +82,7 @@ impl Engine {
                         "warn",
                         &format!("the summary model failed ({why}); the rule summary stands in"),
                     );
-                    let text = summary::rule_summary(&hci::lock(&self.home).devices, &forged);
+                    let text = summary::rule_summary(&hci::lock(&self.home).devices, &forged, lang);
                     self.emit(EventKind::Speech {
                         text,
                         track: SpeechTrack::Summary,
@@ -129,10 +131,10 @@ impl Engine {
             match out {
                 Out::Say(_, SpeechTrack::Summary) if by_model => {
                     let submitted = self.summarizer.as_mut().map(|s| {
-                        let body = summary::summary_request(&s.model, &turn.forged);
+                        let body = summary::summary_request(&s.model, &turn.forged, turn.lang);
                         s.worker
                             .submit("summary", body)
-                            .map(|id| s.waiting.insert(id, turn.forged.clone()))
+                            .map(|id| s.waiting.insert(id, (turn.forged.clone(), turn.lang)))
                     });
                     if let Some(Err(e)) = submitted {
                         self.log("warn", &format!("the summary model is unavailable: {e}"));
@@ -150,6 +152,9 @@ impl Engine {
                 Out::Say(..) => {}
                 Out::Devices => self.report_devices(),
             }
+        }
+        if let Some(ask) = turn.timer {
+            self.timer(&ask);
         }
         if let Some((skill, args)) = turn.confirm {
             self.add_task(

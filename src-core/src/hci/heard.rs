@@ -34,11 +34,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::intent::{Step, Understood, Verb, clarify};
 use crate::devices::{Device, DeviceKind, DeviceWorld, Scene};
 use crate::intents::{Grammar, HomeNames, Matcher, NamedArea, NamedEntity, NamedFloor, Recognized};
+use crate::lines::{self, Lang, line};
 
 /// What the grammar made of an utterance about the home.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +54,46 @@ pub enum Plan {
     /// (no such device, area, class or feature): what to say if nobody
     /// else understands it either.
     NotFound(String),
+    /// Something for the robot's own timers (the engine keeps them).
+    Timer(TimerAsk),
+}
+
+/// What a timer intent asks of the timers the robot keeps on its clock
+/// (`HassStartTimer`, `HassCancelTimer`, `HassCancelAllTimers`,
+/// `HassTimerStatus`, `HassPauseTimer`, `HassUnpauseTimer`,
+/// `HassIncreaseTimer`, `HassDecreaseTimer`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerAsk {
+    /// Home Assistant's intent.
+    pub intent: String,
+    /// The duration said (`hours`, `minutes`, `seconds`): to start, add or take away.
+    pub seconds: Option<f64>,
+    /// Which timer, by the duration it was started with (`start_*`).
+    pub start_seconds: Option<f64>,
+    /// Which timer, by name.
+    pub name: Option<String>,
+    /// What to do when it ends ("turn off the lights in 5 minutes").
+    pub command: Option<String>,
+    /// Home Assistant's response, when it is plain text.
+    pub response: Option<String>,
+    /// Home Assistant's words for "no such timer" (`timer_not_found`).
+    pub not_found: Option<String>,
+    /// The language it was asked in (its lines are said in it).
+    pub lang: Lang,
+}
+
+/// The seconds of `prefix`hours / minutes / seconds in a match, when any is said.
+fn duration_of(r: &Recognized, prefix: &str) -> Option<f64> {
+    let part = |unit: &str, scale: f64| r.number_of(&format!("{prefix}{unit}")).map(|n| n * scale);
+    let parts = [
+        part("hours", 3600.0),
+        part("minutes", 60.0),
+        part("seconds", 1.0),
+    ];
+    parts
+        .iter()
+        .any(Option::is_some)
+        .then(|| parts.iter().flatten().sum())
 }
 
 /// An utterance the grammar matched.
@@ -262,26 +304,26 @@ impl Hearing {
             })
     }
 
-    /// The grammars whose responses answer `language`: its own, then English.
+    /// The grammar whose responses answer `language`: its own (a Chinese
+    /// sentence is never answered with an English response; where zh-CN's
+    /// has logic robobrain's own Chinese line stands in).
     fn speaking<'a>(&'a self, language: &'a str) -> impl Iterator<Item = &'a Grammar> + 'a {
-        let own = self.responses.iter().find(|g| g.language == language);
-        let en = self
-            .responses
+        self.responses
             .iter()
-            .find(|g| g.language == "en" && g.language != language);
-        own.into_iter().chain(en).map(|g| &**g)
+            .find(|g| g.language == language)
+            .into_iter()
+            .map(|g| &**g)
     }
 
-    /// Home Assistant's response template `key` for `intent` in `language`
-    /// (else English), as written.
+    /// Home Assistant's response template `key` for `intent` in `language`,
+    /// as written.
     fn template<'a>(&'a self, language: &'a str, intent: &str, key: &str) -> Option<&'a str> {
         self.speaking(language)
             .find_map(|g| g.response(intent, key))
     }
 
-    /// Home Assistant's response `key` for `intent` in `language` (else
-    /// English), filled with the slots, when it is plain text (no logic) —
-    /// else `None`.
+    /// Home Assistant's response `key` for `intent` in `language`, filled
+    /// with the slots, when it is plain text (no logic) — else `None`.
     pub fn response(
         &self,
         language: &str,
@@ -305,8 +347,7 @@ impl Hearing {
             .find_map(|t| render(t, &get))
     }
 
-    /// Home Assistant's error response `key` in `language` (else English),
-    /// filled in.
+    /// Home Assistant's error response `key` in `language`, filled in.
     pub fn error(&self, language: &str, key: &str, values: &[(&str, String)]) -> Option<String> {
         let get = |name: &str| {
             values
@@ -510,7 +551,7 @@ fn targets<'w>(
     };
     let message = hearing
         .error(language, key, &values)
-        .unwrap_or_else(|| "Sorry, I am not aware of any such device.".into());
+        .unwrap_or_else(|| line(Lang::of_code(language), "no_such_device", &[]));
     Err(message)
 }
 
@@ -625,13 +666,12 @@ fn in_state(d: &Device, want: &str) -> bool {
     }
 }
 
-fn names_list(ds: &[&Device]) -> String {
-    let n: Vec<&str> = ds.iter().map(|d| d.name.as_str()).collect();
-    match n.len() {
-        0 => String::new(),
-        1 => n[0].to_string(),
-        k => format!("{} and {}", n[..k - 1].join(", "), n[k - 1]),
-    }
+fn names_list(ds: &[&Device], lang: Lang) -> String {
+    let n: Vec<String> = ds
+        .iter()
+        .map(|d| lines::name_in(lang, &d.name, &d.aliases))
+        .collect();
+    lines::list(lang, &n, false)
 }
 
 /// What the grammar's match means in this home.
@@ -645,20 +685,30 @@ pub fn plan(
     let r = &heard.recognized;
     let intent = r.intent.as_str();
     let language = heard.language.as_str();
+    let lang = Lang::of_code(language);
     let response = hearing.response(language, intent, &r.response, r);
     match intent {
-        "HassNevermind" => return Some(Plan::Answer(response.unwrap_or_else(|| "OK.".into()))),
-        "HassRespond" => return Some(Plan::Answer(response.unwrap_or_else(|| "Hello.".into()))),
+        "HassNevermind" => {
+            return Some(Plan::Answer(
+                response.unwrap_or_else(|| line(lang, "nevermind", &[])),
+            ));
+        }
+        "HassRespond" => {
+            return Some(Plan::Answer(
+                response.unwrap_or_else(|| line(lang, "hello", &[])),
+            ));
+        }
         "HassBroadcast" => {
             return Some(Plan::Answer(
                 r.text_of("message")
-                    .map_or_else(|| "Done.".into(), str::to_string),
+                    .map_or_else(|| line(lang, "done_nothing", &[]), str::to_string),
             ));
         }
         "HassGetCurrentTime" => {
             let h = clock_h.rem_euclid(24.0);
             let (hour, minute) = (h.floor() as u32, ((h.fract()) * 60.0).floor() as u32);
-            return Some(Plan::Answer(format!("It is {hour:02}:{minute:02}.")));
+            let time = format!("{hour:02}:{minute:02}");
+            return Some(Plan::Answer(line(lang, "time_now", &[("time", &time)])));
         }
         "HassStartTimer"
         | "HassCancelTimer"
@@ -668,11 +718,19 @@ pub fn plan(
         | "HassPauseTimer"
         | "HassUnpauseTimer"
         | "HassTimerStatus" => {
-            return Some(Plan::Answer(
-                hearing
-                    .error(language, "no_timer_support", &[])
-                    .unwrap_or_else(|| "Sorry, timers are not supported on this device".into()),
-            ));
+            return Some(Plan::Timer(TimerAsk {
+                intent: intent.to_string(),
+                seconds: duration_of(r, ""),
+                start_seconds: duration_of(r, "start_"),
+                name: r
+                    .slot("name")
+                    .map(|s| s.text.trim().to_string())
+                    .filter(|n| !n.is_empty()),
+                command: r.text_of("conversation_command").map(str::to_string),
+                response,
+                not_found: hearing.error(language, "timer_not_found", &[]),
+                lang,
+            }));
         }
         _ => {}
     }
@@ -704,7 +762,7 @@ pub fn plan(
             .first()
             .and_then(|d| call_for(intent, r, d))
             .map(|(action, args)| Verb::Call { action, args });
-        return Some(Plan::Understood(clarify(world, ids, verb), None));
+        return Some(Plan::Understood(clarify(world, ids, verb, lang), None));
     }
     if is_query(intent) {
         // "Which lights are on?": the ones that are, from their real state
@@ -718,10 +776,27 @@ pub fn plan(
                 .filter(|d| d.online && in_state(d, state))
                 .collect();
             let what = found.first().map_or("device", |d| d.kind.as_str());
-            return Some(Plan::Answer(if asked.is_empty() {
-                format!("No {what} is {state}.")
+            // The state in words of the language heard ("on" → "开着").
+            let state = if matches!(
+                state,
+                "on" | "off" | "open" | "closed" | "locked" | "unlocked"
+            ) {
+                line(lang, state, &[])
             } else {
-                format!("{} {}: {state}.", asked.len(), names_list(&asked))
+                state.to_string()
+            };
+            return Some(Plan::Answer(if asked.is_empty() {
+                line(lang, "none_in_state", &[("what", what), ("state", &state)])
+            } else {
+                line(
+                    lang,
+                    "some_in_state",
+                    &[
+                        ("n", &asked.len().to_string()),
+                        ("names", &names_list(&asked, lang)),
+                        ("state", &state),
+                    ],
+                )
             }));
         }
         // One device: its state as it is, with what it cannot tell.
@@ -744,13 +819,13 @@ pub fn plan(
         }
     }
     if steps.is_empty() {
-        let can = found.first().map(|d| super::intent::cannot(d));
+        let can = found.first().map(|d| super::intent::cannot(d, lang));
         let message = if found.len() == 1 {
             can.unwrap_or_default()
         } else {
             hearing
                 .error(language, "feature_not_supported", &[])
-                .unwrap_or_else(|| "Sorry, no device supports the required features".into())
+                .unwrap_or_else(|| line(lang, "no_feature", &[]))
         };
         return Some(Plan::NotFound(message));
     }

@@ -24,6 +24,7 @@ fn has(t: &str, phrase: &str) -> bool {
 }
 pub use super::verb::Verb;
 use crate::devices::{Device, DeviceKind, DeviceWorld, Scene};
+use crate::lines::{self, Lang};
 
 /// One resolved step of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -446,26 +447,30 @@ fn answer_pick(clause: &str, pending: &Pending, world: &DeviceWorld) -> Vec<Stri
         .collect()
 }
 
-fn names(world: &DeviceWorld, ids: &[String]) -> String {
+fn names(world: &DeviceWorld, ids: &[String], lang: Lang) -> String {
     let names: Vec<String> = ids
         .iter()
         .map(|id| {
-            world
-                .get(id)
-                .map_or_else(|| id.clone(), |d| format!("the {}", d.name))
+            let name = super::summary::name_of(world, id, lang);
+            lines::line(lang, "the", &[("name", &name)])
         })
         .collect();
-    match names.len() {
-        0 => String::new(),
-        1 => names[0].clone(),
-        n => format!("{} or {}", names[..n - 1].join(", "), names[n - 1]),
-    }
+    lines::list(lang, &names, true)
 }
 
-/// The clarifying question for `candidates`.
-pub fn clarify(world: &DeviceWorld, candidates: Vec<String>, verb: Option<Verb>) -> Understood {
+/// The clarifying question for `candidates`, in `lang`.
+pub fn clarify(
+    world: &DeviceWorld,
+    candidates: Vec<String>,
+    verb: Option<Verb>,
+    lang: Lang,
+) -> Understood {
     Understood::Clarify {
-        question: format!("Which one do you mean: {}?", names(world, &candidates)),
+        question: lines::line(
+            lang,
+            "which_one",
+            &[("candidates", &names(world, &candidates, lang))],
+        ),
         candidates,
         verb,
     }
@@ -479,6 +484,7 @@ pub fn understand(
     scenes: &[Scene],
     session: &Session,
 ) -> Option<Understood> {
+    let lang = Lang::of(text);
     let text = normalize(text);
     for scene in scenes {
         if scene.aliases.iter().any(|a| has(&text, &a.to_lowercase()))
@@ -494,7 +500,7 @@ pub fn understand(
         if !picked.is_empty() && verb_in(&text).is_none_or(|v| Some(&v) == pending.verb.as_ref()) {
             let steps = picked
                 .iter()
-                .filter_map(|id| step_for(world, id, pending.verb.as_ref()))
+                .filter_map(|id| step_for(world, id, pending.verb.as_ref(), lang))
                 .collect::<Result<Vec<_>, _>>();
             return Some(match steps {
                 Ok(steps) => Understood::Steps { steps },
@@ -536,7 +542,7 @@ pub fn understand(
                 }
             }
             if ids.len() > 1 && !ALL.iter().any(|w| has(&clause, w)) {
-                return Some(clarify(world, ids, verb));
+                return Some(clarify(world, ids, verb, lang));
             }
             targets.extend(ids);
         }
@@ -549,7 +555,7 @@ pub fn understand(
                 .map(|d| d.id.clone())
                 .collect();
             if of_kind.len() > 1 && !ALL.iter().any(|w| has(&clause, w)) {
-                return Some(clarify(world, of_kind, verb));
+                return Some(clarify(world, of_kind, verb, lang));
             }
             targets = of_kind;
         }
@@ -585,7 +591,7 @@ pub fn understand(
             let step = if question {
                 Some(Ok(Step::Query { device: id.clone() }))
             } else {
-                step_for(world, id, verb.as_ref())
+                step_for(world, id, verb.as_ref(), lang)
             };
             match step {
                 Some(Ok(s)) => steps.push(s),
@@ -604,7 +610,12 @@ pub fn understand(
 
 /// The step for `verb` on device `id`: a call, an error when the device
 /// cannot do it, `None` without a verb.
-fn step_for(world: &DeviceWorld, id: &str, verb: Option<&Verb>) -> Option<Result<Step, String>> {
+fn step_for(
+    world: &DeviceWorld,
+    id: &str,
+    verb: Option<&Verb>,
+    lang: Lang,
+) -> Option<Result<Step, String>> {
     let d = world.get(id)?;
     let Some(verb) = verb else {
         return Some(Ok(Step::Query {
@@ -617,20 +628,30 @@ fn step_for(world: &DeviceWorld, id: &str, verb: Option<&Verb>) -> Option<Result
             action,
             args,
         }),
-        None => Err(cannot(d)),
+        None => Err(cannot(d, lang)),
     })
 }
 
-/// What to say when a device cannot do what was asked: what it can do.
-pub fn cannot(d: &Device) -> String {
-    format!(
-        "The {} cannot do that; it can: {}.",
-        d.name,
-        d.capabilities
-            .iter()
-            .map(|c| c.name.replace('_', " "))
-            .collect::<Vec<_>>()
-            .join(", ")
+/// What to say when a device cannot do what was asked: what it can do (in `lang`).
+pub fn cannot(d: &Device, lang: Lang) -> String {
+    // The verbs the lines know in words of the language ("打开"), the rest by name.
+    let can: Vec<String> = d
+        .capabilities
+        .iter()
+        .map(|c| {
+            super::summary::verb(&c.name).map_or_else(
+                || c.name.replace('_', " "),
+                |v| lines::line(lang, &format!("base_{v}"), &[]),
+            )
+        })
+        .collect();
+    lines::line(
+        lang,
+        "cannot",
+        &[
+            ("device", &lines::name_in(lang, &d.name, &d.aliases)),
+            ("can", &can.join(&lines::line(lang, "list_sep", &[]))),
+        ],
     )
 }
 
@@ -713,7 +734,8 @@ mod tests {
                 ..
             }) => {
                 assert_eq!(candidates, vec!["floor_lamp", "reading_lamp"]);
-                assert!(question.contains("floor lamp"), "{question}");
+                // Asked in Chinese, with their Chinese names.
+                assert_eq!(question, "你指的是哪一个：落地灯还是阅读灯？");
             }
             other => panic!("{other:?}"),
         }

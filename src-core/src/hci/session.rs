@@ -27,4 +27,7 @@ pub struct Session {
     pub last_plan: Option<String>,
     /// A clarifying question waiting for its answer.
     pub pending: Option<Pending>,
+    /// The language of the last turn: a plan confirmed later reports in it.
+    #[serde(default)]
+    pub lang: crate::lines::Lang,
 }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::devices::DeviceWorld;
+use crate::lines::Lang;
 use crate::rng::SplitMix64;
 use crate::skills::SkillSpec;
 
@@ -20,6 +21,8 @@ pub const BUILTIN_REPLIES: &str = include_str!("../../../assets/replies.toml");
 #[serde(deny_unknown_fields)]
 struct RawReplies {
     templates: HashMap<String, Vec<String>>,
+    #[serde(default)]
+    zh: HashMap<String, Vec<String>>,
 }
 
 /// Templates generated from a description and an args schema: the
@@ -57,6 +60,8 @@ pub fn generate(description: &str, schema: &Value) -> Vec<String> {
 pub struct Templates {
     by_key: HashMap<String, Vec<String>>,
     hand: std::collections::HashSet<String>,
+    /// The hand-written Chinese ones (`_any`: for a call none names).
+    zh: HashMap<String, Vec<String>>,
     rng: SplitMix64,
 }
 
@@ -81,8 +86,10 @@ impl Templates {
             }
         }
         let mut hand = std::collections::HashSet::new();
+        let mut zh = HashMap::new();
         // The built-in file is checked by a test; a broken one only loses the overrides.
         if let Ok(raw) = toml::from_str::<RawReplies>(BUILTIN_REPLIES) {
+            zh = raw.zh;
             for (k, v) in raw.templates {
                 if !v.is_empty() {
                     hand.insert(k.clone());
@@ -93,14 +100,22 @@ impl Templates {
         Self {
             by_key,
             hand,
+            zh,
             rng: SplitMix64::new(seed),
         }
     }
 
-    /// The templates for a device call: hand-written `kind.capability`,
-    /// then hand-written `capability`, then the generated ones.
-    pub fn for_call(&self, kind: &str, capability: &str) -> Option<&[String]> {
+    /// The templates for a device call in `lang`: hand-written
+    /// `kind.capability`, then hand-written `capability`, then (English)
+    /// the generated ones or (Chinese) `_any`.
+    pub fn for_call(&self, kind: &str, capability: &str, lang: Lang) -> Option<&[String]> {
         let specific = format!("{kind}.{capability}");
+        if lang == Lang::Zh {
+            return [specific.as_str(), capability, "_any"]
+                .iter()
+                .find_map(|k| self.zh.get(*k))
+                .map(Vec::as_slice);
+        }
         if self.hand.contains(&specific) {
             return self.by_key.get(&specific).map(Vec::as_slice);
         }
@@ -110,9 +125,13 @@ impl Templates {
             .map(Vec::as_slice)
     }
 
-    /// The templates under `key` (a tool name).
-    pub fn get(&self, key: &str) -> Option<&[String]> {
-        self.by_key.get(key).map(Vec::as_slice)
+    /// The templates under `key` (a tool name) in `lang`.
+    pub fn get(&self, key: &str, lang: Lang) -> Option<&[String]> {
+        match lang {
+            Lang::Zh => self.zh.get(key).or_else(|| self.by_key.get(key)),
+            Lang::En => self.by_key.get(key),
+        }
+        .map(Vec::as_slice)
     }
 
     /// Picks one of `choices` and fills its slots from `slots`.
@@ -122,28 +141,7 @@ impl Templates {
     }
 }
 
-/// Replaces each `#{key}` with `slots[key]` (strings bare, other values as JSON).
-pub fn fill(template: &str, slots: &Value) -> String {
-    let mut out = String::with_capacity(template.len() + 16);
-    let mut rest = template;
-    while let Some(start) = rest.find("#{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        let key = &after[..end];
-        match slots.get(key) {
-            Some(Value::String(s)) => out.push_str(s),
-            Some(v) => out.push_str(&v.to_string()),
-            None => out.push_str(&key.replace('_', " ")),
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
+pub use crate::lines::fill;
 
 #[cfg(test)]
 mod tests {
@@ -169,12 +167,19 @@ mod tests {
         let devices = DeviceWorld::builtin().unwrap();
         let tools = super::super::tools::specs();
         let mut t = Templates::build(&tools, &devices, 1);
-        let choices = t.for_call("screen", "set_brightness").unwrap().to_vec();
+        let choices = t
+            .for_call("screen", "set_brightness", Lang::En)
+            .unwrap()
+            .to_vec();
         assert!(choices[0].contains("screen brightness"), "{choices:?}");
         let line = t.pick(&choices, &json!({"level": 100}));
         assert!(line.contains("100"), "{line}");
-        let light = t.for_call("light", "turn_on").unwrap();
+        let light = t.for_call("light", "turn_on", Lang::En).unwrap();
         assert!(light[0].starts_with("OK, turning on"), "{light:?}");
+        let light = t.for_call("light", "turn_on", Lang::Zh).unwrap();
+        assert!(light[0].starts_with("好的"), "{light:?}");
+        let other = t.for_call("vacuum", "start", Lang::Zh).unwrap();
+        assert_eq!(other, ["好的，马上处理#{device}。"]);
         assert!(toml::from_str::<RawReplies>(BUILTIN_REPLIES).is_ok());
     }
 }

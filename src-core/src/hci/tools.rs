@@ -286,7 +286,7 @@ impl Skill for HomeTool {
                 if self.spec.sub_type == SubType::Control {
                     // A confirmed plan ran: say what happened, failures included.
                     ctx.speech.push((
-                        super::summary::outcome_line(&home, &result),
+                        super::summary::outcome_line(&home, &result, home.session.lang),
                         SpeechTrack::Answer,
                     ));
                 }

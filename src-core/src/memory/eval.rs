@@ -298,6 +298,7 @@ pub fn run(
     mode: super::Mode,
     alpha: f64,
     embedder: Result<std::sync::Arc<super::embed::Embedder>, String>,
+    progress: &dyn crate::progress::Progress,
 ) -> Result<Report, MemoryError> {
     if mode == super::Mode::Dense
         && let Err(why) = &embedder
@@ -311,13 +312,19 @@ pub fn run(
         .enumerate()
         .map(|(i, d)| (i as u64, d.text.as_str()))
         .collect();
+    let total = docs.len() as u64;
+    progress.update("documents indexed", 0, total);
+    let mut indexed = 0;
     for chunk in docs.chunks(512) {
         r.add(chunk)?;
+        indexed += chunk.len() as u64;
+        progress.update("documents indexed", indexed, total);
     }
     let index_build_s = started.elapsed().as_secs_f64();
     let want = k.max(10);
     let mut ranked = Vec::with_capacity(queries.len());
-    for q in queries {
+    for (i, q) in queries.iter().enumerate() {
+        progress.update("queries", i as u64, queries.len() as u64);
         let t = Instant::now();
         let hits = r.search(&q.query, want, mode)?;
         let ms = t.elapsed().as_secs_f64() * 1000.0;

@@ -30,6 +30,8 @@ struct Shared {
     /// Messages sent and not yet handled.
     pending: usize,
     token_budget: usize,
+    /// How much is remembered, as of the last message handled.
+    size: Option<crate::protocol::MemorySize>,
 }
 
 /// A handle on the memory thread (cheap to clone).
@@ -116,6 +118,12 @@ impl MemoryHandle {
         lock(&self.shared).context.clone()
     }
 
+    /// How much is remembered, as of the last message handled (`None`
+    /// until the memory has opened, or when it could not).
+    pub fn size(&self) -> Option<crate::protocol::MemorySize> {
+        lock(&self.shared).size
+    }
+
     /// The token budget of the memory part of the model's input.
     pub fn token_budget(&self) -> usize {
         lock(&self.shared).token_budget
@@ -165,8 +173,13 @@ fn run(
     let mut retrieved: Vec<Retrieved> = Vec::new();
     let publish = |manager: &mut MemoryManager, query: &str, retrieved: &[Retrieved]| {
         let ctx = manager.context_with(query, retrieved.to_vec());
+        let size = manager.long().db().size();
         let mut s = lock(shared);
         s.notices.extend(manager.take_notices());
+        match size {
+            Ok(size) => s.size = Some(size),
+            Err(e) => s.notices.push(format!("memory size unknown: {e}")),
+        }
         match ctx {
             Ok(c) => s.context = Some(c),
             Err(e) => s.notices.push(format!("memory context failed: {e}")),
@@ -239,6 +252,9 @@ mod tests {
         assert!(h.wait_idle(Duration::from_secs(20)));
         let ctx = h.context().unwrap();
         assert_eq!(ctx.query, "where is the blue vase?");
+        let size = h.size().unwrap();
+        assert_eq!(size.messages, 4, "the empty message is refused: {size:?}");
+        assert!(size.memories >= 1, "a closed window is a memory: {size:?}");
         assert_eq!(
             ctx.state,
             vec![("last_room".to_string(), "study".to_string())]

@@ -443,6 +443,22 @@ impl MemoryDb {
     }
 }
 
+impl MemoryDb {
+    /// Searchable memories and messages kept: the snapshot's `memory`.
+    pub fn size(&self) -> Result<crate::protocol::MemorySize, MemoryError> {
+        let count = |sql: &str| -> Result<u64, MemoryError> {
+            self.conn
+                .query_row(sql, [], |r| r.get::<_, i64>(0))
+                .map(|n| n as u64)
+                .map_err(|e| self.err(&e))
+        };
+        Ok(crate::protocol::MemorySize {
+            memories: count("SELECT count(*) FROM memories WHERE archived_ms IS NULL")?,
+            messages: count("SELECT count(*) FROM messages")?,
+        })
+    }
+}
+
 fn db(path: &Path, e: &dyn std::fmt::Display) -> MemoryError {
     MemoryError::Db {
         path: path.to_path_buf(),

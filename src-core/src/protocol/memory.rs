@@ -20,3 +20,12 @@ pub struct MemoryUse {
     /// Why it was chosen, in words.
     pub why: String,
 }
+
+/// How much a run remembers (the snapshot's `memory`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemorySize {
+    /// Searchable long-term memories (summaries, imported facts).
+    pub memories: u64,
+    /// Messages kept (every session's).
+    pub messages: u64,
+}

@@ -2,8 +2,9 @@
 //! logs (the JSONL log, and the MCAP recording when asked: [`RunLog`]), and
 //! the most recent ones in memory — for the MCP `events`
 //! resource and for a web viewer that reconnects and resumes after the
-//! last event it saw. One task per run, subscribed before the first tick,
-//! so the log holds every event whichever face shows them.
+//! last event it saw — and their counts (`/metrics`). One task per run,
+//! subscribed before the first tick, so the log holds every event whichever
+//! face shows them.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,6 +16,7 @@ use tokio::sync::watch;
 use super::RunLog;
 use crate::eventlog::EventLogError;
 use crate::mcap::McapError;
+use crate::metrics::EventCounts;
 use crate::protocol::Event;
 
 /// The most recent events, oldest first, at most `capacity` of them.
@@ -85,6 +87,7 @@ pub struct Recorder {
     recent: Arc<Recent>,
     /// Told once the runtime has stopped: what is left is taken, the logs closed.
     close: watch::Sender<bool>,
+    counts: Arc<Mutex<EventCounts>>,
     done: watch::Receiver<bool>,
     failed: Arc<Mutex<Option<RecordError>>>,
 }
@@ -100,8 +103,12 @@ impl Recorder {
         let (done_tx, done) = watch::channel(false);
         let (close, closing) = watch::channel(false);
         let failed = Arc::new(Mutex::new(None));
+        let counts = Arc::new(Mutex::new(EventCounts::default()));
         tokio::spawn(record(
-            Arc::clone(&recent),
+            Kept {
+                recent: Arc::clone(&recent),
+                counts: Arc::clone(&counts),
+            },
             events,
             log,
             Arc::clone(&failed),
@@ -110,6 +117,7 @@ impl Recorder {
         Self {
             recent,
             close,
+            counts,
             done,
             failed,
         }
@@ -118,6 +126,14 @@ impl Recorder {
     /// The most recent events.
     pub fn recent(&self) -> &Recent {
         &self.recent
+    }
+
+    /// What the events kept so far add up to.
+    pub fn counts(&self) -> EventCounts {
+        self.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Waits (at most `within`) until every event the run sent is kept and
@@ -139,8 +155,14 @@ impl Recorder {
     }
 }
 
-async fn record(
+/// Where the recorder keeps each event beside the log.
+struct Kept {
     recent: Arc<Recent>,
+    counts: Arc<Mutex<EventCounts>>,
+}
+
+async fn record(
+    kept: Kept,
     mut events: Receiver<Event>,
     mut log: Option<RunLog>,
     failed: Arc<Mutex<Option<RecordError>>>,
@@ -184,7 +206,11 @@ async fn record(
         {
             fail(e);
         }
-        recent.push(event);
+        kept.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .observe(&event);
+        kept.recent.push(event);
     }
     if let Some(Err(e)) = log.take().map(RunLog::finish) {
         fail(e);

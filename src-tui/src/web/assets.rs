@@ -17,3 +17,14 @@ pub fn get(name: &str) -> Option<(&'static str, &'static str)> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The page's about credits Home Assistant intents with the very words
+    /// `--help` and the console use (ui/tests/e2e.mjs checks it is shown).
+    #[test]
+    fn the_page_credits_home_assistant_intents_as_the_cli_does() {
+        let credit = format!("<p id=\"credits\">{}</p>", robobrain_core::intents::CREDITS);
+        assert!(super::INDEX_HTML.contains(&credit), "{credit}");
+    }
+}

@@ -6,6 +6,7 @@
 //! reconnecting page that says `since=SEQ` gets the events it missed (or a
 //! snapshot when they are no longer kept); a face that paints from
 //! snapshots (`robobrain tui --connect`) asks for one every `snapshot_ms`.
+//! `/metrics` (Prometheus) and `/healthz` watch the run from outside.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -78,6 +79,8 @@ impl WebServer {
             .route("/", get(|| async { asset("index.html") }))
             .route("/{file}", get(file))
             .route("/api/{what}", get(api))
+            .route("/metrics", get(metrics))
+            .route("/healthz", get(healthz))
             .route("/ws", get(socket))
             .with_state(served);
         Ok(Self {
@@ -148,6 +151,37 @@ async fn api(
         "snapshot" => axum::Json(served.session.runtime().snapshot()).into_response(),
         _ => (StatusCode::NOT_FOUND, format!("no such API: {what}")).into_response(),
     }
+}
+
+/// `/metrics`: the run's metrics in Prometheus' text format, for anyone
+/// admitted as `/api` is (an operator's or a viewer's token when the server
+/// has one, as `Authorization: Bearer …` or `?token=`).
+async fn metrics(
+    State(served): State<Arc<Served>>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refused) = admit(&served, &p, &headers) {
+        return refused.into_response();
+    }
+    (
+        [(header::CONTENT_TYPE, robobrain_core::metrics::CONTENT_TYPE)],
+        served.session.metrics(),
+    )
+        .into_response()
+}
+
+/// `/healthz`: 200 and `{"status":"ok",…}` while the kernel thread runs and
+/// the robot link is up; 503 and `{"status":"unavailable",…}` otherwise.
+/// No token: it tells whether the run is alive, nothing of what it does.
+async fn healthz(State(served): State<Arc<Served>>) -> Response {
+    let health = served.session.health();
+    let status = if health.is_ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(health)).into_response()
 }
 
 async fn socket(

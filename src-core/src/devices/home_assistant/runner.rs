@@ -186,8 +186,19 @@ pub struct AssistReport {
 }
 
 /// Runs every sentence of every home with `assistant`.
-pub fn run(homes: &[HomeCase], assistant: &mut dyn Assistant) -> AssistReport {
+pub fn run(
+    homes: &[HomeCase],
+    assistant: &mut dyn Assistant,
+    progress: &dyn crate::progress::Progress,
+) -> AssistReport {
+    let total: usize = homes
+        .iter()
+        .flat_map(|h| h.files.iter())
+        .flat_map(|(_, tests)| tests.tests.iter())
+        .map(|case| case.sentences.len())
+        .sum();
     let mut results = Vec::new();
+    progress.update("sentences", 0, total as u64);
     for h in homes {
         for (file, tests) in &h.files {
             for (i, case) in tests.tests.iter().enumerate() {
@@ -208,6 +219,7 @@ pub fn run(homes: &[HomeCase], assistant: &mut dyn Assistant) -> AssistReport {
                         reason,
                         turn,
                     });
+                    progress.update("sentences", results.len() as u64, total as u64);
                 }
             }
         }
@@ -527,7 +539,11 @@ mod tests {
 
     #[test]
     fn sentences_are_judged_on_the_changes_and_locks_are_confirmed() {
-        let report = run(&homes(), &mut CommandAssistant::default());
+        let report = run(
+            &homes(),
+            &mut CommandAssistant::default(),
+            &crate::progress::Silent,
+        );
         let r = &report.results;
         assert!(r[0].passed, "{:?}", r[0]);
         assert_eq!(r[0].turn.confirmations, 1);
@@ -641,6 +657,7 @@ mod tests {
         let engine = run(
             &homes,
             &mut super::super::engine_path::EngineAssistant::default(),
+            &crate::progress::Silent,
         );
         assert_floors(&engine);
         let (overall, todo) = ASSIST_MINI_WITH_GRAMMAR;
@@ -651,7 +668,11 @@ mod tests {
             engine.by_category["todo"].passed,
             render_failures(&engine)
         );
-        let commands = run(&homes, &mut CommandAssistant::default());
+        let commands = run(
+            &homes,
+            &mut CommandAssistant::default(),
+            &crate::progress::Silent,
+        );
         assert_floors(&commands);
         // The rules alone, through the engine: the floors as they were.
         let rules = run(
@@ -662,6 +683,7 @@ mod tests {
                     ..crate::config::HomeConfig::default()
                 },
             ),
+            &crate::progress::Silent,
         );
         assert_floors(&rules);
     }

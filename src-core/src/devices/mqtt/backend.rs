@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
+use super::codec;
 use super::zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
 use super::{MqttConfig, MqttError, Reachability};
 use crate::devices::backend::simulate;
@@ -27,6 +28,10 @@ pub struct MqttBackend {
     events: broadcast::Receiver<MqttEvent>,
     /// Device id → (zigbee2mqtt friendly name, kind).
     devices: BTreeMap<String, (String, DeviceKind)>,
+    /// The names `[home] mqtt_names` gives.
+    explicit: BTreeMap<String, String>,
+    /// Whether names are learnt from `<base>/bridge/devices`.
+    learn: bool,
     wait: Duration,
 }
 
@@ -56,15 +61,18 @@ impl MqttBackend {
                 message: format!("cannot start the MQTT runtime: {e}"),
             })?;
         let wait = config.invoke_timeout + Duration::from_secs(1);
+        let learn = config.bridge_names;
         let adapter = {
             let _inside = runtime.enter();
             Zigbee2Mqtt::start(config)
         };
         let events = adapter.subscribe();
+        let resolved =
+            codec::resolve_names(devices.iter().map(|d| d.id.as_str()), names, &[], learn);
         let devices = devices
             .iter()
             .map(|d| {
-                let name = names.get(&d.id).cloned().unwrap_or_else(|| d.id.clone());
+                let name = resolved.get(&d.id).cloned().unwrap_or_else(|| d.id.clone());
                 (d.id.clone(), (name, d.kind))
             })
             .collect();
@@ -73,8 +81,39 @@ impl MqttBackend {
             adapter,
             events,
             devices,
+            explicit: names.clone(),
+            learn,
             wait,
         })
+    }
+
+    /// Each device's friendly name now.
+    pub fn names(&self) -> BTreeMap<String, String> {
+        self.devices
+            .iter()
+            .map(|(id, (name, _))| (id.clone(), name.clone()))
+            .collect()
+    }
+
+    /// The bridge listed its devices: the names are resolved again; whether
+    /// any changed.
+    fn rename(&mut self, bridge: &[codec::BridgeDevice]) -> bool {
+        let resolved = codec::resolve_names(
+            self.devices.keys().map(String::as_str),
+            &self.explicit,
+            bridge,
+            self.learn,
+        );
+        let mut changed = false;
+        for (id, (name, _)) in &mut self.devices {
+            if let Some(new) = resolved.get(id)
+                && new != name
+            {
+                name.clone_from(new);
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// Runs `f` on the adapter's runtime and waits for its answer.
@@ -139,11 +178,15 @@ impl DeviceBackend for MqttBackend {
 
     fn poll(&mut self) -> Vec<DeviceUpdate> {
         let mut by_name: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
-        let mut heard = false;
+        let (mut heard, mut renamed) = (false, false);
         loop {
             match self.events.try_recv() {
                 Ok(MqttEvent::State { device, state }) => {
                     by_name.insert(device, state);
+                    heard = true;
+                }
+                Ok(MqttEvent::BridgeDevices { devices }) => {
+                    renamed |= self.rename(&devices);
                     heard = true;
                 }
                 Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => heard = true,
@@ -164,12 +207,13 @@ impl DeviceBackend for MqttBackend {
             .iter()
             .map(|(id, (name, kind))| {
                 let d = seen.iter().find(|d| &d.name == name);
+                // A renamed device's state may have come before its new name.
+                let reported = by_name
+                    .get(name)
+                    .or_else(|| d.filter(|_| renamed).map(|d| &d.state));
                 DeviceUpdate {
                     device: id.clone(),
-                    state: by_name
-                        .get(name)
-                        .map(|s| from_z2m(s, *kind))
-                        .unwrap_or_default(),
+                    state: reported.map(|s| from_z2m(s, *kind)).unwrap_or_default(),
                     online: Some(d.is_some_and(|d| d.reachability == Reachability::Online)),
                 }
             })

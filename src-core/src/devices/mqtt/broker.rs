@@ -19,6 +19,13 @@ pub struct Mosquitto {
 impl Mosquitto {
     /// Starts a broker on a free port; panics with what to install when mosquitto is missing.
     pub fn start(name: &str) -> Self {
+        Self::start_with(name, |_| "allow_anonymous true\n".into())
+    }
+
+    /// Starts a broker whose listener has the settings `listener` returns
+    /// (given the broker's folder, to write a password file or certificates
+    /// into) in place of `allow_anonymous true`.
+    pub fn start_with(name: &str, listener: impl FnOnce(&std::path::Path) -> String) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -29,8 +36,9 @@ impl Mosquitto {
         ));
         std::fs::create_dir_all(&dir).expect("a temp folder for mosquitto");
         let conf = format!(
-            "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n\
+            "listener {port} 127.0.0.1\n{}persistence true\n\
              persistence_location {}/\nlog_dest file {}/mosquitto.log\nuser root\n",
+            listener(&dir),
             dir.display(),
             dir.display()
         );

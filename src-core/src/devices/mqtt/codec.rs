@@ -6,6 +6,8 @@
 //! - `<base>/<device>/availability`: `online` / `offline`, either as plain
 //!   text (zigbee2mqtt's legacy form) or as `{"state":"online"}`;
 //! - `<base>/bridge/state`: the bridge's own availability, in the same forms;
+//! - `<base>/bridge/devices`: the paired devices, a JSON array (retained)
+//!   whose entries carry `friendly_name` and `ieee_address`;
 //! - `<base>/bridge/…`: everything else the bridge says (ignored here).
 //!
 //! A friendly name may contain `/` (`living_room/lamp`): the suffix decides.
@@ -23,6 +25,14 @@ pub enum CodecError {
         /// The topic it came on.
         topic: String,
         /// What it was instead (a short description).
+        found: String,
+    },
+    /// A `bridge/devices` payload that is not a list of devices.
+    #[error("`{topic}`: expected a JSON array of devices with `friendly_name`, found {found}")]
+    NotADeviceList {
+        /// The topic it came on.
+        topic: String,
+        /// What it was instead.
         found: String,
     },
     /// An availability payload that is neither `online` nor `offline`.
@@ -167,6 +177,90 @@ pub fn confirms(command: &Map<String, Value>, state: &Map<String, Value>) -> boo
     })
 }
 
+/// One device as zigbee2mqtt's bridge lists it (`<base>/bridge/devices`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BridgeDevice {
+    /// Its friendly name: the topic after the base.
+    pub friendly_name: String,
+    /// Its IEEE address (`0x00158d0001a2b3c4`), which a rename does not change.
+    pub ieee_address: String,
+}
+
+/// Reads `<base>/bridge/devices`: every device but the coordinator.
+pub fn parse_bridge_devices(topic: &str, payload: &[u8]) -> Result<Vec<BridgeDevice>, CodecError> {
+    let bad = |found: String| CodecError::NotADeviceList {
+        topic: topic.to_string(),
+        found,
+    };
+    let list = match serde_json::from_slice::<Value>(payload) {
+        Ok(Value::Array(list)) => list,
+        Ok(other) => return Err(bad(kind_of(&other).to_string())),
+        Err(e) => return Err(bad(format!("invalid JSON ({e})"))),
+    };
+    let mut devices = Vec::new();
+    for entry in &list {
+        if entry.get("type").and_then(Value::as_str) == Some("Coordinator") {
+            continue;
+        }
+        let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_string);
+        let friendly_name =
+            text("friendly_name").ok_or_else(|| bad(format!("an entry without it: {entry}")))?;
+        devices.push(BridgeDevice {
+            friendly_name,
+            ieee_address: text("ieee_address").unwrap_or_default(),
+        });
+    }
+    Ok(devices)
+}
+
+/// A friendly name written as a device id: lower case, every run of other
+/// characters than letters and digits one `_` (`Living Room/Light` →
+/// `living_room_light`).
+pub fn id_of(friendly_name: &str) -> String {
+    let mut id = String::new();
+    for c in friendly_name.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            id.push(c);
+        } else if !id.is_empty() && !id.ends_with('_') {
+            id.push('_');
+        }
+    }
+    id.trim_end_matches('_').to_string()
+}
+
+fn is_ieee_address(name: &str) -> bool {
+    name.strip_prefix("0x")
+        .is_some_and(|hex| hex.len() == 16 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Each home device's friendly name: the one `explicit` gives (an IEEE
+/// address read as the bridge's current name for it), else with `learn` a
+/// bridge device whose name written as an id is the device's id, else the id.
+pub fn resolve_names<'a>(
+    ids: impl IntoIterator<Item = &'a str>,
+    explicit: &std::collections::BTreeMap<String, String>,
+    bridge: &[BridgeDevice],
+    learn: bool,
+) -> std::collections::BTreeMap<String, String> {
+    ids.into_iter()
+        .map(|id| {
+            let name = match explicit.get(id) {
+                Some(name) if is_ieee_address(name) => bridge
+                    .iter()
+                    .find(|d| d.ieee_address.eq_ignore_ascii_case(name))
+                    .map_or_else(|| name.clone(), |d| d.friendly_name.clone()),
+                Some(name) => name.clone(),
+                None if learn => bridge
+                    .iter()
+                    .find(|d| id_of(&d.friendly_name) == id)
+                    .map_or_else(|| id.to_string(), |d| d.friendly_name.clone()),
+                None => id.to_string(),
+            };
+            (id.to_string(), name)
+        })
+        .collect()
+}
+
 fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -181,6 +275,47 @@ fn kind_of(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bridge_devices_give_friendly_names_by_id_or_by_ieee_address() {
+        let payload = br#"[
+            {"ieee_address": "0x0000000000000000", "type": "Coordinator", "friendly_name": "Coordinator"},
+            {"ieee_address": "0x00158d0001a2b3c4", "type": "Router", "friendly_name": "Living Room/Ceiling Light"},
+            {"ieee_address": "0x00158d0001a2b3c5", "type": "EndDevice", "friendly_name": "front door lock"}
+        ]"#;
+        let bridge = parse_bridge_devices("z/bridge/devices", payload).unwrap();
+        assert_eq!(bridge.len(), 2);
+        assert_eq!(
+            id_of("Living Room/Ceiling Light"),
+            "living_room_ceiling_light"
+        );
+        assert_eq!(id_of("  Kitchen -- Kettle! "), "kitchen_kettle");
+        let explicit: std::collections::BTreeMap<String, String> = [
+            ("entry_lock".to_string(), "0x00158D0001A2B3C5".to_string()),
+            ("fan".to_string(), "Study/Fan".to_string()),
+        ]
+        .into();
+        let ids = ["living_room_ceiling_light", "entry_lock", "fan", "kettle"];
+        let names = resolve_names(ids, &explicit, &bridge, true);
+        assert_eq!(
+            names["living_room_ceiling_light"],
+            "Living Room/Ceiling Light"
+        );
+        assert_eq!(names["entry_lock"], "front door lock");
+        assert_eq!(names["fan"], "Study/Fan");
+        assert_eq!(names["kettle"], "kettle");
+        let names = resolve_names(ids, &explicit, &bridge, false);
+        assert_eq!(
+            names["living_room_ceiling_light"],
+            "living_room_ceiling_light"
+        );
+        assert_eq!(names["entry_lock"], "front door lock");
+        let e = parse_bridge_devices("z/bridge/devices", b"{}").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`z/bridge/devices`: expected a JSON array of devices with `friendly_name`, found an object"
+        );
+    }
     use serde_json::json;
 
     fn obj(v: Value) -> Map<String, Value> {

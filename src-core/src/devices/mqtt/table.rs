@@ -45,6 +45,8 @@ pub enum Change {
     Availability(String, bool),
     /// The bridge's availability changed.
     Bridge(bool),
+    /// The bridge listed its devices (`<base>/bridge/devices`).
+    BridgeDevices(Vec<codec::BridgeDevice>),
     /// Nothing anyone needs to hear about (a command, a bridge log line).
     None,
 }
@@ -116,6 +118,9 @@ impl DeviceTable {
                     self.bridge_online = Some(online);
                     Change::Bridge(online)
                 }
+            }
+            Topic::Bridge("devices") => {
+                Change::BridgeDevices(codec::parse_bridge_devices(topic, payload)?)
             }
             Topic::Set(_) | Topic::Get(_) | Topic::Bridge(_) => Change::None,
         })

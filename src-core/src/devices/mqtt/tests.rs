@@ -400,7 +400,8 @@ fn home_mqtt_puts_the_fast_path_on_real_devices() {
         .unwrap()
         .clone();
     assert_eq!(light.state["on"], json!(true), "{light:?}");
-    // A device with no zigbee2mqtt counterpart is offline, said plainly.
+    // A device with no zigbee2mqtt counterpart is offline, said plainly
+    // (in Chinese, as it was asked).
     let turn = lock(&home).turn("打开卧室窗帘").unwrap();
-    assert!(format!("{turn:?}").contains("offline"), "{turn:?}");
+    assert!(format!("{turn:?}").contains("卧室窗帘离线了"), "{turn:?}");
 }

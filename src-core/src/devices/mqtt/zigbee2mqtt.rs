@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use rumqttc::{AsyncClient, Event as NetEvent, MqttOptions, Packet, QoS};
+use rumqttc::{AsyncClient, Event as NetEvent, Outgoing, Packet, QoS};
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -44,6 +44,11 @@ pub enum MqttEvent {
         /// Whether it is online now.
         online: bool,
     },
+    /// The bridge listed its devices (`<base>/bridge/devices`).
+    BridgeDevices {
+        /// Every device but the coordinator.
+        devices: Vec<codec::BridgeDevice>,
+    },
     /// A payload that could not be read; the device's prior state is kept.
     Malformed {
         /// What was wrong, with the topic.
@@ -75,6 +80,8 @@ pub(super) enum Net {
     Up,
     Down(String),
     Message(String, Vec<u8>),
+    /// Our DISCONNECT went out: whatever was published before it has too.
+    Closed,
 }
 
 struct Waiting {
@@ -90,19 +97,11 @@ impl Zigbee2Mqtt {
     pub fn start(config: MqttConfig) -> Self {
         let (requests, rx) = mpsc::channel(64);
         let (events, _) = broadcast::channel(256);
-        let mut options = MqttOptions::new(&config.client_id, &config.host, config.port);
-        options
-            .set_keep_alive(config.keep_alive)
-            .set_clean_session(true)
-            .set_max_packet_size(256 * 1024, 256 * 1024);
-        let (client, eventloop) = AsyncClient::new(options, 64);
+        let (client, eventloop) = AsyncClient::new(config.options(&config.client_id), 64);
         let (net_tx, net_rx) = mpsc::channel(256);
         let poller = tokio::spawn(poll(eventloop, net_tx, config.reconnect_delay));
         let owner = Owner {
-            table: DeviceTable::new(
-                &config.base_topic,
-                &format!("{}:{}", config.host, config.port),
-            ),
+            table: DeviceTable::new(&config.base_topic, &config.broker()),
             config,
             client,
             events: events.clone(),
@@ -173,6 +172,7 @@ pub(super) async fn poll(
         let message = match eventloop.poll().await {
             Ok(NetEvent::Incoming(Packet::ConnAck(_))) => Net::Up,
             Ok(NetEvent::Incoming(Packet::Publish(p))) => Net::Message(p.topic, p.payload.to_vec()),
+            Ok(NetEvent::Outgoing(Outgoing::Disconnect)) => Net::Closed,
             Ok(_) => continue,
             Err(e) => {
                 if net.send(Net::Down(e.to_string())).await.is_err() {
@@ -249,7 +249,7 @@ impl Owner {
                 {
                     let _ = reply.send(Err(MqttError::NotConnected {
                         device: format!("{device} ({e})"),
-                        broker: format!("{}:{}", self.config.host, self.config.port),
+                        broker: self.config.broker(),
                     }));
                     return;
                 }
@@ -290,6 +290,7 @@ impl Owner {
                     self.emit(MqttEvent::Disconnected { reason });
                 }
             }
+            Net::Closed => {}
             Net::Message(topic, payload) => match self.table.apply(&topic, &payload) {
                 Ok(Change::State(device)) => self.reported(device),
                 Ok(Change::Availability(device, online)) => {
@@ -299,6 +300,9 @@ impl Owner {
                     self.emit(MqttEvent::Availability { device, online });
                 }
                 Ok(Change::Bridge(online)) => self.emit(MqttEvent::Bridge { online }),
+                Ok(Change::BridgeDevices(devices)) => {
+                    self.emit(MqttEvent::BridgeDevices { devices });
+                }
                 Ok(Change::None) => {}
                 Err(e) => self.emit(MqttEvent::Malformed {
                     error: e.to_string(),

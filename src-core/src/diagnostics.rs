@@ -6,14 +6,32 @@
 //!
 //! Where: stderr for the faces that do not own the terminal (`headless`,
 //! `serve`, `mcp`, `demo`, `scenario`…); a file per run for the console,
-//! whose terminal is the UI: `<runs_dir>/logs/console-<unix time>-<pid>.log`.
+//! whose terminal is the UI, and for the desktop app, which has none:
+//! `<runs_dir>/logs/<face>-<unix time>-<pid>.log` (`console`, `desktop`).
+//! The binaries install it; the library itself never does.
 //! This is not the run's event log (`<runs_dir>/<thread>.jsonl`), which
 //! records what the brain did; this is what the program says about itself.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use thiserror::Error;
 use tracing_subscriber::EnvFilter;
+
+/// Why the diagnostics could not be set up.
+#[derive(Debug, Error)]
+pub enum DiagnosticsError {
+    /// The log folder or file could not be created.
+    #[error("cannot create the log {what} {}: {source}", path.display())]
+    Create {
+        /// `folder` or `file`.
+        what: &'static str,
+        /// Which.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
 
 /// Where diagnostics go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +54,7 @@ pub fn default_filter(verbosity: i8) -> &'static str {
 }
 
 /// Installs the subscriber; returns the file it writes to, if any.
-pub fn init(sink: &Sink, verbosity: i8) -> Result<Option<PathBuf>> {
+pub fn init(sink: &Sink, verbosity: i8) -> Result<Option<PathBuf>, DiagnosticsError> {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(default_filter(verbosity)));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
@@ -53,15 +71,28 @@ pub fn init(sink: &Sink, verbosity: i8) -> Result<Option<PathBuf>> {
         }
         Sink::FileIn(dir, face) => {
             let path = log_file(dir, face);
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the log folder {}", dir.display()))?;
-            let file = std::fs::File::create(&path)
-                .with_context(|| format!("cannot create the log file {}", path.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| DiagnosticsError::Create {
+                what: "folder",
+                path: dir.clone(),
+                source,
+            })?;
+            let file = std::fs::File::create(&path).map_err(|source| DiagnosticsError::Create {
+                what: "file",
+                path: path.clone(),
+                source,
+            })?;
+            // Whatever the filter lets through, the file says whose it is.
+            let _ = writeln!(
+                &file,
+                "robobrain {} {face} started, pid {}",
+                env!("CARGO_PKG_VERSION"),
+                std::process::id()
+            );
             let _ = builder
                 .with_writer(std::sync::Mutex::new(file))
                 .with_ansi(false)
                 .try_init();
-            tracing::info!(target: "robobrain", "{face} started, pid {}", std::process::id());
+
             Ok(Some(path))
         }
     }

@@ -1,0 +1,785 @@
+//! The home's MQTT side against a real mosquitto: Home Assistant discovery
+//! of a running session (configs checked against Home Assistant's
+//! documented keys, buttons pressed, states followed), the last will, a
+//! broker that wants a password, one that speaks only TLS, and zigbee2mqtt
+//! friendly names.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command as Process;
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, ConnectionError, Event as NetEvent, MqttOptions, Packet, QoS};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::broker::Mosquitto;
+use super::fake::FakeDevice;
+use super::*;
+use crate::config::{Config, HomeConfig};
+use crate::protocol::{ApprovalStatus, Event, EventKind, Mode, Op, Risk};
+use crate::runtime::Pace;
+use crate::session::{Session, SessionOptions};
+
+/// The discovery schema: one definition per component, from Home
+/// Assistant's MQTT pages (cited in the file).
+const SCHEMA: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/ha-mqtt/discovery.schema.json"
+));
+
+/// Checks a discovery config against its component's definition; the
+/// errors, one a line.
+fn schema_errors(component: &str, config: &Value) -> Vec<String> {
+    let mut schema: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
+    schema["$ref"] = json!(format!("#/$defs/{component}"));
+    assert!(
+        schema["$defs"].get(component).is_some(),
+        "no definition for component `{component}`"
+    );
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    validator
+        .iter_errors(config)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+#[test]
+fn the_schema_checker_refuses_what_home_assistant_would() {
+    let d = Discovery::new("homeassistant", "rb");
+    let button = d
+        .configs()
+        .into_iter()
+        .find(|m| m.topic.contains("/button/"))
+        .unwrap();
+    let discovery::Payload::Text(text) = button.payload else {
+        panic!("a text config")
+    };
+    let mut config: Value = serde_json::from_str(&text).unwrap();
+    assert!(schema_errors("button", &config).is_empty());
+    config["state_topic"] = json!("robobrain/rb/x");
+    assert!(
+        !schema_errors("button", &config).is_empty(),
+        "a key a button does not have"
+    );
+    let mut config: Value = serde_json::from_str(&text).unwrap();
+    config.as_object_mut().unwrap().remove("command_topic");
+    assert!(
+        !schema_errors("button", &config).is_empty(),
+        "no command topic"
+    );
+    let battery =
+        json!({"state_topic": "a/b", "device_class": "battery", "unit_of_measurement": "V"});
+    assert!(
+        !schema_errors("sensor", &battery).is_empty(),
+        "a battery in volts"
+    );
+    let device = json!({"state_topic": "a/b", "device": {"name": "no identifiers"}});
+    assert!(
+        !schema_errors("sensor", &device).is_empty(),
+        "a device without identifiers"
+    );
+    assert!(!schema_errors("image", &json!({"content_type": "image/png"})).is_empty());
+}
+
+/// A Home Assistant stand-in: a plain MQTT client that keeps the last
+/// message of every topic under the discovery prefix and `robobrain/`.
+struct HaClient {
+    client: AsyncClient,
+    seen: mpsc::UnboundedReceiver<(String, Vec<u8>, bool)>,
+    last: BTreeMap<String, (Vec<u8>, bool)>,
+}
+
+impl HaClient {
+    fn start(options: MqttOptions) -> Self {
+        let (client, mut eventloop) = AsyncClient::new(options, 64);
+        let (tx, seen) = mpsc::unbounded_channel();
+        let sub = client.clone();
+        tokio::spawn(async move {
+            loop {
+                match eventloop.poll().await {
+                    Ok(NetEvent::Incoming(Packet::ConnAck(_))) => {
+                        let _ = sub.try_subscribe("homeassistant/#", QoS::AtLeastOnce);
+                        let _ = sub.try_subscribe("robobrain/#", QoS::AtLeastOnce);
+                    }
+                    Ok(NetEvent::Incoming(Packet::Publish(p))) => {
+                        if tx.send((p.topic, p.payload.to_vec(), p.retain)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        });
+        Self {
+            client,
+            seen,
+            last: BTreeMap::new(),
+        }
+    }
+
+    /// Waits (20 s at most) until `topic`'s last payload is `want`.
+    async fn until(&mut self, topic: &str, want: &str) {
+        self.until_bytes(topic, want.as_bytes()).await;
+    }
+
+    /// Waits (20 s at most) until `topic`'s last payload is these bytes.
+    async fn until_bytes(&mut self, topic: &str, want: &[u8]) {
+        let found = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if self.last.get(topic).is_some_and(|(p, _)| p == want) {
+                    return;
+                }
+                let (t, p, retain) = self.seen.recv().await.expect("the client runs");
+                self.last.insert(t, (p, retain));
+            }
+        })
+        .await;
+        assert!(
+            found.is_ok(),
+            "`{topic}` never said {:?}; last: {:?}",
+            String::from_utf8_lossy(want),
+            self.last
+                .get(topic)
+                .map(|(p, _)| String::from_utf8_lossy(p))
+        );
+    }
+
+    /// Waits until `n` discovery configs have arrived.
+    async fn until_configs(&mut self, n: usize) -> BTreeMap<String, (Value, bool)> {
+        let configs =
+            |last: &BTreeMap<String, (Vec<u8>, bool)>| -> BTreeMap<String, (Value, bool)> {
+                last.iter()
+                    .filter(|(t, _)| t.starts_with("homeassistant/") && t.ends_with("/config"))
+                    .map(|(t, (p, r))| {
+                        (
+                            t.clone(),
+                            (serde_json::from_slice(p).expect("a JSON config"), *r),
+                        )
+                    })
+                    .collect()
+            };
+        tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if configs(&self.last).len() >= n {
+                    return;
+                }
+                let (t, p, retain) = self.seen.recv().await.expect("the client runs");
+                self.last.insert(t, (p, retain));
+            }
+        })
+        .await
+        .expect("every config within 20 s");
+        configs(&self.last)
+    }
+
+    /// A press, as Home Assistant sends it: `payload_press` on `command_topic`.
+    async fn press(&self, config: &Value) {
+        let topic = config["command_topic"].as_str().expect("a command topic");
+        let payload = config["payload_press"].as_str().unwrap_or("PRESS");
+        self.client
+            .publish(topic, QoS::AtLeastOnce, false, payload)
+            .await
+            .expect("published");
+    }
+}
+
+/// The next event that matches, within 20 s.
+async fn next_event(
+    events: &mut broadcast::Receiver<Event>,
+    want: impl Fn(&Event) -> bool,
+) -> Event {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match events.recv().await {
+                Ok(e) if want(&e) => return e,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("the run's events closed: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the event came within 20 s")
+}
+
+/// A run with the home on the broker at `port`, every write needing approval.
+fn config(name: &str, port: u16) -> Config {
+    let dir = std::env::temp_dir().join(format!("rb-ha-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut config = Config {
+        runs_dir: dir,
+        ..Config::default()
+    };
+    config.memory.enabled = false;
+    config.speech.voice = crate::voice::VoiceChoice::Text;
+    config.home.mqtt = Some(format!("127.0.0.1:{port}"));
+    config.home.hour = Some(12.0);
+    config.home.node_id = "rb_test".into();
+    config.policy.approve_risks = vec![Risk::LowWrite, Risk::HighWrite];
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
+    let broker = Mosquitto::start("ha");
+    let config = config("discovery", broker.port);
+    let options = SessionOptions {
+        pace: Pace::RealTime { speed: 5.0 },
+        ..SessionOptions::new("ha")
+    };
+    let mut session = Session::open(&config, options).await.unwrap();
+    let mut events = session.take_events();
+    let mut ha = HaClient::start(MqttOptions::new("ha-stand-in", "127.0.0.1", broker.port));
+
+    // Every config is where discovery wants it and valid for its component.
+    ha.until_configs(10).await;
+    // …and retained: a client that comes later gets them from the broker's store.
+    let mut late = HaClient::start(MqttOptions::new("ha-late", "127.0.0.1", broker.port));
+    let configs = late.until_configs(10).await;
+    late.until("robobrain/rb_test/availability", "online").await;
+    assert!(
+        late.last["robobrain/rb_test/availability"].1,
+        "availability is retained"
+    );
+    let mut by_id = BTreeMap::new();
+    let mut devices = Vec::new();
+    for (topic, (config, retained)) in &configs {
+        assert!(retained, "{topic} is retained");
+        let levels: Vec<&str> = topic.split('/').collect();
+        let [prefix, component, node, object, "config"] = levels[..] else {
+            panic!("{topic}: expected <prefix>/<component>/<node_id>/<object_id>/config");
+        };
+        assert_eq!((prefix, node), ("homeassistant", "rb_test"), "{topic}");
+        let errors = schema_errors(component, config);
+        assert!(errors.is_empty(), "{topic}: {errors:#?}\n{config:#}");
+        assert_eq!(
+            config["availability_topic"],
+            "robobrain/rb_test/availability"
+        );
+        devices.push(config["device"].clone());
+        by_id.insert(object.to_string(), (component.to_string(), config.clone()));
+    }
+    assert!(
+        devices.windows(2).all(|w| w[0] == w[1]),
+        "one shared device block"
+    );
+    assert_eq!(devices[0]["identifiers"], json!(["robobrain_rb_test"]));
+    assert!(devices[0]["sw_version"].is_string() && devices[0]["model"].is_string());
+    let components: Vec<(&str, &str)> = by_id
+        .iter()
+        .map(|(id, (c, _))| (id.as_str(), c.as_str()))
+        .collect();
+    assert_eq!(
+        components,
+        [
+            ("activity", "sensor"),
+            ("alert", "binary_sensor"),
+            ("battery", "sensor"),
+            ("dock", "button"),
+            ("estop", "button"),
+            ("frame", "image"),
+            ("mode", "sensor"),
+            ("patrol", "button"),
+            ("resume", "button"),
+            ("zone", "sensor"),
+        ]
+    );
+    assert_eq!(by_id["battery"].1["device_class"], "battery");
+    assert_eq!(by_id["battery"].1["unit_of_measurement"], "%");
+
+    // Online, and the states as the run has them.
+    ha.until("robobrain/rb_test/availability", "online").await;
+    ha.until("robobrain/rb_test/mode", "IDLE").await;
+    ha.until("robobrain/rb_test/activity", "IDLE").await;
+    ha.until("robobrain/rb_test/alert", "OFF").await;
+    let battery = session.runtime().snapshot().robot.battery_pct;
+    ha.until("robobrain/rb_test/battery", &format!("{battery:.0}"))
+        .await;
+    // In no zone, Home Assistant's unknown.
+    let zone = session.runtime().snapshot().robot.zone;
+    let zone = zone.unwrap_or_else(|| "None".into());
+    ha.until("robobrain/rb_test/zone", &zone).await;
+
+    // Patrol is a write the policy wants approved: the press waits for the operator.
+    ha.press(&by_id["patrol"].1).await;
+    let asked = next_event(&mut events, |e| {
+        matches!(
+            &e.kind,
+            EventKind::Approval {
+                status: ApprovalStatus::Requested,
+                ..
+            }
+        )
+    })
+    .await;
+    let EventKind::Approval { op, .. } = &asked.kind else {
+        unreachable!("matched above")
+    };
+    assert!(
+        matches!(op, Op::Dispatch { skill, .. } if skill == "navigate_to"),
+        "{asked:?}"
+    );
+    assert!(
+        !session.runtime().snapshot().approvals.is_empty(),
+        "the patrol waits for approval"
+    );
+
+    // E-stop stops: the kernel goes SAFE, and Home Assistant sees it.
+    ha.press(&by_id["estop"].1).await;
+    let safe = next_event(&mut events, |e| {
+        matches!(&e.kind, EventKind::Mode { to: Mode::Safe, .. })
+    })
+    .await;
+    assert!(format!("{safe:?}").contains("E-stop pressed"), "{safe:?}");
+    assert!(session.runtime().snapshot().estop);
+    ha.until("robobrain/rb_test/mode", "SAFE").await;
+
+    // Resume releases it.
+    ha.press(&by_id["resume"].1).await;
+    next_event(&mut events, |e| {
+        matches!(
+            &e.kind,
+            EventKind::Mode {
+                from: Mode::Safe,
+                ..
+            }
+        )
+    })
+    .await;
+    assert!(!session.runtime().snapshot().estop);
+
+    // Dock is what an operator says for it: the kernel hears `charge`.
+    ha.press(&by_id["dock"].1).await;
+    let heard = next_event(&mut events, |e| matches!(&e.kind, EventKind::Intent { .. })).await;
+    assert!(
+        matches!(&heard.kind, EventKind::Intent { intent, processed_locally: true, .. } if intent == "charge"),
+        "{heard:?}"
+    );
+
+    // Stopped, the robot says it is offline.
+    session.stop().await.unwrap();
+    ha.until("robobrain/rb_test/availability", "offline").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_will_says_offline_when_the_robot_vanishes() {
+    let broker = Mosquitto::start("will");
+    let mqtt = MqttConfig::new("127.0.0.1", broker.port);
+    let (_tx, snapshots) = tokio::sync::watch::channel(crate::protocol::Snapshot::default());
+    let publisher = HaPublisher::start(
+        &mqtt,
+        Discovery::new("homeassistant", "will"),
+        snapshots,
+        Box::new(|_| Ok(())),
+    );
+    let mut ha = HaClient::start(MqttOptions::new("ha-will", "127.0.0.1", broker.port));
+    ha.until("robobrain/will/availability", "online").await;
+    ha.until("robobrain/will/battery", "0").await;
+    // Gone without a word (no `stop`): the broker speaks its will.
+    drop(publisher);
+    ha.until("robobrain/will/availability", "offline").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_alert_frame_is_published_as_the_image_bytes() {
+    let broker = Mosquitto::start("frame");
+    let dir = std::env::temp_dir().join(format!("rb-ha-frame-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = dir.join("g1.png");
+    let bytes = b"\x89PNG\r\n\x1a\nnot really a picture".to_vec();
+    std::fs::write(&png, &bytes).unwrap();
+    let (tx, snapshots) = tokio::sync::watch::channel(crate::protocol::Snapshot::default());
+    let publisher = HaPublisher::start(
+        &MqttConfig::new("127.0.0.1", broker.port),
+        Discovery::new("homeassistant", "frame"),
+        snapshots,
+        Box::new(|_| Ok(())),
+    );
+    let mut ha = HaClient::start(MqttOptions::new("ha-frame", "127.0.0.1", broker.port));
+    ha.until("robobrain/frame/alert", "OFF").await;
+    let mut snapshot = crate::protocol::Snapshot::default();
+    snapshot.alerts.push(crate::protocol::IncidentRecord {
+        id: "i1".into(),
+        time: 1.0,
+        zone: "kitchen".into(),
+        kinds: vec!["smoke".into()],
+        description: "smoke in the kitchen".into(),
+        evidence: Some(png.display().to_string()),
+        vision: Value::Null,
+        status: crate::protocol::AlertStatus::Open,
+        acknowledged_by: None,
+        acknowledged_at: None,
+    });
+    tx.send_replace(snapshot);
+    ha.until("robobrain/frame/alert", "ON").await;
+    ha.until_bytes("robobrain/frame/frame", &bytes).await;
+    publisher.stop().await;
+}
+
+/// Runs `program args…` in `dir`, panicking with its output when it fails.
+fn run(dir: &Path, program: &str, args: &[&str]) {
+    let path = crate::testing::program(program, "./x setup (Debian packages mosquitto, openssl)");
+    let out = Process::new(path)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A password file for mosquitto with `robot` / `s3cret`.
+fn password_file(dir: &Path) -> String {
+    run(
+        dir,
+        "mosquitto_passwd",
+        &["-c", "-b", "passwd", "robot", "s3cret"],
+    );
+    format!(
+        "allow_anonymous false\npassword_file {}/passwd\n",
+        dir.display()
+    )
+}
+
+/// A throw-away CA and a server certificate for 127.0.0.1 signed by it.
+fn certificates(dir: &Path) {
+    let days = ["-days", "2"];
+    run(
+        dir,
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=robobrain test CA",
+            days[0],
+            days[1],
+        ],
+    );
+    run(
+        dir,
+        "openssl",
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    run(
+        dir,
+        "openssl",
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-extfile",
+            "san.ext",
+            days[0],
+            days[1],
+        ],
+    );
+    // A second CA that signed nothing of the broker's.
+    run(
+        dir,
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "other.key",
+            "-out",
+            "other.crt",
+            "-subj",
+            "/CN=someone else",
+            days[0],
+            days[1],
+        ],
+    );
+}
+
+/// What the broker answers a connection made with `options`: the
+/// CONNACK, or the error.
+async fn connect_once(options: MqttOptions) -> Result<(), String> {
+    let (_client, mut eventloop) = AsyncClient::new(options, 8);
+    let answer = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match eventloop.poll().await {
+                Ok(NetEvent::Incoming(Packet::ConnAck(_))) => return Ok(()),
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    })
+    .await
+    .expect("the broker answered within 10 s");
+    answer.map_err(|e: ConnectionError| e.to_string())
+}
+
+/// `[home]` for the broker at `port` as user `robot` with the password in a file.
+fn home_with_password(port: u16, dir: &Path) -> HomeConfig {
+    let secret = dir.join("mqtt-password");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    HomeConfig {
+        mqtt: Some(format!("127.0.0.1:{port}")),
+        mqtt_username: Some("robot".into()),
+        mqtt_password_file: Some(secret),
+        ..HomeConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_wants_a_password_gets_the_one_from_the_file() {
+    let broker = Mosquitto::start_with("auth", password_file);
+    let dir = std::env::temp_dir().join(format!("rb-ha-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut home = home_with_password(broker.port, &dir);
+    let mqtt = MqttConfig::from_home(&home).unwrap().unwrap();
+    assert_eq!(
+        format!("{:?}", mqtt.credentials),
+        "Some((\"robot\", [redacted]))"
+    );
+    connect_once(mqtt.options("auth-ok")).await.unwrap();
+
+    let anonymous = MqttConfig::new("127.0.0.1", broker.port);
+    let e = connect_once(anonymous.options("auth-anon"))
+        .await
+        .unwrap_err();
+    assert!(
+        e.contains("NotAuthorized") || e.contains("BadUserNamePassword"),
+        "{e}"
+    );
+    std::fs::write(home.mqtt_password_file.as_ref().unwrap(), "wrong\n").unwrap();
+    let wrong = MqttConfig::from_home(&home).unwrap().unwrap();
+    let e = connect_once(wrong.options("auth-wrong")).await.unwrap_err();
+    assert!(
+        e.contains("NotAuthorized") || e.contains("BadUserNamePassword"),
+        "{e}"
+    );
+
+    // The password from an environment variable that is not set: named.
+    home.mqtt_password_file = None;
+    home.mqtt_password_env = Some("ROBOBRAIN_TEST_UNSET_MQTT_PASSWORD".into());
+    assert_eq!(
+        MqttConfig::from_home(&home).unwrap_err().to_string(),
+        "[home] mqtt password: the environment variable ROBOBRAIN_TEST_UNSET_MQTT_PASSWORD is not set"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_broker_is_reached_with_the_configured_ca_and_the_robot_is_published_over_it() {
+    let mut ca_dir = None;
+    let broker = Mosquitto::start_with("tls", |dir| {
+        certificates(dir);
+        ca_dir = Some(dir.to_path_buf());
+        format!(
+            "cafile {0}/ca.crt\ncertfile {0}/server.crt\nkeyfile {0}/server.key\n{1}",
+            dir.display(),
+            password_file(dir)
+        )
+    });
+    let dir = ca_dir.unwrap();
+    let mut home = home_with_password(broker.port, &dir);
+    home.mqtt_ca = Some(dir.join("ca.crt"));
+    let mqtt = MqttConfig::from_home(&home).unwrap().unwrap();
+    connect_once(mqtt.options("tls-ok")).await.unwrap();
+
+    // Plain TCP to a TLS listener, and a CA that did not sign the broker's certificate: refused.
+    let mut plain = mqtt.clone();
+    plain.tls_ca = None;
+    assert!(connect_once(plain.options("tls-plain")).await.is_err());
+    home.mqtt_ca = Some(dir.join("other.crt"));
+    let other = MqttConfig::from_home(&home).unwrap().unwrap();
+    let e = connect_once(other.options("tls-other")).await.unwrap_err();
+    assert!(
+        e.to_lowercase().contains("certificate") || e.contains("UnknownIssuer"),
+        "{e}"
+    );
+    home.mqtt_ca = Some(dir.join("missing.crt"));
+    let e = MqttConfig::from_home(&home).unwrap_err().to_string();
+    assert!(
+        e.starts_with("[home] mqtt_ca ") && e.contains("missing.crt"),
+        "{e}"
+    );
+
+    // The discovery publisher over TLS with the password, seen by a TLS client.
+    let (_tx, snapshots) = tokio::sync::watch::channel(crate::protocol::Snapshot::default());
+    let publisher = HaPublisher::start(
+        &mqtt,
+        Discovery::new("homeassistant", "tls"),
+        snapshots,
+        Box::new(|_| Ok(())),
+    );
+    let mut ha = HaClient::start(mqtt.options("ha-tls"));
+    ha.until("robobrain/tls/availability", "online").await;
+    publisher.stop().await;
+    ha.until("robobrain/tls/availability", "offline").await;
+}
+
+#[test]
+fn zigbee2mqtt_friendly_names_come_from_the_config_and_the_bridge() {
+    use crate::hci::{Home, lock};
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let broker = Mosquitto::start("names");
+    let (_light, _kettle) = {
+        let _inside = rt.enter();
+        (
+            FakeDevice::start(
+                broker.port,
+                "zigbee2mqtt",
+                "Living Room/Ceiling Light",
+                json!({"state": "OFF", "brightness": 0}),
+            ),
+            FakeDevice::start(
+                broker.port,
+                "zigbee2mqtt",
+                "Kitchen Kettle",
+                json!({"state": "OFF", "power": 0}),
+            ),
+        )
+    };
+    // The bridge's retained device list, as zigbee2mqtt publishes it.
+    rt.block_on(async {
+        let (client, mut eventloop) =
+            AsyncClient::new(MqttOptions::new("bridge", "127.0.0.1", broker.port), 8);
+        let devices = json!([
+            {"ieee_address": "0x0000000000000000", "type": "Coordinator", "friendly_name": "Coordinator"},
+            {"ieee_address": "0x00158d0001a2b3c4", "type": "Router", "friendly_name": "Living Room/Ceiling Light"},
+            {"ieee_address": "0x00158d0001a2b3c5", "type": "Router", "friendly_name": "Kitchen Kettle"},
+        ]);
+        client
+            .publish("zigbee2mqtt/bridge/devices", QoS::AtLeastOnce, true, devices.to_string())
+            .await
+            .unwrap();
+        loop {
+            if let Ok(NetEvent::Incoming(Packet::PubAck(_))) = eventloop.poll().await {
+                break;
+            }
+        }
+    });
+    let config = HomeConfig {
+        mqtt: Some(format!("127.0.0.1:{}", broker.port)),
+        hour: Some(12.0),
+        // The light by its explicit name, the kettle by its IEEE address.
+        mqtt_names: [
+            (
+                "living_room_light".to_string(),
+                "Living Room/Ceiling Light".to_string(),
+            ),
+            ("kettle_plug".to_string(), "0x00158D0001A2B3C5".to_string()),
+        ]
+        .into(),
+        ..HomeConfig::default()
+    };
+    let home = std::sync::Arc::new(std::sync::Mutex::new(
+        Home::load(&config, "apartment", "t").unwrap(),
+    ));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        lock(&home).poll();
+        let online = |id: &str| lock(&home).devices.get(id).is_some_and(|d| d.online);
+        if online("living_room_light") && online("kettle_plug") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the named devices never came online"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let turn = lock(&home).turn("打开客厅灯").unwrap();
+    assert_eq!(turn.intent, "home_control", "{turn:?}");
+    assert_eq!(
+        lock(&home).devices.get("living_room_light").unwrap().state["on"],
+        json!(true)
+    );
+    // A device neither named nor on the bridge stays offline.
+    assert!(!lock(&home).devices.get("bedroom_curtain").unwrap().online);
+}
+
+#[test]
+fn the_bridge_alone_names_devices_whose_friendly_name_is_their_id() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let broker = Mosquitto::start("learn");
+    let _light = {
+        let _inside = rt.enter();
+        FakeDevice::start(
+            broker.port,
+            "zigbee2mqtt",
+            "Living Room Light",
+            json!({"state": "OFF", "brightness": 0}),
+        )
+    };
+    rt.block_on(async {
+        let (client, mut eventloop) =
+            AsyncClient::new(MqttOptions::new("bridge-learn", "127.0.0.1", broker.port), 8);
+        let devices = json!([
+            {"ieee_address": "0x00158d0001a2b3c4", "type": "Router", "friendly_name": "Living Room Light"},
+        ]);
+        client
+            .publish("zigbee2mqtt/bridge/devices", QoS::AtLeastOnce, true, devices.to_string())
+            .await
+            .unwrap();
+        loop {
+            if let Ok(NetEvent::Incoming(Packet::PubAck(_))) = eventloop.poll().await {
+                break;
+            }
+        }
+    });
+    let home = crate::devices::builtin_home().unwrap();
+    let mut mqtt = MqttConfig::new("127.0.0.1", broker.port);
+    mqtt.client_id = format!("learn-{}", broker.port);
+    mqtt.bridge_names = true;
+    let mut backend = MqttBackend::connect(mqtt, &home.devices, &BTreeMap::new()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let (mut online, mut state_heard) = (false, false);
+    loop {
+        use crate::devices::DeviceBackend;
+        for update in backend.poll() {
+            if update.device == "living_room_light" {
+                online = update.online == Some(true);
+                state_heard |= update.state.get("on") == Some(&json!(false));
+            }
+        }
+        if online && state_heard {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the light was never learnt from the bridge"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(backend.names()["living_room_light"], "Living Room Light");
+    assert_eq!(backend.names()["kettle_plug"], "kettle_plug");
+}

@@ -1,0 +1,223 @@
+//! The IO around [`Discovery`]: one rumqttc connection (with `offline` as
+//! its last will) that announces the robot to Home Assistant, publishes its
+//! states from the run's snapshots as they change, and hands every button
+//! press to the run as a [`Command`] — the same queue an operator's
+//! console writes to, so the kernel, the policy and its approvals treat a
+//! press exactly like an operator's command.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, LastWill, QoS};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::{AbortHandle, JoinHandle};
+
+use super::MqttConfig;
+use super::discovery::{Changes, Discovery, Message, Payload};
+use super::zigbee2mqtt::{Net, poll};
+use crate::protocol::{Command, Snapshot};
+
+/// Where presses go: the run's command queue (`Err` says why it refused).
+pub type CommandSink = Box<dyn Fn(Command) -> Result<(), String> + Send + Sync>;
+
+/// How long [`HaPublisher::stop`] waits for `offline` to leave.
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// A running Home Assistant discovery publisher.
+pub struct HaPublisher {
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    task: Mutex<Option<JoinHandle<()>>>,
+    /// The connection's poller: aborted, the connection closes (rumqttc's
+    /// event loop keeps its own request sender, so it never ends by itself).
+    poller: AbortHandle,
+}
+
+impl std::fmt::Debug for HaPublisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HaPublisher").finish_non_exhaustive()
+    }
+}
+
+enum Input {
+    Net(Option<Net>),
+    Snapshot(bool),
+    Stop,
+}
+
+impl HaPublisher {
+    /// Starts publishing on the current tokio runtime: it connects to the
+    /// broker `mqtt` names (and keeps reconnecting), follows `snapshots`,
+    /// and gives each press to `commands`.
+    pub fn start(
+        mqtt: &MqttConfig,
+        discovery: Discovery,
+        snapshots: watch::Receiver<Snapshot>,
+        commands: CommandSink,
+    ) -> Self {
+        let mut options = mqtt.options(&format!("{}-ha-{}", mqtt.client_id, discovery.node_id));
+        let will = discovery.availability(false);
+        options.set_last_will(LastWill::new(
+            will.topic,
+            payload_bytes(&will.payload),
+            QoS::AtLeastOnce,
+            true,
+        ));
+        let (client, eventloop) = AsyncClient::new(options, 64);
+        let (net_tx, net) = mpsc::channel(64);
+        let poller = tokio::spawn(poll(eventloop, net_tx, mqtt.reconnect_delay));
+        let poller_handle = poller.abort_handle();
+        let (stop, stopped) = oneshot::channel();
+        let worker = Worker {
+            discovery,
+            client,
+            commands,
+            changes: Changes::default(),
+            connected: false,
+        };
+        let task = tokio::spawn(worker.run(net, snapshots, stopped, poller));
+        Self {
+            stop: Mutex::new(Some(stop)),
+            task: Mutex::new(Some(task)),
+            poller: poller_handle,
+        }
+    }
+
+    /// Says `offline` (retained), disconnects, and waits (two seconds at
+    /// most) until that has gone out. Later calls do nothing.
+    pub async fn stop(&self) {
+        if let Some(stop) = lock(&self.stop).take() {
+            let _ = stop.send(());
+        }
+        let Some(mut task) = lock(&self.task).take() else {
+            return;
+        };
+        if tokio::time::timeout(STOP_WAIT, &mut task).await.is_err() {
+            task.abort();
+        }
+        self.poller.abort();
+    }
+}
+
+impl Drop for HaPublisher {
+    fn drop(&mut self) {
+        // Dropped without `stop`: the broker's last will says `offline`.
+        if let Some(task) = lock(&self.task).take() {
+            task.abort();
+        }
+        self.poller.abort();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+struct Worker {
+    discovery: Discovery,
+    client: AsyncClient,
+    commands: CommandSink,
+    changes: Changes,
+    connected: bool,
+}
+
+impl Worker {
+    async fn run(
+        mut self,
+        mut net: mpsc::Receiver<Net>,
+        mut snapshots: watch::Receiver<Snapshot>,
+        mut stop: oneshot::Receiver<()>,
+        poller: JoinHandle<()>,
+    ) {
+        loop {
+            let input = tokio::select! {
+                n = net.recv() => Input::Net(n),
+                c = snapshots.changed() => Input::Snapshot(c.is_ok()),
+                _ = &mut stop => Input::Stop,
+            };
+            match input {
+                // Stopped, the connection gone, or the run ended (its
+                // snapshots with it): nothing more to publish.
+                Input::Net(None) | Input::Stop | Input::Snapshot(false) => break,
+                Input::Net(Some(n)) => self.net(n, &snapshots),
+                Input::Snapshot(true) => {
+                    let snapshot = snapshots.borrow_and_update().clone();
+                    self.states(&snapshot);
+                }
+            }
+        }
+        if self.connected {
+            self.publish(self.discovery.availability(false));
+            let _ = self.client.try_disconnect();
+            // The DISCONNECT leaves after `offline`: wait until it has.
+            while let Some(n) = net.recv().await {
+                if matches!(n, Net::Closed | Net::Down(_)) {
+                    break;
+                }
+            }
+        }
+        poller.abort();
+    }
+
+    fn net(&mut self, net: Net, snapshots: &watch::Receiver<Snapshot>) {
+        match net {
+            Net::Up => {
+                self.connected = true;
+                let _ = self
+                    .client
+                    .try_subscribe(self.discovery.command_subscription(), QoS::AtLeastOnce);
+                let _ = self
+                    .client
+                    .try_subscribe(self.discovery.status_topic(), QoS::AtLeastOnce);
+                self.announce();
+                // A new connection publishes every state again.
+                self.changes.clear();
+                let snapshot = snapshots.borrow().clone();
+                self.states(&snapshot);
+            }
+            Net::Down(_) => self.connected = false,
+            Net::Closed => {}
+            Net::Message(topic, payload) => {
+                if let Some(command) = self.discovery.command(&topic, &payload) {
+                    // A refusal (the queue is full, the run has stopped) is
+                    // the run's to report; the press is not retried.
+                    let _ = (self.commands)(command);
+                } else if self.discovery.is_birth(&topic, &payload) {
+                    self.announce();
+                }
+            }
+        }
+    }
+
+    /// The configs, then `online`.
+    fn announce(&self) {
+        for message in self.discovery.configs() {
+            self.publish(message);
+        }
+        self.publish(self.discovery.availability(true));
+    }
+
+    fn states(&mut self, snapshot: &Snapshot) {
+        if !self.connected {
+            return;
+        }
+        for message in self.changes.fresh(self.discovery.states(snapshot)) {
+            self.publish(message);
+        }
+    }
+
+    fn publish(&self, message: Message) {
+        let bytes = payload_bytes(&message.payload);
+        let _ = self
+            .client
+            .try_publish(message.topic, QoS::AtLeastOnce, message.retain, bytes);
+    }
+}
+
+/// The bytes a payload carries: a text, or the file's content (empty when
+/// the file cannot be read: the frame shows nothing rather than an old one).
+fn payload_bytes(payload: &Payload) -> Vec<u8> {
+    match payload {
+        Payload::Text(text) => text.clone().into_bytes(),
+        Payload::File(path) => std::fs::read(path).unwrap_or_default(),
+    }
+}
