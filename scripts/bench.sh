@@ -21,7 +21,7 @@ assist_data="${ROBOBRAIN_ASSIST_DATASET:-../shared/data/home-assistant-datasets/
 # How many runs the operator's-channel figures take (each test once per run).
 channel_runs="${ROBOBRAIN_BENCH_CHANNEL_RUNS:-15}"
 
-ALL_GROUPS=(react durable latency estop home intents llm console web memory demo assist channel)
+ALL_GROUPS=(react durable latency estop home intents llm console web memory demo assist channel mcap)
 
 describe() {
   case "$1" in
@@ -38,6 +38,7 @@ describe() {
     demo) echo "robobrain demo: wall time and peak RSS" ;;
     assist) echo "assist-mini through the rule path: pass counts" ;;
     channel) echo "the operator's channel: an E-stop behind a maximal input (tests, $channel_runs runs, debug)" ;;
+    mcap) echo "whole-run: a lockstep tick plus its logs, JSONL alone vs JSONL and MCAP (--mcap), same process" ;;
   esac
 }
 
@@ -60,6 +61,7 @@ run_estop() { cargo bench -q --locked -p robobrain-tui --bench estop; }
 run_home() { cargo bench -q --locked -p robobrain-core --bench home; }
 run_intents() { cargo bench -q --locked -p robobrain-core --bench intents; }
 run_llm() { cargo bench -q --locked -p robobrain-core --bench llm; }
+run_mcap() { cargo bench -q --locked -p robobrain-core --bench mcap; }
 run_console() { cargo bench -q --locked -p robobrain-tui --bench console; }
 
 run_web() {

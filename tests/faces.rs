@@ -76,6 +76,10 @@ const NOT_FACES: &[(&str, &str)] = &[
     ("assist", "a dataset through the rule path"),
     ("memory", "the memory's own tools"),
     ("report", "renders a finished run's log"),
+    (
+        "export",
+        "converts a finished run's log (MCAP for Foxglove)",
+    ),
     ("completions", "prints a shell's completion script"),
     ("man", "prints the man page"),
     (

@@ -12,6 +12,7 @@ mod channel;
 mod console;
 mod durable;
 mod faces;
+mod foxglove;
 mod fuzz_corpus;
 mod intents;
 mod llm;

@@ -23,6 +23,7 @@
 //! - [`source`]: file:line:col errors for the files people write.
 //! - [`config`]: layered configuration with precise errors.
 //! - [`eventlog`]: the JSONL event log every run writes.
+//! - [`mcap`]: a run as an MCAP file for Foxglove (`--mcap`, `robobrain export mcap`).
 //! - [`audio`]: WAV files, and sound through cpal (feature `audio`).
 //! - [`voice`]: speech as WAV files (espeak-ng) or text only; barge-in.
 //! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
@@ -49,6 +50,7 @@ pub mod lines;
 pub mod link;
 pub mod llm;
 pub mod mapview;
+pub mod mcap;
 pub mod mcp;
 pub mod memory;
 pub mod metrics;

@@ -3,7 +3,8 @@
 //! the config asks for (a model with the rule brain standing in, or the
 //! rule brain), its memory (or none), the configured MCP services' tools
 //! as skills, the durable store when asked for, the robot the URL names,
-//! and the run's JSONL log — and, started, a [`Session`]: the running
+//! and the run's logs (the JSONL log, and an MCAP recording for Foxglove
+//! when asked: [`RunLog`]) — and, started, a [`Session`]: the running
 //! [`Runtime`] with its recorder. Every face (console, desktop app, web
 //! page, headless, demo, MCP server) gets its run here and only translates
 //! it; what a run is made of is one [`RunInfo`], announced in a `run`
@@ -25,12 +26,13 @@
 //! ```
 //!
 //! - `robot.rs`: [`RobotUrl`], which link a run drives (`sim:`, `tcp://…`).
-//! - `recorder.rs`: the task that writes every event to the log and keeps the recent ones.
+//! - `recorder.rs`: the task that writes every event to the logs and keeps the recent ones.
+//! - `runlog.rs`: [`RunLog`], the JSONL log and the MCAP recording every writer of events writes to.
 
 pub mod recorder;
 pub mod robot;
+pub mod runlog;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -39,6 +41,7 @@ use tokio::sync::broadcast;
 
 pub use recorder::{Recent, RecordError, Recorder};
 pub use robot::RobotUrl;
+pub use runlog::RunLog;
 
 use crate::brain::BrainError;
 use crate::config::Config;
@@ -47,6 +50,7 @@ use crate::engine::{Engine, EngineError};
 use crate::eventlog::{self, EventLog, EventLogError};
 use crate::link::LinkError;
 use crate::mapview::MapView;
+use crate::mcap::{McapError, McapLog};
 use crate::memory::{MemoryError, MemoryHandle};
 use crate::protocol::run::{BrainChoice, BrainInfo, MemoryInfo, MemoryMode};
 use crate::protocol::{Command, Event, Hello, Role, RunInfo, SkillView};
@@ -99,6 +103,9 @@ pub enum SessionError {
     /// The event log could not be created.
     #[error(transparent)]
     Log(#[from] EventLogError),
+    /// The MCAP recording could not be created.
+    #[error("the MCAP recording: {0}")]
+    Mcap(#[from] McapError),
     /// The run's log is not the whole run.
     #[error("the event log could not be written: {0}")]
     Unrecorded(#[from] RecordError),
@@ -141,6 +148,8 @@ pub struct SessionOptions {
     pub record: bool,
     /// The event log (default `<runs_dir>/<thread>.jsonl`).
     pub log: Option<PathBuf>,
+    /// Also record the run as an MCAP file for Foxglove here (`--mcap`).
+    pub mcap: Option<PathBuf>,
     /// How fast sim time runs once started.
     pub pace: Pace,
     /// Said at start, in order.
@@ -154,7 +163,8 @@ pub struct SessionOptions {
 
 impl SessionOptions {
     /// The defaults for face `face`: the config's world on the simulator,
-    /// not recorded, the default log, real time, nothing said, nothing kept.
+    /// not recorded, the default log and no MCAP, real time, nothing said,
+    /// nothing kept.
     pub fn new(face: &'static str) -> Self {
         Self {
             face,
@@ -163,6 +173,7 @@ impl SessionOptions {
             resume: false,
             record: false,
             log: None,
+            mcap: None,
             pace: Pace::RealTime { speed: 1.0 },
             say: Vec::new(),
             keep_recent: 0,
@@ -184,8 +195,9 @@ pub struct Run {
     pub thread_id: String,
     /// What it is made of.
     pub info: RunInfo,
-    /// The event log, created, empty.
-    pub log: EventLog<File>,
+    /// The run's logs, created, empty: the JSONL log, and the MCAP
+    /// recording when the options ask for one.
+    pub log: RunLog,
     /// Where the robot is published to Home Assistant once started
     /// (`[home] mqtt` with `discovery`).
     home: Option<(MqttConfig, Discovery)>,
@@ -216,7 +228,7 @@ impl Run {
 
     /// Fits out an engine built elsewhere (the demo's, from its scenario) as
     /// `config` and `options` ask: the store (recording, or resuming), the
-    /// brain, the memory, the MCP services, the `run` event, the log.
+    /// brain, the memory, the MCP services, the `run` event, the logs.
     pub async fn around(
         mut engine: Engine,
         world: World,
@@ -276,12 +288,17 @@ impl Run {
             .log
             .clone()
             .unwrap_or_else(|| eventlog::default_path(&config.runs_dir, &thread_id));
+        let jsonl = EventLog::create(&path)?;
+        let mcap = match &options.mcap {
+            Some(file) => Some(McapLog::create(file, Some(MapView::of(&world)))?),
+            None => None,
+        };
         Ok(Self {
             engine,
             world,
             thread_id,
             info,
-            log: EventLog::create(&path)?,
+            log: RunLog::new(jsonl, mcap),
             home,
             options,
         })
@@ -298,7 +315,7 @@ impl Run {
 
     /// For a face that ticks the engine itself: what was to be said at
     /// start is given to it now.
-    pub fn into_lockstep(mut self) -> (Engine, EventLog<File>) {
+    pub fn into_lockstep(mut self) -> (Engine, RunLog) {
         for text in std::mem::take(&mut self.options.say) {
             self.engine.submit(Command::Say { text });
         }
@@ -306,13 +323,14 @@ impl Run {
     }
 
     /// Starts the run: the kernel at the options' pace, the recorder writing
-    /// every event to the log, and what was to be said sent. Call it inside
+    /// every event to the logs, and what was to be said sent. Call it inside
     /// a tokio runtime (the recorder runs on it).
     pub async fn start(mut self) -> Result<Session, SessionError> {
         let skills = self.skills();
         let (runtime, (events, logged)) =
             Runtime::start_subscribed_twice(self.engine, self.options.pace);
         let log_path = self.log.path().to_path_buf();
+        let mcap_path = self.log.mcap_path().map(Path::to_path_buf);
         let recorder = Recorder::start(self.options.keep_recent, logged, Some(self.log));
         let home = self.home.map(|(mqtt, discovery)| {
             let sender = runtime.sender();
@@ -339,6 +357,7 @@ impl Run {
             info: self.info,
             skills,
             log_path,
+            mcap_path,
             home,
         })
     }
@@ -355,6 +374,7 @@ pub struct Session {
     info: RunInfo,
     skills: Vec<SkillView>,
     log_path: PathBuf,
+    mcap_path: Option<PathBuf>,
     home: Option<HaPublisher>,
 }
 
@@ -441,9 +461,14 @@ impl Session {
         &self.log_path
     }
 
+    /// Where the MCAP recording is, when the run is recorded as MCAP.
+    pub fn mcap_path(&self) -> Option<&Path> {
+        self.mcap_path.as_deref()
+    }
+
     /// Stops the kernel (it brings the robot to rest and closes the
-    /// thread), waits for the last events to reach the log, and says
-    /// whether the log holds the whole run.
+    /// thread), waits for the last events to reach the logs (the MCAP
+    /// recording is then closed), and says whether they hold the whole run.
     pub async fn stop(&self) -> Result<(), SessionError> {
         // The kernel brings the robot to rest and closes the thread first.
         self.runtime.stop().await;
@@ -701,5 +726,51 @@ mod tests {
             seqs.windows(2).all(|w| w[1] == w[0] + 1),
             "no gaps: {seqs:?}"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_asked_for_mcap_records_every_event_of_its_log() {
+        let config = config("mcap");
+        let file = config.runs_dir.join("run.mcap");
+        let options = SessionOptions {
+            pace: Pace::RealTime { speed: 50.0 },
+            say: vec!["去厨房".into()],
+            mcap: Some(file.clone()),
+            ..SessionOptions::new("test")
+        };
+        let mut session = Session::open(&config, options).await.unwrap();
+        assert_eq!(session.mcap_path(), Some(file.as_path()));
+        let mut events = session.take_events();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while let Ok(e) = events.recv().await {
+                if e.kind.name() == "telemetry" {
+                    break;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        session.stop().await.unwrap();
+        let logged = crate::eventlog::read(session.log_path()).unwrap();
+        // Stopped, the recording is closed: its summary counts every message.
+        let bytes = std::fs::read(&file).unwrap();
+        let summary = ::mcap::Summary::read(&bytes).unwrap().unwrap();
+        let stats = summary.stats.unwrap();
+        let on = |prefix: &str| -> u64 {
+            stats
+                .channel_message_counts
+                .iter()
+                .filter(|(id, _)| summary.channels[id].topic.starts_with(prefix))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        assert_eq!(on("/events/"), logged.len() as u64);
+        let telemetry = logged
+            .iter()
+            .filter(|e| e.kind.name() == "telemetry")
+            .count();
+        assert!(telemetry > 0);
+        assert_eq!(on("/robot/pose"), telemetry as u64);
+        assert_eq!(on("/map"), 1);
     }
 }

@@ -69,11 +69,17 @@ pub struct Core {
 
 impl Core {
     /// Starts the run the session builder assembles from `config`, at
-    /// `speed` (sim seconds per wall second), on Tauri's async runtime;
-    /// returns the core and its event stream (every event from the first).
-    pub fn start(config: &Config, speed: f64) -> anyhow::Result<(Self, Receiver<Event>)> {
+    /// `speed` (sim seconds per wall second), recorded as MCAP in `mcap`
+    /// when given, on Tauri's async runtime; returns the core and its event
+    /// stream (every event from the first).
+    pub fn start(
+        config: &Config,
+        speed: f64,
+        mcap: Option<std::path::PathBuf>,
+    ) -> anyhow::Result<(Self, Receiver<Event>)> {
         let options = SessionOptions {
             pace: Pace::RealTime { speed },
+            mcap,
             ..SessionOptions::new("gui")
         };
         let mut session = tauri::async_runtime::block_on(Session::open(config, options))?;
@@ -192,7 +198,7 @@ mod tests {
             ..Config::default()
         };
         config.speech.voice = robobrain_core::voice::VoiceChoice::Text;
-        let (core, _events) = Core::start(&config, 1.0).unwrap();
+        let (core, _events) = Core::start(&config, 1.0, None).unwrap();
         let app = with_core(mock_builder(), core)
             .build(mock_context(noop_assets()))
             .unwrap();

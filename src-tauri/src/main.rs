@@ -4,7 +4,9 @@
 //! folder — Tauri's app config and data dirs,
 //! `~/.config/dev.robobrain.gui/` and `~/.local/share/dev.robobrain.gui/`
 //! ([`robobrain_core::places`]) — runs the run the session builder
-//! assembles in this process, and shows the web console's page.
+//! assembles in this process (at `ROBOBRAIN_SPEED`, recorded as MCAP in
+//! `ROBOBRAIN_MCAP` when set, as `--mcap` does), and shows the web
+//! console's page.
 
 use anyhow::Context;
 use robobrain_core::config::Config;
@@ -34,7 +36,8 @@ fn main() -> anyhow::Result<()> {
     let verbosity = 0;
     let sink = Sink::FileIn(config.runs_dir.join("logs"), "desktop");
     robobrain_core::diagnostics::init(&sink, verbosity).context("the diagnostics log")?;
-    let (core, events) = robobrain_gui::Core::start(&config, speed)?;
+    let mcap = std::env::var_os("ROBOBRAIN_MCAP").map(std::path::PathBuf::from);
+    let (core, events) = robobrain_gui::Core::start(&config, speed, mcap)?;
     robobrain_gui::with_core(tauri::Builder::default(), core)
         .plugin(tauri_plugin_notification::init())
         .setup(move |app| {

@@ -22,10 +22,11 @@ use robobrain_core::protocol::Event;
 use robobrain_core::runtime::Pace;
 use robobrain_core::scenario::{self, Scenario};
 use robobrain_core::session::{BrainSource, Run, fresh_thread_id};
+use robobrain_core::session::{RecordError, RunLog};
 
 use robobrain_tui::console;
 
-use crate::flags::{Durability, LOG_HELP};
+use crate::flags::{Durability, LOG_HELP, MCAP_HELP};
 use crate::headless;
 use crate::pretty::{Style, Throttle, render};
 
@@ -89,9 +90,11 @@ pub enum Cmd {
         speed: f64,
         #[arg(long, value_name = "FILE", help = LOG_HELP)]
         log: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", help = MCAP_HELP)]
+        mcap: Option<PathBuf>,
         /// Attach to a running `robobrain serve` instead of running a brain
         /// here: ws://HOST:PORT[?token=…] (a viewer token watches only).
-        #[arg(long, value_name = "URL", conflicts_with_all = ["speed", "log"])]
+        #[arg(long, value_name = "URL", conflicts_with_all = ["speed", "log", "mcap"])]
         connect: Option<String>,
     },
     /// A headless patrol printed as a readable, coloured event log.
@@ -104,6 +107,8 @@ pub enum Cmd {
         speed: f64,
         #[arg(long, value_name = "FILE", help = LOG_HELP)]
         log: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", help = MCAP_HELP)]
+        mcap: Option<PathBuf>,
     },
     /// JSONL events on stdout; commands (JSON) or utterances on stdin.
     Headless(headless::Args),
@@ -158,6 +163,12 @@ pub enum Cmd {
         /// Where to write the HTML.
         #[arg(short, long, value_name = "FILE", default_value = "report.html")]
         output: PathBuf,
+    },
+    /// Converts a run's JSONL event log for other tools: `export mcap RUN.jsonl -o RUN.mcap` (Foxglove).
+    Export {
+        /// What to convert to.
+        #[command(subcommand)]
+        to: crate::export::To,
     },
     /// Prints a shell completion script: `source <(robobrain completions bash)`,
     /// or save it where your shell looks (README, "Shell completions").
@@ -234,7 +245,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         );
     }
     match cli.command {
-        None if console::has_terminal() => tui(&config, 1.0, None, &durable),
+        None if console::has_terminal() => tui(&config, 1.0, Logs::default(), &durable),
         None => demo(
             cli.world.as_deref(),
             cli.seed,
@@ -242,7 +253,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             DemoOptions {
                 fast: false,
                 speed: DEMO_SPEED,
-                log: None,
+                logs: Logs::default(),
                 record: durable.record,
             },
         ),
@@ -252,16 +263,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Tui {
             speed,
             log,
+            mcap,
             connect: None,
-        }) => tui(&config, speed, log, &durable),
-        Some(Cmd::Demo { fast, speed, log }) => demo(
+        }) => tui(&config, speed, Logs { log, mcap }, &durable),
+        Some(Cmd::Demo {
+            fast,
+            speed,
+            log,
+            mcap,
+        }) => demo(
             cli.world.as_deref(),
             cli.seed,
             &config,
             DemoOptions {
                 fast,
                 speed,
-                log,
+                logs: Logs { log, mcap },
                 record: durable.record,
             },
         ),
@@ -281,6 +298,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Cmd::MockLlm { script, listen }) => mock_llm(&script, &listen),
         Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
+        Some(Cmd::Export { to }) => crate::export::run(&to, cli.world.as_deref()),
         Some(Cmd::Completions { .. } | Cmd::Man) => unreachable!("answered before the config"),
         Some(Cmd::Paths) => paths(cli.config.as_deref(), &config),
         Some(Cmd::Assist(args)) => crate::assist::run(&config, &args),
@@ -288,19 +306,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn tui(
-    config: &Config,
-    speed: f64,
+/// `--log` and `--mcap`, as given.
+#[derive(Debug, Default)]
+struct Logs {
     log: Option<PathBuf>,
-    durable: &Durability,
-) -> Result<ExitCode> {
+    mcap: Option<PathBuf>,
+}
+
+fn tui(config: &Config, speed: f64, logs: Logs, durable: &Durability) -> Result<ExitCode> {
     anyhow::ensure!(
         console::has_terminal(),
         "the console needs a terminal; use `robobrain headless` or `robobrain demo` without one"
     );
     let session = robobrain_core::session::SessionOptions {
         pace: Pace::RealTime { speed },
-        log,
+        log: logs.log,
+        mcap: logs.mcap,
         ..durable.options("console")?
     };
     let ended = console::run(config, session, console::color_allowed())?;
@@ -347,20 +368,7 @@ fn report(log: &Path, output: &Path, world: Option<&str>) -> Result<ExitCode> {
         "{}: the log has no events",
         log.display()
     );
-    let named = events.iter().find_map(|e| match &e.kind {
-        robobrain_core::protocol::EventKind::Snapshot { snapshot } => Some(snapshot.world.clone()),
-        _ => None,
-    });
-    let map = match world.map(str::to_string).or(named) {
-        Some(w) => match robobrain_core::world::World::resolve(&w) {
-            Ok(world) => Some(robobrain_core::mapview::MapView::of(&world)),
-            Err(e) => {
-                eprintln!("warning: the world {w:?}: {e}; the trajectory is drawn without walls");
-                None
-            }
-        },
-        None => None,
-    };
+    let map = crate::export::map_of(&events, world, "the trajectory is drawn without walls");
     let html = robobrain_tui::report::render(&events, map.as_ref(), &log.display().to_string());
     std::fs::write(output, html).with_context(|| format!("cannot write {}", output.display()))?;
     eprintln!("wrote {} ({} events)", output.display(), events.len());
@@ -415,21 +423,20 @@ fn override_scenario(s: &mut Scenario, world: Option<&str>, seed: Option<u64>) {
     }
 }
 
-/// Prints each tick's events (throttled), writes them to the log, and keeps
+/// Prints each tick's events (throttled), writes them to the logs, and keeps
 /// sim time at `speed` × wall time when paced.
 struct Watcher {
-    log: EventLog<std::fs::File>,
-    log_error: Option<eventlog::EventLogError>,
+    log: RunLog,
+    log_error: Option<RecordError>,
     print: Option<(Style, Throttle)>,
     pace: Option<(Instant, f64)>,
 }
 
 impl Watcher {
     fn observe(&mut self, time: f64, events: &[Event]) {
-        if self.log_error.is_none()
-            && let Err(e) = self.log.write_batch(events)
-        {
-            self.log_error = Some(e);
+        // A log that fails is closed; the others go on, and the first error stays.
+        if let Err(e) = self.log.write_batch(events) {
+            self.log_error.get_or_insert(e);
         }
         if let Some((style, throttle)) = &mut self.print {
             let mut out = std::io::stdout().lock();
@@ -451,20 +458,24 @@ impl Watcher {
         }
     }
 
-    /// Fails when the log could not be written: a run must not go unrecorded.
+    /// Closes the logs; fails when one could not be written: a run must
+    /// not go unrecorded.
     fn finish(self) -> Result<PathBuf> {
+        let path = self.log.path().to_path_buf();
+        let closed = self.log.finish();
         if let Some(e) = self.log_error {
             return Err(e).context("the event log could not be written");
         }
-        Ok(self.log.path().to_path_buf())
+        closed.context("the event log could not be written")?;
+        Ok(path)
     }
 }
 
-/// How the demo runs: its pace, its log, whether it is recorded.
+/// How the demo runs: its pace, its logs, whether it is recorded.
 struct DemoOptions {
     fast: bool,
     speed: f64,
-    log: Option<PathBuf>,
+    logs: Logs,
     record: bool,
 }
 
@@ -477,7 +488,7 @@ fn demo(
     let DemoOptions {
         fast,
         speed,
-        log,
+        logs,
         record,
     } = options;
     let mut s = scenario::parse(DEMO, Path::new(DEMO_FILE))?;
@@ -491,7 +502,8 @@ fn demo(
     let engine = scenario::prepare(&s)?;
     let session = robobrain_core::session::SessionOptions {
         record,
-        log,
+        log: logs.log,
+        mcap: logs.mcap,
         pace: Pace::RealTime { speed },
         brain: if s.brain == scenario::BrainChoice::Rule {
             BrainSource::Configured
@@ -511,6 +523,9 @@ fn demo(
         style.paint("1", &format!("robobrain demo — {}", s.description.trim()))
     );
     println!("event log: {}", log.path().display());
+    if let Some(mcap) = log.mcap_path() {
+        println!("MCAP recording: {}", mcap.display());
+    }
     let mut watcher = Watcher {
         log,
         log_error: None,
@@ -563,7 +578,7 @@ fn scenarios(
         let tid = s.config.thread_id.clone().unwrap_or_else(|| s.name.clone());
         let path = eventlog::default_path(log_dir, &tid);
         let mut watcher = Watcher {
-            log: EventLog::create(&path)?,
+            log: RunLog::new(EventLog::create(&path)?, None),
             log_error: None,
             print: verbose.then(|| (style, Throttle::default())),
             pace: None,

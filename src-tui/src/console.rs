@@ -103,6 +103,9 @@ pub fn run(config: &Config, options: SessionOptions, color: bool) -> Result<Ende
             "event log: {}",
             local.session.log_path().display()
         );
+        if let Some(mcap) = local.session.mcap_path() {
+            let _ = writeln!(std::io::stdout(), "MCAP recording: {}", mcap.display());
+        }
         Ok(ended)
     })
 }

@@ -1,4 +1,4 @@
-//! What the subcommands share: the help of `--log`, the global flags
+//! What the subcommands share: the help of `--log` and `--mcap`, the global flags
 //! (`--robot`, `--thread`, `--resume`, `--db`) as the session builder's
 //! options, and the async runtime a session runs on. Below `cli.rs` and
 //! every subcommand, so no subcommand reaches back into `cli.rs`.
@@ -9,6 +9,8 @@ use tokio::runtime::Runtime;
 
 /// Help for `--log`.
 pub const LOG_HELP: &str = "Event log file (default: <runs_dir>/<thread_id>.jsonl)";
+/// Help for `--mcap`.
+pub const MCAP_HELP: &str = "Also record the run as an MCAP file for Foxglove (docs/foxglove.md)";
 
 /// The durability and robot flags, as given.
 #[derive(Debug, Clone, Default)]

@@ -22,15 +22,14 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
-use robobrain_core::eventlog::EventLog;
 use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
 use robobrain_core::runtime::Pace;
-use robobrain_core::session::{Run, Session, SessionOptions};
+use robobrain_core::session::{Run, RunLog, Session, SessionOptions};
 use serde_json::json;
 use tokio::signal::unix::SignalKind;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::flags::{Durability, LOG_HELP};
+use crate::flags::{Durability, LOG_HELP, MCAP_HELP};
 
 /// Sim seconds of nothing to do, after stdin ends, before the run stops.
 pub const SETTLE_S: f64 = 2.0;
@@ -60,6 +59,8 @@ pub struct Args {
     pub grace: f64,
     #[arg(long, value_name = "FILE", help = LOG_HELP)]
     pub log: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = MCAP_HELP)]
+    pub mcap: Option<PathBuf>,
 }
 
 use robobrain_tui::operator::{Forwarded, LineReader, ReadLine};
@@ -139,6 +140,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
     let options = SessionOptions {
         pace: Pace::RealTime { speed: args.speed },
         log: args.log.clone(),
+        mcap: args.mcap.clone(),
         say: args.say.clone(),
         ..durable.options("run")?
     };
@@ -171,7 +173,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
 fn lockstep(
     mut engine: Engine,
     args: &Args,
-    mut log: EventLog<std::fs::File>,
+    mut log: RunLog,
     signalled: &AtomicI32,
 ) -> Result<ExitCode> {
     let mut shutdown = false;
@@ -203,6 +205,7 @@ fn lockstep(
         log.write_batch(&events)?;
         for event in events.drain(..) {
             if emit(&mut out, &event).is_err() {
+                log.finish()?;
                 return Ok(ExitCode::SUCCESS); // stdout closed: nobody is listening.
             }
         }
@@ -218,6 +221,7 @@ fn lockstep(
         if n != 0 {
             // Brings the robot to rest before the process ends.
             engine.shutdown();
+            log.finish()?;
             return Ok(ExitCode::from(128 + n as u8));
         }
         if engine.is_settled() {
@@ -233,6 +237,7 @@ fn lockstep(
         }
     }
     engine.shutdown();
+    log.finish()?;
     Ok(ExitCode::SUCCESS)
 }
 

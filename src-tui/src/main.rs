@@ -5,6 +5,7 @@
 mod assist;
 mod audit;
 mod cli;
+mod export;
 mod flags;
 mod headless;
 mod mcpserve;

@@ -25,7 +25,7 @@ use robobrain_tui::mcp::http::{HttpServer, PATH, check_bind};
 use robobrain_tui::mcp::{McpServer, Options, RECENT_EVENTS};
 use robobrain_tui::operator::forward;
 
-use crate::flags::{Durability, LOG_HELP, secret};
+use crate::flags::{Durability, LOG_HELP, MCAP_HELP, secret};
 
 /// Arguments of `robobrain mcp`.
 #[derive(Debug, clap::Args)]
@@ -51,6 +51,8 @@ pub struct Args {
     pub call_timeout: f64,
     #[arg(long, value_name = "FILE", help = LOG_HELP)]
     pub log: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = MCAP_HELP)]
+    pub mcap: Option<PathBuf>,
 }
 
 /// Runs the MCP server until the client leaves (stdio) or a signal (HTTP).
@@ -77,6 +79,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
     let options = SessionOptions {
         pace: Pace::RealTime { speed: args.speed },
         log: args.log.clone(),
+        mcap: args.mcap.clone(),
         keep_recent: RECENT_EVENTS,
         ..durable.options("mcp")?
     };

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use robobrain_tui::web::{Access, Served, WebServer, access};
 
-use crate::flags::{Durability, LOG_HELP, secret};
+use crate::flags::{Durability, LOG_HELP, MCAP_HELP, secret};
 
 /// Events kept for viewers that reconnect.
 const RECENT_EVENTS: usize = 20_000;
@@ -49,6 +49,8 @@ pub struct Args {
     pub say: Vec<String>,
     #[arg(long, value_name = "FILE", help = LOG_HELP)]
     pub log: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = MCAP_HELP)]
+    pub mcap: Option<PathBuf>,
 }
 
 /// Serves until Ctrl-C or SIGTERM.
@@ -72,6 +74,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
     let options = SessionOptions {
         pace: Pace::RealTime { speed: args.speed },
         log: args.log.clone(),
+        mcap: args.mcap.clone(),
         say: args.say.clone(),
         keep_recent: RECENT_EVENTS,
         ..durable.options("serve")?

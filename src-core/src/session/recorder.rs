@@ -1,19 +1,21 @@
 //! What a started run keeps of its events: every event written to the run's
-//! JSONL log, the most recent ones in memory — for the MCP `events`
+//! logs (the JSONL log, and the MCAP recording when asked: [`RunLog`]), and
+//! the most recent ones in memory — for the MCP `events`
 //! resource and for a web viewer that reconnects and resumes after the
 //! last event it saw — and their counts (`/metrics`). One task per run,
 //! subscribed before the first tick, so the log holds every event whichever
 //! face shows them.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::broadcast::Receiver;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::watch;
 
-use crate::eventlog::{EventLog, EventLogError};
+use super::RunLog;
+use crate::eventlog::EventLogError;
+use crate::mcap::McapError;
 use crate::metrics::EventCounts;
 use crate::protocol::Event;
 
@@ -72,6 +74,9 @@ pub enum RecordError {
     /// The log could not be written; later events were not logged.
     #[error(transparent)]
     Write(#[from] EventLogError),
+    /// The MCAP recording could not be written; later events were not recorded.
+    #[error("the MCAP recording: {0}")]
+    Mcap(#[from] McapError),
     /// The log writer fell behind the kernel and these events were dropped.
     #[error("{0} events were not logged: the log writer fell behind")]
     Lagged(u64),
@@ -80,6 +85,8 @@ pub enum RecordError {
 /// The task that keeps a started run's events: see the module's doc.
 pub struct Recorder {
     recent: Arc<Recent>,
+    /// Told once the runtime has stopped: what is left is taken, the logs closed.
+    close: watch::Sender<bool>,
     counts: Arc<Mutex<EventCounts>>,
     done: watch::Receiver<bool>,
     failed: Arc<Mutex<Option<RecordError>>>,
@@ -88,11 +95,13 @@ pub struct Recorder {
 impl Recorder {
     /// Starts keeping `events` on the current tokio runtime: each is written
     /// to `log` (when given) and the last `capacity` are kept in memory,
-    /// until the runtime stops. A log that fails is said once on stderr and
-    /// no longer written; [`Recorder::finished`] reports it.
-    pub fn start(capacity: usize, events: Receiver<Event>, log: Option<EventLog<File>>) -> Self {
+    /// until [`Recorder::finished`] (or the end of the event stream), when
+    /// the logs are closed. A log that fails is said once on stderr and no
+    /// longer written; [`Recorder::finished`] reports it.
+    pub fn start(capacity: usize, events: Receiver<Event>, log: Option<RunLog>) -> Self {
         let recent = Arc::new(Recent::new(capacity));
         let (done_tx, done) = watch::channel(false);
+        let (close, closing) = watch::channel(false);
         let failed = Arc::new(Mutex::new(None));
         let counts = Arc::new(Mutex::new(EventCounts::default()));
         tokio::spawn(record(
@@ -103,10 +112,11 @@ impl Recorder {
             events,
             log,
             Arc::clone(&failed),
-            done_tx,
+            (closing, done_tx),
         ));
         Self {
             recent,
+            close,
             counts,
             done,
             failed,
@@ -126,9 +136,11 @@ impl Recorder {
             .clone()
     }
 
-    /// Waits (at most `within`) until every event the run sent is kept —
-    /// the runtime must have stopped — and says whether the log holds them all.
+    /// Waits (at most `within`) until every event the run sent is kept and
+    /// the logs are closed — the runtime must have stopped — and says
+    /// whether the logs hold them all.
     pub async fn finished(&self, within: std::time::Duration) -> Result<(), RecordError> {
+        let _ = self.close.send(true);
         let mut done = self.done.clone();
         let _ = tokio::time::timeout(within, done.wait_for(|d| *d)).await;
         match self
@@ -152,17 +164,36 @@ struct Kept {
 async fn record(
     kept: Kept,
     mut events: Receiver<Event>,
-    mut log: Option<EventLog<File>>,
+    mut log: Option<RunLog>,
     failed: Arc<Mutex<Option<RecordError>>>,
-    done: watch::Sender<bool>,
+    (mut closing, done): (watch::Receiver<bool>, watch::Sender<bool>),
 ) {
     let fail = |e: RecordError| {
         eprintln!("error: the event log: {e}");
         let mut slot = failed.lock().unwrap_or_else(PoisonError::into_inner);
         slot.get_or_insert(e);
     };
+    // Once told to close (the runtime has stopped: nothing more is sent),
+    // what is still in the channel is taken without waiting.
+    let mut draining = false;
     loop {
-        let event = match events.recv().await {
+        let received = if draining {
+            match events.try_recv() {
+                Ok(event) => Ok(event),
+                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(_) => break,
+            }
+        } else {
+            tokio::select! {
+                biased;
+                event = events.recv() => event,
+                _ = closing.wait_for(|c| *c) => {
+                    draining = true;
+                    continue;
+                }
+            }
+        };
+        let event = match received {
             Ok(event) => event,
             Err(RecvError::Lagged(n)) => {
                 fail(RecordError::Lagged(n));
@@ -173,14 +204,16 @@ async fn record(
         if let Some(l) = &mut log
             && let Err(e) = l.write_batch(std::slice::from_ref(&event))
         {
-            fail(e.into());
-            log = None;
+            fail(e);
         }
         kept.counts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .observe(&event);
         kept.recent.push(event);
+    }
+    if let Some(Err(e)) = log.take().map(RunLog::finish) {
+        fail(e);
     }
     let _ = done.send(true);
 }
