@@ -11,6 +11,8 @@
 //! the logs are written by the session's recorder task, not on the kernel
 //! thread: there the kernel tick does not wait for the recording at all.
 
+#![allow(missing_docs, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
 mod figures;
 mod support;
 
@@ -76,7 +78,7 @@ fn main() {
     let mut events = Vec::with_capacity(256);
     let mut n = 0u64;
     while plain.engine.time() < SIM_SECONDS {
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             plain.tick(&mut events);
             recorded.tick(&mut events);
         } else {

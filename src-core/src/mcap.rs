@@ -186,27 +186,25 @@ impl McapLog {
         serde_json::to_writer(&mut self.buf, event).map_err(|e| self.io_error(e.into()))?;
         self.put(channel, event)?;
         self.recorded.events += 1;
-        match &event.kind {
-            EventKind::Telemetry {
-                pose,
-                battery_pct,
-                charging,
-                ..
-            } => {
-                self.put_view(View::Pose, event, &views::pose_in_frame(event.time, *pose))?;
-                self.put_view(
-                    View::Battery,
-                    event,
-                    &views::battery(event.time, *battery_pct, *charging),
-                )?;
+        if let EventKind::Telemetry {
+            pose,
+            battery_pct,
+            charging,
+            ..
+        } = &event.kind
+        {
+            self.put_view(View::Pose, event, &views::pose_in_frame(event.time, *pose))?;
+            self.put_view(
+                View::Battery,
+                event,
+                &views::battery(event.time, *battery_pct, *charging),
+            )?;
+        } else {
+            if let Some(line) = views::log_line(event) {
+                self.put_view(View::Log, event, &line)?;
             }
-            _ => {
-                if let Some(line) = views::log_line(event) {
-                    self.put_view(View::Log, event, &line)?;
-                }
-                if let Some(frame) = views::evidence(event) {
-                    self.put_frame(event, frame)?;
-                }
+            if let Some(frame) = views::evidence(event) {
+                self.put_frame(event, frame)?;
             }
         }
         Ok(())
@@ -246,12 +244,11 @@ impl McapLog {
         if !self.frames.insert(frame.to_string()) {
             return Ok(());
         }
-        match std::fs::read(frame) {
-            Ok(png) => self.put_view(View::Camera, event, &views::png_image(event.time, &png)),
-            Err(_) => {
-                self.recorded.missing_frames.push(frame.to_string());
-                Ok(())
-            }
+        if let Ok(png) = std::fs::read(frame) {
+            self.put_view(View::Camera, event, &views::png_image(event.time, &png))
+        } else {
+            self.recorded.missing_frames.push(frame.to_string());
+            Ok(())
         }
     }
 
@@ -501,10 +498,11 @@ mod tests {
                 assert_eq!(frames.len(), 1, "the demo's smoke alert keeps one frame");
                 let png = got.iter().find(|m| m.0 == schemas::CAMERA_TOPIC).unwrap();
                 let image: Value = serde_json::from_slice(&png.4).unwrap();
-                use base64::Engine as _;
-                let data = base64::engine::general_purpose::STANDARD
-                    .decode(image["data"].as_str().unwrap())
-                    .unwrap();
+                let data = base64::Engine::decode(
+                    &base64::engine::general_purpose::STANDARD,
+                    image["data"].as_str().unwrap(),
+                )
+                .unwrap();
                 assert!(data.starts_with(b"\x89PNG"));
             }
         }
@@ -556,12 +554,11 @@ mod tests {
     }
 
     fn placed(tree: &Value, out: &mut Vec<String>) {
-        match tree {
-            Value::String(id) => out.push(id.clone()),
-            _ => {
-                placed(&tree["first"], out);
-                placed(&tree["second"], out);
-            }
+        if let Value::String(id) = tree {
+            out.push(id.clone());
+        } else {
+            placed(&tree["first"], out);
+            placed(&tree["second"], out);
         }
     }
 

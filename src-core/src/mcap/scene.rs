@@ -19,7 +19,7 @@ fn color(r: f64, g: f64, b: f64, a: f64) -> Value {
 }
 
 /// A box of `size` centred on world point `(x, y)` at height `z` (its centre).
-fn cube(x: f64, y: f64, z: f64, size: (f64, f64, f64), rgba: Value) -> Value {
+fn cube(x: f64, y: f64, z: f64, size: (f64, f64, f64), rgba: &Value) -> Value {
     json!({
         "pose": pose(Pose::new(x, y, 0.0), z),
         "size": {"x": size.0, "y": size.1, "z": size.2},
@@ -28,10 +28,10 @@ fn cube(x: f64, y: f64, z: f64, size: (f64, f64, f64), rgba: Value) -> Value {
 }
 
 /// A floor tile over `rect`, raised by `lift` so tiles drawn later show on top.
-fn tile(rect: Rect, lift: f64, rgba: Value) -> Value {
+fn tile(rect: Rect, lift: f64, rgba: &Value) -> Value {
     cube(
-        (rect.x0 + rect.x1) / 2.0,
-        (rect.y0 + rect.y1) / 2.0,
+        f64::midpoint(rect.x0, rect.x1),
+        f64::midpoint(rect.y0, rect.y1),
         lift + TILE / 2.0,
         ((rect.x1 - rect.x0).abs(), (rect.y1 - rect.y0).abs(), TILE),
         rgba,
@@ -90,7 +90,7 @@ fn walls(map: &MapView) -> Vec<Value> {
                 (r as f64 + 0.5) * res,
                 WALL_HEIGHT / 2.0,
                 (len * res, res, WALL_HEIGHT),
-                color(0.55, 0.57, 0.6, 1.0),
+                &color(0.55, 0.57, 0.6, 1.0),
             ));
         }
     }
@@ -111,7 +111,7 @@ pub fn scene(map: &MapView, time: f64) -> Value {
             } else {
                 color(0.2, 0.5, 0.9, 0.2)
             };
-            tile(z.rect, 0.0, rgba)
+            tile(z.rect, 0.0, &rgba)
         })
         .collect();
     let zone_names = map
@@ -122,7 +122,7 @@ pub fn scene(map: &MapView, time: f64) -> Value {
     let passages = map
         .passages
         .iter()
-        .map(|p| tile(p.rect, TILE, color(1.0, 0.7, 0.1, 0.6)))
+        .map(|p| tile(p.rect, TILE, &color(1.0, 0.7, 0.1, 0.6)))
         .collect();
     let dock = json!({
         "pose": pose(map.dock, 0.05),
