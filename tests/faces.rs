@@ -431,15 +431,7 @@ fn line_after(out: &str, prefix: &str) -> String {
 #[test]
 fn consoles_attached_to_serve_and_the_page_see_one_approval_answered_once() {
     let dir = temp_dir("connect");
-    let config = dir.join("robobrain.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "runs_dir = {:?}\n[memory]\nenabled = false\n[speech]\nvoice = \"text\"\n",
-            dir.join("runs").display().to_string()
-        ),
-    )
-    .unwrap();
+    let config = crate::support::quiet_config(&dir);
     let server = serve_with(&config, &["--token", "OPS", "--viewer-token", "LOOK"], 4.0);
     let console = |token: &str| {
         let args = format!("tui --connect 'ws://{}/?token={token}'", server.addr);

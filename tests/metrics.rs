@@ -302,15 +302,7 @@ async fn metrics_are_prometheus_text_and_move_with_the_run() {
 #[test]
 fn with_a_token_metrics_need_it_and_healthz_does_not() {
     let dir = temp_dir("metrics-token");
-    let config = dir.join("robobrain.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "runs_dir = {:?}\n[memory]\nenabled = false\n[speech]\nvoice = \"text\"\n",
-            dir.join("runs").display().to_string()
-        ),
-    )
-    .unwrap();
+    let config = crate::support::quiet_config(&dir);
     let server = serve_with(
         &config,
         &["--token", "op-secret", "--viewer-token", "look"],
@@ -342,15 +334,7 @@ fn with_a_token_metrics_need_it_and_healthz_does_not() {
 fn healthz_is_503_while_the_robot_link_is_down() {
     let dir = temp_dir("metrics-link");
     let sim = SimProcess::start(&dir.join("sim.jsonl"), "1", &[]);
-    let config = dir.join("robobrain.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "runs_dir = {:?}\n[memory]\nenabled = false\n[speech]\nvoice = \"text\"\n",
-            dir.join("runs").display().to_string()
-        ),
-    )
-    .unwrap();
+    let config = crate::support::quiet_config(&dir);
     let server = serve_with(&config, &["--robot", &sim.url], 1.0);
     let (status, body) = get(&server.addr, "/healthz", &[]);
     assert_eq!(status, 200, "{body}");

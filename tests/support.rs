@@ -111,3 +111,18 @@ pub fn time_service() -> String {
         "[[mcp.services]]\nname = \"time\"\ncommand = {python:?}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n"
     )
 }
+
+/// A config in `dir` for a run that leaves no trace outside it: data in
+/// `dir/runs`, memory off, speech as text only.
+pub fn quiet_config(dir: &Path) -> PathBuf {
+    let config = dir.join("robobrain.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "runs_dir = {:?}\n[memory]\nenabled = false\n[speech]\nvoice = \"text\"\n",
+            dir.join("runs").display().to_string()
+        ),
+    )
+    .unwrap();
+    config
+}
