@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::sim_process::SimProcess;
 use crate::support::temp_dir;
 
-const THREAD: &str = "kill-test";
+pub(crate) const THREAD: &str = "kill-test";
 const SPEED: &str = "20";
 
 /// One brain process and the JSON events it prints.
@@ -34,9 +34,14 @@ pub(crate) struct Brain {
 
 impl Brain {
     fn start(url: &str, db: &Path, resume: bool, say: &[&str]) -> Self {
+        Self::start_at(url, db, SPEED, resume, say)
+    }
+
+    /// `robobrain headless --robot URL --thread THREAD --speed SPEED --db DB [--resume]`.
+    pub(crate) fn start_at(url: &str, db: &Path, speed: &str, resume: bool, say: &[&str]) -> Self {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_robobrain"));
         cmd.args([
-            "headless", "--robot", url, "--thread", THREAD, "--speed", SPEED,
+            "headless", "--robot", url, "--thread", THREAD, "--speed", speed,
         ]);
         Self::spawn(cmd, db, resume, say)
     }
@@ -69,6 +74,18 @@ impl Brain {
             cmd.args(["--say", s]);
         }
         let mut child = cmd.spawn().unwrap();
+        // Read stderr as it comes (a full pipe would block the brain);
+        // ROBOBRAIN_TEST_STDERR=1 shows it.
+        if let Some(stderr) = child.stderr.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { return };
+                    if std::env::var_os("ROBOBRAIN_TEST_STDERR").is_some() {
+                        eprintln!("brain: {line}");
+                    }
+                }
+            });
+        }
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -121,7 +138,7 @@ impl Brain {
         }
     }
 
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         // SIGKILL: no destructor, no last commit, no goodbye to the robot.
         self.child.kill().unwrap();
         self.child.wait().unwrap();

@@ -2,7 +2,8 @@
 //! `robobrain-tui` crate): every scenario in `tests/scenarios/`, the demo,
 //! malformed scenario files, the headless JSONL stream, the console in
 //! tmux (`console.rs`), `robobrain mcp` with the rmcp client (`mcp.rs`),
-//! and one run through every face, with `tui --connect` (`faces.rs`).
+//! one run through every face, with `tui --connect` (`faces.rs`), and the
+//! ROS 2 link against a Cyclone DDS fake Nav2 (`ros2.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -20,6 +21,8 @@ mod mcp;
 mod memory;
 mod metrics;
 mod rest;
+#[cfg(feature = "ros2")]
+mod ros2;
 mod sim_process;
 mod support;
 mod web;
@@ -124,6 +127,24 @@ scenario_tests! {
     scenario_h37_replies_in_english_en => "h37_replies_in_english_en.toml",
     scenario_h38_timers_en => "h38_timers_en.toml",
     scenario_h39_timers_zh => "h39_timers_zh.toml",
+}
+
+/// A build without the `ros2` feature refuses `ros2://` robots and says
+/// how to build one that takes them (the tests of the link itself,
+/// `ros2.rs`, run with the feature, as `./x test` builds).
+#[cfg(not(feature = "ros2"))]
+#[test]
+fn a_build_without_ros2_says_how_to_get_it() {
+    let out = robobrain(
+        &["headless", "--robot", "ros2://?domain=7", "--duration", "1"],
+        "",
+    );
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("built without the ros2 feature"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -446,6 +446,8 @@ pub struct Config {
     pub store: crate::store::StoreConfig,
     /// The robot link (`[link]`): the dead-man.
     pub link: crate::link::LinkConfig,
+    /// The robot (`[robot]`): its URL when `--robot` is not given.
+    pub robot: crate::link::RobotConfig,
     /// The skills (`[skills]`): lazy initialisation, evidence frames.
     pub skills: SkillsConfig,
     /// Patrols (`[patrol]`): repeated rounds.
@@ -475,6 +477,7 @@ impl Default for Config {
             llm: LlmConfig::default(),
             store: crate::store::StoreConfig::default(),
             link: crate::link::LinkConfig::default(),
+            robot: crate::link::RobotConfig::default(),
             skills: SkillsConfig::default(),
             patrol: PatrolConfig::default(),
             speech: SpeechConfig::default(),
@@ -638,6 +641,9 @@ impl Config {
             return err(key, problem);
         }
         if let Some((key, problem)) = self.link.problem() {
+            return err(key, problem);
+        }
+        if let Some((key, problem)) = self.robot.problem() {
             return err(key, problem);
         }
         if let Some(i) = self.patrol.interval_s

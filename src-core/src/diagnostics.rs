@@ -43,11 +43,15 @@ pub enum Sink {
 }
 
 /// The filter for `verbosity` (−1 quiet … 3) when `RUST_LOG` is not set.
+/// RustDDS (the ROS 2 link's DDS) warns and errs about conditions that are
+/// normal for it (no multicast on loopback, a peer gone, its own shutdown):
+/// it speaks from `-v` on, one level below the rest; the link reports what
+/// matters itself (a robot lost puts the kernel in SAFE).
 pub fn default_filter(verbosity: i8) -> &'static str {
     match verbosity {
-        i8::MIN..=-1 => "error",
-        0 => "warn",
-        1 => "info",
+        i8::MIN..=-1 => "error,rustdds=off",
+        0 => "warn,rustdds=off",
+        1 => "info,rustdds=warn",
         2 => "debug",
         _ => "trace",
     }
@@ -112,9 +116,9 @@ mod tests {
 
     #[test]
     fn quiet_default_and_verbose_map_to_levels() {
-        assert_eq!(default_filter(-1), "error");
-        assert_eq!(default_filter(0), "warn");
-        assert_eq!(default_filter(1), "info");
+        assert_eq!(default_filter(-1), "error,rustdds=off");
+        assert_eq!(default_filter(0), "warn,rustdds=off");
+        assert_eq!(default_filter(1), "info,rustdds=warn");
         assert_eq!(default_filter(2), "debug");
         assert_eq!(default_filter(9), "trace");
         let f = log_file(Path::new("runs/logs"), "console");

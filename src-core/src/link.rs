@@ -6,8 +6,10 @@
 //! feedback while it runs, a result with an error code, cancellation by id,
 //! and a status query by id (so a resumed brain can ask "what happened to
 //! goal X"). The in-process simulator ([`crate::sim::SimLink`]) is one
-//! implementation; a simulator in another process or a real robot is another.
+//! implementation; a simulator in another process ([`tcp::TcpLink`]) or a
+//! real robot on ROS 2 and Nav2 ([`ros2`], feature `ros2`) is another.
 
+pub mod ros2;
 pub mod tcp;
 
 use serde::{Deserialize, Serialize};
@@ -248,6 +250,36 @@ pub enum LinkReply {
         /// The goals it stopped (the base goal that was running, if any).
         stopped: Vec<GoalId>,
     },
+}
+
+/// Which robot a run drives when no `--robot` is given (`[robot]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RobotConfig {
+    /// The robot's URL: `sim:` (the default), `tcp://HOST:PORT` or
+    /// `ros2://?domain=N&namespace=/NAME` (docs/ros2.md).
+    pub url: Option<String>,
+}
+
+impl RobotConfig {
+    /// What is wrong with the settings, if anything: `(key, problem)`.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        let url = self.url.as_deref()?.trim();
+        if url.starts_with("ros2:") {
+            return ros2::Ros2Options::parse(url)
+                .err()
+                .map(|e| ("robot.url", e.to_string()));
+        }
+        let known = url == "sim" || url.starts_with("sim:") || url.starts_with("tcp://");
+        (!known).then(|| {
+            (
+                "robot.url",
+                format!(
+                    "expected sim:, tcp://HOST:PORT or ros2://?domain=N&namespace=/NAME, found {url:?}"
+                ),
+            )
+        })
+    }
 }
 
 /// The robot link's settings (`[link]`).

@@ -25,7 +25,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! - `robot.rs`: [`RobotUrl`], which link a run drives (`sim:`, `tcp://…`).
+//! - `robot.rs`: [`RobotUrl`], which link a run drives (`sim:`, `tcp://…`, `ros2://…`).
 //! - `recorder.rs`: the task that writes every event to the logs and keeps the recent ones.
 //! - `runlog.rs`: [`RunLog`], the JSONL log and the MCAP recording every writer of events writes to.
 
@@ -140,8 +140,8 @@ pub struct SessionOptions {
     pub face: &'static str,
     /// The world, when not the config's (a scenario's, edited by its `[start]`).
     pub world: Option<World>,
-    /// The robot (`--robot`).
-    pub robot: RobotUrl,
+    /// The robot (`--robot`); `None`: the config's `[robot] url`, else the simulator.
+    pub robot: Option<RobotUrl>,
     /// Continue the thread from its last checkpoint (`--resume`).
     pub resume: bool,
     /// Record the run in the thread database (`--thread`, `--db`).
@@ -169,7 +169,7 @@ impl SessionOptions {
         Self {
             face,
             world: None,
-            robot: RobotUrl::Sim,
+            robot: None,
             resume: false,
             record: false,
             log: None,
@@ -221,8 +221,13 @@ impl Run {
             Some(world) => world.clone(),
             None => World::resolve(&config.world)?,
         };
-        let link = options.robot.connect(&config, &world)?;
+        let robot = RobotUrl::chosen(options.robot.as_ref(), &config)?;
+        let link = robot.connect(&config, &world)?;
         let engine = Engine::new(&config, world.clone(), link)?;
+        let options = SessionOptions {
+            robot: Some(robot),
+            ..options
+        };
         Self::around(engine, world, &config, options).await
     }
 
@@ -280,7 +285,7 @@ impl Run {
             brain,
             memory,
             services,
-            robot: options.robot.to_string(),
+            robot: options.robot.clone().unwrap_or_default().to_string(),
             db: db.map(|p| p.display().to_string()),
         };
         engine.set_run_info(info.clone());

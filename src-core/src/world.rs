@@ -144,6 +144,10 @@ pub struct World {
     pub battery: BatteryModel,
     /// Incidents that happen on their own.
     pub incidents: Vec<ScriptedIncident>,
+    /// The real robot's map frame the coordinates are in (`frame = "map"`;
+    /// ROS 2 goals are sent in it: docs/ros2.md). `None`: `map`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
 }
 
 impl World {

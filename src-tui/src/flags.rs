@@ -27,8 +27,8 @@ impl Durability {
     /// The session options of face `face` with these flags applied.
     pub fn options(&self, face: &'static str) -> Result<SessionOptions> {
         let robot = match &self.robot {
-            Some(url) => url.parse::<RobotUrl>().context("--robot")?,
-            None => RobotUrl::Sim,
+            Some(url) => Some(url.parse::<RobotUrl>().context("--robot")?),
+            None => None,
         };
         Ok(SessionOptions {
             robot,

@@ -1,6 +1,7 @@
 //! Which robot a run drives, named by a URL (`--robot`): `sim:` is the
 //! simulator in this process, `tcp://HOST:PORT` one in another process
-//! (`robobrain sim --listen`). A new kind of robot is one more variant and
+//! (`robobrain sim --listen`), `ros2://?domain=N&namespace=/NAME` a real
+//! robot on ROS 2 and Nav2 (feature `ros2`; docs/ros2.md). A new kind of robot is one more variant and
 //! one more arm in [`RobotUrl::connect`]; the kernel only ever sees a
 //! [`RobotLink`].
 
@@ -8,6 +9,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::config::Config;
+use crate::link::ros2::Ros2Options;
 use crate::link::tcp::TcpLink;
 use crate::link::{LinkError, RobotLink};
 use crate::sim::SimLink;
@@ -24,6 +26,8 @@ pub enum RobotUrl {
         /// `HOST:PORT`.
         addr: String,
     },
+    /// A robot on ROS 2 and Nav2 (`ros2://?domain=0&namespace=/robot1`).
+    Ros2(Ros2Options),
 }
 
 impl FromStr for RobotUrl {
@@ -33,6 +37,7 @@ impl FromStr for RobotUrl {
         let url = url.trim();
         match url.split_once(':') {
             Some(("sim", "")) => Ok(Self::Sim),
+            Some(("ros2", _)) => Ok(Self::Ros2(Ros2Options::parse(url)?)),
             Some(("tcp", rest)) => match rest.strip_prefix("//") {
                 Some(addr) if !addr.is_empty() => Ok(Self::Tcp { addr: addr.into() }),
                 _ => Err(invalid(url)),
@@ -49,7 +54,8 @@ impl FromStr for RobotUrl {
 
 fn invalid(url: &str) -> LinkError {
     LinkError::Invalid(format!(
-        "robot `{url}`: expected sim: (the simulator in this process) or tcp://HOST:PORT"
+        "robot `{url}`: expected sim: (the simulator in this process), tcp://HOST:PORT \
+         or ros2://?domain=N&namespace=/NAME"
     ))
 }
 
@@ -58,11 +64,22 @@ impl fmt::Display for RobotUrl {
         match self {
             Self::Sim => f.write_str("sim:"),
             Self::Tcp { addr } => write!(f, "tcp://{addr}"),
+            Self::Ros2(o) => o.fmt(f),
         }
     }
 }
 
 impl RobotUrl {
+    /// The robot a run drives: the one given (`--robot`), else the config's
+    /// `[robot] url`, else the simulator.
+    pub fn chosen(given: Option<&RobotUrl>, config: &Config) -> Result<RobotUrl, LinkError> {
+        match (given, &config.robot.url) {
+            (Some(url), _) => Ok(url.clone()),
+            (None, Some(url)) => url.parse(),
+            (None, None) => Ok(Self::Sim),
+        }
+    }
+
     /// The link to this robot, for a run of `config` in `world` (the
     /// simulator is seeded with the config's seed).
     pub fn connect(&self, config: &Config, world: &World) -> Result<Box<dyn RobotLink>, LinkError> {
@@ -71,6 +88,7 @@ impl RobotUrl {
             Self::Tcp { .. } => {
                 Box::new(TcpLink::connect(&self.to_string())?.with_deadman(config.link.deadman_s))
             }
+            Self::Ros2(o) => o.connect(world)?,
         })
     }
 }
@@ -97,7 +115,7 @@ mod tests {
         for bad in ["http://127.0.0.1:7000", "tcp://", "", "carrot"] {
             let e = parse(bad).unwrap_err().to_string();
             assert!(
-                e.contains("expected sim: (the simulator in this process) or tcp://HOST:PORT"),
+                e.contains("expected sim: (the simulator in this process), tcp://HOST:PORT"),
                 "{bad}: {e}"
             );
         }

@@ -40,6 +40,8 @@ struct RawWorld {
     routes: BTreeMap<String, Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     incidents: Vec<RawIncident>,
+    #[serde(default)]
+    frame: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -305,6 +307,7 @@ fn validate(raw: RawWorld, src: &Source<'_>) -> Result<World, SourceError> {
         base: raw.base,
         battery: raw.battery,
         incidents,
+        frame: raw.frame,
     })
 }
 

@@ -1,0 +1,969 @@
+//! [`Ros2Link`]: the robot link on ROS 2 itself, through `ros2-client`
+//! (RustDDS). One worker thread owns the ROS node and polls it; the kernel
+//! talks to it through channels, so its tick never waits on the network.
+//!
+//! - `navigate_to` is a Nav2 `NavigateToPose` goal, `dock` a `DockRobot`
+//!   goal when the robot serves `dock_robot` (else a `NavigateToPose` to the
+//!   world's dock pose). Every accepted goal gets a `get_result` request at
+//!   once; its answer is the goal's [`LinkReply::Result`].
+//! - Our goal ids become ROS goal UUIDs by a fixed hash
+//!   ([`super::goal_uuid`]), so a brain resumed after a kill asks Nav2 about
+//!   the very goal it sent: a status query reads the action's `status`
+//!   topic (transient local: the latest array arrives on joining) and, for
+//!   a finished goal, asks `get_result`.
+//! - `stop_base` cancels every goal of both actions and publishes a zero
+//!   `Twist` on `cmd_vel`; the E-stop line does the same from the caller's
+//!   thread.
+//! - The link is up while the `navigate_to_pose` server is discovered (a
+//!   reader on its `send_goal` request topic): DDS discovery, with the
+//!   robot's participant lease, is the heartbeat.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ros2_client::action::{ActionClientQosPolicies, GoalStatusEnum, SendGoalRequest};
+use ros2_client::dds::rustdds::{DomainParticipant, DomainParticipantBuilder};
+use ros2_client::qos::{Durability, History, Reliability, WhenFull};
+use ros2_client::unique_identifier_msgs::UUID;
+use ros2_client::{
+    ActionClient, ActionTypeName, Context, MessageTypeName, Name, Node, NodeName, NodeOptions,
+    Publisher, QosProfile, RmwRequestId, ServiceMapping, Subscription,
+};
+
+use super::msgs::{
+    BatteryState, DockRobotFeedback, DockRobotGoal, DockRobotResult, Header,
+    NavigateToPoseFeedback, NavigateToPoseGoal, NavigateToPoseResult, Odometry,
+    POWER_SUPPLY_STATUS_CHARGING, POWER_SUPPLY_STATUS_FULL, PoseStamped, PoseWithCovarianceStamped,
+    Quaternion, Twist, Vec3,
+};
+use super::{
+    Action, GoalState, NavFailure, PoseSource, Rmw, Ros2Options, goal_uuid, outcome_of, settled,
+};
+use crate::geometry::{Point, Pose};
+use crate::link::{
+    EStopLine, GoalId, GoalKind, GoalOutcome, GoalStatus, LinkError, LinkReply, LinkRequest,
+    NavErrorCode, NavFeedback, RobotLink, Telemetry,
+};
+use crate::world::World;
+
+/// How often the worker looks at the wire when nothing arrives.
+const POLL: Duration = Duration::from_millis(1);
+/// How often telemetry goes to the kernel.
+const TELEMETRY_EVERY: Duration = Duration::from_millis(100);
+/// How often the worker checks which action servers are discovered.
+const DISCOVERY_EVERY: Duration = Duration::from_millis(100);
+/// After a server is first seen, this long for it to see us too.
+const MATCH_GRACE: Duration = Duration::from_millis(400);
+/// A status query waits this long for the status topic before answering `unknown`.
+const QUERY_PATIENCE: Duration = Duration::from_secs(3);
+
+type NavClient = ActionClient<NavigateToPoseGoal, NavigateToPoseResult, NavigateToPoseFeedback>;
+type DockClient = ActionClient<DockRobotGoal, DockRobotResult, DockRobotFeedback>;
+
+/// What both the worker and the E-stop line write through.
+struct Wire {
+    nav: NavClient,
+    dock: DockClient,
+    cmd_vel: Publisher<Twist>,
+}
+
+impl Wire {
+    /// Cancels every goal of both actions and publishes a zero twist.
+    fn stop(&self) -> Result<(), String> {
+        let twist = self.cmd_vel.publish(Twist::default());
+        let nav = self.nav.cancel_all_goals();
+        let dock = self.dock.cancel_all_goals();
+        twist.map_err(|e| format!("cmd_vel: {e:?}"))?;
+        nav.map_err(|e| format!("navigate_to_pose cancel: {e:?}"))?;
+        dock.map_err(|e| format!("dock_robot cancel: {e:?}"))?;
+        Ok(())
+    }
+}
+
+/// State the worker shares with the link and its E-stop line.
+struct Shared {
+    wire: Mutex<Wire>,
+    up: AtomicBool,
+    reconnected: AtomicBool,
+    stop: AtomicBool,
+    /// A line stop went and the kernel's own `stop_base` has not.
+    fired: AtomicBool,
+    count: AtomicU64,
+}
+
+impl Shared {
+    fn wire(&self) -> std::sync::MutexGuard<'_, Wire> {
+        self.wire.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The E-stop line of a [`Ros2Link`].
+struct Line(Arc<Shared>);
+
+impl EStopLine for Line {
+    fn stop(&self) -> Result<(), LinkError> {
+        self.0.fired.store(true, Ordering::SeqCst);
+        self.0.count.fetch_add(1, Ordering::SeqCst);
+        if !self.0.up.load(Ordering::SeqCst) {
+            return Err(LinkError::Disconnected(
+                "E-stop line: the Nav2 server is not discovered".into(),
+            ));
+        }
+        self.0
+            .wire()
+            .stop()
+            .map_err(|e| LinkError::Disconnected(format!("E-stop line: {e}")))
+    }
+}
+
+/// A robot link over ROS 2 (Nav2).
+pub struct Ros2Link {
+    shared: Arc<Shared>,
+    to_worker: Sender<LinkRequest>,
+    from_worker: Receiver<LinkReply>,
+    /// Goals the kernel sent after a line stop, before its own stop.
+    parked: Vec<LinkRequest>,
+    worker: Option<JoinHandle<()>>,
+    label: String,
+}
+
+impl std::fmt::Debug for Ros2Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ros2Link")
+            .field("robot", &self.label)
+            .finish()
+    }
+}
+
+/// Why the ROS entities could not be made.
+fn create_error(what: &str, e: impl std::fmt::Debug) -> LinkError {
+    LinkError::Disconnected(format!("ROS 2: cannot create {what}: {e:?}"))
+}
+
+fn qos(reliable: bool, transient: bool, depth: usize) -> QosProfile {
+    let base = QosProfile::subscription_default()
+        .history(History::KeepLast { depth })
+        .durability(if transient {
+            Durability::TransientLocal
+        } else {
+            Durability::Volatile
+        });
+    if reliable {
+        base.reliability(Reliability::Reliable {
+            when_full: WhenFull::DEFAULT,
+        })
+    } else {
+        base
+    }
+}
+
+/// The DDS name of a service's request topic under `namespace`.
+fn request_topic(namespace: &str, action: &str) -> String {
+    format!("rq{namespace}/{action}/_action/send_goalRequest")
+}
+
+impl Ros2Link {
+    /// Joins the ROS 2 domain and waits (up to the options' `wait`) for the
+    /// robot's `navigate_to_pose` server.
+    pub fn connect(opts: &Ros2Options, world: &World) -> Result<Self, LinkError> {
+        let mut builder = DomainParticipantBuilder::new(opts.domain);
+        if !opts.networks.is_empty() {
+            builder = builder.with_only_networks(opts.networks.iter().copied());
+        }
+        let participant = builder
+            .build()
+            .map_err(|e| create_error("the DDS participant", e))?;
+        let context = Context::from_domain_participant(participant.clone())
+            .map_err(|e| create_error("the ROS context", e))?;
+        let ns = opts.namespace.as_str();
+        let ns_or_root = if ns.is_empty() { "/" } else { ns };
+        let mut node = context
+            .new_node(
+                NodeName::new(ns_or_root, "robobrain")
+                    .map_err(|e| create_error("the node name", e))?,
+                NodeOptions::new()
+                    .enable_rosout(false)
+                    .start_parameter_services(false),
+            )
+            .map_err(|e| create_error("the node", e))?;
+        let mapping = match opts.rmw {
+            Rmw::CycloneDds => ServiceMapping::Cyclone,
+            Rmw::FastRtps => ServiceMapping::Enhanced,
+        };
+        let service = qos(true, false, 10);
+        let policies = || ActionClientQosPolicies {
+            goal_service: service.clone(),
+            result_service: service.clone(),
+            cancel_service: service.clone(),
+            feedback_subscription: service.clone(),
+            status_subscription: qos(true, true, 1),
+        };
+        let name = |base: &str| {
+            Name::new(ns_or_root, base).map_err(|e| create_error(&format!("the name {base}"), e))
+        };
+        let nav = node
+            .create_action_client(
+                mapping,
+                &name("navigate_to_pose")?,
+                &ActionTypeName::new("nav2_msgs", "NavigateToPose"),
+                policies(),
+            )
+            .map_err(|e| create_error("the navigate_to_pose client", e))?;
+        let dock = node
+            .create_action_client(
+                mapping,
+                &name("dock_robot")?,
+                &ActionTypeName::new("nav2_msgs", "DockRobot"),
+                policies(),
+            )
+            .map_err(|e| create_error("the dock_robot client", e))?;
+        let topic = |base: &str, pkg: &str, ty: &str, q: &QosProfile| {
+            node.create_topic(&name(base)?, MessageTypeName::new(pkg, ty), q)
+                .map_err(|e| create_error(&format!("the topic {base}"), e))
+        };
+        let cmd_q = qos(true, false, 1);
+        let cmd_topic = topic(&opts.cmd_vel, "geometry_msgs", "Twist", &cmd_q)?;
+        let sensor = qos(false, false, 5);
+        let battery_topic = topic(&opts.battery, "sensor_msgs", "BatteryState", &sensor)?;
+        let pose_topic = match opts.pose {
+            PoseSource::Odometry => topic(&opts.pose_topic, "nav_msgs", "Odometry", &sensor)?,
+            PoseSource::Amcl => topic(
+                &opts.pose_topic,
+                "geometry_msgs",
+                "PoseWithCovarianceStamped",
+                &sensor,
+            )?,
+        };
+        let cmd_vel = node
+            .create_publisher(&cmd_topic, Some(cmd_q))
+            .map_err(|e| create_error("the cmd_vel publisher", e))?;
+        let battery = node
+            .create_subscription(&battery_topic, Some(sensor.clone()))
+            .map_err(|e| create_error("the battery subscription", e))?;
+        let pose = match opts.pose {
+            PoseSource::Odometry => PoseSub::Odom(
+                node.create_subscription(&pose_topic, Some(sensor.clone()))
+                    .map_err(|e| create_error("the odometry subscription", e))?,
+            ),
+            PoseSource::Amcl => PoseSub::Amcl(
+                node.create_subscription(&pose_topic, Some(sensor))
+                    .map_err(|e| create_error("the pose subscription", e))?,
+            ),
+        };
+        let shared = Arc::new(Shared {
+            wire: Mutex::new(Wire { nav, dock, cmd_vel }),
+            up: AtomicBool::new(false),
+            reconnected: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            fired: AtomicBool::new(false),
+            count: AtomicU64::new(0),
+        });
+        let (to_worker, requests) = channel();
+        let (replies, from_worker) = channel();
+        let mut worker = Worker {
+            shared: shared.clone(),
+            participant,
+            _node: node,
+            battery,
+            pose,
+            requests,
+            replies,
+            opts: opts.clone(),
+            world: world.clone(),
+            goals: HashMap::new(),
+            by_uuid: HashMap::new(),
+            goal_requests: BTreeMap::new(),
+            result_requests: BTreeMap::new(),
+            statuses: [None, None],
+            queries: Vec::new(),
+            unsent: Vec::new(),
+            seen: [None, None],
+            ever_up: false,
+            robot: Robot::default(),
+            started: Instant::now(),
+            last_telemetry: Instant::now(),
+            last_discovery: Instant::now() - DISCOVERY_EVERY,
+        };
+        // Wait for the robot here, so an unreachable robot is an error at
+        // start (as with tcp://), not a run that starts in SAFE.
+        let deadline = Instant::now() + opts.wait;
+        while !worker.discover() {
+            if Instant::now() >= deadline {
+                return Err(LinkError::Disconnected(format!(
+                    "cannot reach the robot at {opts}: no Nav2 navigate_to_pose server \
+                     (DDS reader on {}) in domain {} after {} s",
+                    request_topic(&opts.namespace, "navigate_to_pose"),
+                    opts.domain,
+                    opts.wait.as_secs_f64()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let label = opts.to_string();
+        let handle = std::thread::Builder::new()
+            .name("ros2-link".into())
+            .spawn(move || worker.run())
+            .map_err(|e| create_error("the worker thread", e))?;
+        Ok(Self {
+            shared,
+            to_worker,
+            from_worker,
+            parked: Vec::new(),
+            worker: Some(handle),
+            label,
+        })
+    }
+}
+
+impl Drop for Ros2Link {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.worker.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl RobotLink for Ros2Link {
+    fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
+        if let LinkRequest::Inject { fault } = &request {
+            return Err(LinkError::Unsupported(format!(
+                "fault `{}` cannot be injected into a ROS 2 robot",
+                serde_json::to_value(fault)
+                    .ok()
+                    .and_then(|v| v["fault"].as_str().map(str::to_string))
+                    .unwrap_or_default()
+            )));
+        }
+        if self.shared.fired.load(Ordering::SeqCst) {
+            match &request {
+                // The kernel's own stop: what it sent since the line's goes
+                // first, so the robot stops after it.
+                LinkRequest::SendGoal {
+                    kind: GoalKind::StopBase,
+                    ..
+                } => {
+                    self.shared.fired.store(false, Ordering::SeqCst);
+                    for parked in std::mem::take(&mut self.parked) {
+                        let _ = self.to_worker.send(parked);
+                    }
+                }
+                LinkRequest::SendGoal { .. } => {
+                    self.parked.push(request);
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        let stops = matches!(
+            request,
+            LinkRequest::Cancel { .. }
+                | LinkRequest::SendGoal {
+                    kind: GoalKind::StopBase,
+                    ..
+                }
+        );
+        if !self.shared.up.load(Ordering::SeqCst) && !stops {
+            return Err(LinkError::Disconnected(format!(
+                "robot at {}: the Nav2 server is not discovered",
+                self.label
+            )));
+        }
+        // Stops and cancels while down wait in the worker for the robot.
+        self.to_worker
+            .send(request)
+            .map_err(|_| LinkError::Disconnected("the ROS 2 worker has stopped".into()))
+    }
+
+    /// The robot keeps its own time.
+    fn advance(&mut self, _dt: f64) {}
+
+    fn drain(&mut self, out: &mut Vec<LinkReply>) {
+        out.extend(self.from_worker.try_iter());
+    }
+
+    fn is_connected(&self) -> bool {
+        self.shared.up.load(Ordering::SeqCst)
+    }
+
+    fn take_reconnected(&mut self) -> bool {
+        self.shared.reconnected.swap(false, Ordering::SeqCst)
+    }
+
+    fn estop_line(&self) -> Option<Arc<dyn EStopLine>> {
+        Some(Arc::new(Line(self.shared.clone())))
+    }
+}
+
+enum PoseSub {
+    Odom(Subscription<Odometry>),
+    Amcl(Subscription<PoseWithCovarianceStamped>),
+}
+
+/// A goal the worker follows.
+struct Tracked {
+    uuid: [u8; 16],
+    action: Action,
+    state: GoalState,
+    sent: Instant,
+    /// Answer the result as a status query's reply.
+    query: bool,
+}
+
+/// What the worker knows of the robot.
+#[derive(Default)]
+struct Robot {
+    pose: Pose,
+    twist: crate::geometry::Twist,
+    battery_pct: Option<f64>,
+    charging: bool,
+    distance_to_target: Option<f64>,
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    participant: DomainParticipant,
+    _node: Node,
+    battery: Subscription<BatteryState>,
+    pose: PoseSub,
+    requests: Receiver<LinkRequest>,
+    replies: Sender<LinkReply>,
+    opts: Ros2Options,
+    world: World,
+    goals: HashMap<GoalId, Tracked>,
+    by_uuid: HashMap<[u8; 16], GoalId>,
+    /// `send_goal` requests in flight.
+    goal_requests: BTreeMap<RmwRequestId, GoalId>,
+    /// `get_result` requests in flight.
+    result_requests: BTreeMap<RmwRequestId, GoalId>,
+    /// The latest status array of each action (`None`: none received yet).
+    statuses: [Option<Vec<([u8; 16], i8)>>; 2],
+    /// Status queries waiting for the status topic.
+    queries: Vec<(GoalId, Instant)>,
+    /// Stops and cancels that came while the robot was away.
+    unsent: Vec<LinkRequest>,
+    /// When each action's server was first seen in this stretch (`None`: not seen).
+    seen: [Option<Instant>; 2],
+    ever_up: bool,
+    robot: Robot,
+    started: Instant,
+    last_telemetry: Instant,
+    last_discovery: Instant,
+}
+
+fn uuid(bytes: [u8; 16]) -> UUID {
+    UUID {
+        uuid: ::uuid::Uuid::from_bytes(bytes),
+    }
+}
+
+fn status_code(s: GoalStatusEnum) -> i8 {
+    s as i8
+}
+
+impl Worker {
+    fn reply(&self, reply: LinkReply) {
+        let _ = self.replies.send(reply);
+    }
+
+    /// Looks for the action servers; true when navigation is served (and
+    /// has had time to see us).
+    fn discover(&mut self) -> bool {
+        self.last_discovery = Instant::now();
+        let readers = self.participant.discovered_readers();
+        let ns = &self.opts.namespace;
+        for (i, action) in [Action::Navigate, Action::Dock].into_iter().enumerate() {
+            let topic = request_topic(ns, action.ros_name());
+            let served = readers
+                .iter()
+                .any(|r| r.subscription_topic_data.topic_name == topic);
+            self.seen[i] = match (served, self.seen[i]) {
+                (true, Some(t)) => Some(t),
+                (true, None) => Some(Instant::now()),
+                (false, _) => None,
+            };
+        }
+        self.seen[0].is_some_and(|t| t.elapsed() >= MATCH_GRACE)
+    }
+
+    fn dock_served(&self) -> bool {
+        self.seen[1].is_some_and(|t| t.elapsed() >= MATCH_GRACE)
+    }
+
+    fn run(mut self) {
+        let mut up = true;
+        self.shared.up.store(true, Ordering::SeqCst);
+        self.ever_up = true;
+        while !self.shared.stop.load(Ordering::SeqCst) {
+            match self.requests.recv_timeout(POLL) {
+                Ok(request) => self.handle(request),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            while let Ok(request) = self.requests.try_recv() {
+                self.handle(request);
+            }
+            if self.last_discovery.elapsed() >= DISCOVERY_EVERY {
+                let now_up = self.discover();
+                if now_up != up {
+                    up = now_up;
+                    self.shared.up.store(up, Ordering::SeqCst);
+                    if up {
+                        self.shared.reconnected.store(true, Ordering::SeqCst);
+                        for request in std::mem::take(&mut self.unsent) {
+                            self.handle(request);
+                        }
+                    } else {
+                        // What it had said is lost with it; the kernel asks again.
+                        self.statuses = [None, None];
+                    }
+                }
+            }
+            self.poll_wire();
+            self.answer_queries();
+            if self.last_telemetry.elapsed() >= TELEMETRY_EVERY {
+                self.last_telemetry = Instant::now();
+                let telemetry = self.telemetry();
+                self.reply(LinkReply::Telemetry { telemetry });
+            }
+        }
+    }
+
+    fn handle(&mut self, request: LinkRequest) {
+        let up = self.shared.up.load(Ordering::SeqCst);
+        match request {
+            LinkRequest::SendGoal {
+                goal_id,
+                kind: GoalKind::StopBase,
+            } => {
+                if !up {
+                    self.unsent.push(LinkRequest::SendGoal {
+                        goal_id,
+                        kind: GoalKind::StopBase,
+                    });
+                    return;
+                }
+                let wrote = self.shared.wire().stop();
+                self.reply(LinkReply::Accepted {
+                    goal_id: goal_id.clone(),
+                });
+                let outcome = match wrote {
+                    Ok(()) => GoalOutcome::Succeeded {
+                        navigation_time: 0.0,
+                    },
+                    Err(message) => GoalOutcome::Failed {
+                        error: NavErrorCode::Unavailable,
+                        message,
+                    },
+                };
+                self.reply(LinkReply::Result { goal_id, outcome });
+            }
+            LinkRequest::SendGoal { goal_id, kind } => self.send_goal(goal_id, &kind),
+            LinkRequest::Cancel { goal_id } => {
+                if !up {
+                    self.unsent.push(LinkRequest::Cancel { goal_id });
+                    return;
+                }
+                match self.goals.get(&goal_id) {
+                    Some(t) if !t.query => {
+                        let wire = self.shared.wire();
+                        let id = uuid(t.uuid);
+                        let _ = match t.action {
+                            Action::Navigate => wire.nav.cancel_goal(id),
+                            Action::Dock => wire.dock.cancel_goal(id),
+                        };
+                    }
+                    // Not ours to cancel (a former brain's): say what it is.
+                    _ => self.queries.push((goal_id, Instant::now())),
+                }
+            }
+            LinkRequest::QueryGoal { goal_id } => self.queries.push((goal_id, Instant::now())),
+            LinkRequest::Inject { .. } | LinkRequest::Heartbeat => {}
+        }
+    }
+
+    fn send_goal(&mut self, goal_id: GoalId, kind: &GoalKind) {
+        if let Some(t) = self.goals.get(&goal_id)
+            && !t.query
+        {
+            // The same id again is the same goal: never a second send.
+            if t.state == GoalState::Running {
+                self.reply(LinkReply::Accepted { goal_id });
+            }
+            return;
+        }
+        let target = match kind {
+            GoalKind::Navigate { target, .. } => *target,
+            _ => Point {
+                x: self.world.dock_pose.x,
+                y: self.world.dock_pose.y,
+            },
+        };
+        let dock = matches!(kind, GoalKind::Dock) && self.dock_served();
+        let action = if dock { Action::Dock } else { Action::Navigate };
+        // One goal moves the base: Nav2 ends the running one when a new one
+        // comes (aborted, no error code); ours is then a preemption.
+        for t in self.goals.values_mut() {
+            if t.state == GoalState::Running && !t.query {
+                t.state = GoalState::Preempted;
+            }
+        }
+        let bytes = goal_uuid(&goal_id);
+        let pose = self.target_pose(target, kind);
+        let sent = {
+            let wire = self.shared.wire();
+            if dock {
+                let goal = DockRobotGoal {
+                    use_dock_id: false,
+                    dock_id: String::new(),
+                    dock_pose: pose,
+                    dock_type: String::new(),
+                    max_staging_time: 1000.0,
+                    navigate_to_staging_pose: true,
+                };
+                wire.dock.goal_client().send_request(SendGoalRequest {
+                    goal_id: uuid(bytes),
+                    goal,
+                })
+            } else {
+                let goal = NavigateToPoseGoal {
+                    pose,
+                    behavior_tree: String::new(),
+                };
+                wire.nav.goal_client().send_request(SendGoalRequest {
+                    goal_id: uuid(bytes),
+                    goal,
+                })
+            }
+        };
+        match sent {
+            Ok(request) => {
+                self.goal_requests.insert(request, goal_id.clone());
+                self.by_uuid.insert(bytes, goal_id.clone());
+                self.goals.insert(
+                    goal_id,
+                    Tracked {
+                        uuid: bytes,
+                        action,
+                        state: GoalState::Sent,
+                        sent: Instant::now(),
+                        query: false,
+                    },
+                );
+            }
+            Err(e) => self.reply(LinkReply::Rejected {
+                goal_id,
+                error: NavErrorCode::Unavailable,
+                message: format!("the goal could not be written: {e:?}"),
+            }),
+        }
+    }
+
+    /// The goal pose in the map frame, facing the way there.
+    fn target_pose(&self, target: Point, kind: &GoalKind) -> PoseStamped {
+        let yaw = if matches!(kind, GoalKind::Dock) {
+            self.world.dock_pose.theta
+        } else {
+            (target.y - self.robot.pose.y).atan2(target.x - self.robot.pose.x)
+        };
+        PoseStamped {
+            header: Header {
+                stamp: super::msgs::Stamp::default(),
+                frame_id: self
+                    .opts
+                    .frame
+                    .clone()
+                    .or_else(|| self.world.frame.clone())
+                    .unwrap_or_else(|| "map".into()),
+            },
+            pose: super::msgs::Pose {
+                position: Vec3 {
+                    x: target.x,
+                    y: target.y,
+                    z: 0.0,
+                },
+                orientation: Quaternion::from_yaw(yaw),
+            },
+        }
+    }
+
+    fn request_result(&mut self, goal_id: &GoalId) {
+        let Some(t) = self.goals.get(goal_id) else {
+            return;
+        };
+        let id = uuid(t.uuid);
+        let sent = {
+            let wire = self.shared.wire();
+            match t.action {
+                Action::Navigate => wire.nav.request_result(id),
+                Action::Dock => wire.dock.request_result(id),
+            }
+        };
+        if let Ok(request) = sent {
+            self.result_requests.insert(request, goal_id.clone());
+        }
+    }
+
+    fn poll_wire(&mut self) {
+        // Goal responses, results, cancels, feedback and statuses of both actions.
+        let mut accepted = Vec::new();
+        let mut results = Vec::new();
+        let mut feedback = Vec::new();
+        {
+            let wire = self.shared.wire();
+            while let Ok(Some((id, resp))) = wire.nav.goal_client().receive_response() {
+                accepted.push((id, resp.accepted));
+            }
+            while let Ok(Some((id, resp))) = wire.dock.goal_client().receive_response() {
+                accepted.push((id, resp.accepted));
+            }
+            while let Ok(Some((id, resp))) = wire.nav.result_client().receive_response() {
+                let r = resp.result;
+                results.push((id, resp.status, r.error_code, r.error_msg));
+            }
+            while let Ok(Some((id, resp))) = wire.dock.result_client().receive_response() {
+                let r = resp.result;
+                results.push((id, resp.status, r.error_code, r.error_msg));
+            }
+            // Cancel answers carry nothing the results do not.
+            while let Ok(Some(_)) = wire.nav.cancel_client().receive_response() {}
+            while let Ok(Some(_)) = wire.dock.cancel_client().receive_response() {}
+            while let Ok(Some((msg, _))) = wire.nav.feedback_subscription().take() {
+                let f = msg.feedback;
+                feedback.push((
+                    msg.goal_id.uuid.into_bytes(),
+                    NavFeedback {
+                        distance_remaining: f64::from(f.distance_remaining),
+                        estimated_time_remaining: f.estimated_time_remaining.seconds(),
+                        navigation_time: f.navigation_time.seconds(),
+                        number_of_recoveries: u32::try_from(f.number_of_recoveries).unwrap_or(0),
+                    },
+                ));
+            }
+            while let Ok(Some((msg, _))) = wire.dock.feedback_subscription().take() {
+                let dock = self.world.dock_pose;
+                let d = (dock.x - self.robot.pose.x).hypot(dock.y - self.robot.pose.y);
+                feedback.push((
+                    msg.goal_id.uuid.into_bytes(),
+                    NavFeedback {
+                        distance_remaining: d,
+                        estimated_time_remaining: 0.0,
+                        navigation_time: msg.feedback.docking_time.seconds(),
+                        number_of_recoveries: u32::from(msg.feedback.num_retries),
+                    },
+                ));
+            }
+            while let Ok(Some(array)) = wire.nav.receive_status() {
+                self.statuses[0] = Some(status_list(&array));
+            }
+            while let Ok(Some(array)) = wire.dock.receive_status() {
+                self.statuses[1] = Some(status_list(&array));
+            }
+        }
+        for (request, ok) in accepted {
+            let Some(goal_id) = self.goal_requests.remove(&request) else {
+                continue;
+            };
+            if ok {
+                if let Some(t) = self.goals.get_mut(&goal_id)
+                    && t.state == GoalState::Sent
+                {
+                    t.state = GoalState::Running;
+                }
+                self.reply(LinkReply::Accepted {
+                    goal_id: goal_id.clone(),
+                });
+                self.request_result(&goal_id);
+            } else {
+                self.forget(&goal_id);
+                self.reply(LinkReply::Rejected {
+                    goal_id,
+                    error: NavErrorCode::Unavailable,
+                    message: "the robot's Nav2 rejected the goal".into(),
+                });
+            }
+        }
+        for (request, status, code, message) in results {
+            let Some(goal_id) = self.result_requests.remove(&request) else {
+                continue;
+            };
+            let Some(t) = self.goals.remove(&goal_id) else {
+                continue;
+            };
+            self.by_uuid.remove(&t.uuid);
+            let failure = NavFailure {
+                code,
+                message,
+                action: t.action,
+            };
+            let outcome = outcome_of(
+                status_code(status),
+                t.state == GoalState::Preempted,
+                t.sent.elapsed().as_secs_f64(),
+                failure,
+            );
+            self.robot.distance_to_target = None;
+            match (t.query, outcome) {
+                (true, outcome) => self.reply(LinkReply::GoalStatus {
+                    goal_id,
+                    status: outcome.map_or(GoalStatus::Unknown, |outcome| GoalStatus::Finished {
+                        outcome,
+                    }),
+                }),
+                (false, Some(outcome)) => self.reply(LinkReply::Result { goal_id, outcome }),
+                (false, None) => self.reply(LinkReply::Result {
+                    goal_id,
+                    outcome: GoalOutcome::Failed {
+                        error: NavErrorCode::Unavailable,
+                        message: "the robot's Nav2 does not know the goal".into(),
+                    },
+                }),
+            }
+        }
+        for (bytes, fb) in feedback {
+            let Some(goal_id) = self.by_uuid.get(&bytes).cloned() else {
+                continue;
+            };
+            self.robot.distance_to_target = Some(fb.distance_remaining);
+            self.reply(LinkReply::Feedback {
+                goal_id,
+                feedback: fb,
+            });
+        }
+        while let Ok(Some((b, _))) = self.battery.take() {
+            if b.percentage.is_finite() {
+                self.robot.battery_pct = Some(f64::from(b.percentage) * 100.0);
+            }
+            self.robot.charging = matches!(
+                b.power_supply_status,
+                POWER_SUPPLY_STATUS_CHARGING | POWER_SUPPLY_STATUS_FULL
+            );
+        }
+        match &self.pose {
+            PoseSub::Odom(sub) => {
+                while let Ok(Some((odom, _))) = sub.take() {
+                    let p = odom.pose.pose;
+                    self.robot.pose = Pose::new(p.position.x, p.position.y, p.orientation.yaw());
+                    self.robot.twist = crate::geometry::Twist {
+                        linear: odom.twist.twist.linear.x,
+                        angular: odom.twist.twist.angular.z,
+                    };
+                }
+            }
+            PoseSub::Amcl(sub) => {
+                while let Ok(Some((msg, _))) = sub.take() {
+                    let p = msg.pose.pose;
+                    self.robot.pose = Pose::new(p.position.x, p.position.y, p.orientation.yaw());
+                }
+            }
+        }
+    }
+
+    fn forget(&mut self, goal_id: &GoalId) {
+        if let Some(t) = self.goals.remove(goal_id) {
+            self.by_uuid.remove(&t.uuid);
+        }
+    }
+
+    /// Answers the status queries the status topics can answer now.
+    fn answer_queries(&mut self) {
+        if self.queries.is_empty() || !self.shared.up.load(Ordering::SeqCst) {
+            return;
+        }
+        let dock_served = self.dock_served();
+        let known = [
+            self.statuses[0].is_some(),
+            self.statuses[1].is_some() || !dock_served,
+        ];
+        for (goal_id, asked) in std::mem::take(&mut self.queries) {
+            let bytes = goal_uuid(&goal_id);
+            let found = [Action::Navigate, Action::Dock]
+                .into_iter()
+                .zip(&self.statuses)
+                .find_map(|(action, list)| {
+                    list.as_ref()?
+                        .iter()
+                        .find(|(u, _)| *u == bytes)
+                        .map(|(_, s)| (action, *s))
+                });
+            match found {
+                Some((action, status)) => {
+                    let running = !settled(status);
+                    if running {
+                        self.reply(LinkReply::GoalStatus {
+                            goal_id: goal_id.clone(),
+                            status: GoalStatus::Running,
+                        });
+                    }
+                    // Running: adopted, its result is its `Result`;
+                    // finished: its result answers the query.
+                    let tracked = self.goals.entry(goal_id.clone()).or_insert(Tracked {
+                        uuid: bytes,
+                        action,
+                        state: GoalState::Running,
+                        sent: Instant::now(),
+                        query: !running,
+                    });
+                    tracked.query = !running;
+                    self.by_uuid.insert(bytes, goal_id.clone());
+                    if !self.result_requests.values().any(|g| *g == goal_id) {
+                        self.request_result(&goal_id);
+                    }
+                }
+                None if known.iter().all(|k| *k) || asked.elapsed() >= QUERY_PATIENCE => {
+                    if !self.goals.contains_key(&goal_id) {
+                        self.reply(LinkReply::GoalStatus {
+                            goal_id,
+                            status: GoalStatus::Unknown,
+                        });
+                    } else if self.goals.get(&goal_id).is_some_and(|t| !t.query) {
+                        self.reply(LinkReply::GoalStatus {
+                            goal_id,
+                            status: GoalStatus::Running,
+                        });
+                    }
+                }
+                None => self.queries.push((goal_id, asked)),
+            }
+        }
+    }
+
+    fn telemetry(&self) -> Telemetry {
+        let r = &self.robot;
+        let at = Point {
+            x: r.pose.x,
+            y: r.pose.y,
+        };
+        let busy = self
+            .goals
+            .values()
+            .any(|t| !t.query && matches!(t.state, GoalState::Sent | GoalState::Running));
+        Telemetry {
+            time: self.started.elapsed().as_secs_f64(),
+            pose: r.pose,
+            twist: r.twist,
+            battery_pct: r.battery_pct.unwrap_or(100.0),
+            charging: r.charging,
+            zone: self.world.zone_at(at).map(|z| z.name.clone()),
+            distance_to_target: if busy { r.distance_to_target } else { None },
+            busy: if busy {
+                vec!["base".into()]
+            } else {
+                Vec::new()
+            },
+            ..Telemetry::default()
+        }
+    }
+}
+
+fn status_list(array: &ros2_client::action_msgs::GoalStatusArray) -> Vec<([u8; 16], i8)> {
+    array
+        .status_list
+        .iter()
+        .map(|s| (s.goal_info.goal_id.uuid.into_bytes(), status_code(s.status)))
+        .collect()
+}
