@@ -81,6 +81,7 @@ impl FakeNav2 {
         let world = World::builtin("apartment").unwrap();
         let (s, d) = (world.start_pose, world.dock_pose);
         let record = dir.join("fake_nav2_goals.jsonl");
+        // `extra` comes last: argparse keeps the last of a repeated flag.
         let py = python();
         let mut child = Command::new(&py)
             .arg(root().join("tests/fixtures/fake_nav2.py"))
@@ -325,6 +326,24 @@ fn a_brain_killed_mid_patrol_reconciles_with_nav2_and_repeats_no_goal() {
             .any(|e| is_task(&e.to_json(), "patrol", "succeeded")),
         "the patrol did not succeed"
     );
+    // The resumed brains asked Nav2 and took its word: a goal still
+    // running was adopted (it was killed while one ran, at least twice).
+    let notes: Vec<String> = events
+        .iter()
+        .filter_map(|e| {
+            let v = e.to_json();
+            let m = v["message"].as_str()?;
+            m.starts_with("reconcile ").then(|| m.to_string())
+        })
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.ends_with("still running on the robot")
+                || m.ends_with("finished on the robot while the brain was away")),
+        "no goal was found on Nav2 by a resumed brain: {notes:?}"
+    );
+    eprintln!("reconcile notes: {notes:#?}");
     let seen = no_goal_twice(&fake);
     let ledger = store.ledger(crate::durable::THREAD).unwrap();
     let hex = |id: &str| -> String {
@@ -341,4 +360,101 @@ fn a_brain_killed_mid_patrol_reconciles_with_nav2_and_repeats_no_goal() {
         );
     }
     assert!(seen.len() >= 5, "a whole patrol: {seen:?}");
+}
+
+/// Nav2 aborts the running goal (FollowPath's 105, failed to make
+/// progress: the fake's `block`): the brain sees `blocked`, re-plans, and
+/// the next goal gets the robot there.
+#[test]
+fn a_goal_nav2_aborts_as_blocked_is_replanned() {
+    let dir = temp_dir("ros2-blocked");
+    let domain = Domain::take();
+    let mut fake = FakeNav2::start(&domain, &dir, &[]);
+    let db = dir.join("brain.db");
+    let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &["去卧室"]);
+    assert!(
+        fake.wait_for(Duration::from_secs(30), |e| e["event"] == "goal")
+            .is_some(),
+        "the robot never got the navigation goal"
+    );
+    fake.send("block");
+    let failed = brain.wait_for(Duration::from_secs(30), false, &|ev| {
+        ev["kind"] == "skill" && ev["skill"] == "navigate_to" && ev["status"] == "failed"
+    });
+    let failed = failed.expect("the aborted goal never failed");
+    assert_eq!(failed["error"], "blocked", "{failed}");
+    assert!(
+        brain
+            .wait_for(Duration::from_secs(30), false, &|ev| ev["kind"]
+                == "decision"
+                && ev["decision_type"] == "REPLAN")
+            .is_some(),
+        "no re-plan after a blocked goal"
+    );
+    let done = brain.wait_for(Duration::from_secs(60), false, &|ev| {
+        ev["kind"] == "task"
+            && ["succeeded", "failed"].contains(&ev["task"]["status"].as_str().unwrap_or(""))
+    });
+    let _ = brain.child.kill();
+    let done = done.expect("the task never ended");
+    assert_eq!(done["task"]["status"], "succeeded", "{done}");
+    no_goal_twice(&fake);
+}
+
+/// The robot goes silent mid-goal (its process stopped: no DDS at all)
+/// and comes back: the link goes down (the kernel is SAFE), rejoins the
+/// domain, comes up, asks Nav2 about the goal, adopts it, and the task
+/// finishes, with no goal received twice.
+#[test]
+fn a_robot_lost_and_back_is_safe_then_reconciled() {
+    let dir = temp_dir("ros2-lost");
+    let domain = Domain::take();
+    let fake = FakeNav2::start(&domain, &dir, &["--speed", "1"]);
+    let db = dir.join("brain.db");
+    let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &["去卧室"]);
+    assert!(
+        fake.wait_for(Duration::from_secs(30), |e| e["event"] == "goal")
+            .is_some(),
+        "the robot never got the navigation goal"
+    );
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &fake.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} failed");
+    };
+    signal("-STOP");
+    let safe = brain.wait_for(Duration::from_secs(30), false, &|ev| {
+        ev["kind"] == "mode" && ev["to"] == "SAFE"
+    });
+    signal("-CONT");
+    assert_eq!(
+        safe.expect("the brain never noticed the robot was gone")["reason"],
+        "robot link is down"
+    );
+    let note = brain.wait_for(Duration::from_secs(30), false, &|ev| {
+        ev["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("reconcile "))
+    });
+    let note = note.expect("no reconcile once the robot was back");
+    assert!(
+        note["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("still running on the robot"),
+        "{note}"
+    );
+    let done = brain.wait_for(Duration::from_secs(60), false, &|ev| {
+        ev["kind"] == "task"
+            && ["succeeded", "failed"].contains(&ev["task"]["status"].as_str().unwrap_or(""))
+    });
+    let _ = brain.child.kill();
+    assert_eq!(
+        done.expect("the task never ended")["task"]["status"],
+        "succeeded"
+    );
+    no_goal_twice(&fake);
 }

@@ -990,6 +990,34 @@ mod tests {
     }
 
     #[test]
+    fn the_robot_url_is_read_and_checked() {
+        let c = Config::from_toml_str(
+            "[robot]\nurl = \"ros2://?domain=4&namespace=/robot1\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.robot.url.as_deref(),
+            Some("ros2://?domain=4&namespace=/robot1")
+        );
+        for (text, want) in [
+            (
+                "[robot]\nurl = \"ros2://?domain=999\"\n",
+                "domain: expected 0 to 232",
+            ),
+            (
+                "[robot]\nurl = \"http://x\"\n",
+                "expected sim:, tcp://HOST:PORT or ros2://",
+            ),
+        ] {
+            let e = Config::from_toml_str(text, Path::new("c.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("`robot.url`") && e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
     fn the_dead_man_defaults_to_two_seconds_and_is_checked() {
         assert_eq!(Config::default().link.deadman_s, 2.0);
         let c = Config::from_toml_str("[link]\ndeadman_s = 0\n", Path::new("c.toml")).unwrap();

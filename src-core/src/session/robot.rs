@@ -122,6 +122,23 @@ mod tests {
     }
 
     #[test]
+    fn ros2_robots_parse_and_the_config_names_one_when_no_flag_does() {
+        let url = "ros2://?domain=3&namespace=/robot1";
+        let robot = url.parse::<RobotUrl>().unwrap();
+        assert!(matches!(&robot, RobotUrl::Ros2(o) if o.domain == 3));
+        assert_eq!(robot.to_string(), url);
+        let mut config = Config::default();
+        assert_eq!(RobotUrl::chosen(None, &config).unwrap(), RobotUrl::Sim);
+        config.robot.url = Some(url.into());
+        assert_eq!(RobotUrl::chosen(None, &config).unwrap(), robot);
+        assert_eq!(
+            RobotUrl::chosen(Some(&RobotUrl::Sim), &config).unwrap(),
+            RobotUrl::Sim,
+            "--robot wins"
+        );
+    }
+
+    #[test]
     fn an_unreachable_robot_is_an_error_not_a_simulator() {
         let config = Config::default();
         let world = World::builtin("apartment").unwrap();

@@ -58,6 +58,8 @@ const TELEMETRY_EVERY: Duration = Duration::from_millis(100);
 const DISCOVERY_EVERY: Duration = Duration::from_millis(100);
 /// After a server is first seen, this long for it to see us too.
 const MATCH_GRACE: Duration = Duration::from_millis(400);
+/// While the robot is away, the link rejoins the domain this often.
+const REJOIN_EVERY: Duration = Duration::from_secs(2);
 /// A status query waits this long for the status topic before answering `unknown`.
 const QUERY_PATIENCE: Duration = Duration::from_secs(3);
 
@@ -166,10 +168,20 @@ fn request_topic(namespace: &str, action: &str) -> String {
     format!("rq{namespace}/{action}/_action/send_goalRequest")
 }
 
-impl Ros2Link {
-    /// Joins the ROS 2 domain and waits (up to the options' `wait`) for the
-    /// robot's `navigate_to_pose` server.
-    pub fn connect(opts: &Ros2Options, world: &World) -> Result<Self, LinkError> {
+/// Everything the link has in the domain: made at start, and made anew
+/// after the robot was lost (see [`Worker::rejoin`]).
+struct Parts {
+    participant: DomainParticipant,
+    node: Node,
+    wire: Wire,
+    battery: Subscription<BatteryState>,
+    pose: PoseSub,
+}
+
+impl Parts {
+    /// Joins the domain as a new participant with the link's node, action
+    /// clients, publisher and subscriptions.
+    fn join(opts: &Ros2Options) -> Result<Self, LinkError> {
         let mut builder = DomainParticipantBuilder::new(opts.domain);
         if !opts.networks.is_empty() {
             builder = builder.with_only_networks(opts.networks.iter().copied());
@@ -254,8 +266,29 @@ impl Ros2Link {
                     .map_err(|e| create_error("the pose subscription", e))?,
             ),
         };
+        Ok(Self {
+            participant,
+            node,
+            wire: Wire { nav, dock, cmd_vel },
+            battery,
+            pose,
+        })
+    }
+}
+
+impl Ros2Link {
+    /// Joins the ROS 2 domain and waits (up to the options' `wait`) for the
+    /// robot's `navigate_to_pose` server.
+    pub fn connect(opts: &Ros2Options, world: &World) -> Result<Self, LinkError> {
+        let Parts {
+            participant,
+            node,
+            wire,
+            battery,
+            pose,
+        } = Parts::join(opts)?;
         let shared = Arc::new(Shared {
-            wire: Mutex::new(Wire { nav, dock, cmd_vel }),
+            wire: Mutex::new(wire),
             up: AtomicBool::new(false),
             reconnected: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -282,7 +315,7 @@ impl Ros2Link {
             queries: Vec::new(),
             unsent: Vec::new(),
             seen: [None, None],
-            ever_up: false,
+            lost_at: None,
             robot: Robot::default(),
             started: Instant::now(),
             last_telemetry: Instant::now(),
@@ -448,7 +481,8 @@ struct Worker {
     unsent: Vec<LinkRequest>,
     /// When each action's server was first seen in this stretch (`None`: not seen).
     seen: [Option<Instant>; 2],
-    ever_up: bool,
+    /// When the robot was lost (`None`: it is up).
+    lost_at: Option<Instant>,
     robot: Robot,
     started: Instant,
     last_telemetry: Instant,
@@ -490,6 +524,27 @@ impl Worker {
         self.seen[0].is_some_and(|t| t.elapsed() >= MATCH_GRACE)
     }
 
+    /// Joins the domain again as a new participant. RustDDS does not take
+    /// back a peer whose lease ran out while that peer still knows us (it
+    /// ignores the peer's announcements from then on), so a robot that
+    /// comes back after a loss is only seen by a participant it has not
+    /// met. Requests in flight die with the old one; the kernel asks again
+    /// once the link is back (`take_reconnected`).
+    fn rejoin(&mut self) {
+        self.lost_at = Some(Instant::now());
+        let Ok(parts) = Parts::join(&self.opts) else {
+            return;
+        };
+        *self.shared.wire() = parts.wire;
+        self.participant = parts.participant;
+        self._node = parts.node;
+        self.battery = parts.battery;
+        self.pose = parts.pose;
+        self.goal_requests.clear();
+        self.result_requests.clear();
+        self.seen = [None, None];
+    }
+
     fn dock_served(&self) -> bool {
         self.seen[1].is_some_and(|t| t.elapsed() >= MATCH_GRACE)
     }
@@ -497,7 +552,6 @@ impl Worker {
     fn run(mut self) {
         let mut up = true;
         self.shared.up.store(true, Ordering::SeqCst);
-        self.ever_up = true;
         while !self.shared.stop.load(Ordering::SeqCst) {
             match self.requests.recv_timeout(POLL) {
                 Ok(request) => self.handle(request),
@@ -520,7 +574,11 @@ impl Worker {
                     } else {
                         // What it had said is lost with it; the kernel asks again.
                         self.statuses = [None, None];
+                        self.lost_at = Some(Instant::now());
                     }
+                }
+                if !up && self.lost_at.is_some_and(|t| t.elapsed() >= REJOIN_EVERY) {
+                    self.rejoin();
                 }
             }
             self.poll_wire();
@@ -914,18 +972,14 @@ impl Worker {
                         self.request_result(&goal_id);
                     }
                 }
+                // Not on the robot: never received (or forgotten by a
+                // restarted Nav2). Whatever this link had sent is void.
                 None if known.iter().all(|k| *k) || asked.elapsed() >= QUERY_PATIENCE => {
-                    if !self.goals.contains_key(&goal_id) {
-                        self.reply(LinkReply::GoalStatus {
-                            goal_id,
-                            status: GoalStatus::Unknown,
-                        });
-                    } else if self.goals.get(&goal_id).is_some_and(|t| !t.query) {
-                        self.reply(LinkReply::GoalStatus {
-                            goal_id,
-                            status: GoalStatus::Running,
-                        });
-                    }
+                    self.forget(&goal_id);
+                    self.reply(LinkReply::GoalStatus {
+                        goal_id,
+                        status: GoalStatus::Unknown,
+                    });
                 }
                 None => self.queries.push((goal_id, asked)),
             }
