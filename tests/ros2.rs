@@ -349,8 +349,10 @@ fn a_brain_killed_mid_patrol_reconciles_with_nav2_and_repeats_no_goal() {
     let hex = |id: &str| -> String {
         robobrain_core::link::ros2::goal_uuid(id)
             .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+            .fold(String::new(), |mut s, b| {
+                let _ = std::fmt::Write::write_fmt(&mut s, format_args!("{b:02x}"));
+                s
+            })
     };
     for uuid in seen.keys() {
         let row = ledger.iter().find(|l| hex(&l.goal_id) == *uuid);

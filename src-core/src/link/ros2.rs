@@ -367,7 +367,7 @@ pub fn outcome_of(
     status: i8,
     preempted: bool,
     elapsed_s: f64,
-    failure: NavFailure,
+    failure: &NavFailure,
 ) -> Option<GoalOutcome> {
     match status {
         status::SUCCEEDED => Some(GoalOutcome::Succeeded {
@@ -437,10 +437,10 @@ mod tests {
         assert_eq!(a[6] >> 4, 8);
         assert_eq!(a[8] >> 6, 0b10);
         // Pinned: a resumed brain of another build must find its goals.
-        let hex: String = goal_uuid("t1/nav")
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hex = goal_uuid("t1/nav").iter().fold(String::new(), |mut s, b| {
+            let _ = std::fmt::Write::write_fmt(&mut s, format_args!("{b:02x}"));
+            s
+        });
         assert_eq!(hex.len(), 32);
         assert_eq!(hex, GOLDEN_T1_NAV);
     }
@@ -462,24 +462,24 @@ mod tests {
             action: Action::Navigate,
         };
         assert_eq!(
-            outcome_of(status::ABORTED, false, 1.0, failure(105)),
+            outcome_of(status::ABORTED, false, 1.0, &failure(105)),
             Some(GoalOutcome::Failed {
                 error: NavErrorCode::Blocked,
                 message: "navigate_to_pose aborted (Nav2 error 105): stuck".into()
             })
         );
         assert_eq!(
-            outcome_of(status::ABORTED, true, 1.0, failure(0)),
+            outcome_of(status::ABORTED, true, 1.0, &failure(0)),
             Some(GoalOutcome::Canceled),
             "a goal our newer goal replaced"
         );
         assert_eq!(
-            outcome_of(status::SUCCEEDED, false, 2.5, failure(0)),
+            outcome_of(status::SUCCEEDED, false, 2.5, &failure(0)),
             Some(GoalOutcome::Succeeded {
                 navigation_time: 2.5
             })
         );
-        assert_eq!(outcome_of(status::UNKNOWN, false, 0.0, failure(0)), None);
+        assert_eq!(outcome_of(status::UNKNOWN, false, 0.0, &failure(0)), None);
         assert!(settled(status::CANCELED) && !settled(status::EXECUTING));
         assert!(!settled(status::ACCEPTED) && !settled(status::CANCELING));
     }

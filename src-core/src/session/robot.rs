@@ -27,7 +27,7 @@ pub enum RobotUrl {
         addr: String,
     },
     /// A robot on ROS 2 and Nav2 (`ros2://?domain=0&namespace=/robot1`).
-    Ros2(Ros2Options),
+    Ros2(Box<Ros2Options>),
 }
 
 impl FromStr for RobotUrl {
@@ -37,7 +37,7 @@ impl FromStr for RobotUrl {
         let url = url.trim();
         match url.split_once(':') {
             Some(("sim", "")) => Ok(Self::Sim),
-            Some(("ros2", _)) => Ok(Self::Ros2(Ros2Options::parse(url)?)),
+            Some(("ros2", _)) => Ok(Self::Ros2(Box::new(Ros2Options::parse(url)?))),
             Some(("tcp", rest)) => match rest.strip_prefix("//") {
                 Some(addr) if !addr.is_empty() => Ok(Self::Tcp { addr: addr.into() }),
                 _ => Err(invalid(url)),

@@ -137,7 +137,9 @@ impl std::fmt::Debug for Ros2Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ros2Link")
             .field("robot", &self.label)
-            .finish()
+            .field("up", &self.shared.up.load(Ordering::SeqCst))
+            .field("parked", &self.parked)
+            .finish_non_exhaustive()
     }
 }
 
@@ -300,7 +302,7 @@ impl Ros2Link {
         let mut worker = Worker {
             shared: shared.clone(),
             participant,
-            _node: node,
+            node,
             battery,
             pose,
             requests,
@@ -319,7 +321,7 @@ impl Ros2Link {
             robot: Robot::default(),
             started: Instant::now(),
             last_telemetry: Instant::now(),
-            last_discovery: Instant::now() - DISCOVERY_EVERY,
+            last_discovery: Instant::now(),
         };
         // Wait for the robot here, so an unreachable robot is an error at
         // start (as with tcp://), not a run that starts in SAFE.
@@ -460,7 +462,8 @@ struct Robot {
 struct Worker {
     shared: Arc<Shared>,
     participant: DomainParticipant,
-    _node: Node,
+    /// The ROS node the entities belong to, kept alive.
+    node: Node,
     battery: Subscription<BatteryState>,
     pose: PoseSub,
     requests: Receiver<LinkRequest>,
@@ -474,7 +477,7 @@ struct Worker {
     /// `get_result` requests in flight.
     result_requests: BTreeMap<RmwRequestId, GoalId>,
     /// The latest status array of each action (`None`: none received yet).
-    statuses: [Option<Vec<([u8; 16], i8)>>; 2],
+    statuses: [Option<Statuses>; 2],
     /// Status queries waiting for the status topic.
     queries: Vec<(GoalId, Instant)>,
     /// Stops and cancels that came while the robot was away.
@@ -488,6 +491,9 @@ struct Worker {
     last_telemetry: Instant,
     last_discovery: Instant,
 }
+
+/// An action's status array: each goal's UUID and `action_msgs/GoalStatus` code.
+type Statuses = Vec<([u8; 16], i8)>;
 
 fn uuid(bytes: [u8; 16]) -> UUID {
     UUID {
@@ -537,7 +543,7 @@ impl Worker {
         };
         *self.shared.wire() = parts.wire;
         self.participant = parts.participant;
-        self._node = parts.node;
+        self.node = parts.node;
         self.battery = parts.battery;
         self.pose = parts.pose;
         self.goal_requests.clear();
@@ -862,7 +868,7 @@ impl Worker {
                 status_code(status),
                 t.state == GoalState::Preempted,
                 t.sent.elapsed().as_secs_f64(),
-                failure,
+                &failure,
             );
             self.robot.distance_to_target = None;
             match (t.query, outcome) {
@@ -1014,10 +1020,32 @@ impl Worker {
     }
 }
 
-fn status_list(array: &ros2_client::action_msgs::GoalStatusArray) -> Vec<([u8; 16], i8)> {
+fn status_list(array: &ros2_client::action_msgs::GoalStatusArray) -> Statuses {
     array
         .status_list
         .iter()
         .map(|s| (s.goal_info.goal_id.uuid.into_bytes(), status_code(s.status)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_robot_nobody_serves_is_a_clear_error() {
+        // A namespace no test robot uses: nothing answers in any domain.
+        let opts =
+            Ros2Options::parse("ros2://?domain=231&namespace=/nobody&interface=127.0.0.1&wait=0.3")
+                .unwrap();
+        let world = World::builtin("apartment").unwrap();
+        let e = Ros2Link::connect(&opts, &world).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "no Nav2 navigate_to_pose server (DDS reader on \
+                 rq/nobody/navigate_to_pose/_action/send_goalRequest) in domain 231 after 0.3 s"
+            ),
+            "{e}"
+        );
+    }
 }
