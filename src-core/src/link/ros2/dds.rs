@@ -338,6 +338,8 @@ impl Ros2Link {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        // Up from here on, not from when the worker first runs.
+        shared.up.store(true, Ordering::SeqCst);
         let label = opts.to_string();
         let handle = std::thread::Builder::new()
             .name("ros2-link".into())
@@ -557,7 +559,6 @@ impl Worker {
 
     fn run(mut self) {
         let mut up = true;
-        self.shared.up.store(true, Ordering::SeqCst);
         while !self.shared.stop.load(Ordering::SeqCst) {
             match self.requests.recv_timeout(POLL) {
                 Ok(request) => self.handle(request),
