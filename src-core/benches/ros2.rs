@@ -5,7 +5,10 @@
 //!   topic, the fake's answer, reply topic);
 //! - E-stop → zero `Twist`: from just before the E-stop line's `stop()` to
 //!   the fake's own stamp of receipt (its Cyclone listener's; both clocks
-//!   are this machine's), while a goal runs.
+//!   are this machine's), while a goal runs;
+//! - feedback → `NavFeedback`: from the fake's stamp just before it writes a
+//!   `NavigateToPose` feedback to the `Feedback` reply out of `drain`
+//!   (matched by the float32 distance it carries).
 //!
 //! Run: `cargo bench -p robobrain-core --features ros2 --bench ros2`
 //! (200 trials; `ROBOBRAIN_BENCH_TRIALS` to change). Needs the test
@@ -68,7 +71,7 @@ fn main() {
     let mut fake = Command::new(&python)
         .arg(root.join("tests/fixtures/fake_nav2.py"))
         .args(["--domain", &domain.to_string(), "--namespace", "/bench"])
-        .args(["--start", "4,6.5", "--speed", "0.3"])
+        .args(["--start", "4,6.5", "--speed", "0.3", "--print-feedback"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -145,7 +148,34 @@ fn main() {
         })
         .unwrap();
     }
+    // Feedback of one long goal, matched by distance. (The last stop's
+    // cancel-all travels on another topic than goals: let it land first.)
+    std::thread::sleep(Duration::from_millis(300));
+    accept(&mut link, "feedback", Point::new(12.0, 2.0));
+    let mut sent_at = std::collections::HashMap::new();
+    let mut feedback = Vec::new();
+    let until = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < until {
+        let mut out = Vec::new();
+        link.drain(&mut out);
+        let now = wall_s();
+        for ev in events.try_iter() {
+            if ev["event"] == "feedback" {
+                let d = ev["distance"].as_f64().unwrap();
+                sent_at.insert(d.to_bits(), ev["t"].as_f64().unwrap());
+            }
+        }
+        for r in out {
+            if let LinkReply::Feedback { feedback: f, .. } = r
+                && let Some(t) = sent_at.get(&f.distance_remaining.to_bits())
+            {
+                feedback.push(now - t);
+            }
+        }
+        std::thread::yield_now();
+    }
     percentiles("ros2 goal dispatch -> accepted", dispatch);
+    percentiles("ros2 feedback -> NavFeedback", feedback);
     percentiles("ros2 E-stop line -> zero Twist at the Cyclone fake", estop);
     drop(link);
     let _ = fake.stdin.take().map(|mut s| s.write_all(b"quit\n"));
