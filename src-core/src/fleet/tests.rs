@@ -7,6 +7,7 @@ use rumqttc::QoS;
 use serde_json::{Value, json};
 
 use super::testkit::{OPERATOR, Observer, Schemas, fleet_broker, robot_password};
+use super::vda5050::ConnectionState;
 use super::*;
 use crate::config::Config;
 use crate::protocol::Command;
@@ -396,4 +397,147 @@ async fn the_acl_refuses_a_robot_that_publishes_on_another_robots_topics() {
     ] {
         assert!(op.heard(topic).is_empty(), "{topic} got through");
     }
+}
+
+/// The operator's console connection to the broker at `port`.
+fn console(port: u16, name: &str) -> FleetClient {
+    let mut mqtt =
+        super::connection(&format!("mqtt://127.0.0.1:{port}"), None, None, None, None).unwrap();
+    mqtt.client_id = format!("console-{name}");
+    mqtt.credentials = Some((OPERATOR.0.into(), crate::llm::Secret::new(OPERATOR.1)));
+    FleetClient::connect(&mqtt)
+}
+
+/// The next event from `client` that `want` picks, within 30 s.
+async fn heard<T>(client: &mut FleetClient, want: impl Fn(&ClientEvent) -> Option<T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            if let Some(t) = want(&client.recv().await.unwrap()) {
+                return t;
+            }
+        }
+    })
+    .await
+    .expect("heard within 30 s")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_restart_loses_no_command_and_applies_none_twice_and_a_cut_off_robot_pauses() {
+    let mut broker = fleet_broker("restart", &["r1"], |_| String::new());
+    let mut config = robot_config("restart", "r1", broker.port);
+    config.fleet.cutoff_pause_s = 1.0;
+    let options = SessionOptions {
+        pace: Pace::RealTime { speed: 2.0 },
+        ..SessionOptions::new("fleet-test")
+    };
+    let session = Session::open(&config, options).await.unwrap();
+    let mut client = console(broker.port, "restart");
+    heard(&mut client, |e| {
+        matches!(
+            e,
+            ClientEvent::Connection {
+                state: ConnectionState::Online,
+                ..
+            }
+        )
+        .then_some(())
+    })
+    .await;
+
+    // A task under way.
+    let first = client
+        .send(
+            "r1",
+            Command::Say {
+                text: "go to the kitchen".into(),
+            },
+        )
+        .unwrap();
+    heard(&mut client, |e| match e {
+        ClientEvent::Reply { reply, .. } if reply.id.as_deref() == Some(first.as_str()) => Some(()),
+        _ => None,
+    })
+    .await;
+    heard(&mut client, |e| match e {
+        ClientEvent::Snapshot { snapshot, .. } => snapshot
+            .tasks
+            .iter()
+            .any(|t| t.status == crate::protocol::TaskStatus::Running)
+            .then_some(()),
+        _ => None,
+    })
+    .await;
+
+    // The broker goes away; a command sent meanwhile waits in the console.
+    broker.stop();
+    heard(&mut client, |e| {
+        matches!(e, ClientEvent::Disconnected(_)).then_some(())
+    })
+    .await;
+    let second = client.send("r1", Command::Resume).unwrap();
+    // Cut off past `cutoff_pause_s` with a task under way: paused by the policy.
+    let paused = || {
+        session
+            .runtime()
+            .snapshot()
+            .tasks
+            .iter()
+            .any(|t| t.status == crate::protocol::TaskStatus::Paused)
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !paused() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:#?}",
+            session.runtime().snapshot().tasks
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let paused_at = session.runtime().snapshot().time;
+
+    // Back: both reconnect; the waiting command (resume) arrives, once.
+    broker.restart();
+    let status = heard(&mut client, |e| match e {
+        ClientEvent::Reply { reply, .. } if reply.id.as_deref() == Some(second.as_str()) => {
+            Some(reply.status)
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(status, ReplyStatus::Accepted);
+    // Resumed: the task runs again (its place kept).
+    heard(&mut client, |e| match e {
+        ClientEvent::Snapshot { snapshot, .. } => (snapshot.time > paused_at
+            && snapshot
+                .tasks
+                .iter()
+                .any(|t| t.status == crate::protocol::TaskStatus::Running))
+        .then_some(()),
+        _ => None,
+    })
+    .await;
+    // The first command again, as a console that never heard its reply would: dropped.
+    let again = serde_json::to_vec(&Envelope {
+        id: first.clone(),
+        command: Command::Say {
+            text: "go to the study".into(),
+        },
+    })
+    .unwrap();
+    client
+        .publish_raw("robobrain/r1/command", again)
+        .await
+        .unwrap();
+    let status = heard(&mut client, |e| match e {
+        ClientEvent::Reply { reply, .. } if reply.id.as_deref() == Some(first.as_str()) => {
+            Some(reply.status)
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(status, ReplyStatus::Duplicate);
+    let snapshot = session.runtime().snapshot();
+    assert_eq!(snapshot.tasks.len(), 1, "{:#?}", snapshot.tasks);
+    client.close().await;
+    session.stop().await.unwrap();
 }
