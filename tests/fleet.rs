@@ -6,12 +6,12 @@
 //! its keep-alive and that comes back ONLINE when it thaws.
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 
 use robobrain_core::fleet::testkit::{OPERATOR, fleet_broker, robot_password};
 
 use crate::console::{Tmux, console_then_shell};
-use crate::support::{quiet_config, start, temp_dir};
+use crate::support::{quiet_config, root, temp_dir};
 
 /// A robot's config in `dir`: quiet, on the broker at `port` as `id`.
 fn robot_config(dir: &Path, id: &str, port: u16) -> std::path::PathBuf {
@@ -42,10 +42,16 @@ fn robot(name: &str, id: &str, port: u16, say: &[&str]) -> Child {
     for s in say {
         args.extend(["--say", s]);
     }
-    let mut child = start(&args, &[]);
-    // Its stdout is not read: the JSONL goes nowhere rather than filling a pipe.
-    drop(child.stdout.take());
-    child
+    // Its JSONL goes nowhere (the run's own log keeps it); stdin stays open.
+    Command::new(env!("CARGO_BIN_EXE_robobrain"))
+        .args(&args)
+        .current_dir(root())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
+        .spawn()
+        .unwrap()
 }
 
 fn signal(child: &Child, sig: &str) {
@@ -61,8 +67,8 @@ fn row<'s>(screen: &'s str, robot: &str) -> &'s str {
     screen
         .lines()
         .find(|l| {
-            l.get(2..)
-                .is_some_and(|l| l.starts_with(&format!("{robot} ")))
+            l.trim_start_matches(['│', ' ', '>'])
+                .starts_with(&format!("{robot} "))
         })
         .unwrap_or("")
 }

@@ -117,16 +117,15 @@ impl FleetApp {
 
     /// Applies `action`; what to send, if anything.
     pub fn update(&mut self, action: FleetAction) -> Option<FleetEffect> {
-        if self.confirm_estop_all {
+        // What arrives from the broker is no answer to the question.
+        if self.confirm_estop_all && !matches!(action, FleetAction::Heard(_)) {
             self.confirm_estop_all = false;
             if action == FleetAction::Confirm {
                 self.notice = Some((Level::Error, "E-STOP sent to every robot".into()));
                 return Some(FleetEffect::SendAll(Command::EStop));
             }
             self.notice = Some((Level::Info, "E-stop all: not sent".into()));
-            if !matches!(action, FleetAction::Heard(_)) {
-                return None;
-            }
+            return None;
         }
         match action {
             FleetAction::Heard(event) => {
@@ -401,6 +400,8 @@ mod tests {
             Some(FleetEffect::SendAll(Command::EStop))
         );
         app.update(FleetAction::EStopAll);
+        heard(&mut app, ClientEvent::Connected);
+        assert!(app.confirm_estop_all, "a message is no answer");
         assert_eq!(app.update(FleetAction::Back), None);
         assert!(!app.confirm_estop_all);
     }
