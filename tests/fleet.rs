@@ -18,12 +18,13 @@ fn robot_config(dir: &Path, id: &str, port: u16) -> std::path::PathBuf {
     let config = quiet_config(dir);
     let password = dir.join("password");
     std::fs::write(&password, robot_password(id)).unwrap();
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&format!(
-        "[fleet]\nbroker = \"mqtt://127.0.0.1:{port}\"\nrobot_id = \"{id}\"\nusername = \"{id}\"\n\
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text
+        + &format!(
+            "[fleet]\nbroker = \"mqtt://127.0.0.1:{port}\"\nrobot_id = \"{id}\"\nusername = \"{id}\"\n\
          password_file = {:?}\nkeep_alive_s = 2\n",
-        password.display().to_string()
-    ));
+            password.display().to_string()
+        );
     std::fs::write(&config, text).unwrap();
     config
 }

@@ -3,6 +3,7 @@
 //! simulated robots, each its own `robobrain headless` process, for a
 //! laptop demo (docs/fleet.md).
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -114,7 +115,10 @@ fn password() -> Result<String> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
         .context("cannot read /dev/urandom")?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(buf.iter().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    }))
 }
 
 /// Writes `text` to `path`, readable by its owner only.

@@ -17,7 +17,7 @@ fn header(serial: &str) -> Value {
            "manufacturer": "acme", "serialNumber": serial})
 }
 
-fn with_header(serial: &str, body: Value) -> Vec<u8> {
+fn with_header(serial: &str, body: &Value) -> Vec<u8> {
     let mut v = header(serial);
     v.as_object_mut()
         .unwrap()
@@ -28,7 +28,7 @@ fn with_header(serial: &str, body: Value) -> Vec<u8> {
 fn instant(action_type: &str, id: &str) -> Vec<u8> {
     with_header(
         "r1",
-        json!({"actions": [{"actionType": action_type, "actionId": id, "blockingType": "HARD"}]}),
+        &json!({"actions": [{"actionType": action_type, "actionId": id, "blockingType": "HARD"}]}),
     )
 }
 
@@ -75,7 +75,7 @@ fn order(id: &str, update: u64, nodes: &[(&str, Option<(f64, f64)>)]) -> Vec<u8>
         .collect();
     with_header(
         "r1",
-        json!({"orderId": id, "orderUpdateId": update, "nodes": nodes, "edges": edges}),
+        &json!({"orderId": id, "orderUpdateId": update, "nodes": nodes, "edges": edges}),
     )
 }
 
@@ -249,7 +249,7 @@ fn bad_orders_and_commands_are_rejected_and_change_nothing() {
         (
             with_header(
                 "r9",
-                json!({"orderId": "o", "orderUpdateId": 0, "nodes": [], "edges": []}),
+                &json!({"orderId": "o", "orderUpdateId": 0, "nodes": [], "edges": []}),
             ),
             "not_addressed",
         ),

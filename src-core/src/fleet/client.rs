@@ -2,10 +2,12 @@
 //! own-protocol topics and VDA 5050 `connection`, hands what it hears over
 //! as [`ClientEvent`]s, and sends commands with fresh ids to one robot or
 //! to all. A command not yet answered is sent again, with the same id,
-//! when the connection comes back — the robot drops the repeat if the
-//! first one got through, so a command is applied once.
+//! every [`RESEND`] and when the connection comes back (a robot still
+//! reconnecting to a restarted broker misses what is sent before it
+//! subscribes) — the robot drops a repeat, so a command is applied once.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use rumqttc::{AsyncClient, QoS};
 use tokio::sync::mpsc;
@@ -17,6 +19,9 @@ use super::view::{self, ClientEvent};
 use super::{FleetError, wall_ms};
 use crate::devices::mqtt::{MqttConfig, Net, poll};
 use crate::protocol::Command;
+
+/// How long a command waits for its reply before it is sent again.
+pub const RESEND: Duration = Duration::from_secs(1);
 
 /// A fleet console's connection.
 pub struct FleetClient {
@@ -114,19 +119,30 @@ async fn read(
     enum Input {
         Net(Option<Net>),
         Send(Option<(String, Envelope)>),
+        Resend,
     }
     let mut pending: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
+    let mut resend = tokio::time::interval(RESEND);
     let mut connected = false;
     let mut sends_open = true;
     loop {
         let input = tokio::select! {
             n = net.recv() => Input::Net(n),
             s = sends.recv(), if sends_open => Input::Send(s),
+            _ = resend.tick(), if !pending.is_empty() => Input::Resend,
         };
         let event = match input {
             Input::Net(None) => return,
             Input::Send(None) => {
                 sends_open = false;
+                continue;
+            }
+            Input::Resend => {
+                if connected {
+                    for (topic, bytes) in pending.values() {
+                        let _ = client.try_publish(topic, QoS::AtLeastOnce, false, bytes.clone());
+                    }
+                }
                 continue;
             }
             Input::Send(Some((robot, envelope))) => {

@@ -54,7 +54,7 @@ pub struct RunFeed {
 
 enum Input {
     Net(Option<Net>),
-    Event(Result<Event, RecvError>),
+    Event(Result<Box<Event>, RecvError>),
     Publish,
     CutOff,
     Stop,
@@ -162,7 +162,7 @@ impl Worker {
                 .map(|since| since + self.cutoff_pause);
             let input = tokio::select! {
                 n = net.recv() => Input::Net(n),
-                e = events.recv(), if events_open => Input::Event(e),
+                e = events.recv(), if events_open => Input::Event(e.map(Box::new)),
                 _ = publish.tick() => Input::Publish,
                 () = sleep_until(cutoff) => Input::CutOff,
                 _ = &mut stop => Input::Stop,

@@ -213,11 +213,10 @@ impl Observer {
         if let (Some((_, kind)), Ok(value)) = (
             topics::parse(&topic),
             serde_json::from_slice::<Value>(&payload),
-        ) {
-            if kind.is_vda() {
-                self.schemas.check(kind.leaf(), &value);
-                self.validated += 1;
-            }
+        ) && kind.is_vda()
+        {
+            self.schemas.check(kind.leaf(), &value);
+            self.validated += 1;
         }
         self.history.push((topic, payload));
     }

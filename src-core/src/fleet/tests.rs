@@ -51,7 +51,7 @@ fn header(id: u64, serial: &str) -> Value {
            "manufacturer": "acme", "serialNumber": serial})
 }
 
-fn message(header: Value, body: Value) -> Value {
+fn message(header: Value, body: &Value) -> Value {
     let mut v = header;
     v.as_object_mut()
         .unwrap()
@@ -78,7 +78,7 @@ async fn master(observer: &mut Observer, schemas: &Schemas, topic: &str, leaf: &
 fn instant(id: u64, action_type: &str, action_id: &str) -> Value {
     message(
         header(id, "r1"),
-        json!({"actions": [{"actionType": action_type, "actionId": action_id, "blockingType": "HARD"}]}),
+        &json!({"actions": [{"actionType": action_type, "actionId": action_id, "blockingType": "HARD"}]}),
     )
 }
 
@@ -96,7 +96,7 @@ fn order(id: &str, nodes: &[&str]) -> Value {
         .collect();
     message(
         header(1, "r1"),
-        json!({"orderId": id, "orderUpdateId": 0, "nodes": nodes, "edges": edges}),
+        &json!({"orderId": id, "orderUpdateId": 0, "nodes": nodes, "edges": edges}),
     )
 }
 
@@ -171,7 +171,7 @@ async fn a_robot_speaks_vda5050_and_its_own_protocol_on_a_broker_with_passwords_
         "order",
         &message(
             header(2, "r9"),
-            json!({
+            &json!({
         "orderId": "o9", "orderUpdateId": 0, "nodes": [], "edges": []}),
         ),
     )

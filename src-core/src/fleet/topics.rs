@@ -2,6 +2,8 @@
 //! `robobrain/<robot>/…` and VDA 5050 under `uagv/v2/<manufacturer>/<serial>/…`,
 //! and the reverse — which robot and which kind of message a topic is.
 
+use std::fmt::Write as _;
+
 /// The root of robobrain's own topic tree.
 pub const ROOT: &str = "robobrain";
 
@@ -157,17 +159,19 @@ pub fn mosquitto_acl(operators: &[&str], viewers: &[&str]) -> String {
         } else {
             format!("{ROOT}/%u/{}", kind.leaf())
         };
-        acl.push_str(&format!("pattern {access} {topic}\n"));
+        let _ = writeln!(acl, "pattern {access} {topic}");
     }
     for user in operators {
-        acl.push_str(&format!(
+        let _ = write!(
+            acl,
             "\nuser {user}\ntopic readwrite {ROOT}/#\ntopic readwrite uagv/#\n"
-        ));
+        );
     }
     for user in viewers {
-        acl.push_str(&format!(
+        let _ = write!(
+            acl,
             "\nuser {user}\ntopic read {ROOT}/#\ntopic read uagv/#\n"
-        ));
+        );
     }
     acl
 }

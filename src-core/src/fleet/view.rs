@@ -73,6 +73,11 @@ pub enum ClientEvent {
     },
 }
 
+/// A message's JSON, or why it is not one.
+fn parse<T: DeserializeOwned>(payload: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(payload).map_err(|e| format!("malformed: {e}"))
+}
+
 /// Reads a message a console hears; `None` for a topic it does not follow.
 pub fn read(topic: &str, payload: &[u8]) -> Option<ClientEvent> {
     let (robot, kind) = topics::parse(topic)?;
@@ -86,9 +91,6 @@ pub fn read(topic: &str, payload: &[u8]) -> Option<ClientEvent> {
             payload.len(),
             limit(kind)
         )));
-    }
-    fn parse<T: DeserializeOwned>(payload: &[u8]) -> Result<T, String> {
-        serde_json::from_slice(payload).map_err(|e| format!("malformed: {e}"))
     }
     let event = match kind {
         Kind::Hello => match parse::<ServerMessage>(payload) {

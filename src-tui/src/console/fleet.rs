@@ -359,11 +359,8 @@ mod tests {
                 snapshot: snapshot_with_approval("a7"),
             },
         );
-        assert_eq!(
-            app.update(FleetAction::Approve),
-            None,
-            "the queue needs the keys first"
-        );
+        let a = KeyEvent::from(KeyCode::Char('a'));
+        assert_eq!(action(&app, a), None, "the queue needs the keys first");
         app.update(FleetAction::SwitchPane);
         assert_eq!(
             app.update(FleetAction::Approve),
