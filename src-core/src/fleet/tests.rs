@@ -412,7 +412,12 @@ fn console(port: u16, name: &str) -> FleetClient {
 async fn heard<T>(client: &mut FleetClient, want: impl Fn(&ClientEvent) -> Option<T>) -> T {
     tokio::time::timeout(std::time::Duration::from_secs(30), async {
         loop {
-            if let Some(t) = want(&client.recv().await.unwrap()) {
+            let e = client.recv().await.unwrap();
+            eprintln!(
+                "DBG {:?}",
+                format!("{e:?}").chars().take(150).collect::<String>()
+            );
+            if let Some(t) = want(&e) {
                 return t;
             }
         }
@@ -538,6 +543,52 @@ async fn a_broker_restart_loses_no_command_and_applies_none_twice_and_a_cut_off_
     assert_eq!(status, ReplyStatus::Duplicate);
     let snapshot = session.runtime().snapshot();
     assert_eq!(snapshot.tasks.len(), 1, "{:#?}", snapshot.tasks);
+    client.close().await;
+    session.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robot_and_a_console_meet_over_tls_with_a_self_made_ca() {
+    let mut certs = None;
+    let broker = fleet_broker("tls", &["r1"], |dir| {
+        crate::devices::mqtt::broker::certificates(dir);
+        certs = Some(dir.to_path_buf());
+        format!(
+            "cafile {0}/ca.crt\ncertfile {0}/server.crt\nkeyfile {0}/server.key\n",
+            dir.display()
+        )
+    });
+    let certs = certs.unwrap();
+    let url = format!("mqtts://127.0.0.1:{}", broker.port);
+    let mut config = robot_config("tls", "r1", broker.port);
+    config.fleet.broker = Some(url.clone());
+    config.fleet.ca = Some(certs.join("ca.crt"));
+    let session = Session::open(&config, SessionOptions::new("fleet-test"))
+        .await
+        .unwrap();
+    let mut mqtt = super::connection(&url, None, None, None, Some(&certs.join("ca.crt"))).unwrap();
+    mqtt.client_id = "console-tls".into();
+    mqtt.credentials = Some((OPERATOR.0.into(), crate::llm::Secret::new(OPERATOR.1)));
+    let mut client = FleetClient::connect(&mqtt);
+    heard(&mut client, |e| {
+        matches!(e, ClientEvent::Hello { .. }).then_some(())
+    })
+    .await;
+    heard(&mut client, |e| match e {
+        ClientEvent::Connection {
+            robot,
+            state: ConnectionState::Online,
+        } if robot == "r1" => Some(()),
+        _ => None,
+    })
+    .await;
+    // Without the CA, mqtts:// is refused before anything is sent.
+    assert_eq!(
+        super::connection(&url, None, None, None, None)
+            .unwrap_err()
+            .to_string(),
+        format!("fleet broker {url}: mqtts:// needs a CA certificate ([fleet] ca, --ca)")
+    );
     client.close().await;
     session.stop().await.unwrap();
 }
