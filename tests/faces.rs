@@ -71,6 +71,10 @@ const NOT_FACES: &[(&str, &str)] = &[
     ),
     ("mock-llm", "a model endpoint, not a run"),
     ("sim", "the robot, not a brain"),
+    (
+        "fleet",
+        "a console of many runs over MQTT; each robot's run is a `headless` face (tests/fleet.rs)",
+    ),
     ("threads", "reads the thread database"),
     ("audit", "reads the audit log"),
     ("assist", "a dataset through the rule path"),

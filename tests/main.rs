@@ -13,6 +13,7 @@ mod channel;
 mod console;
 mod durable;
 mod faces;
+mod fleet;
 mod foxglove;
 mod fuzz_corpus;
 mod intents;

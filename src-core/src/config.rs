@@ -236,6 +236,134 @@ impl Default for HomeConfig {
     }
 }
 
+/// The fleet (`[fleet]`, docs/fleet.md): this robot's brain on an MQTT
+/// broker, speaking robobrain's own protocol and VDA 5050 beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FleetConfig {
+    /// The broker, `mqtt://HOST:PORT` (or `mqtts://HOST:PORT` with `ca`);
+    /// unset: no fleet.
+    pub broker: Option<String>,
+    /// This robot's id: its topics' name, its VDA 5050 serial number and,
+    /// by convention, its user name on the broker (letters, digits, `_`, `-`).
+    pub robot_id: String,
+    /// The VDA 5050 manufacturer in its topics and headers.
+    pub manufacturer: String,
+    /// The user name on the broker; unset: anonymous.
+    pub username: Option<String>,
+    /// The environment variable holding the broker password (with `username`).
+    pub password_env: Option<String>,
+    /// The file holding the broker password (with `username`).
+    pub password_file: Option<PathBuf>,
+    /// The CA certificate (PEM) the broker's TLS certificate is signed by.
+    pub ca: Option<PathBuf>,
+    /// The MQTT keep-alive, seconds: the broker says CONNECTIONBROKEN about
+    /// 1.5 keep-alives after the robot falls silent.
+    pub keep_alive_s: u64,
+    /// How often the snapshot, the VDA 5050 state and the visualization
+    /// are published while they change, milliseconds.
+    pub publish_ms: u64,
+    /// Cut off from the broker this long (seconds), the robot pauses its
+    /// active task and waits for an operator (docs/fleet.md, "Cut off").
+    pub cutoff_pause_s: f64,
+}
+
+impl Default for FleetConfig {
+    fn default() -> Self {
+        Self {
+            broker: None,
+            robot_id: "robobrain".into(),
+            manufacturer: "robobrain".into(),
+            username: None,
+            password_env: None,
+            password_file: None,
+            ca: None,
+            keep_alive_s: 5,
+            publish_ms: 250,
+            cutoff_pause_s: 10.0,
+        }
+    }
+}
+
+/// A fleet broker URL, `mqtt://HOST:PORT` or `mqtts://HOST:PORT` → (TLS,
+/// host, port); `None` when it is not that.
+pub fn parse_fleet_broker(url: &str) -> Option<(bool, String, u16)> {
+    let (tls, rest) = if let Some(rest) = url.strip_prefix("mqtts://") {
+        (true, rest)
+    } else {
+        (false, url.strip_prefix("mqtt://")?)
+    };
+    let (host, port) = parse_broker(rest.trim_end_matches('/'))?;
+    Some((tls, host, port))
+}
+
+/// Whether `id` is letters, digits, `_` or `-` (and not empty): safe in a
+/// topic level and a broker user name.
+pub fn is_topic_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+impl FleetConfig {
+    /// The first `[fleet]` key that is refused, with why.
+    fn problem(&self) -> Option<(&'static str, String)> {
+        if let Some(url) = &self.broker
+            && parse_fleet_broker(url).is_none()
+        {
+            return Some((
+                "fleet.broker",
+                format!("expected mqtt://HOST:PORT or mqtts://HOST:PORT, found {url:?}"),
+            ));
+        }
+        if !is_topic_id(&self.robot_id) {
+            return Some((
+                "fleet.robot_id",
+                format!(
+                    "expected letters, digits, `_` or `-`, found {:?}",
+                    self.robot_id
+                ),
+            ));
+        }
+        if !is_topic_id(&self.manufacturer) {
+            return Some((
+                "fleet.manufacturer",
+                format!(
+                    "expected letters, digits, `_` or `-`, found {:?}",
+                    self.manufacturer
+                ),
+            ));
+        }
+        if self.password_env.is_some() && self.password_file.is_some() {
+            return Some((
+                "fleet.password_env",
+                "expected one of password_env, password_file".into(),
+            ));
+        }
+        if self.username.is_none() && (self.password_env.is_some() || self.password_file.is_some())
+        {
+            return Some((
+                "fleet.username",
+                "a password goes with username, which is unset".into(),
+            ));
+        }
+        if self.keep_alive_s == 0 || self.publish_ms == 0 {
+            return Some((
+                "fleet.keep_alive_s",
+                "expected keep_alive_s and publish_ms above zero".into(),
+            ));
+        }
+        if !(self.cutoff_pause_s.is_finite() && self.cutoff_pause_s > 0.0) {
+            return Some((
+                "fleet.cutoff_pause_s",
+                format!("expected positive seconds, found {}", self.cutoff_pause_s),
+            ));
+        }
+        None
+    }
+}
+
 /// MCP services whose tools become skills (`[[mcp.services]]`, seed 000 §7.2).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -461,6 +589,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// The smart home (`[home]`).
     pub home: HomeConfig,
+    /// The fleet (`[fleet]`): this robot on an MQTT broker.
+    pub fleet: FleetConfig,
     /// Memory (`[memory]`): windows, summaries, retrieval, preferences.
     pub memory: crate::memory::MemoryConfig,
 }
@@ -485,6 +615,7 @@ impl Default for Config {
             alert: AlertConfig::default(),
             mcp: McpConfig::default(),
             home: HomeConfig::default(),
+            fleet: FleetConfig::default(),
             memory: crate::memory::MemoryConfig::default(),
         }
     }
@@ -698,6 +829,9 @@ impl Config {
             );
         }
         if let Some((key, problem)) = h.mqtt_problem() {
+            return err(key, problem);
+        }
+        if let Some((key, problem)) = self.fleet.problem() {
             return err(key, problem);
         }
         if !(h.summary == "rule" || h.summary == "model") {

@@ -29,6 +29,7 @@
 //! - [`hci`]: the home's conversational fast path: intents, policy gate, three-track replies, audit.
 //! - [`lines`]: what robobrain itself says, in the language it was spoken to (English, Chinese).
 //! - [`intents`]: language as data: Home Assistant's template grammar (and the robot's own) and one matcher.
+//! - [`fleet`]: many robots on one MQTT broker — robobrain's own protocol and VDA 5050 — and a fleet console's side.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
 //! - [`metrics`]: the run's Prometheus metrics (counted from its events, read off its snapshot) and its health.
@@ -42,6 +43,7 @@ pub mod devices;
 pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
+pub mod fleet;
 pub mod geometry;
 pub mod hci;
 pub mod intents;

@@ -48,6 +48,8 @@ use crate::config::Config;
 use crate::devices::mqtt::{Discovery, HaPublisher, MqttConfig, MqttError};
 use crate::engine::{Engine, EngineError};
 use crate::eventlog::{self, EventLog, EventLogError};
+use crate::fleet::link::RunFeed;
+use crate::fleet::{FleetLink, FleetSettings};
 use crate::link::LinkError;
 use crate::mapview::MapView;
 use crate::mcap::{McapError, McapLog};
@@ -113,6 +115,9 @@ pub enum SessionError {
     /// file that cannot be read).
     #[error(transparent)]
     Mqtt(#[from] MqttError),
+    /// The fleet link (`[fleet]`) could not be set up.
+    #[error(transparent)]
+    Fleet(#[from] crate::fleet::FleetError),
     /// A `say` could not be given to the brain.
     #[error("cannot say {text:?}: {source}")]
     Say {
@@ -201,6 +206,7 @@ pub struct Run {
     /// Where the robot is published to Home Assistant once started
     /// (`[home] mqtt` with `discovery`).
     home: Option<(MqttConfig, Discovery)>,
+    fleet: Option<FleetSettings>,
     options: SessionOptions,
 }
 
@@ -281,6 +287,20 @@ impl Run {
                 ),
             );
         }
+        let fleet = FleetSettings::from_config(&config.fleet)?;
+        if let Some(fleet) = &fleet {
+            engine.log(
+                "info",
+                &format!(
+                    "fleet: robot `{}` on the broker at {} (robobrain/{}/…, uagv/v2/{}/{}/…)",
+                    fleet.robot_id,
+                    fleet.mqtt.broker(),
+                    fleet.robot_id,
+                    fleet.manufacturer,
+                    fleet.robot_id
+                ),
+            );
+        }
         let info = RunInfo {
             brain,
             memory,
@@ -305,6 +325,7 @@ impl Run {
             info,
             log: RunLog::new(jsonl, mcap),
             home,
+            fleet,
             options,
         })
     }
@@ -352,7 +373,7 @@ impl Run {
                 .await
                 .map_err(|source| SessionError::Say { text, source })?;
         }
-        Ok(Session {
+        let mut session = Session {
             runtime,
             events: Some(events),
             recorder,
@@ -364,7 +385,19 @@ impl Run {
             log_path,
             mcap_path,
             home,
-        })
+            fleet: None,
+        };
+        if let Some(settings) = &self.fleet {
+            let sender = session.runtime.sender();
+            let feed = RunFeed {
+                hello: session.hello(Role::Operator),
+                snapshots: session.runtime.snapshots(),
+                events: session.runtime.subscribe(),
+                commands: Box::new(move |command| sender.send(command).map_err(|e| e.to_string())),
+            };
+            session.fleet = Some(FleetLink::start(settings, session.world.clone(), feed));
+        }
+        Ok(session)
     }
 }
 
@@ -381,6 +414,8 @@ pub struct Session {
     log_path: PathBuf,
     mcap_path: Option<PathBuf>,
     home: Option<HaPublisher>,
+    /// The fleet link, with `[fleet] broker`.
+    fleet: Option<FleetLink>,
 }
 
 impl Session {
@@ -479,6 +514,9 @@ impl Session {
         self.runtime.stop().await;
         if let Some(home) = &self.home {
             home.stop().await;
+        }
+        if let Some(fleet) = &self.fleet {
+            fleet.stop().await;
         }
         Ok(self.recorder.finished(STOP_WAIT).await?)
     }

@@ -114,6 +114,9 @@ pub enum Cmd {
     Headless(headless::Args),
     /// An MCP server: the skills as tools, the snapshot and events as resources (stdio, or --http).
     Mcp(crate::mcpserve::Args),
+    /// The fleet console on an MQTT broker (`fleet up --robots N`: a local
+    /// broker and N simulated robots; `fleet down`: stop them).
+    Fleet(crate::fleetcli::Args),
     /// The web console: the page over HTTP, the protocol over a WebSocket (localhost unless --token).
     Serve(crate::serve::Args),
     /// List durable threads, or show one thread's event history.
@@ -217,6 +220,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let console_here = match &cli.command {
         None => console::has_terminal(),
         Some(Cmd::Tui { .. }) => true,
+        Some(Cmd::Fleet(args)) => args.action.is_none(),
         _ => false,
     };
     let sink = if console_here {
@@ -285,6 +289,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Headless(args)) => headless::run(&config, &args, &durable),
         Some(Cmd::Mcp(args)) => crate::mcpserve::run(&config, &args, &durable),
         Some(Cmd::Serve(args)) => crate::serve::run(&config, &args, &durable),
+        Some(Cmd::Fleet(args)) => crate::fleetcli::run(&config, &args, console::color_allowed()),
         Some(Cmd::Threads { show }) => crate::threads::run(&config, show.as_ref()),
         Some(Cmd::Audit(args)) => crate::audit::run(&config, &args),
         Some(Cmd::Sim(args)) => crate::simserve::run(&config, &args),

@@ -13,8 +13,11 @@
 //! - `line.rs`: the one-line editor (wide characters, cursor, scrolling).
 //! - `slash.rs`: `/estop`, `/pause`, `/inject …` and utterances.
 //! - `forecast.rs`: route, ETA and battery after, for the approval prompt.
+//! - `fleet.rs`: the fleet console ([`fleet`], `robobrain fleet`): every robot on
+//!   an MQTT broker, one approval queue, a robot opened into the view above.
 
 pub mod app;
+pub mod fleet;
 pub mod forecast;
 pub mod keys;
 pub mod line;
@@ -124,6 +127,106 @@ pub fn attach(url: &str, color: bool) -> Result<Ended> {
         let _ = writeln!(std::io::stdout(), "detached from {url}");
         Ok(ended)
     })
+}
+
+/// Runs the fleet console on the robots the broker `mqtt` names carries
+/// (`url` is shown in the header) until the operator quits or a signal
+/// asks it to stop.
+pub fn fleet(
+    mqtt: &robobrain_core::devices::mqtt::MqttConfig,
+    url: &str,
+    color: bool,
+) -> Result<Ended> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let signals = Signals::listen()?;
+        let mut client = robobrain_core::fleet::FleetClient::connect(mqtt);
+        let mut app = fleet::FleetApp::new(url, color);
+        let mut terminal = ratatui::init();
+        let _ = execute!(std::io::stdout(), EnableBracketedPaste);
+        let result = drive_fleet(&mut terminal, &mut app, &mut client, signals).await;
+        restore_terminal();
+        client.close().await;
+        let ended = result?;
+        let _ = writeln!(std::io::stdout(), "left the fleet at {url}");
+        Ok(ended)
+    })
+}
+
+enum FleetInput {
+    Heard(Result<robobrain_core::fleet::ClientEvent, robobrain_core::fleet::FleetError>),
+    Term(Option<Term>),
+    Frame,
+    Signal(i32),
+}
+
+async fn drive_fleet(
+    terminal: &mut DefaultTerminal,
+    app: &mut fleet::FleetApp,
+    client: &mut robobrain_core::fleet::FleetClient,
+    mut signals: Signals,
+) -> Result<Ended> {
+    use fleet::{FleetAction, FleetEffect};
+    let (keys, mut terminal_events) = mpsc::unbounded_channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = spawn_reader(keys, stop.clone());
+    let mut frames = tokio::time::interval(FRAME);
+    frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut dirty = true;
+    let outcome = loop {
+        let input = tokio::select! {
+            biased;
+            signal = signals.recv() => FleetInput::Signal(signal),
+            term = terminal_events.recv() => FleetInput::Term(term),
+            heard = client.recv() => FleetInput::Heard(heard),
+            _ = frames.tick() => FleetInput::Frame,
+        };
+        let action = match input {
+            FleetInput::Signal(n) => break Ok(Ended::Signal(n)),
+            FleetInput::Heard(Ok(event)) => Some(FleetAction::Heard(Box::new(event))),
+            FleetInput::Heard(Err(e)) => break Err(anyhow::Error::new(e)),
+            FleetInput::Term(None) => break Err(anyhow::anyhow!("the terminal closed")),
+            FleetInput::Term(Some(Term::Key(key))) => fleet::action(app, key),
+            FleetInput::Term(Some(Term::Paste(text))) => {
+                Some(FleetAction::Robot(Action::Edit(line::Edit::Insert(text))))
+            }
+            FleetInput::Term(Some(_)) => {
+                dirty = true;
+                None
+            }
+            FleetInput::Frame => {
+                if dirty {
+                    if let Err(e) = terminal.draw(|f| ui::fleet::draw(app, f)) {
+                        break Err(anyhow::Error::new(e).context("cannot draw the console"));
+                    }
+                    dirty = false;
+                }
+                None
+            }
+        };
+        if let Some(action) = action {
+            dirty = true;
+            if let Some((_, robot)) = &mut app.robot {
+                robot.set_clock(Instant::now());
+            }
+            match app.update(action) {
+                Some(FleetEffect::Quit) => break Ok(Ended::Quit),
+                Some(FleetEffect::Send(robot, command)) => {
+                    client.send(&robot, command)?;
+                }
+                Some(FleetEffect::SendAll(command)) => {
+                    let robots: Vec<String> = app.view.robots().map(|r| r.id.clone()).collect();
+                    for robot in robots {
+                        client.send(&robot, command.clone())?;
+                    }
+                }
+                None => {}
+            }
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    release(reader).await;
+    outcome
 }
 
 /// The console's own async runtime: one thread (the kernel has its own).

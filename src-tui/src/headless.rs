@@ -163,7 +163,8 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
     let limit = args
         .duration
         .map_or(f64::INFINITY, |d| run.engine.time() + d);
-    rt.block_on(async { drive(run.start().await?, args, limit).await })
+    let fleet = config.fleet.broker.is_some();
+    rt.block_on(async { drive(run.start().await?, args, limit, fleet).await })
 }
 
 /// `--fast`: nobody can answer at machine speed, so stdin is read to its end
@@ -270,7 +271,7 @@ enum Input {
 
 /// The started run: events to stdout (the session's recorder writes the
 /// log), operator lines from stdin.
-async fn drive(mut session: Session, args: &Args, limit: f64) -> Result<ExitCode> {
+async fn drive(mut session: Session, args: &Args, limit: f64, fleet: bool) -> Result<ExitCode> {
     // Subscribed before the first tick, so no event is missed.
     let mut events = session.take_events();
     let brain = session.runtime();
@@ -339,7 +340,9 @@ async fn drive(mut session: Session, args: &Args, limit: f64) -> Result<ExitCode
                 if snap.time >= limit {
                     break;
                 }
-                if stdin_open {
+                // On a fleet the broker is the operator's line: the run
+                // goes on when stdin ends, until a signal.
+                if stdin_open || fleet {
                     continue;
                 }
                 if is_idle(&snap) && snap.time >= last_command_at + SETTLE_S {

@@ -7,6 +7,7 @@ mod audit;
 mod cli;
 mod export;
 mod flags;
+mod fleetcli;
 mod headless;
 mod mcpserve;
 mod memorycli;

@@ -21,8 +21,8 @@ mod publisher;
 mod table;
 mod zigbee2mqtt;
 
-#[cfg(test)]
-pub(crate) mod broker;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod broker;
 #[cfg(test)]
 pub(crate) mod fake;
 
@@ -40,6 +40,7 @@ pub use discovery::Discovery;
 pub use publisher::HaPublisher;
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
+pub(crate) use zigbee2mqtt::{Net, poll};
 
 pub use crate::config::parse_broker;
 
@@ -98,23 +99,42 @@ impl MqttConfig {
         let (host, port) = parse_broker(addr).ok_or_else(|| MqttError::Broker(addr.clone()))?;
         let mut mqtt = Self::new(host, port);
         mqtt.base_topic.clone_from(&home.mqtt_base);
-        if let Some(user) = &home.mqtt_username {
-            let password = match (&home.mqtt_password_env, &home.mqtt_password_file) {
+        mqtt.log_in(
+            home.mqtt_username.as_deref(),
+            home.mqtt_password_env.as_deref(),
+            home.mqtt_password_file.as_deref(),
+            home.mqtt_ca.as_deref(),
+        )?;
+        Ok(Some(mqtt))
+    }
+
+    /// Sets the credentials (`user` with the password read now from the
+    /// variable `password_env` or the file `password_file`) and the CA
+    /// read from `ca`, each when given.
+    pub fn log_in(
+        &mut self,
+        user: Option<&str>,
+        password_env: Option<&str>,
+        password_file: Option<&std::path::Path>,
+        ca: Option<&std::path::Path>,
+    ) -> Result<(), MqttError> {
+        if let Some(user) = user {
+            let password = match (password_env, password_file) {
                 (Some(name), _) => crate::secrets::from_env(name).map(Some),
                 (None, Some(path)) => crate::secrets::from_file(path).map(Some),
                 (None, None) => Ok(None),
             }
             .map_err(|e| MqttError::Password(e.to_string()))?;
-            mqtt.credentials = Some((user.clone(), Secret::new(password.unwrap_or_default())));
+            self.credentials = Some((user.to_string(), Secret::new(password.unwrap_or_default())));
         }
-        if let Some(path) = &home.mqtt_ca {
+        if let Some(path) = ca {
             let pem = std::fs::read(path).map_err(|e| MqttError::Ca {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 message: e.to_string(),
             })?;
-            mqtt.tls_ca = Some(pem);
+            self.tls_ca = Some(pem);
         }
-        Ok(Some(mqtt))
+        Ok(())
     }
 
     /// `host:port`, as errors name the broker.

@@ -5,7 +5,9 @@
 //!
 //! - `map.rs`: the world map (walls, zones, passages, path, robot, incidents).
 //! - `overlay.rs`: the approval prompt, the help screen and the quit question.
+//! - `fleet.rs`: the fleet view (`robobrain fleet`).
 
+pub mod fleet;
 mod map;
 mod overlay;
 

@@ -3,8 +3,11 @@
 //! that it saves its retained messages, as a service restart would), and
 //! started again on the same port.
 
+// A test helper: failing the test is what it is for.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -108,4 +111,122 @@ impl Drop for Mosquitto {
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Runs `program args…` in `dir`, panicking with its output when it fails.
+pub fn run(dir: &Path, program: &str, args: &[&str]) {
+    let path = crate::testing::program(program, "./x setup (Debian packages mosquitto, openssl)");
+    let out = Command::new(path)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A password file for mosquitto with `robot` / `s3cret`.
+pub fn password_file(dir: &Path) -> String {
+    users(dir, &[("robot", "s3cret")])
+}
+
+/// A password file for mosquitto with these users and passwords: the
+/// listener's settings that use it.
+pub fn users(dir: &Path, users: &[(&str, &str)]) -> String {
+    for (i, (user, password)) in users.iter().enumerate() {
+        let mut args = vec!["-b", "passwd", user, password];
+        if i == 0 {
+            args.insert(0, "-c");
+        }
+        run(dir, "mosquitto_passwd", &args);
+    }
+    format!(
+        "allow_anonymous false\npassword_file {}/passwd\n",
+        dir.display()
+    )
+}
+
+/// A throw-away CA and a server certificate for 127.0.0.1 signed by it.
+pub fn certificates(dir: &Path) {
+    let days = ["-days", "2"];
+    run(
+        dir,
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=robobrain test CA",
+            days[0],
+            days[1],
+        ],
+    );
+    run(
+        dir,
+        "openssl",
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    run(
+        dir,
+        "openssl",
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-extfile",
+            "san.ext",
+            days[0],
+            days[1],
+        ],
+    );
+    // A second CA that signed nothing of the broker's.
+    run(
+        dir,
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "other.key",
+            "-out",
+            "other.crt",
+            "-subj",
+            "/CN=someone else",
+            days[0],
+            days[1],
+        ],
+    );
 }

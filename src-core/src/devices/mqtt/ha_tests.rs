@@ -6,14 +6,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command as Process;
 use std::time::Duration;
 
 use rumqttc::{AsyncClient, ConnectionError, Event as NetEvent, MqttOptions, Packet, QoS};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::broker::Mosquitto;
+use super::broker::{Mosquitto, certificates, password_file};
 use super::fake::FakeDevice;
 use super::*;
 use crate::config::{Config, HomeConfig};
@@ -415,116 +414,6 @@ async fn the_newest_alert_frame_is_published_as_the_image_bytes() {
     ha.until("robobrain/frame/alert", "ON").await;
     ha.until_bytes("robobrain/frame/frame", &bytes).await;
     publisher.stop().await;
-}
-
-/// Runs `program args…` in `dir`, panicking with its output when it fails.
-fn run(dir: &Path, program: &str, args: &[&str]) {
-    let path = crate::testing::program(program, "./x setup (Debian packages mosquitto, openssl)");
-    let out = Process::new(path)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A password file for mosquitto with `robot` / `s3cret`.
-fn password_file(dir: &Path) -> String {
-    run(
-        dir,
-        "mosquitto_passwd",
-        &["-c", "-b", "passwd", "robot", "s3cret"],
-    );
-    format!(
-        "allow_anonymous false\npassword_file {}/passwd\n",
-        dir.display()
-    )
-}
-
-/// A throw-away CA and a server certificate for 127.0.0.1 signed by it.
-fn certificates(dir: &Path) {
-    let days = ["-days", "2"];
-    run(
-        dir,
-        "openssl",
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-            "-subj",
-            "/CN=robobrain test CA",
-            days[0],
-            days[1],
-        ],
-    );
-    run(
-        dir,
-        "openssl",
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    run(
-        dir,
-        "openssl",
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-extfile",
-            "san.ext",
-            days[0],
-            days[1],
-        ],
-    );
-    // A second CA that signed nothing of the broker's.
-    run(
-        dir,
-        "openssl",
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "other.key",
-            "-out",
-            "other.crt",
-            "-subj",
-            "/CN=someone else",
-            days[0],
-            days[1],
-        ],
-    );
 }
 
 /// What the broker answers a connection made with `options`: the

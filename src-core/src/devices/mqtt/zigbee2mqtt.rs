@@ -75,7 +75,7 @@ enum Request {
     Shutdown,
 }
 
-pub(super) enum Net {
+pub(crate) enum Net {
     /// The broker accepted the connection.
     Up,
     Down(String),
@@ -163,7 +163,7 @@ impl Zigbee2Mqtt {
 
 /// Polls rumqttc's event loop forever; after an error it waits and polls
 /// again, which reconnects.
-pub(super) async fn poll(
+pub(crate) async fn poll(
     mut eventloop: rumqttc::EventLoop,
     net: mpsc::Sender<Net>,
     delay: Duration,

@@ -1,0 +1,277 @@
+//! The IO around one robot's [`Bridge`]: one rumqttc connection with
+//! `connection` CONNECTIONBROKEN as its last will; it follows the run's
+//! snapshots (at most one publish round per `publish_ms`) and events,
+//! gives commands to the run's queue — the same queue a console writes to,
+//! so the kernel judges them like any operator's — and, cut off from the
+//! broker for `cutoff_pause_s`, pauses the active task.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, LastWill, QoS};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::bridge::{Bridge, Effect, Identity, Publish, Qos};
+use super::topics::Topics;
+use super::{FleetSettings, wall_ms};
+use crate::devices::mqtt::{Net, poll};
+use crate::protocol::{Command, Event, Hello, Snapshot};
+use crate::world::World;
+
+/// Where the bridge's commands go: the run's queue (`Err` says why it refused).
+pub type CommandSink = Box<dyn Fn(Command) -> Result<(), String> + Send + Sync>;
+
+/// How long [`FleetLink::stop`] waits for OFFLINE to leave.
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// A running fleet link (one robot on the broker).
+pub struct FleetLink {
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    task: Mutex<Option<JoinHandle<()>>>,
+    poller: AbortHandle,
+}
+
+impl std::fmt::Debug for FleetLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetLink").finish_non_exhaustive()
+    }
+}
+
+/// What the run gives the link.
+pub struct RunFeed {
+    /// The `hello` frame consoles get first.
+    pub hello: Hello,
+    /// The run's snapshots.
+    pub snapshots: watch::Receiver<Snapshot>,
+    /// The run's events.
+    pub events: broadcast::Receiver<Event>,
+    /// The run's command queue.
+    pub commands: CommandSink,
+}
+
+enum Input {
+    Net(Option<Net>),
+    Event(Result<Box<Event>, RecvError>),
+    Publish,
+    CutOff,
+    Stop,
+}
+
+impl FleetLink {
+    /// Starts the link on the current tokio runtime: it connects (and keeps
+    /// reconnecting) to the broker `settings` name, as the robot in `world`.
+    pub fn start(settings: &FleetSettings, world: World, feed: RunFeed) -> Self {
+        let mut bridge = Bridge::new(Identity {
+            topics: Topics::new(&settings.manufacturer, &settings.robot_id),
+            world,
+        });
+        let mut options = settings.mqtt.options(&settings.mqtt.client_id);
+        let will = bridge.will(wall_ms());
+        options.set_last_will(LastWill::new(
+            will.topic,
+            will.payload,
+            QoS::AtLeastOnce,
+            true,
+        ));
+        options.set_request_channel_capacity(1024);
+        let (client, eventloop) = AsyncClient::new(options, 1024);
+        let (net_tx, net) = mpsc::channel(256);
+        let poller = tokio::spawn(poll(eventloop, net_tx, settings.mqtt.reconnect_delay));
+        let poller_handle = poller.abort_handle();
+        let (stop, stopped) = oneshot::channel();
+        let worker = Worker {
+            bridge,
+            client,
+            hello: feed.hello,
+            commands: feed.commands,
+            connected: false,
+            publish_every: settings.publish_every,
+            cutoff_pause: settings.cutoff_pause,
+            down_since: None,
+            paused_for_cutoff: false,
+        };
+        let task = tokio::spawn(worker.run(net, feed.snapshots, feed.events, stopped, poller));
+        Self {
+            stop: Mutex::new(Some(stop)),
+            task: Mutex::new(Some(task)),
+            poller: poller_handle,
+        }
+    }
+
+    /// Says OFFLINE (retained), disconnects, and waits (two seconds at
+    /// most) until that has gone out. Later calls do nothing.
+    pub async fn stop(&self) {
+        if let Some(stop) = lock(&self.stop).take() {
+            let _ = stop.send(());
+        }
+        let Some(mut task) = lock(&self.task).take() else {
+            return;
+        };
+        if tokio::time::timeout(STOP_WAIT, &mut task).await.is_err() {
+            task.abort();
+        }
+        self.poller.abort();
+    }
+}
+
+impl Drop for FleetLink {
+    fn drop(&mut self) {
+        // Dropped without `stop`: the broker's last will says CONNECTIONBROKEN.
+        if let Some(task) = lock(&self.task).take() {
+            task.abort();
+        }
+        self.poller.abort();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+struct Worker {
+    bridge: Bridge,
+    client: AsyncClient,
+    hello: Hello,
+    commands: CommandSink,
+    connected: bool,
+    publish_every: Duration,
+    cutoff_pause: Duration,
+    down_since: Option<Instant>,
+    paused_for_cutoff: bool,
+}
+
+impl Worker {
+    async fn run(
+        mut self,
+        mut net: mpsc::Receiver<Net>,
+        mut snapshots: watch::Receiver<Snapshot>,
+        mut events: broadcast::Receiver<Event>,
+        mut stop: oneshot::Receiver<()>,
+        poller: JoinHandle<()>,
+    ) {
+        let mut publish = tokio::time::interval(self.publish_every);
+        publish.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut events_open = true;
+        loop {
+            let cutoff = self
+                .down_since
+                .filter(|_| !self.paused_for_cutoff)
+                .map(|since| since + self.cutoff_pause);
+            let input = tokio::select! {
+                n = net.recv() => Input::Net(n),
+                e = events.recv(), if events_open => Input::Event(e.map(Box::new)),
+                _ = publish.tick() => Input::Publish,
+                () = sleep_until(cutoff) => Input::CutOff,
+                _ = &mut stop => Input::Stop,
+            };
+            match input {
+                Input::Net(None) | Input::Stop => break,
+                Input::Net(Some(n)) => self.net(n, &snapshots),
+                Input::Event(Ok(event)) => {
+                    if self.connected {
+                        for p in self.bridge.event(&event) {
+                            self.publish(p);
+                        }
+                    }
+                }
+                // Fell behind: the next snapshot repaints the consoles.
+                Input::Event(Err(RecvError::Lagged(_))) => {}
+                Input::Event(Err(RecvError::Closed)) => events_open = false,
+                Input::Publish => {
+                    // The run has ended: nothing more to publish.
+                    if snapshots.has_changed().is_err() {
+                        break;
+                    }
+                    if self.connected && snapshots.has_changed().unwrap_or(false) {
+                        let snapshot = snapshots.borrow_and_update().clone();
+                        for p in self.bridge.snapshot(&snapshot, wall_ms()) {
+                            self.publish(p);
+                        }
+                    }
+                }
+                Input::CutOff => {
+                    self.paused_for_cutoff = true;
+                    let snapshot = snapshots.borrow().clone();
+                    self.bridge.snapshot(&snapshot, wall_ms());
+                    if let Some(command) = self.bridge.cut_off() {
+                        // Refused only when the run has stopped: nothing to keep safe.
+                        let _ = (self.commands)(command);
+                    }
+                }
+            }
+        }
+        if self.connected {
+            let offline = self.bridge.offline(wall_ms());
+            self.publish(offline);
+            let _ = self.client.try_disconnect();
+            // The DISCONNECT leaves after OFFLINE: wait until it has.
+            while let Some(n) = net.recv().await {
+                if matches!(n, Net::Closed | Net::Down(_)) {
+                    break;
+                }
+            }
+        }
+        poller.abort();
+    }
+
+    fn net(&mut self, net: Net, snapshots: &watch::Receiver<Snapshot>) {
+        match net {
+            Net::Up => {
+                self.connected = true;
+                self.down_since = None;
+                self.paused_for_cutoff = false;
+                for topic in self.bridge.subscriptions() {
+                    let _ = self.client.try_subscribe(topic, QoS::AtLeastOnce);
+                }
+                let snapshot = snapshots.borrow().clone();
+                for p in self.bridge.connected(&self.hello, &snapshot, wall_ms()) {
+                    self.publish(p);
+                }
+            }
+            Net::Down(_) => {
+                self.connected = false;
+                self.down_since.get_or_insert_with(Instant::now);
+            }
+            Net::Closed => {}
+            Net::Message(topic, payload) => {
+                for effect in self.bridge.message(&topic, &payload, wall_ms()) {
+                    match effect {
+                        Effect::Publish(p) => self.publish(p),
+                        Effect::Command { id, command } => {
+                            let result = (self.commands)(command);
+                            if let Some(id) = id {
+                                let reply = self.bridge.outcome(&id, result);
+                                self.publish(reply);
+                            } else if let Err(why) = result {
+                                // A VDA 5050 command the run refused: said in `state`.
+                                self.bridge.refused(&why);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn publish(&self, p: Publish) {
+        if !self.connected {
+            return;
+        }
+        let qos = match p.qos {
+            Qos::AtMostOnce => QoS::AtMostOnce,
+            Qos::AtLeastOnce => QoS::AtLeastOnce,
+        };
+        let _ = self.client.try_publish(p.topic, qos, p.retain, p.payload);
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
