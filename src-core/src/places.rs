@@ -66,6 +66,20 @@ impl Places {
     }
 }
 
+/// Where the program `name` is: on `PATH`, in `~/.cargo/bin` or in
+/// `/usr/sbin` (Debian's daemons, not on a user's `PATH`).
+pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let cargo_bin = std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo/bin"));
+    path.into_iter()
+        .chain(cargo_bin)
+        .chain([std::path::PathBuf::from("/usr/sbin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,18 +61,7 @@ pub fn program(name: &str, install: &str) -> PathBuf {
     )
 }
 
-/// Where `name` is: on `PATH`, in `~/.cargo/bin` or in `/usr/sbin`.
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    let cargo_bin = std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo/bin"));
-    path.into_iter()
-        .chain(cargo_bin)
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
+pub use crate::places::find_program;
 
 /// The shared test data folder: `$ROBOBRAIN_SHARED_DATA`, else
 /// `../shared/data` beside the workspace (where the environment puts it,

@@ -129,18 +129,10 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("cannot restrict {}", path.display()))
 }
 
-/// `name` on the `PATH`, or in Debian's `/usr/sbin` (not on a user's `PATH`).
 fn program(name: &str) -> Result<PathBuf> {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .with_context(|| {
-            format!("`{name}` not found: install the Debian package mosquitto (./x setup)")
-        })
+    robobrain_core::places::find_program(name).with_context(|| {
+        format!("`{name}` not found: install the Debian package mosquitto (./x setup)")
+    })
 }
 
 fn up(config: &Config, robots: usize, port: u16, speed: f64, dir: &Path) -> Result<ExitCode> {

@@ -592,3 +592,87 @@ async fn a_robot_and_a_console_meet_over_tls_with_a_self_made_ca() {
     client.close().await;
     session.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_from_two_consoles_is_given_once() {
+    let broker = fleet_broker("twice", &["r1"], |_| String::new());
+    let session = robot("twice", "r1", broker.port).await;
+    let mut a = console(broker.port, "twice-a");
+    let mut b = console(broker.port, "twice-b");
+    a.send(
+        "r1",
+        Command::Say {
+            text: "go to the study".into(),
+        },
+    )
+    .unwrap();
+    let approval = heard(&mut a, |e| match e {
+        ClientEvent::Snapshot { snapshot, .. } => {
+            snapshot.approvals.first().map(|x| x.approval_id.clone())
+        }
+        _ => None,
+    })
+    .await;
+    // Two operators approve the same approval, each with its own command id.
+    a.send(
+        "r1",
+        Command::Approve {
+            approval_id: approval.clone(),
+        },
+    )
+    .unwrap();
+    b.send(
+        "r1",
+        Command::Approve {
+            approval_id: approval.clone(),
+        },
+    )
+    .unwrap();
+    let mut approved = 0;
+    let refused = heard(&mut a, |e| match e {
+        ClientEvent::Event { event, .. } => match &event.kind {
+            crate::protocol::EventKind::Approval {
+                approval_id,
+                status,
+                ..
+            } if *approval_id == approval
+                && *status == crate::protocol::ApprovalStatus::Approved =>
+            {
+                Some(false)
+            }
+            crate::protocol::EventKind::Error { code, .. } if code == "unknown_approval" => {
+                Some(true)
+            }
+            _ => None,
+        },
+        _ => None,
+    })
+    .await;
+    if !refused {
+        approved += 1;
+        let again = heard(&mut a, |e| match e {
+            ClientEvent::Event { event, .. } => match &event.kind {
+                crate::protocol::EventKind::Error { code, .. } if code == "unknown_approval" => {
+                    Some(true)
+                }
+                crate::protocol::EventKind::Approval {
+                    approval_id,
+                    status,
+                    ..
+                } if *approval_id == approval
+                    && *status == crate::protocol::ApprovalStatus::Approved =>
+                {
+                    Some(false)
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .await;
+        assert!(again, "the approval was given twice");
+    }
+    assert_eq!(approved, 1, "the approval was refused before it was given");
+    a.close().await;
+    b.close().await;
+    session.stop().await.unwrap();
+}
