@@ -461,3 +461,29 @@ fn a_robot_lost_and_back_is_safe_then_reconciled() {
     );
     no_goal_twice(&fake);
 }
+
+/// A low battery on the ROS 2 robot: the kernel's CHARGE docks it through
+/// Nav2's `dock_robot` action (the `DockRobot` types over the wire), the
+/// battery reports charging, and the charge task succeeds.
+#[test]
+fn a_low_battery_docks_through_nav2_docking() {
+    let dir = temp_dir("ros2-dock");
+    let domain = Domain::take();
+    let fake = FakeNav2::start(&domain, &dir, &["--battery", "12", "--charge-rate", "20"]);
+    let db = dir.join("brain.db");
+    let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &[]);
+    let done = brain.wait_for(Duration::from_secs(60), false, &|ev| {
+        is_task(ev, "charge", "succeeded") || is_task(ev, "charge", "failed")
+    });
+    let _ = brain.child.kill();
+    assert_eq!(
+        done.expect("the charge task never ended")["task"]["status"],
+        "succeeded"
+    );
+    let text = std::fs::read_to_string(&fake.record).unwrap();
+    assert!(
+        text.lines().any(|l| l.contains("\"dock_robot\"")),
+        "no DockRobot goal reached the robot:\n{text}"
+    );
+    no_goal_twice(&fake);
+}
