@@ -223,8 +223,10 @@ fn a_new_user_sends_the_robot_to_the_kitchen_approves_and_stops_it() {
     );
     let command = console_then_shell(&config, "");
     let tmux = Tmux::start(&command, 120, 40);
-    let first = tmux.wait_for("the first frame", 20, |s| {
-        s.contains("robobrain") && s.contains("mode IDLE")
+    // The console paints before the run's first snapshot arrives (a loaded
+    // machine can show that frame): wait for the one with the map.
+    let first = tmux.wait_for("the first frame with the robot on the map", 20, |s| {
+        s.contains("robobrain") && s.contains("mode IDLE") && robot(s).is_some()
     });
     let start = robot(&first).expect("the robot is on the map");
 

@@ -130,7 +130,7 @@ pub struct HomeConfig {
     /// `living_room_light`) is a home device's id is that device.
     pub mqtt_bridge_names: bool,
     /// With `mqtt`: publish the robot to Home Assistant through MQTT
-    /// discovery (sensors, buttons, the alert frame).
+    /// discovery (sensors, buttons, the last watch frame).
     pub discovery: bool,
     /// Home Assistant's discovery prefix.
     pub discovery_prefix: String,
@@ -316,7 +316,8 @@ pub struct SkillsConfig {
     /// Skills initialised on first use rather than at start (seed 000 §8.1).
     pub lazy: Vec<String>,
     /// Keep the frames that show an emergency, as alert evidence, under
-    /// `<runs_dir>/frames/<thread>/`.
+    /// `<runs_dir>/frames/<thread>/`, and the newest ordinary look under
+    /// its `last/` (one file).
     pub keep_frames: bool,
     /// `sim` (the simulated camera) or `v4l` (a real one; needs the
     /// `camera` feature).

@@ -477,6 +477,12 @@ impl Engine {
                 .filter(|i| i.acknowledged_by.is_none())
                 .cloned()
                 .collect(),
+            last_frame: s
+                .shared
+                .get("last_vision_result")
+                .and_then(|v| v.get("frame"))
+                .and_then(serde_json::Value::as_str)
+                .map(String::from),
             brain: Some(self.brain.kind()),
             world: self.world.name.clone(),
             run: self.run.clone(),

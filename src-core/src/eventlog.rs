@@ -114,26 +114,56 @@ impl<W: Write> EventLog<W> {
 /// Parses log text back into events; blank lines are skipped; `path` names
 /// the file in errors.
 pub fn parse(text: &str, path: &Path) -> Result<Vec<Event>, EventLogError> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
+    parse_with(text, path, &crate::progress::Silent)
+}
+
+/// [`parse`], telling `progress` how many of the log's lines are read
+/// (every [`PROGRESS_EVERY`] lines and at the end): a long log's report or
+/// export shows how far it is.
+pub fn parse_with(
+    text: &str,
+    path: &Path,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Vec<Event>, EventLogError> {
+    let total = text.lines().count() as u64;
+    let mut events = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if i % PROGRESS_EVERY == 0 {
+            progress.update("log lines read", i as u64, total);
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        events.push(
             serde_json::from_str(line).map_err(|e| EventLogError::Parse {
                 path: path.to_path_buf(),
                 line: i + 1,
                 message: e.to_string(),
-            })
-        })
-        .collect()
+            })?,
+        );
+    }
+    progress.update("log lines read", total, total);
+    Ok(events)
 }
+
+/// How many lines [`parse_with`] reads between two progress reports.
+pub const PROGRESS_EVERY: usize = 1000;
 
 /// Reads and parses a log file.
 pub fn read(path: &Path) -> Result<Vec<Event>, EventLogError> {
+    read_with(path, &crate::progress::Silent)
+}
+
+/// [`read`], reporting to `progress` as [`parse_with`] does.
+pub fn read_with(
+    path: &Path,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Vec<Event>, EventLogError> {
     let text = std::fs::read_to_string(path).map_err(|source| EventLogError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    parse(&text, path)
+    parse_with(&text, path, progress)
 }
 
 #[cfg(test)]
@@ -154,6 +184,35 @@ mod tests {
                 reason: "task t1".into(),
             },
         }
+    }
+
+    /// Counts what a parse reported.
+    #[derive(Default)]
+    struct Seen(std::cell::RefCell<Vec<(u64, u64)>>);
+
+    impl crate::progress::Progress for Seen {
+        fn update(&self, _what: &str, done: u64, total: u64) {
+            self.0.borrow_mut().push((done, total));
+        }
+    }
+
+    #[test]
+    fn a_long_log_reports_how_far_it_is_read() {
+        let lines = PROGRESS_EVERY * 2 + 5;
+        let mut text = String::new();
+        for seq in 1..=lines as u64 {
+            text.push_str(&serde_json::to_string(&event(seq)).unwrap());
+            text.push('\n');
+        }
+        let seen = Seen::default();
+        let events = parse_with(&text, Path::new("long.jsonl"), &seen).unwrap();
+        assert_eq!(events.len(), lines);
+        let total = lines as u64;
+        let reports = seen.0.into_inner();
+        assert_eq!(
+            reports,
+            [(0, total), (1000, total), (2000, total), (total, total)]
+        );
     }
 
     #[test]

@@ -549,6 +549,10 @@ pub struct Snapshot {
     /// Alerts raised and not yet acknowledged.
     #[serde(default)]
     pub alerts: Vec<IncidentRecord>,
+    /// The newest frame `watch` kept (a PNG's path: an alert's evidence or
+    /// the last ordinary look), when `[skills] keep_frames` is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_frame: Option<String>,
     /// The brain in use (`rule`, `model`, …).
     pub brain: Option<BrainKind>,
     /// World name.

@@ -362,7 +362,7 @@ fn with_token(url: &str) -> String {
 /// Writes the HTML report of the run logged in `log`; the world is the one
 /// the log's first snapshot names, unless `--world` says otherwise.
 fn report(log: &Path, output: &Path, world: Option<&str>) -> Result<ExitCode> {
-    let events = robobrain_core::eventlog::read(log)?;
+    let events = robobrain_core::eventlog::read_with(log, &crate::progress::Bar::on_stderr())?;
     anyhow::ensure!(
         !events.is_empty(),
         "{}: the log has no events",

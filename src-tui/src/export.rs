@@ -34,7 +34,7 @@ pub fn run(to: &To, world: Option<&str>) -> Result<ExitCode> {
 fn mcap(log: &Path, output: Option<&Path>, world: Option<&str>) -> Result<ExitCode> {
     let out = output.map_or_else(|| log.with_extension("mcap"), Path::to_path_buf);
     // A malformed line stops here, naming the file and the line; nothing is written.
-    let events = robobrain_core::eventlog::read(log)?;
+    let events = robobrain_core::eventlog::read_with(log, &crate::progress::Bar::on_stderr())?;
     let map = map_of(&events, world, "the recording has no /map");
     let recorded = robobrain_core::mcap::record(&events, &out, map)
         .with_context(|| format!("cannot export {} as MCAP", log.display()))?;

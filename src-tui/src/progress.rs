@@ -1,5 +1,5 @@
 //! Progress bars for the long subcommands (`memory import`, `memory eval`,
-//! `assist`): an `indicatif` bar on stderr when stderr is a terminal,
+//! `assist`, and reading the log for `report` and `export mcap`): an `indicatif` bar on stderr when stderr is a terminal,
 //! nothing otherwise (a pipe, CI, a file), so machine-read output stays clean.
 
 use std::io::IsTerminal;

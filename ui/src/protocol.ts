@@ -67,6 +67,8 @@ export interface Snapshot {
   blocked_passages: string[];
   incidents: Incident[];
   alerts?: IncidentRecord[];
+  /** The newest frame `watch` kept (a PNG's path), when frames are kept. */
+  last_frame?: string;
   /** Smart-home devices: id → {state, online, room}. */
   devices?: Record<string, DeviceView>;
   brain?: string | null;

@@ -116,6 +116,45 @@ mod tests {
         assert!(task.plan.iter().all(|s| s.skill == "navigate_to"));
     }
 
+    /// Every look keeps its frame: the snapshot names the newest, and the
+    /// `last/` folder holds that one frame only.
+    #[test]
+    fn the_newest_look_is_kept_and_named_in_the_snapshot() {
+        let dir = std::env::temp_dir().join(format!("rb-last-frame-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = Config {
+            thread_id: Some("looks".into()),
+            runs_dir: dir.clone(),
+            ..Config::default()
+        };
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        assert_eq!(engine.snapshot().last_frame, None);
+        engine.submit(Command::StartPatrol { route: None });
+        let mut frames = Vec::new();
+        let mut events = Vec::new();
+        while frames.len() < 2 && engine.time() < 600.0 {
+            engine.tick(&mut events);
+            events.clear();
+            let frame = engine.snapshot().last_frame;
+            if frame.is_some() && frames.last() != Some(&frame) {
+                frames.push(frame);
+            }
+        }
+        assert_eq!(frames.len(), 2, "two looks in a round: {frames:?}");
+        let newest = frames[1].clone().unwrap();
+        assert!(std::fs::read(&newest).unwrap().starts_with(b"\x89PNG"));
+        let last = dir.join("frames").join("looks").join("last");
+        let kept: Vec<_> = std::fs::read_dir(&last).unwrap().flatten().collect();
+        assert_eq!(
+            kept.len(),
+            1,
+            "only the newest look is kept in {}",
+            last.display()
+        );
+        assert_eq!(kept[0].path().display().to_string(), newest);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Rounds start on a fixed schedule, however long each takes; a stop
     /// ends them.
     #[test]

@@ -253,7 +253,7 @@ impl Discovery {
     }
 
     /// Every entity's discovery config (retained): four sensors, the alert
-    /// binary sensor, four buttons and the last alert frame's image.
+    /// binary sensor, four buttons and the last watch frame's image.
     pub fn configs(&self) -> Vec<Message> {
         let mut out = Vec::new();
         for sensor in Sensor::ALL {
@@ -304,7 +304,7 @@ impl Discovery {
         out.push(self.config(
             "image",
             FRAME,
-            "Alert frame",
+            "Last watch frame",
             json!({
                 "image_topic": self.state_topic(FRAME),
                 "content_type": "image/png",
@@ -314,8 +314,9 @@ impl Discovery {
     }
 
     /// The states in `snapshot` (retained): battery %, mode, activity,
-    /// zone, whether an alert is open (`ON`/`OFF`), and the newest open or
-    /// acknowledged alert's evidence frame when it has one.
+    /// zone, whether an alert is open (`ON`/`OFF`), and the newest frame
+    /// `watch` kept ([`Snapshot::last_frame`]; before any, an open alert's
+    /// evidence, as after a resume).
     pub fn states(&self, snapshot: &Snapshot) -> Vec<Message> {
         let mut out: Vec<Message> = Sensor::ALL
             .iter()
@@ -329,12 +330,13 @@ impl Discovery {
             self.state_topic(ALERT),
             if open { "ON" } else { "OFF" },
         ));
-        if let Some(frame) = snapshot
-            .alerts
-            .iter()
-            .rev()
-            .find_map(|a| a.evidence.clone())
-        {
+        if let Some(frame) = snapshot.last_frame.clone().or_else(|| {
+            snapshot
+                .alerts
+                .iter()
+                .rev()
+                .find_map(|a| a.evidence.clone())
+        }) {
             out.push(Message {
                 topic: self.state_topic(FRAME),
                 payload: Payload::File(PathBuf::from(frame)),
@@ -495,6 +497,14 @@ mod tests {
         );
         changes.clear();
         assert_eq!(changes.fresh(d.states(&s)).len(), 6);
+        // A later, ordinary look replaces the alert's frame in the image.
+        s.last_frame = Some("/runs/frames/t/last/g2.png".into());
+        let newer = changes.fresh(d.states(&s));
+        assert_eq!(newer.len(), 1);
+        assert_eq!(
+            newer[0].payload,
+            Payload::File("/runs/frames/t/last/g2.png".into())
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `watch` (seed 000 §3.2): capture a frame and say what is in it. The
 //! result lands in the run's shared data as `last_vision_result` and
 //! `emergency_level`; a frame that shows an emergency is kept on disk as
-//! evidence (by path: checkpoints never hold images). With a vision model
+//! evidence, and the newest ordinary frame under `last/` (one file, replaced
+//! by the next look), both by path: checkpoints never hold images. The
+//! result's `frame` names the kept frame either way. With a vision model
 //! configured the frame goes to it and the goal ends when it answers
 //! (its reply validated; the stand-in's labels when it fails, saying why).
 
@@ -183,11 +185,16 @@ impl Watch {
         } else {
             None
         };
+        let kept = match &evidence {
+            Some(path) => Some(path.clone()),
+            None => self.keep_last(goal_id, &frame.png),
+        };
         let note = self.camera.note();
         let mut seen = serde_json::to_value(result).unwrap_or(Value::Null);
         if let Some(o) = seen.as_object_mut() {
             o.insert("zone".into(), json!(frame.zone));
             o.insert("evidence".into(), json!(evidence));
+            o.insert("frame".into(), json!(kept));
             if let Some(note) = &note {
                 o.insert("camera".into(), json!(note));
             }
@@ -213,11 +220,30 @@ impl Watch {
     /// or the write failed (the alert goes out without a picture rather than
     /// not at all).
     fn keep(&self, goal_id: &str, png: &[u8]) -> Option<String> {
-        let dir = self.frames_dir.as_ref()?;
-        std::fs::create_dir_all(dir).ok()?;
-        let name = crate::store::ledger::short_goal_id(goal_id).replace(['/', '\\'], "_");
-        let path = dir.join(format!("{name}.png"));
-        std::fs::write(&path, png).ok()?;
-        Some(path.display().to_string())
+        write_frame(self.frames_dir.as_ref()?, goal_id, png)
     }
+
+    /// Writes an ordinary frame as the newest look under `<frames>/last/`,
+    /// removing the one before it (so the folder holds one frame, and the
+    /// path changes with every look: a publisher that sends only what
+    /// changed sees a new frame). `None` when frames are not kept.
+    fn keep_last(&self, goal_id: &str, png: &[u8]) -> Option<String> {
+        let dir = self.frames_dir.as_ref()?.join("last");
+        if let Ok(old) = std::fs::read_dir(&dir) {
+            for entry in old.flatten() {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        write_frame(&dir, goal_id, png)
+    }
+}
+
+/// Writes `png` as `<dir>/<short goal id>.png`; its path, or `None` when the
+/// write failed.
+fn write_frame(dir: &std::path::Path, goal_id: &str, png: &[u8]) -> Option<String> {
+    std::fs::create_dir_all(dir).ok()?;
+    let name = crate::store::ledger::short_goal_id(goal_id).replace(['/', '\\'], "_");
+    let path = dir.join(format!("{name}.png"));
+    std::fs::write(&path, png).ok()?;
+    Some(path.display().to_string())
 }
