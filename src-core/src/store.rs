@@ -11,10 +11,13 @@
 //! - `schema.rs`: versioned migrations (`PRAGMA user_version`).
 //! - `delta.rs`: checkpoint deltas (pure JSON diff and apply).
 //! - `ledger.rs`: ledger rows and their states.
+//! - `checkpointer.rs`: WAL checkpoints on a thread of their own, so no
+//!   tick waits for one.
 //! - `guard.rs`: the database file watched while a thread records into it
 //!   (deleted, replaced or made read-only under a running brain).
 
 pub mod audit;
+mod checkpointer;
 pub mod delta;
 pub mod guard;
 pub mod ledger;
@@ -268,8 +271,14 @@ pub struct Restored {
 
 /// An open database.
 pub struct Store {
+    /// Copies the WAL back into the database off the committing thread
+    /// (started when first needed; none in memory). Declared first so it
+    /// is dropped (and its thread joined) before `conn` closes.
+    checkpointer: Option<checkpointer::Checkpointer>,
     conn: Connection,
     path: PathBuf,
+    /// Commits since the checkpointer was last asked to run.
+    since_checkpoint: u32,
 }
 
 impl std::fmt::Debug for Store {
@@ -311,8 +320,10 @@ impl Store {
 
     fn setup(conn: Connection, path: &Path, synchronous: Synchronous) -> Result<Self, StoreError> {
         let mut store = Self {
+            checkpointer: None,
             conn,
             path: path.to_path_buf(),
+            since_checkpoint: 0,
         };
         let sync = match synchronous {
             Synchronous::Normal => "NORMAL",
@@ -358,7 +369,7 @@ impl Store {
         store
             .conn
             .execute_batch(&format!(
-                "PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON;"
+                "PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;"
             ))
             .map_err(|e| store.err(e))?;
         store.migrate(version)?;
@@ -532,11 +543,10 @@ impl Store {
             }
             if let Some(body) = &c.checkpoint {
                 let n: u64 = tx
-                    .query_row(
+                    .prepare_cached(
                         "SELECT COALESCE(MAX(n) + 1, 0) FROM checkpoints WHERE thread_id = ?1",
-                        [c.thread],
-                        |r| r.get(0),
                     )
+                    .and_then(|mut s| s.query_row([c.thread], |r| r.get(0)))
                     .map_err(map)?;
                 let (kind, text) = match body {
                     CheckpointBody::Full(v) => ("full", v.to_string()),
@@ -591,7 +601,26 @@ impl Store {
             })
             .map_err(map)?;
         }
-        tx.commit().map_err(map)
+        tx.commit().map_err(map)?;
+        self.after_commit();
+        Ok(())
+    }
+
+    /// Every [`checkpointer::EVERY`] commits, asks the checkpointer thread
+    /// to copy the WAL into the database (what SQLite's autocheckpoint did
+    /// inside the commit that crossed 1 000 pages, fsyncs included).
+    fn after_commit(&mut self) {
+        self.since_checkpoint += 1;
+        if self.since_checkpoint < checkpointer::EVERY || self.path == Path::new(":memory:") {
+            return;
+        }
+        self.since_checkpoint = 0;
+        if self.checkpointer.is_none() {
+            self.checkpointer = checkpointer::Checkpointer::start(&self.path);
+        }
+        if let Some(c) = &self.checkpointer {
+            c.request();
+        }
     }
 
     /// The newest checkpoint of `thread`, rebuilt.

@@ -1,0 +1,71 @@
+//! WAL checkpoints off the committing thread.
+//!
+//! In WAL mode a commit appends the changed pages to the `-wal` file; a
+//! checkpoint copies them back into the database (with
+//! `synchronous=NORMAL`, fsyncing the WAL before and the database after).
+//! SQLite's automatic checkpoint runs inside the commit that crosses 1 000
+//! pages, so every hundred-odd ticks one tick waited for two fsyncs. The
+//! store turns it off (`wal_autocheckpoint=0`) and this thread, with its own
+//! connection, runs a `PASSIVE` checkpoint when asked: it never blocks the
+//! writer, and what a commit guarantees is unchanged — a commit is durable
+//! against a killed process once it is in the WAL, checkpointed or not
+//! (docs/durability.md).
+
+use std::path::Path;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+
+/// Commits between two checkpoint requests: a tick writes a handful of
+/// pages, so this keeps the WAL around SQLite's default of 1 000 pages.
+pub(super) const EVERY: u32 = 128;
+
+/// The checkpoint thread; dropping it lets the thread finish its current
+/// checkpoint and waits for it.
+pub(super) struct Checkpointer {
+    wake: Option<SyncSender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    /// Opens a second connection to `path` and starts the thread; `None`
+    /// when either fails (the WAL then grows until the store is closed,
+    /// when SQLite checkpoints it).
+    pub(super) fn start(path: &Path) -> Option<Self> {
+        let conn = Connection::open(path).ok()?;
+        conn.busy_timeout(std::time::Duration::from_millis(500))
+            .ok()?;
+        let (wake, asked) = sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("store-checkpoint".into())
+            .spawn(move || {
+                while asked.recv().is_ok() {
+                    // Busy (another process holds the database) or failed:
+                    // the next request tries again; the commits do not depend on it.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+            })
+            .ok()?;
+        Some(Self {
+            wake: Some(wake),
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks for a checkpoint; a request already waiting covers this one.
+    pub(super) fn request(&self) {
+        if let Some(wake) = &self.wake {
+            let _ = wake.try_send(());
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.wake.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
