@@ -215,6 +215,15 @@ impl Run {
     /// the engine, then [`Run::around`] it. Call it inside a tokio runtime
     /// (the MCP services' workers run on it).
     pub async fn assemble(config: &Config, options: SessionOptions) -> Result<Self, SessionError> {
+        // Boxed: assembling holds the whole run (engine, store, links) across
+        // awaits; a caller's future then holds a pointer, not all of it.
+        Box::pin(Self::assemble_boxed(config, options)).await
+    }
+
+    async fn assemble_boxed(
+        config: &Config,
+        options: SessionOptions,
+    ) -> Result<Self, SessionError> {
         check_pace(options.pace)?;
         // Boxed: the config lives across the await below, and the future stays small.
         let mut config = Box::new(config.clone());
