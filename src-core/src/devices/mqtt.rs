@@ -18,6 +18,7 @@ mod backend;
 pub mod codec;
 pub mod discovery;
 mod publisher;
+mod running;
 mod table;
 mod zigbee2mqtt;
 
@@ -38,6 +39,7 @@ use crate::llm::Secret;
 pub use backend::{MqttBackend, from_z2m, to_z2m};
 pub use discovery::Discovery;
 pub use publisher::HaPublisher;
+pub(crate) use running::Running;
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
 pub(crate) use zigbee2mqtt::{Net, poll};

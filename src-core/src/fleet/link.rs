@@ -5,33 +5,28 @@
 //! so the kernel judges them like any operator's — and, cut off from the
 //! broker for `cutoff_pause_s`, pauses the active task.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use rumqttc::{AsyncClient, LastWill, QoS};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::bridge::{Bridge, Effect, Identity, Publish, Qos};
 use super::topics::Topics;
 use super::{FleetSettings, wall_ms};
-use crate::devices::mqtt::{Net, poll};
+use crate::devices::mqtt::{Net, Running, poll};
 use crate::protocol::{Command, Event, Hello, Snapshot};
 use crate::world::World;
 
 /// Where the bridge's commands go: the run's queue (`Err` says why it refused).
 pub type CommandSink = Box<dyn Fn(Command) -> Result<(), String> + Send + Sync>;
 
-/// How long [`FleetLink::stop`] waits for OFFLINE to leave.
-const STOP_WAIT: Duration = Duration::from_secs(2);
-
-/// A running fleet link (one robot on the broker).
+/// A running fleet link (one robot on the broker). Dropped without
+/// [`FleetLink::stop`], the broker's last will says CONNECTIONBROKEN.
 pub struct FleetLink {
-    stop: Mutex<Option<oneshot::Sender<()>>>,
-    task: Mutex<Option<JoinHandle<()>>>,
-    poller: AbortHandle,
+    running: Running,
 }
 
 impl std::fmt::Debug for FleetLink {
@@ -95,40 +90,15 @@ impl FleetLink {
         };
         let task = tokio::spawn(worker.run(net, feed.snapshots, feed.events, stopped, poller));
         Self {
-            stop: Mutex::new(Some(stop)),
-            task: Mutex::new(Some(task)),
-            poller: poller_handle,
+            running: Running::new(stop, task, poller_handle),
         }
     }
 
     /// Says OFFLINE (retained), disconnects, and waits (two seconds at
     /// most) until that has gone out. Later calls do nothing.
     pub async fn stop(&self) {
-        if let Some(stop) = lock(&self.stop).take() {
-            let _ = stop.send(());
-        }
-        let Some(mut task) = lock(&self.task).take() else {
-            return;
-        };
-        if tokio::time::timeout(STOP_WAIT, &mut task).await.is_err() {
-            task.abort();
-        }
-        self.poller.abort();
+        self.running.stop().await;
     }
-}
-
-impl Drop for FleetLink {
-    fn drop(&mut self) {
-        // Dropped without `stop`: the broker's last will says CONNECTIONBROKEN.
-        if let Some(task) = lock(&self.task).take() {
-            task.abort();
-        }
-        self.poller.abort();
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 struct Worker {

@@ -5,31 +5,23 @@
 //! console writes to, so the kernel, the policy and its approvals treat a
 //! press exactly like an operator's command.
 
-use std::sync::Mutex;
-use std::time::Duration;
-
 use rumqttc::{AsyncClient, LastWill, QoS};
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::task::JoinHandle;
 
 use super::MqttConfig;
 use super::discovery::{Changes, Discovery, Message, Payload};
+use super::running::Running;
 use super::zigbee2mqtt::{Net, poll};
 use crate::protocol::{Command, Snapshot};
 
 /// Where presses go: the run's command queue (`Err` says why it refused).
 pub type CommandSink = Box<dyn Fn(Command) -> Result<(), String> + Send + Sync>;
 
-/// How long [`HaPublisher::stop`] waits for `offline` to leave.
-const STOP_WAIT: Duration = Duration::from_secs(2);
-
-/// A running Home Assistant discovery publisher.
+/// A running Home Assistant discovery publisher. Dropped without
+/// [`HaPublisher::stop`], the broker's last will says `offline`.
 pub struct HaPublisher {
-    stop: Mutex<Option<oneshot::Sender<()>>>,
-    task: Mutex<Option<JoinHandle<()>>>,
-    /// The connection's poller: aborted, the connection closes (rumqttc's
-    /// event loop keeps its own request sender, so it never ends by itself).
-    poller: AbortHandle,
+    running: Running,
 }
 
 impl std::fmt::Debug for HaPublisher {
@@ -76,40 +68,15 @@ impl HaPublisher {
         };
         let task = tokio::spawn(worker.run(net, snapshots, stopped, poller));
         Self {
-            stop: Mutex::new(Some(stop)),
-            task: Mutex::new(Some(task)),
-            poller: poller_handle,
+            running: Running::new(stop, task, poller_handle),
         }
     }
 
     /// Says `offline` (retained), disconnects, and waits (two seconds at
     /// most) until that has gone out. Later calls do nothing.
     pub async fn stop(&self) {
-        if let Some(stop) = lock(&self.stop).take() {
-            let _ = stop.send(());
-        }
-        let Some(mut task) = lock(&self.task).take() else {
-            return;
-        };
-        if tokio::time::timeout(STOP_WAIT, &mut task).await.is_err() {
-            task.abort();
-        }
-        self.poller.abort();
+        self.running.stop().await;
     }
-}
-
-impl Drop for HaPublisher {
-    fn drop(&mut self) {
-        // Dropped without `stop`: the broker's last will says `offline`.
-        if let Some(task) = lock(&self.task).take() {
-            task.abort();
-        }
-        self.poller.abort();
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 struct Worker {
