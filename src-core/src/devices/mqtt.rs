@@ -39,7 +39,7 @@ use crate::llm::Secret;
 pub use backend::{MqttBackend, from_z2m, to_z2m};
 pub use discovery::Discovery;
 pub use publisher::HaPublisher;
-pub(crate) use running::Running;
+pub(crate) use running::{Running, disconnect};
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
 pub(crate) use zigbee2mqtt::{Net, poll};

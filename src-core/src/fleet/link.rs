@@ -16,7 +16,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::bridge::{Bridge, Effect, Identity, Publish, Qos};
 use super::topics::Topics;
 use super::{FleetSettings, wall_ms};
-use crate::devices::mqtt::{Net, Running, poll};
+use crate::devices::mqtt::{Net, Running, disconnect, poll};
 use crate::protocol::{Command, Event, Hello, Snapshot};
 use crate::world::World;
 
@@ -176,13 +176,7 @@ impl Worker {
         if self.connected {
             let offline = self.bridge.offline(wall_ms());
             self.publish(offline);
-            let _ = self.client.try_disconnect();
-            // The DISCONNECT leaves after OFFLINE: wait until it has.
-            while let Some(n) = net.recv().await {
-                if matches!(n, Net::Closed | Net::Down(_)) {
-                    break;
-                }
-            }
+            disconnect(&self.client, &mut net).await;
         }
         poller.abort();
     }

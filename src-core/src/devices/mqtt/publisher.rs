@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 
 use super::MqttConfig;
 use super::discovery::{Changes, Discovery, Message, Payload};
-use super::running::Running;
+use super::running::{Running, disconnect};
 use super::zigbee2mqtt::{Net, poll};
 use crate::protocol::{Command, Snapshot};
 
@@ -114,13 +114,7 @@ impl Worker {
         }
         if self.connected {
             self.publish(self.discovery.availability(false));
-            let _ = self.client.try_disconnect();
-            // The DISCONNECT leaves after `offline`: wait until it has.
-            while let Some(n) = net.recv().await {
-                if matches!(n, Net::Closed | Net::Down(_)) {
-                    break;
-                }
-            }
+            disconnect(&self.client, &mut net).await;
         }
         poller.abort();
     }

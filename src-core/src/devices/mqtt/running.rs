@@ -66,3 +66,18 @@ impl Drop for Running {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Disconnects `client` and waits until the DISCONNECT has left, so the
+/// goodbye published just before it reaches the broker (`net` reports the
+/// connection closing).
+pub(crate) async fn disconnect(
+    client: &rumqttc::AsyncClient,
+    net: &mut tokio::sync::mpsc::Receiver<super::Net>,
+) {
+    let _ = client.try_disconnect();
+    while let Some(n) = net.recv().await {
+        if matches!(n, super::Net::Closed | super::Net::Down(_)) {
+            break;
+        }
+    }
+}
