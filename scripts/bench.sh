@@ -69,7 +69,9 @@ run_ros2() { ROBOBRAIN_PYTHON="$py" cargo bench -q --locked -p robobrain-core --
 
 run_fleet() {
   release_bin
-  ROBOBRAIN_BIN="$(cd "$(dirname "$bin")" && pwd)/robobrain" cargo bench -q --locked -p robobrain-tui --bench fleet
+  # The harness only connects and stamps: built as ./x test builds (dev, every feature).
+  ROBOBRAIN_BIN="$(cd "$(dirname "$bin")" && pwd)/robobrain" \
+    cargo bench -q --locked --workspace --all-features --profile dev --bench fleet
 }
 
 run_console() { cargo bench -q --locked -p robobrain-tui --bench console; }
