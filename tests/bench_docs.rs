@@ -294,3 +294,38 @@ fn bench_results_collects_a_run_as_the_docs_describe() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// docs/benchmarks/results.md is the committed results file rendered, so
+/// no figure on it was typed by hand.
+#[test]
+fn the_results_page_is_the_committed_results_file_rendered() {
+    let root = root();
+    let out = Command::new("python3")
+        .arg(root.join("scripts/bench_results.py"))
+        .arg("render")
+        .arg(root.join("docs/benchmarks/results.json"))
+        .output()
+        .expect("python3 runs (./x setup installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(root.join("docs/benchmarks/results.md")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        page,
+        "docs/benchmarks/results.md is stale: python3 scripts/bench_results.py render \
+         docs/benchmarks/results.json docs/benchmarks/results.md"
+    );
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("docs/benchmarks/results.json")).unwrap())
+            .unwrap();
+    // Every group scripts/bench.sh runs has its figures in the committed run.
+    for group in bench_groups() {
+        assert!(
+            results["groups"][&group].is_object(),
+            "docs/benchmarks/results.json has no `{group}` group: run ./x bench {group} and copy target/bench/results.json"
+        );
+    }
+}
