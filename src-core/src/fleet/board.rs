@@ -318,7 +318,7 @@ mod tests {
             id: "t1".into(),
             title: "go to the study".into(),
             kind: "user".into(),
-            priority: crate::protocol::Priority::Normal,
+            priority: crate::protocol::Priority::Main,
             status: TaskStatus::WaitingHuman,
             step: 0,
             steps: 1,

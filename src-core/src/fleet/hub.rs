@@ -256,6 +256,17 @@ async fn run(
     client.close().await;
 }
 
+/// A fleet page's first messages: `fleet_hello` (with `role`), then the board.
+pub fn greeting(hub: &FleetHub, role: Role) -> Vec<FleetMessage> {
+    vec![
+        FleetMessage::FleetHello {
+            role,
+            broker: hub.broker.clone(),
+        },
+        FleetMessage::Fleet(Box::new((*hub.board()).clone())),
+    ]
+}
+
 /// One page's view onto the hub: the board, the robot it opened, its requests.
 pub struct FleetPage {
     hub: Arc<FleetHub>,
@@ -295,14 +306,8 @@ impl FleetPage {
 
     /// The page's first messages: `fleet_hello`, then the board.
     pub fn greeting(&mut self) -> Vec<FleetMessage> {
-        let board = Arc::clone(&self.board.borrow_and_update());
-        vec![
-            FleetMessage::FleetHello {
-                role: self.role,
-                broker: self.hub.broker.clone(),
-            },
-            FleetMessage::Fleet(Box::new((*board).clone())),
-        ]
+        self.board.mark_unchanged();
+        greeting(&self.hub, self.role)
     }
 
     /// The next message for the page: the board when it changed, the
@@ -420,5 +425,88 @@ impl FleetPage {
                 Err(e) => stopped(e),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Role;
+
+    /// A hub on a broker nobody listens on: the client keeps trying, the
+    /// page's requests are still answered.
+    fn hub() -> Arc<FleetHub> {
+        let mut mqtt = MqttConfig::new("127.0.0.1", 1);
+        mqtt.client_id = "hub-test".into();
+        Arc::new(FleetHub::start(&mqtt, "mqtt://127.0.0.1:1"))
+    }
+
+    #[tokio::test]
+    async fn a_viewer_watches_and_its_commands_are_refused() {
+        let mut page = FleetPage::new(hub(), Role::Viewer);
+        let greeting = page.greeting();
+        assert_eq!(
+            greeting[0],
+            FleetMessage::FleetHello {
+                role: Role::Viewer,
+                broker: "mqtt://127.0.0.1:1".into()
+            }
+        );
+        assert!(
+            matches!(&greeting[1], FleetMessage::Fleet(b) if b.robots.is_empty() && !b.connected)
+        );
+        for request in [
+            r#"{"op":"estop_all"}"#,
+            r#"{"op":"send","robot":"r1","line":"{\"cmd\":\"approve\",\"approval_id\":\"a1\"}"}"#,
+        ] {
+            assert!(
+                matches!(
+                    &page.request(request).await[..],
+                    [FleetMessage::Refused { .. }]
+                ),
+                "{request}"
+            );
+        }
+        assert_eq!(page.request(r#"{"op":"close"}"#).await, vec![]);
+    }
+
+    #[tokio::test]
+    async fn bad_requests_and_unknown_robots_are_named() {
+        let mut page = FleetPage::new(hub(), Role::Operator);
+        let [FleetMessage::Error { code, .. }] = &page.request("{not json").await[..] else {
+            panic!("not an error")
+        };
+        assert_eq!(code, "invalid_request");
+        let [FleetMessage::Error { code, message }] =
+            &page.request(r#"{"op":"open","robot":"ghost"}"#).await[..]
+        else {
+            panic!("not an error")
+        };
+        assert_eq!(
+            (code.as_str(), message.as_str()),
+            ("unknown_robot", "no robot ghost on the broker")
+        );
+        assert_eq!(page.robot(), None);
+        let [FleetMessage::Error { code, .. }] = &page
+            .request(r#"{"op":"send","robot":"r1","line":"{\"cmd\":\"fly\"}"}"#)
+            .await[..]
+        else {
+            panic!("not an error")
+        };
+        assert_eq!(code, "invalid_command");
+        // A command to a robot not heard yet goes out with an id (sent again until answered).
+        let [FleetMessage::Sent { robot, id }] = &page
+            .request(r#"{"op":"send","robot":"r1","line":"{\"cmd\":\"estop\"}"}"#)
+            .await[..]
+        else {
+            panic!("not sent")
+        };
+        assert_eq!(robot, "r1");
+        assert!(id.starts_with("hub-test-"), "{id}");
+        assert_eq!(
+            page.request(r#"{"op":"estop_all"}"#).await,
+            vec![],
+            "no robot heard of"
+        );
     }
 }
