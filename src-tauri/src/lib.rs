@@ -109,7 +109,7 @@ impl Core {
 /// What the window shows: a run of its own, or the fleet on a broker.
 pub enum Backend {
     /// A run the session builder assembled ([`Core::start`]).
-    Run(Core),
+    Run(Box<Core>),
     /// The fleet ([`FleetCore::start`], `--fleet URL`).
     Fleet(FleetCore),
 }
@@ -161,7 +161,7 @@ pub mod commands {
 /// `builder` with `core` managed and the commands registered (the real
 /// app adds the window and the notification plugin; tests use a mock runtime).
 pub fn with_core<R: Runtime>(builder: tauri::Builder<R>, core: Core) -> tauri::Builder<R> {
-    with_backend(builder, Backend::Run(core))
+    with_backend(builder, Backend::Run(Box::new(core)))
 }
 
 /// `builder` with the fleet window's core managed and the commands registered.
@@ -228,13 +228,13 @@ pub async fn forward_fleet<R: Runtime>(
     let mut known: std::collections::BTreeSet<(String, String)> = std::collections::BTreeSet::new();
     loop {
         let messages = tokio::select! {
-            next = page.next() => match next {
-                Some(m) => vec![m],
-                None => {
+            next = page.next() => {
+                let Some(m) = next else {
                     let _ = app.emit(MESSAGE_EVENT, ServerMessage::closed());
                     return;
-                }
-            },
+                };
+                vec![m]
+            }
             line = lines.recv() => match line {
                 Some(line) => page.request(&line).await,
                 None => return,

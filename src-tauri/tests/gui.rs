@@ -16,14 +16,14 @@ use robobrain_core::fleet::testkit::{OPERATOR, fleet_broker, robot_password};
 use robobrain_core::testing::program;
 
 /// What a driving script needs on this machine, and where its artifacts go.
-struct Driver {
+struct Harness {
     xvfb_run: std::path::PathBuf,
     tauri_driver: std::path::PathBuf,
     root: std::path::PathBuf,
     artifacts: std::path::PathBuf,
 }
 
-impl Driver {
+impl Harness {
     fn new() -> Self {
         let xvfb_run = program("xvfb-run", "./x setup (Debian package xvfb)");
         let tauri_driver = program("tauri-driver", "./x setup (cargo install tauri-driver)");
@@ -81,7 +81,7 @@ fn data_folder(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn the_desktop_app_under_xvfb_says_approves_and_finishes() {
-    let driver = Driver::new();
+    let driver = Harness::new();
     let artifacts = driver.artifacts.clone();
     let data = data_folder("data");
     driver.run("ui/tests/tauri-e2e.mjs", &[], &data);
@@ -115,7 +115,7 @@ fn the_desktop_app_shows_the_fleet_on_a_broker() {
     use robobrain_core::runtime::Pace;
     use robobrain_core::session::{Session, SessionOptions};
 
-    let driver = Driver::new();
+    let driver = Harness::new();
     let ids = ["gr1", "gr2"];
     let broker = fleet_broker("gui", &ids, |_| String::new());
     let dir = data_folder("fleet-robots");

@@ -311,8 +311,10 @@ mod tests {
 
     fn view() -> FleetView {
         let mut view = FleetView::default();
-        let mut s = Snapshot::default();
-        s.estop = true;
+        let mut s = Snapshot {
+            estop: true,
+            ..Snapshot::default()
+        };
         s.robot.battery_pct = 62.0;
         s.tasks.push(TaskView {
             id: "t1".into(),

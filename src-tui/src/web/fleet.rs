@@ -57,14 +57,13 @@ fn admit(
     served: &FleetServed,
     p: &Params,
     headers: &HeaderMap,
-) -> Result<robobrain_core::protocol::Role, Response> {
+) -> Result<robobrain_core::protocol::Role, (StatusCode, String)> {
     admit_to(
         &served.access,
         p.token.as_deref(),
         p.role.as_deref(),
         headers,
     )
-    .map_err(IntoResponse::into_response)
 }
 
 /// `/api/fleet`: the board as JSON.
@@ -75,7 +74,7 @@ async fn api(
     headers: HeaderMap,
 ) -> Response {
     if let Err(refused) = admit(&served, &p, &headers) {
-        return refused;
+        return refused.into_response();
     }
     match what.as_str() {
         "fleet" => axum::Json(&*served.hub.board()).into_response(),
@@ -94,7 +93,7 @@ async fn metrics(
     headers: HeaderMap,
 ) -> Response {
     if let Err(refused) = admit(&served, &p, &headers) {
-        return refused;
+        return refused.into_response();
     }
     (
         [(header::CONTENT_TYPE, robobrain_core::metrics::CONTENT_TYPE)],
@@ -134,7 +133,7 @@ async fn socket(
                 .max_frame_size(MAX_WS_MESSAGE)
                 .on_upgrade(move |ws| connection(page, ws))
         }
-        Err(refused) => refused,
+        Err(refused) => refused.into_response(),
     }
 }
 
