@@ -46,6 +46,9 @@ pub enum Action {
         /// Sim seconds per wall second, for every robot.
         #[arg(long, value_name = "N", default_value_t = 1.0)]
         speed: f64,
+        /// Say this to every robot at start (repeatable), e.g. `--say patrol`.
+        #[arg(long, value_name = "TEXT")]
+        say: Vec<String>,
         /// Where the broker's and robots' files go (default: <runs_dir>/fleet).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
@@ -65,12 +68,13 @@ pub fn run(config: &Config, args: &Args, color: bool) -> Result<ExitCode> {
             robots,
             port,
             speed,
+            say,
             dir,
         }) => up(
             config,
             *robots,
             *port,
-            *speed,
+            (*speed, say),
             &folder(config, dir.as_deref()),
         ),
         Some(Action::Down { dir }) => down(&folder(config, dir.as_deref())),
@@ -120,7 +124,16 @@ fn program(name: &str) -> Result<PathBuf> {
     })
 }
 
-fn up(config: &Config, robots: usize, port: u16, speed: f64, dir: &Path) -> Result<ExitCode> {
+/// Starts the broker and `robots` robots, each `headless` at `speed` and
+/// told `say` at start, each writing its tick times to `ROBOT/ticks.json`
+/// when stopped (docs/benchmarks/fleet.md).
+fn up(
+    config: &Config,
+    robots: usize,
+    port: u16,
+    (speed, say): (f64, &[String]),
+    dir: &Path,
+) -> Result<ExitCode> {
     anyhow::ensure!(robots > 0, "--robots: expected at least one robot");
     if dir.join("pids").exists() {
         bail!(
@@ -195,7 +208,9 @@ fn up(config: &Config, robots: usize, port: u16, speed: f64, dir: &Path) -> Resu
         let child = Process::new(&exe)
             .arg("--config")
             .arg(&file)
-            .args(["headless", "--speed", &speed.to_string()])
+            .args(["headless", "--speed", &speed.to_string(), "--ticks"])
+            .arg(robot_dir.join("ticks.json"))
+            .args(say.iter().flat_map(|text| ["--say", text]))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
