@@ -358,6 +358,36 @@ mod tests {
         .map(|b| b.deserialize::<Value>().unwrap())
     }
 
+    /// The fleet window's IPC on a broker nobody listens on: the page's
+    /// first messages and its requests are still answered.
+    #[test]
+    fn the_fleet_window_says_fleet_hello_and_takes_requests() {
+        let mut mqtt = robobrain_core::devices::mqtt::MqttConfig::new("127.0.0.1", 1);
+        mqtt.client_id = "gui-fleet-test".into();
+        let (core, _window) = FleetCore::start(&mqtt, "mqtt://127.0.0.1:1");
+        let app = with_fleet(mock_builder(), core)
+            .build(mock_context(noop_assets()))
+            .unwrap();
+        let window = tauri::WebviewWindowBuilder::new(&app, "main", tauri::WebviewUrl::default())
+            .build()
+            .unwrap();
+        let got = invoke(&window, "hello", json!({})).unwrap();
+        assert_eq!(
+            got[0],
+            json!({"type": "fleet_hello", "role": "operator", "broker": "mqtt://127.0.0.1:1"})
+        );
+        assert_eq!(got[1]["type"], "fleet");
+        assert_eq!(got[1]["robots"], json!([]));
+        assert_eq!(
+            invoke(
+                &window,
+                "send_line",
+                json!({"line": "{\"op\":\"estop_all\"}"})
+            ),
+            Ok(Value::Null)
+        );
+    }
+
     #[test]
     fn hello_gives_the_page_its_first_messages() {
         let (_app, window) = app();
