@@ -2,9 +2,10 @@
 //! with passwords and the fleet ACL, two robots each in its own `robobrain
 //! headless`, the server logged in as the operator (password from the
 //! environment), and the page in headless Chromium (`ui/tests/fleet-e2e.mjs`):
-//! the board, one approval queue given only by a deliberate click, a robot
-//! opened into its own view whose E-stop reaches it alone, E-stop all, and a
-//! frozen robot shown CONNECTIONBROKEN.
+//! the board, one approval queue given only by an operator's deliberate
+//! click (a viewer's approve refused), a robot opened into its own view
+//! whose E-stop reaches it alone, E-stop all, and a frozen robot shown
+//! CONNECTIONBROKEN.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -88,7 +89,7 @@ fn the_fleet_page_supervises_approves_and_stops_every_robot() {
         robot.wait().unwrap();
     }
     assert!(
-        out.status.success() && stdout.contains("5 passed, 0 failed"),
+        out.status.success() && stdout.contains("6 passed, 0 failed"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

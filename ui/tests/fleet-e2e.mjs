@@ -5,12 +5,14 @@
 // server and passes ROBOBRAIN_FLEET_URL (the page), R1_PID and R2_PID.
 //
 // 1. the board shows both robots ONLINE with their state; /metrics counts them
-// 2. r1's approval is in the fleet's queue (robot, what, why, risk); r1 has
+// 2. a read-only viewer sees the queue, is offered no answer and no E-stop
+//    all, and its approve is refused by the server
+// 3. r1's approval is in the fleet's queue (robot, what, why, risk); r1 has
 //    not moved; a click inside the guard is refused; a click after it
 //    approves, and r1 goes on
-// 3. r2 opened: its own single-robot view; its E-STOP reaches r2 only
-// 4. E-stop all (asked first) reaches every robot
-// 5. r2 frozen (SIGSTOP): CONNECTIONBROKEN on the board; thawed: ONLINE
+// 4. r2 opened: its own single-robot view; its E-STOP reaches r2 only
+// 5. E-stop all (asked first) reaches every robot
+// 6. r2 frozen (SIGSTOP): CONNECTIONBROKEN on the board; thawed: ONLINE
 
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -74,6 +76,22 @@ try {
     if (!metrics.split("\n").includes('robobrain_fleet_robots{connection="ONLINE"} 2')) throw new Error(`/metrics says\n${metrics}`);
     const health = await fetch(new URL("/healthz", url));
     if (health.status !== 200) throw new Error(`/healthz ${health.status}`);
+  });
+
+  await check("a viewer sees the queue but is offered no answer, and its approve is refused", async () => {
+    const viewer = await browser.newPage();
+    viewer.on("pageerror", (e) => console.log(`viewer error: ${e}`));
+    await viewer.goto(`${url}?role=viewer`);
+    await viewer.waitForSelector('[data-fleet-approval^="r1/"]', { timeout: WAIT });
+    if (await viewer.$('[data-fleet-approval] [data-review]')) throw new Error("a viewer is offered review");
+    if (!(await viewer.isHidden("#estop-all"))) throw new Error("a viewer is offered E-STOP ALL");
+    const id = await viewer.evaluate(() => window.robobrain.fleet().board.approvals.find((a) => a.robot === "r1").approval.approval_id);
+    await viewer.click('tr[data-robot-row="r1"]');
+    await viewer.waitForFunction(() => window.robobrain.state().snap, null, { timeout: WAIT });
+    await viewer.evaluate((a) => window.robobrain.send({ cmd: "approve", approval_id: a }), id);
+    await viewer.waitForFunction(() => /refused/.test(document.getElementById("notice").textContent), null, { timeout: 10000 });
+    await viewer.close();
+    if (!(await board()).approvals.some((a) => a.robot === "r1" && a.approval.approval_id === id)) throw new Error("a viewer's approve was taken");
   });
 
   await check("r1's approval is in the fleet's queue and only a deliberate click gives it", async () => {
