@@ -65,11 +65,14 @@ try {
     await page.waitForSelector("#conn.up", { timeout: 10000 });
     await page.waitForSelector("#fleet-bar:not([hidden])", { timeout: 10000 });
     for (const id of ["r1", "r2"]) {
-      await page.waitForFunction((id) => /ONLINE/.test(document.querySelector(`tr[data-robot-row="${id}"]`)?.textContent ?? ""), id, { timeout: WAIT });
-      const r = await row(id);
-      if (r.mode === null || r.battery_pct === null || r.activity === null) throw new Error(`${id} has no state: ${JSON.stringify(r)}`);
-      const text = await rowText(id);
-      if (!text.includes(r.mode) || !text.includes(`${r.battery_pct.toFixed(0)}%`)) throw new Error(`${id}'s row says ${text}`);
+      // Its row says what the board holds: ONLINE, its mode, activity and battery.
+      await page.waitForFunction((id) => {
+        const r = window.robobrain.fleet().board?.robots.find((x) => x.id === id);
+        const text = document.querySelector(`tr[data-robot-row="${id}"]`)?.textContent ?? "";
+        return r && r.mode && r.activity && r.battery_pct !== null && /ONLINE/.test(text) && text.includes(r.estop ? "ESTOP" : r.mode) && text.includes(r.activity) && text.includes(`${r.battery_pct.toFixed(0)}%`);
+      }, id, { timeout: WAIT }).catch(async (e) => {
+        throw new Error(`${id}'s row says ${await rowText(id)} of ${JSON.stringify(await row(id))}: ${e.message}`);
+      });
     }
     if (!(await page.isHidden("main"))) throw new Error("the single-robot view shows before a robot is opened");
     const metrics = await (await fetch(new URL("/metrics", url))).text();
@@ -153,7 +156,9 @@ try {
     await page.click("#estop-all-yes");
     await untilRow("r1", "r.estop", "E-stopped by E-stop all");
     await untilRow("r2", "r.estop", "still E-stopped");
-    for (const id of ["r1", "r2"]) if (!/ESTOP/.test(await rowText(id))) throw new Error(`${id}'s row says ${await rowText(id)}`);
+    for (const id of ["r1", "r2"]) {
+      await page.waitForFunction((id) => /ESTOP/.test(document.querySelector(`tr[data-robot-row="${id}"]`).textContent), id, { timeout: WAIT });
+    }
   });
 
   await check("a frozen robot shows CONNECTIONBROKEN, and ONLINE again when it thaws", async () => {
