@@ -14,7 +14,7 @@ use crate::console::{Tmux, console_then_shell};
 use crate::support::{quiet_config, root, temp_dir};
 
 /// A robot's config in `dir`: quiet, on the broker at `port` as `id`.
-fn robot_config(dir: &Path, id: &str, port: u16) -> std::path::PathBuf {
+pub(crate) fn robot_config(dir: &Path, id: &str, port: u16) -> std::path::PathBuf {
     let config = quiet_config(dir);
     let password = dir.join("password");
     std::fs::write(&password, robot_password(id)).unwrap();
@@ -30,7 +30,7 @@ fn robot_config(dir: &Path, id: &str, port: u16) -> std::path::PathBuf {
 }
 
 /// Robot `id` as its own process, saying `say` at start.
-fn robot(name: &str, id: &str, port: u16, say: &[&str]) -> Child {
+pub(crate) fn robot(name: &str, id: &str, port: u16, say: &[&str]) -> Child {
     let dir = temp_dir(&format!("fleet-{name}-{id}"));
     let config = robot_config(&dir, id, port);
     let mut args = vec![
@@ -55,7 +55,7 @@ fn robot(name: &str, id: &str, port: u16, say: &[&str]) -> Child {
         .unwrap()
 }
 
-fn signal(child: &Child, sig: &str) {
+pub(crate) fn signal(child: &Child, sig: &str) {
     let status = Command::new("kill")
         .args([sig, &child.id().to_string()])
         .status()

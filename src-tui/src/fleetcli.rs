@@ -27,18 +27,8 @@ pub struct Args {
     /// `[fleet] broker`, else mqtt://127.0.0.1:1883).
     #[arg(long, value_name = "URL")]
     pub broker: Option<String>,
-    /// The user name on the broker (the operator role may command and approve).
-    #[arg(long, value_name = "NAME")]
-    pub user: Option<String>,
-    /// The environment variable holding the password.
-    #[arg(long, value_name = "VAR")]
-    pub password_env: Option<String>,
-    /// The file holding the password.
-    #[arg(long, value_name = "FILE", conflicts_with = "password_env")]
-    pub password_file: Option<PathBuf>,
-    /// The CA certificate (PEM) for mqtts://.
-    #[arg(long, value_name = "FILE")]
-    pub ca: Option<PathBuf>,
+    #[command(flatten)]
+    pub login: crate::flags::BrokerLogin,
 }
 
 /// `fleet up` and `fleet down`.
@@ -94,14 +84,9 @@ pub fn run(config: &Config, args: &Args, color: bool) -> Result<ExitCode> {
                 .clone()
                 .or_else(|| config.fleet.broker.clone())
                 .unwrap_or_else(|| "mqtt://127.0.0.1:1883".into());
-            let mut mqtt = robobrain_core::fleet::connection(
-                &url,
-                args.user.as_deref(),
-                args.password_env.as_deref(),
-                args.password_file.as_deref(),
-                args.ca.as_deref(),
-            )?;
-            mqtt.client_id = format!("robobrain-console-{}", std::process::id());
+            let mqtt = args
+                .login
+                .connection(&url, format!("robobrain-console-{}", std::process::id()))?;
             let ended = robobrain_tui::console::fleet(&mqtt, &url, color)?;
             Ok(ExitCode::from(ended.exit_status()))
         }
