@@ -318,9 +318,10 @@ fn the_results_page_is_the_committed_results_file_rendered() {
         "docs/benchmarks/results.md is stale: python3 scripts/bench_results.py render \
          docs/benchmarks/results.json docs/benchmarks/results.md"
     );
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join("docs/benchmarks/results.json")).unwrap())
-            .unwrap();
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("docs/benchmarks/results.json")).unwrap(),
+    )
+    .unwrap();
     // Every group scripts/bench.sh runs has its figures in the committed run.
     for group in bench_groups() {
         assert!(

@@ -7,12 +7,15 @@
 //!    process at 1× real time, patrolling), five more brains patrolling the
 //!    same world with no `[fleet]` (they publish nothing), the real
 //!    `robobrain fleet` console in tmux, and an operator connection in this
-//!    process that reads what the console reads. Measured over the window:
-//!    each event's time from its `wall_ms` (stamped when the kernel emitted
-//!    it) to its arrival here, as p50/p99/max; the console's, the broker's
-//!    and the brains' CPU (from `/proc`, over the window) and RSS; each
-//!    brain's kernel tick p99 (`headless --ticks`), the publishing brains'
-//!    against the silent ones'.
+//!    process that reads what the console reads; and the page's server,
+//!    `robobrain serve --fleet`, with ten page connections (WebSockets), each
+//!    following one robot as a page that opened it does. Measured over the
+//!    window: each event's time from its `wall_ms` (stamped when the kernel
+//!    emitted it) to its arrival here — through the console's client, and
+//!    through the page's server and its WebSocket — as p50/p99/max; the
+//!    console's, the page server's, the broker's and the brains' CPU (from
+//!    `/proc`, over the window) and RSS; each brain's kernel tick p99
+//!    (`headless --ticks`), the publishing brains' against the silent ones'.
 //!
 //! Run: `cargo build --release --bin robobrain && cargo bench -p
 //! robobrain-tui --bench fleet`. `ROBOBRAIN_BIN` names another binary;
@@ -29,11 +32,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use std::sync::{Arc, Mutex};
+
+use futures_util::{SinkExt, StreamExt};
 use robobrain_core::fleet::{ClientEvent, FleetClient, FleetView};
 use robobrain_core::runtime::TickSummary;
+use tokio_tungstenite::tungstenite::Message;
 
 /// Brains that patrol like the fleet's but publish nothing.
 const SILENT: usize = 5;
+/// Page connections to `serve --fleet`, each following one robot.
+const PAGES: usize = 10;
 /// Seconds after every robot is visible before the window opens.
 const WARM_UP: Duration = Duration::from_secs(10);
 
@@ -191,6 +200,60 @@ fn pane_robobrain(name: &str) -> u32 {
         .unwrap_or(pane)
 }
 
+/// `robobrain serve --fleet URL` as the operator, and its address (what it
+/// prints on stderr once it serves).
+fn serve_fleet(bin: &Path, config: &Path, url: &str, password: &Path) -> (Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(bin)
+        .arg("--config")
+        .arg(config)
+        .args(["serve", "--listen", "127.0.0.1:0", "--fleet", url])
+        .args(["--user", "operator", "--password-file"])
+        .arg(password)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("serve --fleet ended before serving")
+            .unwrap();
+        if let Some(at) = line.find(" at http://") {
+            break line[at + " at http://".len()..]
+                .trim_end_matches('/')
+                .to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+/// One page on `serve --fleet` at `addr` that opened `robot`: each event of
+/// the robot's it receives, as (arrival, arrival − `wall_ms`) in ms.
+async fn page(addr: String, robot: String, seen: Arc<Mutex<Vec<(u64, f64)>>>) {
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+        .await
+        .unwrap();
+    let open = serde_json::json!({"op": "open", "robot": robot}).to_string();
+    ws.send(Message::text(open)).await.unwrap();
+    while let Some(Ok(message)) = ws.next().await {
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let now = wall_ms();
+        let v: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+        if v["type"] == "robot" && v["message"]["type"] == "event" {
+            let stamped = v["message"]["event"]["wall_ms"].as_u64().unwrap();
+            seen.lock()
+                .unwrap()
+                .push((now, now.saturating_sub(stamped) as f64));
+        }
+    }
+}
+
 /// Waits (60 s at most) for each file and reads its tick summary.
 fn tick_summaries(files: &[PathBuf]) -> Vec<TickSummary> {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -287,6 +350,9 @@ fn main() {
         .expect("tmux runs (./x setup installs it)");
     assert!(status.success(), "tmux new-session failed");
     let console = pane_robobrain(&session);
+    // The page's server on the same broker.
+    let (mut server, addr) = serve_fleet(&bin, &config, &url, &password);
+    let page_seen = Arc::new(Mutex::new(Vec::new()));
 
     // This process reads what the console reads, as the operator.
     let mut mqtt =
@@ -298,6 +364,13 @@ fn main() {
         .build()
         .unwrap();
     let (latencies, events, window) = rt.block_on(async {
+        for i in 1..=PAGES.min(robots) {
+            tokio::spawn(page(
+                addr.clone(),
+                format!("robot-{i}"),
+                Arc::clone(&page_seen),
+            ));
+        }
         let mut client = FleetClient::connect(&mqtt);
         let mut view = FleetView::default();
         let warm_until = Instant::now() + WARM_UP;
@@ -309,10 +382,11 @@ fn main() {
             }
         }
         let start = Instant::now();
+        let start_ms = wall_ms();
         let end = start + Duration::from_secs(seconds);
         let mut latencies = Vec::new();
         let mut events = 0usize;
-        let cpu_before: Vec<Duration> = [console, broker]
+        let cpu_before: Vec<Duration> = [console, broker, server.id()]
             .iter()
             .chain(&brains)
             .map(|&p| cpu_time(p))
@@ -324,7 +398,8 @@ fn main() {
             }
             view.apply(&event);
         }
-        let cpu_after: Vec<Duration> = [console, broker]
+        let end_ms = wall_ms();
+        let cpu_after: Vec<Duration> = [console, broker, server.id()]
             .iter()
             .chain(&brains)
             .map(|&p| cpu_time(p))
@@ -335,15 +410,23 @@ fn main() {
             .zip(&cpu_before)
             .map(|(a, b)| (a.saturating_sub(*b)).as_secs_f64())
             .collect();
+        // The pages' events that arrived in the window.
+        page_seen
+            .lock()
+            .unwrap()
+            .retain(|&(at, _)| (start_ms..=end_ms).contains(&at));
         (latencies, events, (start.elapsed().as_secs_f64(), used))
     });
     let (elapsed, used) = window;
     let pct = |cpu: f64| 100.0 * cpu / elapsed;
-    let (console_rss, broker_rss) = (rss_mib(console), rss_mib(broker));
+    let (console_rss, broker_rss, server_rss) =
+        (rss_mib(console), rss_mib(broker), rss_mib(server.id()));
     let brains_rss: Vec<f64> = brains.iter().map(|&p| rss_mib(p)).collect();
     let _ = Command::new("tmux")
         .args(["kill-session", "-t", &session])
         .status();
+    let _ = server.kill();
+    let _ = server.wait();
     fleet_down(&bin, &dir);
     for child in &silent {
         let _ = Command::new("kill")
@@ -391,7 +474,41 @@ fn main() {
         &latencies,
         "ms",
     );
-    let brains_cpu: f64 = used[2..].iter().sum();
+    let page: Vec<f64> = page_seen.lock().unwrap().iter().map(|&(_, l)| l).collect();
+    assert!(!page.is_empty(), "no robot's event reached a page");
+    let mut sorted = page.clone();
+    sorted.sort_by(f64::total_cmp);
+    println!(
+        "event → page (serve --fleet, WebSocket; {PAGES} pages each following a robot): \
+         p50 {} ms, p99 {} ms, max {} ms ({} events)",
+        figures::percentile(&sorted, 0.5),
+        figures::percentile(&sorted, 0.99),
+        figures::percentile(&sorted, 1.0),
+        sorted.len()
+    );
+    figures::record_spread(
+        "fleet.event_to_page",
+        &format!("event emitted → a page's WebSocket through serve --fleet, {robots} robots"),
+        &page,
+        "ms",
+    );
+    println!(
+        "page server (serve --fleet, {PAGES} pages): {:.1} % CPU, {server_rss:.1} MiB",
+        pct(used[2])
+    );
+    figures::record(
+        "fleet.page_server_cpu",
+        "serve --fleet CPU",
+        pct(used[2]),
+        "%",
+    );
+    figures::record(
+        "fleet.page_server_rss",
+        "serve --fleet RSS",
+        server_rss,
+        "MiB",
+    );
+    let brains_cpu: f64 = used[3..].iter().sum();
     println!(
         "console: {:.1} % CPU, {console_rss:.1} MiB; broker: {:.1} % CPU, {broker_rss:.1} MiB; \
          brains: {:.0} % CPU in all, {:.1} MiB each (median)",
