@@ -21,7 +21,7 @@ assist_data="${ROBOBRAIN_ASSIST_DATASET:-../shared/data/home-assistant-datasets/
 # How many runs the operator's-channel figures take (each test once per run).
 channel_runs="${ROBOBRAIN_BENCH_CHANNEL_RUNS:-15}"
 
-ALL_GROUPS=(react durable latency estop home intents llm console web memory demo assist channel mcap)
+ALL_GROUPS=(react durable latency estop home intents llm console web memory demo assist channel mcap ros2 fleet)
 
 describe() {
   case "$1" in
@@ -39,6 +39,8 @@ describe() {
     assist) echo "assist-mini through the rule path: pass counts" ;;
     channel) echo "the operator's channel: an E-stop behind a maximal input (tests, $channel_runs runs, debug)" ;;
     mcap) echo "whole-run: a lockstep tick plus its logs, JSONL alone vs JSONL and MCAP (--mcap), same process" ;;
+    ros2) echo "the ROS 2 link against the Cyclone DDS fake Nav2: dispatch, feedback, E-stop → zero Twist" ;;
+    fleet) echo "whole-run: fleet up for 10/20/30 robots; 100 patrolling robots on one mosquitto: event → console, CPU, RSS, tick p99 against silent brains" ;;
   esac
 }
 
@@ -62,6 +64,16 @@ run_home() { cargo bench -q --locked -p robobrain-core --bench home; }
 run_intents() { cargo bench -q --locked -p robobrain-core --bench intents; }
 run_llm() { cargo bench -q --locked -p robobrain-core --bench llm; }
 run_mcap() { cargo bench -q --locked -p robobrain-core --bench mcap; }
+# The dev profile, as `./x test` builds the ros2 feature (docs/ros2.md).
+run_ros2() { ROBOBRAIN_PYTHON="$py" cargo bench -q --locked -p robobrain-core --features ros2 --bench ros2 --profile dev; }
+
+run_fleet() {
+  release_bin
+  # The harness only connects and stamps: built as ./x test builds (dev, every feature).
+  ROBOBRAIN_BIN="$(cd "$(dirname "$bin")" && pwd)/robobrain" \
+    cargo bench -q --locked --workspace --all-features --profile dev --bench fleet
+}
+
 run_console() { cargo bench -q --locked -p robobrain-tui --bench console; }
 
 run_web() {

@@ -14,7 +14,7 @@ use crate::console::{Tmux, console_then_shell};
 use crate::support::{quiet_config, root, temp_dir};
 
 /// A robot's config in `dir`: quiet, on the broker at `port` as `id`.
-fn robot_config(dir: &Path, id: &str, port: u16) -> std::path::PathBuf {
+pub(crate) fn robot_config(dir: &Path, id: &str, port: u16) -> std::path::PathBuf {
     let config = quiet_config(dir);
     let password = dir.join("password");
     std::fs::write(&password, robot_password(id)).unwrap();
@@ -30,7 +30,7 @@ fn robot_config(dir: &Path, id: &str, port: u16) -> std::path::PathBuf {
 }
 
 /// Robot `id` as its own process, saying `say` at start.
-fn robot(name: &str, id: &str, port: u16, say: &[&str]) -> Child {
+pub(crate) fn robot(name: &str, id: &str, port: u16, say: &[&str]) -> Child {
     let dir = temp_dir(&format!("fleet-{name}-{id}"));
     let config = robot_config(&dir, id, port);
     let mut args = vec![
@@ -55,7 +55,7 @@ fn robot(name: &str, id: &str, port: u16, say: &[&str]) -> Child {
         .unwrap()
 }
 
-fn signal(child: &Child, sig: &str) {
+pub(crate) fn signal(child: &Child, sig: &str) {
     let status = Command::new("kill")
         .args([sig, &child.id().to_string()])
         .status()
@@ -139,5 +139,97 @@ fn one_console_supervises_and_approves_across_the_fleet() {
     for robot in [&mut r1, &mut r2] {
         signal(robot, "-TERM");
         robot.wait().unwrap();
+    }
+}
+
+/// `fleet up` as an operator runs it on a laptop: a broker with fresh
+/// passwords and the ACL and two robots, each told `--say patrol`; the
+/// operator's password from the folder it wrote lets a console in, which
+/// sees both robots patrol; `fleet down` stops them, and each robot writes
+/// its tick times as it goes (`headless --ticks`, what the fleet bench reads).
+#[test]
+fn fleet_up_starts_a_broker_and_robots_and_fleet_down_stops_them() {
+    use robobrain_core::fleet::{ClientEvent, FleetClient, FleetView};
+    use robobrain_core::protocol::Activity;
+    use robobrain_core::runtime::TickSummary;
+
+    let dir = temp_dir("fleet-up");
+    let config = quiet_config(&dir);
+    let fleet = dir.join("fleet");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let (config, fleet_dir) = (config.to_str().unwrap(), fleet.to_str().unwrap());
+    let up = crate::support::robobrain(
+        &[
+            "--config", config, "fleet", "up", "--robots", "2", "--port", &port, "--dir",
+            fleet_dir, "--say", "patrol",
+        ],
+        "",
+    );
+    let said = &up.stdout;
+    assert_eq!(up.code, 0, "{said}{}", up.stderr);
+    assert!(
+        said.contains("fleet up: 2 robots visible on mqtt://127.0.0.1:"),
+        "{said}"
+    );
+    assert!(said.contains("robobrain fleet down --dir"), "{said}");
+
+    let mut mqtt = robobrain_core::fleet::connection(
+        &format!("mqtt://127.0.0.1:{port}"),
+        Some("operator"),
+        None,
+        Some(fleet.join("operator.password").as_path()),
+        None,
+    )
+    .unwrap();
+    mqtt.client_id = "fleet-up-test".into();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let patrolling = rt.block_on(async {
+        let mut client = FleetClient::connect(&mqtt);
+        let mut view = FleetView::default();
+        let wait = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            loop {
+                let event: ClientEvent = client.recv().await.unwrap();
+                view.apply(&event);
+                let n = view
+                    .robots()
+                    .filter(|r| {
+                        r.snapshot
+                            .as_ref()
+                            .is_some_and(|s| s.activity == Activity::Patrolling)
+                    })
+                    .count();
+                if n == 2 {
+                    return n;
+                }
+            }
+        })
+        .await;
+        client.close().await;
+        wait
+    });
+    let down = crate::support::robobrain(&["fleet", "down", "--dir", fleet_dir], "");
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert!(
+        down.stdout.contains("fleet down: 3 processes stopped"),
+        "{}",
+        down.stdout
+    );
+    assert_eq!(patrolling, Ok(2), "both robots patrol, told at start");
+    assert!(!fleet.join("pids").exists());
+    for robot in ["robot-1", "robot-2"] {
+        let file = fleet.join(robot).join("ticks.json");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !file.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{robot} wrote no tick times: {e}"));
+        let ticks: TickSummary = serde_json::from_str(&text).unwrap();
+        assert!(ticks.ticks > 0 && ticks.p99_us >= ticks.p50_us, "{ticks:?}");
     }
 }

@@ -14,6 +14,7 @@ mod console;
 mod durable;
 mod faces;
 mod fleet;
+mod fleet_page;
 mod foxglove;
 mod fuzz_corpus;
 mod intents;

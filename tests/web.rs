@@ -278,7 +278,7 @@ async fn tokens_and_origins_decide_who_connects() {
 }
 
 /// Debian's Chromium (the page's tests launch `/usr/bin/chromium`).
-fn chromium() -> &'static Path {
+pub(crate) fn chromium() -> &'static Path {
     let path = Path::new("/usr/bin/chromium");
     robobrain_core::testing::require(
         "Chromium (/usr/bin/chromium)",

@@ -35,16 +35,21 @@ fn wall_s() -> f64 {
         .as_secs_f64()
 }
 
-fn percentiles(name: &str, mut v: Vec<f64>) {
+mod figures;
+
+/// Prints p50/p99/max of `v` (seconds) and records them as `id` (ms).
+fn percentiles(id: &str, name: &str, mut v: Vec<f64>) {
     v.sort_by(f64::total_cmp);
-    let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    let at = |q: f64| figures::percentile(&v, q);
     println!(
         "{name}: n={} p50={:.3} ms p99={:.3} ms max={:.3} ms",
         v.len(),
         at(0.5) * 1e3,
         at(0.99) * 1e3,
-        v[v.len() - 1] * 1e3
+        at(1.0) * 1e3
     );
+    let ms: Vec<f64> = v.iter().map(|s| s * 1e3).collect();
+    figures::record_spread(id, name, &ms, "ms");
 }
 
 fn main() {
@@ -174,9 +179,13 @@ fn main() {
         }
         std::thread::yield_now();
     }
-    percentiles("ros2 goal dispatch -> accepted", dispatch);
-    percentiles("ros2 feedback -> NavFeedback", feedback);
-    percentiles("ros2 E-stop line -> zero Twist at the Cyclone fake", estop);
+    percentiles("ros2.dispatch", "ros2 goal dispatch -> accepted", dispatch);
+    percentiles("ros2.feedback", "ros2 feedback -> NavFeedback", feedback);
+    percentiles(
+        "ros2.estop",
+        "ros2 E-stop line -> zero Twist at the Cyclone fake",
+        estop,
+    );
     drop(link);
     let _ = fake.stdin.take().map(|mut s| s.write_all(b"quit\n"));
     let _ = fake.kill();

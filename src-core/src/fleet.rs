@@ -12,8 +12,10 @@
 //! - [`view`]: the console's side as plain logic — every robot's newest
 //!   state, one approval queue across the fleet; [`FleetClient`] is its IO.
 
+pub mod board;
 pub mod bridge;
 mod client;
+pub mod hub;
 pub mod link;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testkit;

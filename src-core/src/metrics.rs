@@ -307,21 +307,32 @@ fn number(v: f64) -> String {
     }
 }
 
-/// The exposition being written.
-struct Text(String);
+/// The exposition being written (also the fleet board's, `fleet::board`).
+#[derive(Default)]
+pub(crate) struct Text(String);
 
 impl Text {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
+    /// The text written.
+    pub(crate) fn finish(self) -> String {
+        self.0
+    }
+
+    pub(crate) fn family(&mut self, name: &str, kind: &str, help: &str) {
         let _ = writeln!(self.0, "# HELP {name} {help}");
         let _ = writeln!(self.0, "# TYPE {name} {kind}");
     }
 
-    fn gauge(&mut self, name: &str, help: &str, value: impl std::fmt::Display) {
+    pub(crate) fn gauge(&mut self, name: &str, help: &str, value: impl std::fmt::Display) {
         self.family(name, "gauge", help);
         self.sample(name, &[], value);
     }
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+    pub(crate) fn sample(
+        &mut self,
+        name: &str,
+        labels: &[(&str, &str)],
+        value: impl std::fmt::Display,
+    ) {
         self.0.push_str(name);
         if !labels.is_empty() {
             self.0.push('{');

@@ -175,6 +175,47 @@ impl TickTimes {
     }
 }
 
+/// Percentiles of the kernel's tick times, in microseconds: what
+/// `robobrain headless --ticks FILE` writes at exit, and what the fleet
+/// benchmark compares between brains that publish to a broker and brains
+/// that publish nothing (docs/benchmarks/fleet.md).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TickSummary {
+    /// How many ticks were timed.
+    pub ticks: usize,
+    /// The median tick.
+    pub p50_us: f64,
+    /// The 90th percentile.
+    pub p90_us: f64,
+    /// The 99th percentile.
+    pub p99_us: f64,
+    /// The longest tick.
+    pub max_us: f64,
+}
+
+impl TickSummary {
+    /// The nearest-rank percentiles of `durations` (any order); all zero
+    /// when there are none.
+    pub fn of(durations: &[Duration]) -> Self {
+        let mut us: Vec<f64> = durations.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+        us.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            if us.is_empty() {
+                0.0
+            } else {
+                us[((us.len() - 1) as f64 * q).round() as usize]
+            }
+        };
+        Self {
+            ticks: us.len(),
+            p50_us: at(0.5),
+            p90_us: at(0.9),
+            p99_us: at(0.99),
+            max_us: at(1.0),
+        }
+    }
+}
+
 /// Events buffered per subscriber before a slow one starts losing the oldest.
 const EVENT_BUFFER: usize = 8192;
 /// How often a thinking brain is polled for streamed tokens between ticks.
@@ -508,6 +549,18 @@ mod tests {
     use crate::config::Config;
     use crate::protocol::{EventKind, MAX_UTTERANCE_BYTES, Mode};
     use crate::world::World;
+
+    #[test]
+    fn tick_percentiles_are_nearest_rank_and_zero_without_ticks() {
+        let ticks: Vec<Duration> = (1..=100).rev().map(Duration::from_micros).collect();
+        let s = TickSummary::of(&ticks);
+        assert_eq!(s.ticks, 100);
+        assert_eq!(
+            (s.p50_us, s.p90_us, s.p99_us, s.max_us),
+            (51.0, 90.0, 99.0, 100.0)
+        );
+        assert_eq!(TickSummary::of(&[]).max_us, 0.0);
+    }
 
     fn started() -> (Runtime, broadcast::Receiver<Event>) {
         let mut config = Config::default();

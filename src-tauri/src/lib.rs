@@ -106,36 +106,164 @@ impl Core {
     }
 }
 
+/// What the window shows: a run of its own, or the fleet on a broker.
+pub enum Backend {
+    /// A run the session builder assembled ([`Core::start`]).
+    Run(Box<Core>),
+    /// The fleet ([`FleetCore::start`], `--fleet URL`).
+    Fleet(FleetCore),
+}
+
+/// A message for the page: a run's, or the fleet's.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum PageMessage {
+    /// A run's (`hello`, `snapshot`, …).
+    Run(ServerMessage),
+    /// The fleet's (`fleet_hello`, `fleet`, …).
+    Fleet(robobrain_core::fleet::board::FleetMessage),
+}
+
 /// The IPC commands the page invokes. (A module of their own: Tauri's
 /// command glue clashes with `pub` commands at a crate's root.)
 pub mod commands {
-    use super::{Core, GuiError};
-    use robobrain_core::protocol::ServerMessage;
+    use super::{Backend, GuiError, PageMessage};
+    use robobrain_core::protocol::Role;
     use tauri::State;
 
-    /// `hello`: the first messages of the page.
+    /// `hello`: the first messages of the page (a run's `hello` and
+    /// snapshot; the fleet's `fleet_hello` and board).
     #[tauri::command]
     #[allow(clippy::needless_pass_by_value)] // Tauri hands commands their state by value.
-    pub fn hello(core: State<'_, Core>) -> Vec<ServerMessage> {
-        core.greeting()
+    pub fn hello(backend: State<'_, Backend>) -> Vec<PageMessage> {
+        match &*backend {
+            Backend::Run(core) => core.greeting().into_iter().map(PageMessage::Run).collect(),
+            Backend::Fleet(fleet) => {
+                robobrain_core::fleet::hub::greeting(&fleet.hub, Role::Operator)
+                    .into_iter()
+                    .map(PageMessage::Fleet)
+                    .collect()
+            }
+        }
     }
 
-    /// `send_line`: an operator line (a command as JSON, or words to say).
+    /// `send_line`: an operator line (a command as JSON, or words to say);
+    /// in the fleet window, a fleet request (its answers come as messages).
     #[tauri::command]
-    pub async fn send_line(core: State<'_, Core>, line: String) -> Result<(), GuiError> {
-        core.send(&line).await
+    pub async fn send_line(backend: State<'_, Backend>, line: String) -> Result<(), GuiError> {
+        match &*backend {
+            Backend::Run(core) => core.send(&line).await,
+            Backend::Fleet(fleet) => fleet.requests.send(line).map_err(|_| GuiError::Stopped),
+        }
     }
 }
 
 /// `builder` with `core` managed and the commands registered (the real
 /// app adds the window and the notification plugin; tests use a mock runtime).
 pub fn with_core<R: Runtime>(builder: tauri::Builder<R>, core: Core) -> tauri::Builder<R> {
+    with_backend(builder, Backend::Run(Box::new(core)))
+}
+
+/// `builder` with the fleet window's core managed and the commands registered.
+pub fn with_fleet<R: Runtime>(builder: tauri::Builder<R>, core: FleetCore) -> tauri::Builder<R> {
+    with_backend(builder, Backend::Fleet(core))
+}
+
+fn with_backend<R: Runtime>(builder: tauri::Builder<R>, backend: Backend) -> tauri::Builder<R> {
     builder
-        .manage(core)
+        .manage(backend)
         .invoke_handler(tauri::generate_handler![
             commands::hello,
             commands::send_line
         ])
+}
+
+/// The fleet window (`robobrain-gui --fleet URL`): the page's fleet view
+/// over the same IPC — `hello` gives `fleet_hello` and the board,
+/// `send_line` takes the page's fleet requests (docs/web.md), and every
+/// later message (the board, the opened robot's own messages, replies)
+/// travels in [`MESSAGE_EVENT`]. No run of its own: a
+/// [`FleetHub`](robobrain_core::fleet::hub::FleetHub) hears the robots.
+pub struct FleetCore {
+    hub: std::sync::Arc<robobrain_core::fleet::hub::FleetHub>,
+    requests: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl FleetCore {
+    /// Connects to the broker `mqtt` names (shown as `broker`) on Tauri's
+    /// async runtime; returns the core and the window's page, whose
+    /// requests arrive on the receiver ([`forward_fleet`] carries them out).
+    pub fn start(
+        mqtt: &robobrain_core::devices::mqtt::MqttConfig,
+        broker: &str,
+    ) -> (Self, FleetWindow) {
+        use robobrain_core::fleet::hub::{FleetHub, FleetPage};
+        let hub = std::sync::Arc::new(tauri::async_runtime::block_on(async {
+            FleetHub::start(mqtt, broker)
+        }));
+        let (requests, lines) = tokio::sync::mpsc::unbounded_channel();
+        let page = FleetPage::new(std::sync::Arc::clone(&hub), Role::Operator);
+        (Self { hub, requests }, FleetWindow { page, lines })
+    }
+}
+
+/// The window's page on the fleet and the requests it sends, for [`forward_fleet`].
+pub struct FleetWindow {
+    page: robobrain_core::fleet::hub::FleetPage,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+/// Carries out the fleet window's requests and forwards every message for
+/// it; notifies the desktop of approvals arriving in the fleet's queue.
+pub async fn forward_fleet<R: Runtime>(
+    app: AppHandle<R>,
+    window: FleetWindow,
+    notify: impl Fn(&AppHandle<R>, &str, &str),
+) {
+    use robobrain_core::fleet::board::FleetMessage;
+    let FleetWindow {
+        mut page,
+        mut lines,
+    } = window;
+    let mut known: std::collections::BTreeSet<(String, String)> = std::collections::BTreeSet::new();
+    loop {
+        let messages = tokio::select! {
+            next = page.next() => {
+                let Some(m) = next else {
+                    let _ = app.emit(MESSAGE_EVENT, ServerMessage::closed());
+                    return;
+                };
+                vec![m]
+            }
+            line = lines.recv() => match line {
+                Some(line) => page.request(&line).await,
+                None => return,
+            },
+        };
+        for m in messages {
+            if let FleetMessage::Fleet(board) = &m {
+                let now: std::collections::BTreeSet<(String, String)> = board
+                    .approvals
+                    .iter()
+                    .map(|a| (a.robot.clone(), a.approval.approval_id.clone()))
+                    .collect();
+                for a in &board.approvals {
+                    if !known.contains(&(a.robot.clone(), a.approval.approval_id.clone())) {
+                        notify(
+                            &app,
+                            &format!(
+                                "robobrain: {} waits for approval {}",
+                                a.robot, a.approval.approval_id
+                            ),
+                            &a.approval.reason,
+                        );
+                    }
+                }
+                known = now;
+            }
+            let _ = app.emit(MESSAGE_EVENT, m);
+        }
+    }
 }
 
 /// What an approval request says in a desktop notification, if `event` is one.
@@ -169,9 +297,10 @@ pub async fn forward<R: Runtime>(
                 }
                 ServerMessage::event(e)
             }
-            Err(RecvError::Lagged(_)) => {
-                ServerMessage::snapshot(app.state::<Core>().session.runtime().snapshot())
-            }
+            Err(RecvError::Lagged(_)) => match &*app.state::<Backend>() {
+                Backend::Run(core) => ServerMessage::snapshot(core.session.runtime().snapshot()),
+                Backend::Fleet(_) => continue,
+            },
             Err(RecvError::Closed) => {
                 let _ = app.emit(MESSAGE_EVENT, ServerMessage::closed());
                 return;
@@ -227,6 +356,36 @@ mod tests {
             },
         )
         .map(|b| b.deserialize::<Value>().unwrap())
+    }
+
+    /// The fleet window's IPC on a broker nobody listens on: the page's
+    /// first messages and its requests are still answered.
+    #[test]
+    fn the_fleet_window_says_fleet_hello_and_takes_requests() {
+        let mut mqtt = robobrain_core::devices::mqtt::MqttConfig::new("127.0.0.1", 1);
+        mqtt.client_id = "gui-fleet-test".into();
+        let (core, _window) = FleetCore::start(&mqtt, "mqtt://127.0.0.1:1");
+        let app = with_fleet(mock_builder(), core)
+            .build(mock_context(noop_assets()))
+            .unwrap();
+        let window = tauri::WebviewWindowBuilder::new(&app, "main", tauri::WebviewUrl::default())
+            .build()
+            .unwrap();
+        let got = invoke(&window, "hello", json!({})).unwrap();
+        assert_eq!(
+            got[0],
+            json!({"type": "fleet_hello", "role": "operator", "broker": "mqtt://127.0.0.1:1"})
+        );
+        assert_eq!(got[1]["type"], "fleet");
+        assert_eq!(got[1]["robots"], json!([]));
+        assert_eq!(
+            invoke(
+                &window,
+                "send_line",
+                json!({"line": "{\"op\":\"estop_all\"}"})
+            ),
+            Ok(Value::Null)
+        );
     }
 
     #[test]

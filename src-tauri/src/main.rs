@@ -26,7 +26,67 @@ fn config() -> anyhow::Result<Config> {
     Config::layered_in(&places, path.as_deref(), env).context("the configuration")
 }
 
+/// The desktop app's command line: with `--fleet`, the page's fleet view
+/// of every robot on an MQTT broker instead of a run of its own.
+#[derive(Debug, clap::Parser)]
+#[command(name = "robobrain-gui", version, about)]
+struct Args {
+    /// Show the fleet on this MQTT broker (mqtt://HOST:PORT or mqtts://HOST:PORT).
+    #[arg(long, value_name = "URL")]
+    fleet: Option<String>,
+    /// With --fleet: the user name on the broker.
+    #[arg(long, value_name = "NAME", requires = "fleet")]
+    user: Option<String>,
+    /// With --fleet: the environment variable holding the password.
+    #[arg(long, value_name = "VAR", requires = "fleet")]
+    password_env: Option<String>,
+    /// With --fleet: the file holding the password.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "fleet",
+        conflicts_with = "password_env"
+    )]
+    password_file: Option<std::path::PathBuf>,
+    /// With --fleet: the CA certificate (PEM) for mqtts://.
+    #[arg(long, value_name = "FILE", requires = "fleet")]
+    ca: Option<std::path::PathBuf>,
+}
+
+/// The fleet window: the page's fleet view of every robot on `url`.
+fn fleet(args: &Args, url: &str) -> anyhow::Result<()> {
+    let mut mqtt = robobrain_core::fleet::connection(
+        url,
+        args.user.as_deref(),
+        args.password_env.as_deref(),
+        args.password_file.as_deref(),
+        args.ca.as_deref(),
+    )?;
+    mqtt.client_id = format!("robobrain-gui-{}", std::process::id());
+    let (core, window) = robobrain_gui::FleetCore::start(&mqtt, url);
+    robobrain_gui::with_fleet(tauri::Builder::default(), core)
+        .plugin(tauri_plugin_notification::init())
+        .setup(move |app| {
+            let handle = app.handle().clone();
+            tauri::async_runtime::spawn(robobrain_gui::forward_fleet(
+                handle,
+                window,
+                |app, title, body| {
+                    let _ = app.notification().builder().title(title).body(body).show();
+                },
+            ));
+            if let Some(w) = app.get_webview_window("main") {
+                let _ = w.set_title("robobrain fleet");
+            }
+            Ok(())
+        })
+        .run(tauri::generate_context!())
+        .context("the desktop app")
+}
+
 fn main() -> anyhow::Result<()> {
+    use clap::Parser;
+    let args = Args::parse();
     let speed: f64 = std::env::var("ROBOBRAIN_SPEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -36,6 +96,9 @@ fn main() -> anyhow::Result<()> {
     let verbosity = 0;
     let sink = Sink::FileIn(config.runs_dir.join("logs"), "desktop");
     robobrain_core::diagnostics::init(&sink, verbosity).context("the diagnostics log")?;
+    if let Some(url) = &args.fleet {
+        return fleet(&args, url);
+    }
     let mcap = std::env::var_os("ROBOBRAIN_MCAP").map(std::path::PathBuf::from);
     let (core, events) = robobrain_gui::Core::start(&config, speed, mcap)?;
     robobrain_gui::with_core(tauri::Builder::default(), core)

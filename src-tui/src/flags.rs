@@ -84,3 +84,49 @@ pub fn warn_visible(what: &str, instead: &str) {
         "warning: {what} on the command line is visible to other users of this machine (ps); use {instead}"
     );
 }
+
+/// How a console logs in to a fleet's MQTT broker (`robobrain fleet`,
+/// `robobrain serve --fleet`): a user, its password from the environment or
+/// a file — never a flag's value, which `ps` shows — and the CA for mqtts://.
+#[derive(Debug, Default, clap::Args)]
+pub struct BrokerLogin {
+    /// The user name on the broker (the operator role may command and approve).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    /// The environment variable holding the password.
+    #[arg(long, value_name = "VAR")]
+    pub password_env: Option<String>,
+    /// The file holding the password.
+    #[arg(long, value_name = "FILE", conflicts_with = "password_env")]
+    pub password_file: Option<std::path::PathBuf>,
+    /// The CA certificate (PEM) for mqtts://.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
+}
+
+impl BrokerLogin {
+    /// Whether any of it was given.
+    pub fn given(&self) -> bool {
+        self.user.is_some()
+            || self.password_env.is_some()
+            || self.password_file.is_some()
+            || self.ca.is_some()
+    }
+
+    /// The connection to the broker at `url`, as the client `client_id`.
+    pub fn connection(
+        &self,
+        url: &str,
+        client_id: String,
+    ) -> Result<robobrain_core::devices::mqtt::MqttConfig> {
+        let mut mqtt = robobrain_core::fleet::connection(
+            url,
+            self.user.as_deref(),
+            self.password_env.as_deref(),
+            self.password_file.as_deref(),
+            self.ca.as_deref(),
+        )?;
+        mqtt.client_id = client_id;
+        Ok(mqtt)
+    }
+}

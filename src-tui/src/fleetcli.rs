@@ -27,18 +27,8 @@ pub struct Args {
     /// `[fleet] broker`, else mqtt://127.0.0.1:1883).
     #[arg(long, value_name = "URL")]
     pub broker: Option<String>,
-    /// The user name on the broker (the operator role may command and approve).
-    #[arg(long, value_name = "NAME")]
-    pub user: Option<String>,
-    /// The environment variable holding the password.
-    #[arg(long, value_name = "VAR")]
-    pub password_env: Option<String>,
-    /// The file holding the password.
-    #[arg(long, value_name = "FILE", conflicts_with = "password_env")]
-    pub password_file: Option<PathBuf>,
-    /// The CA certificate (PEM) for mqtts://.
-    #[arg(long, value_name = "FILE")]
-    pub ca: Option<PathBuf>,
+    #[command(flatten)]
+    pub login: crate::flags::BrokerLogin,
 }
 
 /// `fleet up` and `fleet down`.
@@ -56,6 +46,9 @@ pub enum Action {
         /// Sim seconds per wall second, for every robot.
         #[arg(long, value_name = "N", default_value_t = 1.0)]
         speed: f64,
+        /// Say this to every robot at start (repeatable), e.g. `--say patrol`.
+        #[arg(long, value_name = "TEXT")]
+        say: Vec<String>,
         /// Where the broker's and robots' files go (default: <runs_dir>/fleet).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
@@ -75,12 +68,13 @@ pub fn run(config: &Config, args: &Args, color: bool) -> Result<ExitCode> {
             robots,
             port,
             speed,
+            say,
             dir,
         }) => up(
             config,
             *robots,
             *port,
-            *speed,
+            (*speed, say),
             &folder(config, dir.as_deref()),
         ),
         Some(Action::Down { dir }) => down(&folder(config, dir.as_deref())),
@@ -90,14 +84,9 @@ pub fn run(config: &Config, args: &Args, color: bool) -> Result<ExitCode> {
                 .clone()
                 .or_else(|| config.fleet.broker.clone())
                 .unwrap_or_else(|| "mqtt://127.0.0.1:1883".into());
-            let mut mqtt = robobrain_core::fleet::connection(
-                &url,
-                args.user.as_deref(),
-                args.password_env.as_deref(),
-                args.password_file.as_deref(),
-                args.ca.as_deref(),
-            )?;
-            mqtt.client_id = format!("robobrain-console-{}", std::process::id());
+            let mqtt = args
+                .login
+                .connection(&url, format!("robobrain-console-{}", std::process::id()))?;
             let ended = robobrain_tui::console::fleet(&mqtt, &url, color)?;
             Ok(ExitCode::from(ended.exit_status()))
         }
@@ -135,7 +124,16 @@ fn program(name: &str) -> Result<PathBuf> {
     })
 }
 
-fn up(config: &Config, robots: usize, port: u16, speed: f64, dir: &Path) -> Result<ExitCode> {
+/// Starts the broker and `robots` robots, each `headless` at `speed` and
+/// told `say` at start, each writing its tick times to `ROBOT/ticks.json`
+/// when stopped (docs/benchmarks/fleet.md).
+fn up(
+    config: &Config,
+    robots: usize,
+    port: u16,
+    (speed, say): (f64, &[String]),
+    dir: &Path,
+) -> Result<ExitCode> {
     anyhow::ensure!(robots > 0, "--robots: expected at least one robot");
     if dir.join("pids").exists() {
         bail!(
@@ -210,7 +208,9 @@ fn up(config: &Config, robots: usize, port: u16, speed: f64, dir: &Path) -> Resu
         let child = Process::new(&exe)
             .arg("--config")
             .arg(&file)
-            .args(["headless", "--speed", &speed.to_string()])
+            .args(["headless", "--speed", &speed.to_string(), "--ticks"])
+            .arg(robot_dir.join("ticks.json"))
+            .args(say.iter().flat_map(|text| ["--say", text]))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)

@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
-use robobrain_core::runtime::Pace;
+use robobrain_core::runtime::{Pace, TickSummary};
 use robobrain_core::session::{Run, RunLog, Session, SessionOptions};
 use serde_json::json;
 use tokio::signal::unix::SignalKind;
@@ -61,6 +61,10 @@ pub struct Args {
     pub log: Option<PathBuf>,
     #[arg(long, value_name = "FILE", help = MCAP_HELP)]
     pub mcap: Option<PathBuf>,
+    /// At exit, write the kernel's tick-time percentiles to FILE as JSON
+    /// (real-time runs; for benchmarks: docs/benchmarks/fleet.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "fast")]
+    pub ticks: Option<PathBuf>,
 }
 
 use robobrain_tui::operator::{Forwarded, LineReader, ReadLine};
@@ -361,6 +365,11 @@ async fn drive(mut session: Session, args: &Args, limit: f64, fleet: bool) -> Re
     }
     // The kernel brings the robot to rest, then every event reaches the log.
     let stopped = session.stop().await;
+    if let Some(file) = &args.ticks {
+        let summary = TickSummary::of(&brain.tick_durations());
+        std::fs::write(file, serde_json::to_vec(&summary)?)
+            .with_context(|| format!("cannot write {}", file.display()))?;
+    }
     // Events already broadcast before the engine stopped.
     while let Ok(event) = events.try_recv() {
         if event.time > limit + 1e-9 {

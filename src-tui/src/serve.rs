@@ -14,9 +14,9 @@ use robobrain_core::runtime::Pace;
 use robobrain_core::session::{Session, SessionOptions};
 use tokio_util::sync::CancellationToken;
 
-use robobrain_tui::web::{Access, Served, WebServer, access};
+use robobrain_tui::web::{Access, FleetServed, Served, WebServer, access};
 
-use crate::flags::{Durability, LOG_HELP, MCAP_HELP, secret};
+use crate::flags::{BrokerLogin, Durability, LOG_HELP, MCAP_HELP, secret};
 
 /// Events kept for viewers that reconnect.
 const RECENT_EVENTS: usize = 20_000;
@@ -51,6 +51,14 @@ pub struct Args {
     pub log: Option<PathBuf>,
     #[arg(long, value_name = "FILE", help = MCAP_HELP)]
     pub mcap: Option<PathBuf>,
+    /// Serve the fleet on this MQTT broker (mqtt://HOST:PORT or
+    /// mqtts://HOST:PORT) instead of a run of its own: every robot, one
+    /// approval queue, each robot's own view (docs/fleet.md).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["say", "log", "mcap"])]
+    pub fleet: Option<String>,
+    /// With --fleet: how to log in to the broker.
+    #[command(flatten)]
+    pub login: BrokerLogin,
 }
 
 /// Serves until Ctrl-C or SIGTERM.
@@ -71,6 +79,21 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
         loopback: args.listen.ip().is_loopback(),
     };
     access::check_bind(args.listen, access.token.as_deref()).map_err(anyhow::Error::msg)?;
+    if let Some(url) = &args.fleet {
+        anyhow::ensure!(
+            !durable.record && !durable.resume && durable.robot.is_none(),
+            "serve --fleet has no run of its own: --thread, --db, --resume and --robot do not go with it"
+        );
+        let mqtt = args
+            .login
+            .connection(url, format!("robobrain-serve-{}", std::process::id()))?;
+        let rt = crate::flags::async_runtime(2)?;
+        return rt.block_on(serve_fleet(&mqtt, url, access, args.listen));
+    }
+    anyhow::ensure!(
+        !args.login.given(),
+        "--user, --password-env, --password-file and --ca log in to a fleet's broker: they go with --fleet URL"
+    );
     let options = SessionOptions {
         pace: Pace::RealTime { speed: args.speed },
         log: args.log.clone(),
@@ -105,5 +128,26 @@ async fn serve(session: Session, access: Access, args: &Args) -> Result<ExitCode
     tokio::spawn(crate::mcpserve::on_signal(shutdown.clone()));
     server.serve(shutdown).await?;
     served.session.stop().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves the fleet on the broker `mqtt` names until Ctrl-C or SIGTERM.
+async fn serve_fleet(
+    mqtt: &robobrain_core::devices::mqtt::MqttConfig,
+    url: &str,
+    access: Access,
+    listen: SocketAddr,
+) -> Result<ExitCode> {
+    let hub = Arc::new(robobrain_core::fleet::hub::FleetHub::start(mqtt, url));
+    let served = Arc::new(FleetServed { hub, access });
+    let server = WebServer::bind_fleet(served, listen).await?;
+    // Tests and scripts read the address (the real port) from this line.
+    eprintln!(
+        "robobrain serve: the fleet on {url} at http://{}/",
+        server.addr
+    );
+    let shutdown = CancellationToken::new();
+    tokio::spawn(crate::mcpserve::on_signal(shutdown.clone()));
+    server.serve(shutdown).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -35,6 +35,66 @@
     return void 0;
   }
 
+  // src/fleet.ts
+  function emptyFleet() {
+    return { on: false, role: "viewer", broker: "", pending: /* @__PURE__ */ new Map() };
+  }
+  function isFleetMessage(m) {
+    return m.type === "fleet_hello" || m.type === "fleet" || m.type === "robot" || m.type === "sent" || m.type === "reply";
+  }
+  function replyNotice(robot, reply) {
+    switch (reply.status) {
+      case "accepted":
+      case "duplicate":
+        return void 0;
+      default:
+        return `${robot} ${reply.status} a command${reply.code ? ` (${reply.code})` : ""}${reply.message ? `: ${reply.message}` : ""}`;
+    }
+  }
+  function applyFleet(s, m) {
+    switch (m.type) {
+      case "fleet_hello":
+        s.on = true;
+        s.role = m.role;
+        s.broker = m.broker;
+        return { reopen: s.opened };
+      case "fleet": {
+        const { type: _t, ...board } = m;
+        s.board = board;
+        return {};
+      }
+      case "robot":
+        return m.robot === s.opened ? { robot: m.message } : {};
+      case "sent":
+        s.pending.set(m.id, m.robot);
+        return {};
+      case "reply": {
+        if (m.reply.id) s.pending.delete(m.reply.id);
+        const notice = replyNotice(m.robot, m.reply);
+        if (notice) s.notice = notice;
+        return {};
+      }
+    }
+  }
+  function openRequest(robot) {
+    return robot ? { op: "open", robot } : { op: "close" };
+  }
+  function sendRequest(robot, line) {
+    return { op: "send", robot, line };
+  }
+  function queued(s, robot, id) {
+    return s.board?.approvals.find((a) => a.robot === robot && a.approval.approval_id === id)?.approval;
+  }
+  function what(a) {
+    return `${a.op.skill ?? a.op.op}${a.op.args !== void 0 ? ` ${JSON.stringify(a.op.args)}` : a.op.seconds !== void 0 ? ` ${a.op.seconds}s` : ""}`;
+  }
+  function summary(board) {
+    if (!board) return "waiting for the broker…";
+    const online = board.robots.filter((r) => r.online).length;
+    const n = board.approvals.length;
+    return `${online}/${board.robots.length} robots online · ${n} approval${n === 1 ? "" : "s"} waiting${board.connected ? "" : " · broker link DOWN"}`;
+  }
+
   // src/map.ts
   var wallsFor;
   function walls(map) {
@@ -510,7 +570,7 @@
     const page = new URL(window.location.href);
     let socket;
     let delay = 250;
-    const open = () => {
+    const open2 = () => {
       const url = new URL("/ws", page);
       url.protocol = page.protocol === "https:" ? "wss:" : "ws:";
       for (const key of ["token", "role"]) {
@@ -531,11 +591,11 @@
       ws.onmessage = (m) => h.message(JSON.parse(String(m.data)));
       ws.onclose = () => {
         h.status(false, `reconnecting to ${url.host}…`);
-        setTimeout(open, delay);
+        setTimeout(open2, delay);
         delay = Math.min(delay * 2, 4e3);
       };
     };
-    open();
+    open2();
     return {
       kind: "websocket",
       send(line) {
@@ -602,20 +662,48 @@
     set("log", lines.slice(-200).map((l) => `<li class="log k-${esc(l.kind)}"><span class="time">${t(l.time)}</span> <span class="kind">${esc(l.kind)}</span> ${esc(l.text)}</li>`).join(""));
     $("notice").textContent = s.notice ?? "";
   }
+  function renderFleet(f) {
+    const board = f.board;
+    $("fleet-broker").textContent = f.broker;
+    $("fleet-summary").textContent = summary(board);
+    $("fleet-robot").textContent = f.opened ?? "";
+    const rows = (board?.robots ?? []).map((r) => {
+      const mode = r.estop ? "ESTOP" : r.mode ?? "—";
+      const cls = `robot${r.online ? "" : " down"}${r.estop ? " estopped" : ""}`;
+      return `<tr class="${cls}" data-open="${esc(r.id)}" data-robot-row="${esc(r.id)}"><td><b>${esc(r.id)}</b></td><td class="link link-${esc(r.connection)}">${esc(r.connection)}</td><td class="mode">${esc(mode)}</td><td class="activity">${esc(r.activity ?? "—")}</td><td>${r.battery_pct != null ? `${r.battery_pct.toFixed(0)}%` : "—"}</td><td class="task">${esc(r.task ?? "—")}</td><td>${r.alerts}</td><td>${r.approvals}</td></tr>`;
+    });
+    set("fleet-robots-body", rows.join("") || `<tr><td colspan="8" class="muted">no robot heard yet</td></tr>`);
+    const queue = board?.approvals ?? [];
+    set("fleet-approvals", queue.map((q) => `<li class="approval" data-fleet-approval="${esc(q.robot)}/${esc(q.approval.approval_id)}"><b>${esc(q.robot)}</b> <span class="muted">${esc(q.approval.approval_id)}</span> ${esc(what(q.approval))} — <span class="why">${esc(q.approval.reason)}</span> <span class="risk">risk ${esc(q.approval.risk ?? "—")}</span> ${f.role === "operator" ? `<button type="button" data-review="${esc(q.approval.approval_id)}" data-robot="${esc(q.robot)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+    $("fleet-approvals-count").textContent = queue.length ? String(queue.length) : "";
+    $("estop-all").hidden = f.role !== "operator";
+  }
 
   // src/main.ts
   var LOG_KINDS = ["decision", "task", "skill", "approval", "speech", "alert", "mode", "activity", "guardrail", "intent", "log", "error", "llm_call", "fault", "update", "snapshot", "device", "memory"];
   var live = empty();
   var shown = live;
   var replayEvents;
+  var fleet = emptyFleet();
   var filter = { hidden: /* @__PURE__ */ new Set(["update"]), text: "" };
   var latencies = [];
   var unpainted = [];
-  var queued = false;
+  var queued2 = false;
   var el = (id) => document.getElementById(id);
   function paint() {
-    queued = false;
+    queued2 = false;
     closeIfAnswered();
+    if (fleet.on) {
+      document.body.classList.toggle("fleet-board", !fleet.opened);
+      el("fleet-bar").hidden = false;
+      el("fleet").hidden = fleet.opened !== void 0;
+      el("fleet-back").hidden = fleet.opened === void 0;
+      renderFleet(fleet);
+      if (fleet.notice) {
+        live.notice = fleet.notice;
+        fleet.notice = void 0;
+      }
+    }
     renderPanels(shown, filter);
     drawMap(el("map"), shown);
     drawSparkline(el("sparkline"), shown.battery);
@@ -628,12 +716,19 @@
     unpainted = [];
   }
   function schedule() {
-    if (!queued) {
-      queued = true;
+    if (!queued2) {
+      queued2 = true;
       requestAnimationFrame(paint);
     }
   }
   function onMessage(m) {
+    if (!isFleetMessage(m)) return onRun(m);
+    const { robot, reopen } = applyFleet(fleet, m);
+    if (reopen) request(openRequest(reopen));
+    if (robot) onRun(robot);
+    schedule();
+  }
+  function onRun(m) {
     if (m.type === "hello" && live.thread && live.thread !== m.thread_id) live = empty();
     apply(live, m);
     if (m.type === "event") unpainted.push(m.event.wall_ms);
@@ -649,8 +744,28 @@
     lastSeq: () => live.seq,
     thread: () => live.thread
   });
+  function request(r) {
+    transport.send(JSON.stringify(r));
+  }
+  function sendTo(robot, command) {
+    request(sendRequest(robot, typeof command === "string" ? command : JSON.stringify(command)));
+  }
   function send(command) {
-    transport.send(typeof command === "string" ? command : JSON.stringify(command));
+    if (!fleet.on) return transport.send(typeof command === "string" ? command : JSON.stringify(command));
+    if (!fleet.opened) {
+      live.notice = "open a robot first: click its row";
+      schedule();
+      return;
+    }
+    sendTo(fleet.opened, command);
+  }
+  function open(robot) {
+    fleet.opened = robot;
+    closeDialog();
+    live = empty();
+    shown = live;
+    request(openRequest(robot));
+    schedule();
   }
   el("chat").addEventListener("submit", (e) => {
     e.preventDefault();
@@ -666,8 +781,8 @@
       // the line stays to fix
       case "answer":
         if (!live.approvals.has(line.approvalId)) {
-          const waiting = [...live.approvals.keys()];
-          live.notice = `no approval ${line.approvalId} is waiting${waiting.length ? `; waiting: ${waiting.join(", ")}` : ""}`;
+          const waiting2 = [...live.approvals.keys()];
+          live.notice = `no approval ${line.approvalId} is waiting${waiting2.length ? `; waiting: ${waiting2.join(", ")}` : ""}`;
           schedule();
           return;
         }
@@ -690,16 +805,25 @@
   var answerButtons = ["ad-approve", "ad-edit", "ad-reject"].map((id) => el(id));
   var reviewing;
   var openedAt = 0;
-  function review(id) {
-    const a = live.approvals.get(id);
+  function waiting(r) {
+    return r.robot ? queued(fleet, r.robot, r.id) : live.approvals.get(r.id);
+  }
+  function answer(r, command) {
+    if (r.robot) sendTo(r.robot, command);
+    else send(command);
+  }
+  function review(id, robot) {
+    const a = waiting({ id, robot });
     if (!a) return;
-    reviewing = id;
+    reviewing = { id, robot };
     openedAt = Date.now();
     for (const b of answerButtons) b.disabled = true;
     setTimeout(() => {
-      if (reviewing === id) for (const b of answerButtons) b.disabled = false;
+      if (reviewing?.id === id && reviewing.robot === robot) for (const b of answerButtons) b.disabled = false;
     }, GUARD_MS);
-    el("ad-title").textContent = `${a.approval_id}: ${a.op.skill ?? a.op.op}`;
+    const on = robot ?? fleet.opened;
+    el("ad-title").textContent = `${on ? `${on} · ` : ""}${a.approval_id}: ${a.op.skill ?? a.op.op}`;
+    el("ad-robot").textContent = `${on ? `robot ${on} · ` : ""}risk ${a.risk ?? "—"}`;
     el("ad-reason").textContent = a.reason;
     el("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
     el("ad-error").textContent = "";
@@ -709,13 +833,15 @@
   document.body.addEventListener("click", (e) => {
     const target = e.target;
     const id = target.dataset.review;
-    if (id) review(id);
+    if (id) review(id, target.dataset.robot);
+    const row = target.closest("[data-open]");
+    if (row?.dataset.open) open(row.dataset.open);
     const ack = target.dataset.ack;
     if (ack) send({ cmd: "acknowledge", incident_id: ack });
   });
   function closeIfAnswered() {
-    if (dialog.open && reviewing && !live.approvals.has(reviewing)) {
-      live.notice = `approval ${reviewing} is no longer waiting`;
+    if (dialog.open && reviewing && !waiting(reviewing)) {
+      live.notice = `approval ${reviewing.id} is no longer waiting`;
       closeDialog();
     }
   }
@@ -730,13 +856,14 @@
   }
   el("ad-approve").addEventListener("click", (e) => {
     if (!deliberate(e)) return;
-    if (reviewing) send({ cmd: "approve", approval_id: reviewing });
+    if (reviewing) answer(reviewing, { cmd: "approve", approval_id: reviewing.id });
     closeDialog();
   });
   el("ad-edit").addEventListener("click", (e) => {
     if (!deliberate(e)) return;
-    const a = reviewing ? live.approvals.get(reviewing) : void 0;
-    if (!a) return closeDialog();
+    const r = reviewing;
+    const a = r ? waiting(r) : void 0;
+    if (!r || !a) return closeDialog();
     let args;
     try {
       args = JSON.parse(el("ad-args").value);
@@ -744,22 +871,41 @@
       el("ad-error").textContent = `not JSON: ${err.message}`;
       return;
     }
-    const schema = a.op.skill ? live.skills.get(a.op.skill)?.args_schema : void 0;
+    const schema = a.op.skill && (!r.robot || r.robot === fleet.opened) ? live.skills.get(a.op.skill)?.args_schema : void 0;
     const problems = validate(schema, args);
     if (problems.length) {
       el("ad-error").textContent = problems.join("; ");
       return;
     }
-    send({ cmd: "edit", approval_id: a.approval_id, args });
+    answer(r, { cmd: "edit", approval_id: a.approval_id, args });
     closeDialog();
   });
   el("ad-reject").addEventListener("click", (e) => {
     if (!deliberate(e)) return;
     const reason = el("ad-reject-reason").value.trim() || DEFAULT_REJECT_REASON;
-    if (reviewing) send({ cmd: "reject", approval_id: reviewing, reason });
+    if (reviewing) answer(reviewing, { cmd: "reject", approval_id: reviewing.id, reason });
     closeDialog();
   });
   el("ad-cancel").addEventListener("click", closeDialog);
+  el("fleet-back").addEventListener("click", () => open(void 0));
+  var estopAll = el("estop-all-dialog");
+  el("estop-all").addEventListener("click", () => {
+    const n = fleet.board?.robots.length ?? 0;
+    el("estop-all-count").textContent = `The E-stop goes to all ${n} robot${n === 1 ? "" : "s"} on ${fleet.broker}.`;
+    estopAll.showModal();
+    el("estop-all-no").focus();
+  });
+  el("estop-all-yes").addEventListener("click", () => {
+    request({ op: "estop_all" });
+    live.notice = "E-STOP sent to every robot";
+    estopAll.close();
+    schedule();
+  });
+  el("estop-all-no").addEventListener("click", () => {
+    live.notice = "E-stop all: not sent";
+    estopAll.close();
+    schedule();
+  });
   var about = el("about-dialog");
   el("about").addEventListener("click", () => about.showModal());
   el("about-close").addEventListener("click", () => about.close());
@@ -812,6 +958,6 @@
     schedule();
   });
   window.addEventListener("resize", schedule);
-  window.robobrain = { state: () => live, latencies, send };
+  window.robobrain = { state: () => live, fleet: () => fleet, latencies, send };
   schedule();
 })();

@@ -2,18 +2,21 @@
 // turns clicks and typing into operator lines.
 
 import { DEFAULT_REJECT_REASON, GUARD_MS, parseChat, refusal } from "./approval";
+import { applyFleet, emptyFleet, isFleetMessage, openRequest, queued as inQueue, sendRequest } from "./fleet";
 import { drawMap, drawSparkline } from "./map";
-import type { RbEvent, ServerMessage } from "./protocol";
+import type { ApprovalView, FleetRequest, Incoming, RbEvent, ServerMessage } from "./protocol";
 import { validate } from "./schema";
 import { apply, empty, parseLog, replay, type ViewState } from "./state";
 import { connect, type Transport } from "./transport";
-import { renderPanels, type LogFilter } from "./view";
+import { renderFleet, renderPanels, type LogFilter } from "./view";
 
 const LOG_KINDS = ["decision", "task", "skill", "approval", "speech", "alert", "mode", "activity", "guardrail", "intent", "log", "error", "llm_call", "fault", "update", "snapshot", "device", "memory"];
 
 let live: ViewState = empty();
 let shown: ViewState = live;
 let replayEvents: RbEvent[] | undefined;
+/** The fleet, when the server shows one (`serve --fleet`). */
+const fleet = emptyFleet();
 const filter: LogFilter = { hidden: new Set(["update"]), text: "" };
 /** Wall-clock ms from an event leaving the core to its paint (the last 5000). */
 const latencies: number[] = [];
@@ -25,6 +28,17 @@ const el = <T extends HTMLElement>(id: string) => document.getElementById(id) as
 function paint(): void {
   queued = false;
   closeIfAnswered();
+  if (fleet.on) {
+    document.body.classList.toggle("fleet-board", !fleet.opened);
+    el("fleet-bar").hidden = false;
+    el("fleet").hidden = fleet.opened !== undefined;
+    el("fleet-back").hidden = fleet.opened === undefined;
+    renderFleet(fleet);
+    if (fleet.notice) {
+      live.notice = fleet.notice;
+      fleet.notice = undefined;
+    }
+  }
   renderPanels(shown, filter);
   drawMap(el<HTMLCanvasElement>("map"), shown);
   drawSparkline(el<HTMLCanvasElement>("sparkline"), shown.battery);
@@ -44,7 +58,17 @@ function schedule(): void {
   }
 }
 
-function onMessage(m: ServerMessage): void {
+function onMessage(m: Incoming): void {
+  if (!isFleetMessage(m)) return onRun(m);
+  const { robot, reopen } = applyFleet(fleet, m);
+  // A new connection follows no robot yet: open the one shown again.
+  if (reopen) request(openRequest(reopen));
+  if (robot) onRun(robot);
+  schedule();
+}
+
+/** A message of the run shown: the server's own, or the opened robot's. */
+function onRun(m: ServerMessage): void {
   // Another run (the server restarted): start afresh.
   if (m.type === "hello" && live.thread && live.thread !== m.thread_id) live = empty();
   apply(live, m);
@@ -63,8 +87,34 @@ const transport: Transport = connect({
   thread: () => live.thread,
 });
 
+function request(r: FleetRequest): void {
+  transport.send(JSON.stringify(r));
+}
+
+/** Sends an operator line (or a command) to `robot` over the fleet. */
+function sendTo(robot: string, command: unknown): void {
+  request(sendRequest(robot, typeof command === "string" ? command : JSON.stringify(command)));
+}
+
+/** Sends an operator line (or a command) to the run shown: the server's, or the opened robot. */
 function send(command: unknown): void {
-  transport.send(typeof command === "string" ? command : JSON.stringify(command));
+  if (!fleet.on) return transport.send(typeof command === "string" ? command : JSON.stringify(command));
+  if (!fleet.opened) {
+    live.notice = "open a robot first: click its row";
+    schedule();
+    return;
+  }
+  sendTo(fleet.opened, command);
+}
+
+/** Shows `robot`'s own view (or, with none, the board again). */
+function open(robot: string | undefined): void {
+  fleet.opened = robot;
+  closeDialog();
+  live = empty();
+  shown = live;
+  request(openRequest(robot));
+  schedule();
 }
 
 // Chat: words are said; `{…}` is a command; `/approve ID`, `/reject ID …`
@@ -108,20 +158,33 @@ el("patrol").addEventListener("click", () => send({ cmd: "start_patrol" }));
 // skill's schema first), or reject with a reason.
 const dialog = el<HTMLDialogElement>("approval-dialog");
 const answerButtons = ["ad-approve", "ad-edit", "ad-reject"].map((id) => el<HTMLButtonElement>(id));
-let reviewing: string | undefined;
+/** The approval the dialog shows: one of the run shown, or one in the fleet's queue (`robot` set). */
+let reviewing: { id: string; robot?: string } | undefined;
 let openedAt = 0;
 
-function review(id: string): void {
-  const a = live.approvals.get(id);
+function waiting(r: { id: string; robot?: string }): ApprovalView | undefined {
+  return r.robot ? inQueue(fleet, r.robot, r.id) : live.approvals.get(r.id);
+}
+
+/** Answers the approval under review, on the robot it waits on. */
+function answer(r: { id: string; robot?: string }, command: Record<string, unknown>): void {
+  if (r.robot) sendTo(r.robot, command);
+  else send(command);
+}
+
+function review(id: string, robot?: string): void {
+  const a = waiting({ id, robot });
   if (!a) return;
-  reviewing = id;
+  reviewing = { id, robot };
   // The guard: no answer is taken until the operator has had a moment to read.
   openedAt = Date.now();
   for (const b of answerButtons) b.disabled = true;
   setTimeout(() => {
-    if (reviewing === id) for (const b of answerButtons) b.disabled = false;
+    if (reviewing?.id === id && reviewing.robot === robot) for (const b of answerButtons) b.disabled = false;
   }, GUARD_MS);
-  el("ad-title").textContent = `${a.approval_id}: ${a.op.skill ?? a.op.op}`;
+  const on = robot ?? fleet.opened;
+  el("ad-title").textContent = `${on ? `${on} · ` : ""}${a.approval_id}: ${a.op.skill ?? a.op.op}`;
+  el("ad-robot").textContent = `${on ? `robot ${on} · ` : ""}risk ${a.risk ?? "—"}`;
   el("ad-reason").textContent = a.reason;
   el<HTMLTextAreaElement>("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
   el("ad-error").textContent = "";
@@ -132,14 +195,16 @@ function review(id: string): void {
 document.body.addEventListener("click", (e) => {
   const target = e.target as HTMLElement;
   const id = target.dataset.review;
-  if (id) review(id);
+  if (id) review(id, target.dataset.robot);
+  const row = target.closest<HTMLElement>("[data-open]");
+  if (row?.dataset.open) open(row.dataset.open);
   const ack = target.dataset.ack;
   if (ack) send({ cmd: "acknowledge", incident_id: ack });
 });
 /** The dialog's approval was answered elsewhere (or withdrawn): close it. */
 function closeIfAnswered(): void {
-  if (dialog.open && reviewing && !live.approvals.has(reviewing)) {
-    live.notice = `approval ${reviewing} is no longer waiting`;
+  if (dialog.open && reviewing && !waiting(reviewing)) {
+    live.notice = `approval ${reviewing.id} is no longer waiting`;
     closeDialog();
   }
 }
@@ -158,13 +223,14 @@ function deliberate(e: MouseEvent): boolean {
 
 el("ad-approve").addEventListener("click", (e) => {
   if (!deliberate(e)) return;
-  if (reviewing) send({ cmd: "approve", approval_id: reviewing });
+  if (reviewing) answer(reviewing, { cmd: "approve", approval_id: reviewing.id });
   closeDialog();
 });
 el("ad-edit").addEventListener("click", (e) => {
   if (!deliberate(e)) return;
-  const a = reviewing ? live.approvals.get(reviewing) : undefined;
-  if (!a) return closeDialog();
+  const r = reviewing;
+  const a = r ? waiting(r) : undefined;
+  if (!r || !a) return closeDialog();
   let args: unknown;
   try {
     args = JSON.parse(el<HTMLTextAreaElement>("ad-args").value);
@@ -172,22 +238,44 @@ el("ad-edit").addEventListener("click", (e) => {
     el("ad-error").textContent = `not JSON: ${(err as Error).message}`;
     return;
   }
-  const schema = a.op.skill ? live.skills.get(a.op.skill)?.args_schema : undefined;
+  // The skills are known for the run shown (the fleet's queue: the robot opened, if it is that one).
+  const schema = a.op.skill && (!r.robot || r.robot === fleet.opened) ? live.skills.get(a.op.skill)?.args_schema : undefined;
   const problems = validate(schema, args);
   if (problems.length) {
     el("ad-error").textContent = problems.join("; ");
     return;
   }
-  send({ cmd: "edit", approval_id: a.approval_id, args });
+  answer(r, { cmd: "edit", approval_id: a.approval_id, args });
   closeDialog();
 });
 el("ad-reject").addEventListener("click", (e) => {
   if (!deliberate(e)) return;
   const reason = el<HTMLInputElement>("ad-reject-reason").value.trim() || DEFAULT_REJECT_REASON;
-  if (reviewing) send({ cmd: "reject", approval_id: reviewing, reason });
+  if (reviewing) answer(reviewing, { cmd: "reject", approval_id: reviewing.id, reason });
   closeDialog();
 });
 el("ad-cancel").addEventListener("click", closeDialog);
+
+// The fleet: back to the board; E-stop every robot, asked first.
+el("fleet-back").addEventListener("click", () => open(undefined));
+const estopAll = el<HTMLDialogElement>("estop-all-dialog");
+el("estop-all").addEventListener("click", () => {
+  const n = fleet.board?.robots.length ?? 0;
+  el("estop-all-count").textContent = `The E-stop goes to all ${n} robot${n === 1 ? "" : "s"} on ${fleet.broker}.`;
+  estopAll.showModal();
+  el("estop-all-no").focus();
+});
+el("estop-all-yes").addEventListener("click", () => {
+  request({ op: "estop_all" });
+  live.notice = "E-STOP sent to every robot";
+  estopAll.close();
+  schedule();
+});
+el("estop-all-no").addEventListener("click", () => {
+  live.notice = "E-stop all: not sent";
+  estopAll.close();
+  schedule();
+});
 
 // About: what robobrain is, and whose work it stands on (the credit the
 // command line and the console show too).
@@ -248,5 +336,5 @@ el("replay-close").addEventListener("click", () => {
 });
 
 window.addEventListener("resize", schedule);
-(window as unknown as { robobrain: unknown }).robobrain = { state: () => live, latencies, send };
+(window as unknown as { robobrain: unknown }).robobrain = { state: () => live, fleet: () => fleet, latencies, send };
 schedule();

@@ -96,5 +96,51 @@ export type ServerMessage =
   | { type: "snapshot"; snapshot: Snapshot }
   | { type: "event"; event: RbEvent }
   | { type: "refused"; reason: string }
-  | { type: "error"; message: string }
+  | { type: "error"; code?: string; message: string }
   | { type: "closed"; reason: string };
+
+// The fleet (`robobrain serve --fleet`, the desktop app's fleet window;
+// `fleet::board` in src-core/src/fleet/board.rs, docs/web.md).
+
+/** One robot's row on the fleet's board. */
+export interface RobotRow {
+  id: string;
+  connection: "ONLINE" | "OFFLINE" | "CONNECTIONBROKEN" | "?";
+  online: boolean;
+  mode: string | null;
+  estop: boolean;
+  activity: string | null;
+  battery_pct: number | null;
+  zone: string | null;
+  task: string | null;
+  alerts: number;
+  approvals: number;
+  world: string | null;
+}
+
+/** An approval waiting somewhere in the fleet. */
+export interface FleetApproval { robot: string; approval: ApprovalView }
+
+/** The whole fleet: every robot, one approval queue. */
+export interface FleetBoard { broker: string; connected: boolean; robots: RobotRow[]; approvals: FleetApproval[] }
+
+/** A robot's answer to a command (docs/fleet.md). */
+export interface Reply { id?: string; status: "accepted" | "duplicate" | "refused" | "rejected"; code?: string; message?: string; topic?: string }
+
+/** What a fleet server sends (besides `refused`, `error` and `closed`, as `ServerMessage`). */
+export type FleetMessage =
+  | { type: "fleet_hello"; role: "operator" | "viewer"; broker: string }
+  | ({ type: "fleet" } & FleetBoard)
+  | { type: "robot"; robot: string; message: ServerMessage }
+  | { type: "sent"; robot: string; id: string }
+  | { type: "reply"; robot: string; reply: Reply };
+
+/** What a fleet page asks for (one JSON text frame each). */
+export type FleetRequest =
+  | { op: "open"; robot: string }
+  | { op: "close" }
+  | { op: "send"; robot: string; line: string }
+  | { op: "estop_all" };
+
+/** Anything a server (single run or fleet) sends. */
+export type Incoming = ServerMessage | FleetMessage;

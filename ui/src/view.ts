@@ -1,5 +1,6 @@
 // The panels: everything but the map, drawn from the state.
 
+import { type FleetState, summary, what } from "./fleet";
 import { runSummary } from "./protocol";
 import type { ViewState } from "./state";
 
@@ -76,4 +77,22 @@ export function renderPanels(s: ViewState, filter: LogFilter): void {
   const lines = s.log.filter((l) => !filter.hidden.has(l.kind) && (!text || l.text.toLowerCase().includes(text) || l.kind.includes(text)));
   set("log", lines.slice(-200).map((l) => `<li class="log k-${esc(l.kind)}"><span class="time">${t(l.time)}</span> <span class="kind">${esc(l.kind)}</span> ${esc(l.text)}</li>`).join(""));
   $("notice").textContent = s.notice ?? "";
+}
+
+/** The fleet's board: every robot in a row (click: its own view), one approval queue. */
+export function renderFleet(f: FleetState): void {
+  const board = f.board;
+  $("fleet-broker").textContent = f.broker;
+  $("fleet-summary").textContent = summary(board);
+  $("fleet-robot").textContent = f.opened ?? "";
+  const rows = (board?.robots ?? []).map((r) => {
+    const mode = r.estop ? "ESTOP" : (r.mode ?? "—");
+    const cls = `robot${r.online ? "" : " down"}${r.estop ? " estopped" : ""}`;
+    return `<tr class="${cls}" data-open="${esc(r.id)}" data-robot-row="${esc(r.id)}"><td><b>${esc(r.id)}</b></td><td class="link link-${esc(r.connection)}">${esc(r.connection)}</td><td class="mode">${esc(mode)}</td><td class="activity">${esc(r.activity ?? "—")}</td><td>${r.battery_pct != null ? `${r.battery_pct.toFixed(0)}%` : "—"}</td><td class="task">${esc(r.task ?? "—")}</td><td>${r.alerts}</td><td>${r.approvals}</td></tr>`;
+  });
+  set("fleet-robots-body", rows.join("") || `<tr><td colspan="8" class="muted">no robot heard yet</td></tr>`);
+  const queue = board?.approvals ?? [];
+  set("fleet-approvals", queue.map((q) => `<li class="approval" data-fleet-approval="${esc(q.robot)}/${esc(q.approval.approval_id)}"><b>${esc(q.robot)}</b> <span class="muted">${esc(q.approval.approval_id)}</span> ${esc(what(q.approval))} — <span class="why">${esc(q.approval.reason)}</span> <span class="risk">risk ${esc(q.approval.risk ?? "—")}</span> ${f.role === "operator" ? `<button type="button" data-review="${esc(q.approval.approval_id)}" data-robot="${esc(q.robot)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+  $("fleet-approvals-count").textContent = queue.length ? String(queue.length) : "";
+  $("estop-all").hidden = f.role !== "operator";
 }

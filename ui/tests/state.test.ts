@@ -3,6 +3,8 @@
 
 import assert from "node:assert/strict";
 import { GUARD_MS, parseChat, refusal } from "../src/approval";
+import { applyFleet, emptyFleet, isFleetMessage, openRequest, queued, replyNotice, sendRequest, summary, what } from "../src/fleet";
+import type { FleetBoard, FleetMessage } from "../src/protocol";
 import type { RbEvent, RunInfo, Snapshot } from "../src/protocol";
 import { runSummary } from "../src/protocol";
 import { validate } from "../src/schema";
@@ -139,6 +141,60 @@ test("what the run is made of comes from hello, the run event and snapshots, in 
   const later = { ...run, memory: { mode: "hybrid" as const } };
   s = apply(s, { type: "snapshot", snapshot: { ...snapshot, seq: 9, run: later } });
   assert.equal(s.run?.memory.mode, "hybrid");
+});
+
+const fleetBoard: FleetBoard = {
+  broker: "mqtt://b:1883",
+  connected: true,
+  robots: [
+    { id: "r1", connection: "ONLINE", online: true, mode: "EXEC", estop: false, activity: "RESPONDING", battery_pct: 88, zone: "hallway", task: "go to study (waiting_human)", alerts: 0, approvals: 1, world: "apartment" },
+    { id: "r2", connection: "CONNECTIONBROKEN", online: false, mode: "IDLE", estop: true, activity: "IDLE", battery_pct: 90, zone: null, task: null, alerts: 0, approvals: 0, world: "apartment" },
+  ],
+  approvals: [{ robot: "r1", approval: { approval_id: "a1", task_id: "t1", op: { op: "dispatch", skill: "navigate_to", args: { zone: "study" } }, reason: "restricted zone", risk: "high_write" } }],
+};
+
+test("the fleet's messages build the board; only the opened robot's own messages reach its view", () => {
+  const f = emptyFleet();
+  assert.equal(isFleetMessage({ type: "snapshot", snapshot }), false);
+  const hello: FleetMessage = { type: "fleet_hello", role: "operator", broker: "mqtt://b:1883" };
+  assert.ok(isFleetMessage(hello));
+  assert.deepEqual(applyFleet(f, hello), { reopen: undefined });
+  assert.ok(f.on);
+  applyFleet(f, { type: "fleet", ...fleetBoard });
+  assert.equal(f.board?.robots.length, 2);
+  assert.equal(summary(f.board), "1/2 robots online · 1 approval waiting");
+  assert.deepEqual(applyFleet(f, { type: "robot", robot: "r1", message: { type: "snapshot", snapshot } }), {});
+  f.opened = "r1";
+  assert.deepEqual(applyFleet(f, { type: "robot", robot: "r1", message: { type: "snapshot", snapshot } }), { robot: { type: "snapshot", snapshot } });
+  assert.deepEqual(applyFleet(f, { type: "robot", robot: "r2", message: { type: "snapshot", snapshot } }), {}, "another robot's message");
+  // A new connection follows nothing: the page opens its robot again.
+  assert.deepEqual(applyFleet(f, hello), { reopen: "r1" });
+});
+
+test("a fleet approval is found by robot and id, and said as what, why and risk", () => {
+  const f = emptyFleet();
+  applyFleet(f, { type: "fleet", ...fleetBoard });
+  assert.equal(queued(f, "r1", "a1")?.risk, "high_write");
+  assert.equal(queued(f, "r2", "a1"), undefined, "the same id on another robot is another approval");
+  assert.equal(what(fleetBoard.approvals[0].approval), 'navigate_to {"zone":"study"}');
+  assert.equal(what({ approval_id: "a2", task_id: "t", op: { op: "wait", seconds: 3 }, reason: "", risk: "low" }), "wait 3s");
+});
+
+test("fleet requests carry the robot; replies that need saying are said", () => {
+  assert.deepEqual(openRequest("r2"), { op: "open", robot: "r2" });
+  assert.deepEqual(openRequest(undefined), { op: "close" });
+  assert.deepEqual(sendRequest("r1", '{"cmd":"estop"}'), { op: "send", robot: "r1", line: '{"cmd":"estop"}' });
+  const f = emptyFleet();
+  applyFleet(f, { type: "sent", robot: "r1", id: "c-1" });
+  assert.equal(f.pending.get("c-1"), "r1");
+  applyFleet(f, { type: "reply", robot: "r1", reply: { id: "c-1", status: "accepted" } });
+  assert.equal(f.pending.size, 0);
+  assert.equal(f.notice, undefined);
+  assert.equal(replyNotice("r1", { status: "duplicate" }), undefined);
+  applyFleet(f, { type: "reply", robot: "r2", reply: { id: "c-2", status: "refused", code: "queue_full", message: "the brain is busy" } });
+  assert.equal(f.notice, "r2 refused a command (queue_full): the brain is busy");
+  assert.equal(summary(undefined), "waiting for the broker…");
+  assert.equal(summary({ ...fleetBoard, connected: false, approvals: [] }), "1/2 robots online · 0 approvals waiting · broker link DOWN");
 });
 
 console.log(`${passed} passed, ${failed} failed`);

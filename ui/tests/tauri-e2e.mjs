@@ -8,10 +8,10 @@
 // Run by tests/gui.rs:
 //   xvfb-run -a node ui/tests/tauri-e2e.mjs   (ROBOBRAIN_GUI=target/debug/robobrain-gui)
 
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sleep, startApp, until } from "./webdriver.mjs";
 
 const app = process.env.ROBOBRAIN_GUI ?? "target/debug/robobrain-gui";
 const driverBin = process.env.TAURI_DRIVER ?? "tauri-driver";
@@ -22,43 +22,13 @@ const config = join(work, "robobrain.toml");
 // No runs_dir: the app keeps its data in its own data folder (the test
 // points XDG_DATA_HOME at a fresh one).
 writeFileSync(config, `[policy]\napprove_risks = ["low_write", "high_write"]\n[speech]\nvoice = "text"\n`);
-const port = 4444 + Math.floor(Math.random() * 1000);
-const driver = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1000)], {
-  stdio: ["ignore", "inherit", "inherit"],
-  env: { ...process.env, ROBOBRAIN_CONFIG: config, ROBOBRAIN_SPEED: "8" },
-});
-const base = `http://127.0.0.1:${port}`;
-const ELEMENT = "element-6066-11e4-a6ea-4965e9f4c6ee";
-
-async function wd(method, path, body) {
-  const r = await fetch(`${base}${path}`, { method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
-  const v = await r.json();
-  if (!r.ok) throw new Error(`${method} ${path}: ${JSON.stringify(v.value ?? v).slice(0, 300)}`);
-  return v.value;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(what, f, ms) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 let passed = 0;
 let failed = 0;
-let session;
+let driven;
 try {
-  await until("tauri-driver", () => fetch(`${base}/status`).then((r) => r.ok), 20000);
-  session = (await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app } } } })).sessionId;
-  // The W3C key, or the old JSON-wire "ELEMENT" some WebKitWebDriver builds still send.
-  const find = async (css) => {
-    const el = (await wd("POST", `/session/${session}/elements`, { using: "css selector", value: css }))[0];
-    return el && (el[ELEMENT] ?? el.ELEMENT ?? Object.values(el)[0]);
-  };
-  const script = (js) => wd("POST", `/session/${session}/execute/sync`, { script: js, args: [] });
+  driven = await startApp({ app, driverBin, env: { ROBOBRAIN_CONFIG: config, ROBOBRAIN_SPEED: "8" } });
+  const { wd, session, find, script } = driven;
   try {
     await until("the page to connect", async () => (await script("return document.getElementById('conn').className")) === "conn up", 30000);
     // About credits Home Assistant intents (CC BY 4.0) in the app too.
@@ -103,8 +73,7 @@ try {
   failed++;
   console.log(`FAIL starting the app under tauri-driver: ${e.stack ?? e}`);
 } finally {
-  if (session) await wd("DELETE", `/session/${session}`).catch(() => {});
-  driver.kill("SIGTERM");
+  await driven?.stop();
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -161,7 +161,7 @@ impl RobotEntry {
 }
 
 /// An approval waiting somewhere in the fleet.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FleetApproval {
     /// The robot it waits on.
     pub robot: String,

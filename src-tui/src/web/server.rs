@@ -71,10 +71,6 @@ struct Params {
 impl WebServer {
     /// Binds `addr` for `served`.
     pub async fn bind(served: Arc<Served>, addr: SocketAddr) -> Result<Self> {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        let addr = listener.local_addr()?;
         let router = Router::new()
             .route("/", get(|| async { asset("index.html") }))
             .route("/{file}", get(file))
@@ -83,6 +79,15 @@ impl WebServer {
             .route("/healthz", get(healthz))
             .route("/ws", get(socket))
             .with_state(served);
+        Self::listen(addr, router).await
+    }
+
+    /// Binds `addr` for `router`: the page's files, then what it serves.
+    pub(super) async fn listen(addr: SocketAddr, router: Router) -> Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr()?;
         Ok(Self {
             addr,
             listener,
@@ -99,12 +104,12 @@ impl WebServer {
     }
 }
 
-async fn file(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+pub(super) async fn file(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
     asset(&name)
 }
 
 /// An embedded file of the page, or 404.
-fn asset(name: &str) -> Response {
+pub(super) fn asset(name: &str) -> Response {
     match assets::get(name) {
         Some((body, mime)) => ([(header::CONTENT_TYPE, mime)], body).into_response(),
         None => (StatusCode::NOT_FOUND, format!("no such file: {name}")).into_response(),
@@ -117,15 +122,30 @@ fn admit(
     params: &Params,
     headers: &HeaderMap,
 ) -> Result<Role, (StatusCode, String)> {
+    admit_to(
+        &served.access,
+        params.token.as_deref(),
+        params.role.as_deref(),
+        headers,
+    )
+}
+
+/// The role a request gets under `access` with this `token` (else the
+/// bearer header's) and asked `role`, or the refusal (status and why).
+pub(super) fn admit_to(
+    access: &Access,
+    token: Option<&str>,
+    role: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Role, (StatusCode, String)> {
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let token = params.token.as_deref().or(bearer);
-    served
-        .access
-        .role(token, params.role.as_deref() == Some("viewer"), origin)
+    let token = token.or(bearer);
+    access
+        .role(token, role == Some("viewer"), origin)
         .map_err(|e| {
             eprintln!("robobrain serve: refused a client: {e} (origin {origin:?})");
             let status = match e {
