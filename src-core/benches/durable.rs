@@ -4,6 +4,10 @@
 //!   whose tick commits its events, a checkpoint and a ledger row to SQLite
 //!   (WAL, `synchronous=NORMAL`) before the goal is sent. Compare with
 //!   `react_iteration/rule_brain_no_persistence` in `react.rs`.
+//! - `react_iteration/rule_brain_durable_loop_only`: the same with patrols
+//!   that only go round (no `watch`, whose camera frame is a sixth of the
+//!   iteration above): like for like with `rule_brain_no_persistence`, so
+//!   the difference between the two is the store alone.
 //! - Printed once: checkpoint bytes per iteration, and the time to resume a
 //!   thread of 1 000+ steps up to its first dispatch.
 //! - `ROBOBRAIN_BENCH_ITERATIONS_ONLY=N`: only N iterations, for a profiler.
@@ -31,9 +35,12 @@ fn db(name: &str) -> PathBuf {
 }
 
 fn open_engine(path: &Path, resume: bool) -> Engine {
-    let config = support::config(THREAD);
+    open_engine_with(path, resume, &support::config(THREAD))
+}
+
+fn open_engine_with(path: &Path, resume: bool, config: &robobrain_core::config::Config) -> Engine {
     let mut engine = Engine::new(
-        &config,
+        config,
         support::world(),
         Box::new(support::InstantLink::default()),
     )
@@ -83,6 +90,13 @@ fn react_iteration_durable(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let path = db("iter");
             let mut engine = open_engine(&path, false);
+            run_iterations(&mut engine, iters)
+        });
+    });
+    c.bench_function("react_iteration/rule_brain_durable_loop_only", |b| {
+        b.iter_custom(|iters| {
+            let path = db("loop");
+            let mut engine = open_engine_with(&path, false, &support::loop_only_config(THREAD));
             run_iterations(&mut engine, iters)
         });
     });
@@ -183,6 +197,12 @@ fn main() {
         "react_iteration/rule_brain_durable_wal_normal",
         "durable.iteration",
         "one ReAct iteration with a durable commit per tick (WAL, synchronous=NORMAL)",
+        since,
+    );
+    figures::criterion(
+        "react_iteration/rule_brain_durable_loop_only",
+        "durable.iteration_loop_only",
+        "one ReAct iteration with a durable commit per tick, patrols without watch (like for like with react.iteration)",
         since,
     );
 }

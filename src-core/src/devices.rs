@@ -347,6 +347,16 @@ pub struct DeviceWorld {
     /// Request ids applied, with what they did.
     applied: HashMap<String, Applied>,
     backend: Box<dyn DeviceBackend>,
+    /// Changes whenever what [`DeviceWorld::durable`] returns may have.
+    revision: u64,
+}
+
+/// Revisions of every [`DeviceWorld`] in the process come from one counter,
+/// so two homes (or one rebuilt) never share a revision.
+static REVISIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_revision() -> u64 {
+    REVISIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl fmt::Debug for DeviceWorld {
@@ -404,6 +414,7 @@ impl DeviceWorld {
             validators,
             applied: HashMap::new(),
             backend,
+            revision: next_revision(),
         })
     }
 
@@ -585,6 +596,7 @@ impl DeviceWorld {
         };
         self.applied
             .insert(call.request_id.clone(), applied.clone());
+        self.revision = next_revision();
         Ok(applied)
     }
 
@@ -598,6 +610,9 @@ impl DeviceWorld {
             .ok_or_else(|| DeviceError::UnknownDevice(id.to_string()))?;
         let changed = d.online != online;
         d.online = online;
+        if changed {
+            self.revision = next_revision();
+        }
         Ok(changed)
     }
 
@@ -619,7 +634,18 @@ impl DeviceWorld {
                 changed.push(d.id.clone());
             }
         }
+        if !changed.is_empty() {
+            self.revision = next_revision();
+        }
         changed
+    }
+
+    /// A number that changes whenever [`DeviceWorld::durable`] may return
+    /// something new (a call applied, a device's state or availability
+    /// changed, a restore), unique across the process: the durable
+    /// engine rebuilds the home's part of a checkpoint only when it moved.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// What a checkpoint keeps: every device's state and availability, and
@@ -637,6 +663,7 @@ impl DeviceWorld {
     /// Restores what [`DeviceWorld::durable`] kept; devices the home no
     /// longer has are skipped.
     pub fn restore(&mut self, kept: &Value) {
+        self.revision = next_revision();
         if let Some(states) = kept.get("states").and_then(Value::as_object) {
             for (id, s) in states {
                 let Some(d) = self.devices.iter_mut().find(|d| &d.id == id) else {

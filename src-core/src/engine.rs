@@ -18,6 +18,7 @@
 //! - `rest.rs`: the E-stop and bringing the robot to rest when the brain
 //!   stops thinking (store failure, shutdown, panic) — sent before any commit.
 
+mod checkpoint;
 mod commands;
 mod durable;
 mod home;

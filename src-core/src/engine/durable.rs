@@ -13,20 +13,22 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::Engine;
+use super::checkpoint::{Checkpoint, Parts};
 use crate::link::{GoalStatus, LinkReply, LinkRequest, RobotLink};
 use crate::protocol::EventKind;
 use crate::skills::runner::GoalResult;
 use crate::store::{
     CheckpointBody, Commit, LedgerEntry, LedgerStatus, Store, StoreConfig, StoreError, ThreadRow,
-    delta, guard::FileGuard,
+    guard::FileGuard,
 };
 
 /// The store and what the current tick owes it.
 pub(super) struct Durable {
     store: Store,
     config: StoreConfig,
-    /// The last checkpoint written, to compute the next delta.
-    last: Option<Value>,
+    /// The last checkpoint written, kept up to date tick by tick, to
+    /// compute the next delta.
+    last: Option<Checkpoint>,
     /// Checkpoints written for this thread so far.
     count: u64,
     /// Goals dispatched this tick: goal id → (step, op index, skill).
@@ -54,7 +56,6 @@ impl Engine {
         resume: bool,
     ) -> Result<(), StoreError> {
         let thread = self.thread_id.clone();
-        let mut last = None;
         let mut count = 0;
         if resume {
             store.thread(&thread)?;
@@ -72,7 +73,6 @@ impl Engine {
                     crate::hci::lock(&self.home).devices.restore(home);
                 }
                 count = r.count;
-                last = Some(r.state);
                 // A brain that was thinking when the process died holds no
                 // answer now; nothing was sent yet, so it is simply asked again.
                 let thinking: Vec<String> = self
@@ -106,7 +106,8 @@ impl Engine {
         self.durable = Some(Durable {
             store,
             config: config.clone(),
-            last,
+            // The first checkpoint of a process is full: it starts from it.
+            last: None,
             count,
             dispatched: BTreeMap::new(),
             updates: Vec::new(),
@@ -346,10 +347,13 @@ impl Engine {
         self.apply_goal_reply(&reply);
     }
 
-    /// The state a checkpoint holds.
+    /// The state a checkpoint holds, built from the whole state.
     pub(super) fn checkpoint_value(&self) -> Value {
-        let home = crate::hci::lock(&self.home).devices.durable();
-        json!({"state": self.state, "runner": self.runner, "home": home})
+        super::checkpoint::whole(
+            &self.state,
+            &self.runner,
+            &crate::hci::lock(&self.home).devices,
+        )
     }
 
     /// Commits the tick's record, then sends what the tick held back.
@@ -400,7 +404,6 @@ impl Engine {
         if let Some(guard) = self.durable.as_ref().and_then(|d| d.guard.as_ref()) {
             guard.check()?;
         }
-        let value = self.checkpoint_value();
         let thread = self.thread_id.clone();
         let row = ThreadRow {
             status: if self.state.approvals.is_empty() {
@@ -416,18 +419,35 @@ impl Engine {
             mode: self.state.mode.as_str().into(),
             pending_approval: self.state.approvals.first().map(|a| a.id.clone()),
         };
+        let home = crate::hci::lock(&self.home);
         let Some(d) = self.durable.as_mut() else {
             return Ok(());
         };
+        let mut parts = Parts {
+            state: &mut self.state,
+            runner: &self.runner,
+            home: &home.devices,
+        };
         let full =
             force_full || d.last.is_none() || d.count % u64::from(d.config.full_every.max(1)) == 0;
-        let checkpoint = match (&d.last, full) {
+        let checkpoint = match (&mut d.last, full) {
             (Some(last), false) => {
-                let changes = delta::diff(last, &value);
+                let changes = last.advance(&mut parts);
                 (!changes.is_empty()).then_some(CheckpointBody::Delta(changes))
             }
-            _ => Some(CheckpointBody::Full(value.clone())),
+            (last, _) => {
+                // A full one is built from the whole state, and the
+                // incremental checkpoint starts afresh from it.
+                let value = parts.value();
+                #[cfg(debug_assertions)]
+                if let Some(last) = last {
+                    last.check(&mut parts, &value);
+                }
+                *last = Some(Checkpoint::new(value.clone(), &parts));
+                Some(CheckpointBody::Full(value))
+            }
         };
+        drop(home);
         let mut started = Vec::new();
         for request in self.held.requests().iter().chain(&d.sent) {
             if let LinkRequest::SendGoal { goal_id, .. } = request
@@ -469,7 +489,6 @@ impl Engine {
         d.sent.clear();
         if has_checkpoint {
             d.count += 1;
-            d.last = Some(value);
         }
         Ok(())
     }

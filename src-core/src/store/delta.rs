@@ -20,6 +20,12 @@ pub fn diff(old: &Value, new: &Value) -> Vec<(String, Value)> {
     out
 }
 
+/// [`diff`] of two values found at the pointer `at` of larger ones: the
+/// pairs' pointers start with `at`, and are appended to `out`.
+pub fn diff_at(old: &Value, new: &Value, at: &str, out: &mut Vec<(String, Value)>) {
+    walk(old, new, &mut at.to_string(), out);
+}
+
 fn walk(old: &Value, new: &Value, path: &mut String, out: &mut Vec<(String, Value)>) {
     match (old, new) {
         (Value::Object(a), Value::Object(b)) if same_keys(a, b) => {

@@ -257,3 +257,37 @@ fn a_history_shorter_than_its_record_is_an_error_not_a_short_list() {
         "{e}"
     );
 }
+
+/// The checkpointer copies the WAL back and the writer then starts it
+/// again from its beginning: the `-wal` file stops growing (it grew without
+/// end while commits came back to back, 620 MB in a bench run).
+#[test]
+fn the_wal_is_written_again_from_its_start_after_a_checkpoint() {
+    let path = temp("wal");
+    let mut store = Store::open(&path, Synchronous::Normal).unwrap();
+    store.create_thread("t", "EXEC").unwrap();
+    let wal = || {
+        std::fs::metadata(format!("{}-wal", path.display()))
+            .unwrap()
+            .len()
+    };
+    let mut seq = 0;
+    let mut commits = |store: &mut Store, n: u64| {
+        for _ in 0..n {
+            seq += 1;
+            commit(store, seq, Some(CheckpointBody::Full(json!({"seq": seq}))));
+        }
+    };
+    commits(&mut store, 2 * u64::from(checkpointer::EVERY) + 20);
+    // Dropping the checkpointer lets it finish what it was asked.
+    assert!(store.checkpointer.take().is_some(), "the checkpointer ran");
+    let copied = wal();
+    commits(&mut store, 60);
+    assert_eq!(wal(), copied, "60 commits written over the copied WAL");
+    // And the numbers of the checkpoints kept in memory follow the table.
+    let (count, _) = store.checkpoint_bytes("t").unwrap();
+    assert_eq!(count, seq);
+    drop(store);
+    let store = Store::open(&path, Synchronous::Normal).unwrap();
+    assert_eq!(store.restore("t").unwrap().unwrap().count, seq);
+}
