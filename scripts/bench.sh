@@ -50,16 +50,11 @@ release_bin() { cargo build -q --release --locked --bin robobrain; }
 
 run_react() {
   cargo bench -q --locked -p robobrain-core --bench react -- --warm-up-time 2 --measurement-time 5
-  python3 scripts/bench_figures.py criterion react.iteration "ReAct iteration, rule brain, no persistence" react_iteration/rule_brain_no_persistence
-  python3 scripts/bench_figures.py criterion react.engine_tick "engine tick, simulated navigation" engine_tick/simulated_navigation
-  python3 scripts/bench_figures.py criterion react.watch "watch stand-in: render, PNG, labels" watch/stand_in_render_and_labels
   "$py" scripts/bench_langgraph.py --modes none
 }
 
 run_durable() {
   cargo bench -q --locked -p robobrain-core --bench durable -- --warm-up-time 2 --measurement-time 5
-  python3 scripts/bench_figures.py criterion durable.iteration "durable iteration, rule brain, with watch" react_iteration/rule_brain_durable_wal_normal
-  python3 scripts/bench_figures.py criterion durable.iteration_loop_only "durable iteration, rule brain, loop only" react_iteration/rule_brain_durable_loop_only
   "$py" scripts/bench_langgraph.py --modes memory,sqlite_node,sqlite_tick
 }
 

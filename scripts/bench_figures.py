@@ -6,10 +6,7 @@ which scripts/bench.sh collects into target/bench/results.json.
 As a command (scripts/bench.sh): `record ID NAME VALUE UNIT`, or turn a
 tool's output on stdin into figures: `eval MODE` (robobrain memory eval),
 `assist` (robobrain assist --json), `page` (ui/tests/bench.mjs),
-`lines ID NAME REGEX UNIT` (a test's printed timings); or read criterion's
-own report: `criterion ID NAME BENCH` (the median and its 95 % interval of
-bench BENCH, e.g. `react_iteration/rule_brain_no_persistence`, from
-$CRITERION_HOME, in µs)."""
+`lines ID NAME REGEX UNIT` (a test's printed timings)."""
 import json
 import os
 import re
@@ -67,17 +64,6 @@ def _page():
     record("page.events_per_s", "events per second the page received", r["events_per_s"], "events/s")
 
 
-def _criterion(fid, name, bench):
-    """Criterion's estimate of BENCH's median (ns) as fid, and its 95 % bounds as fid.low, fid.high (µs)."""
-    folder = os.path.join(os.environ["CRITERION_HOME"], bench.replace("/", "_"), "new", "estimates.json")
-    with open(folder, encoding="utf-8") as f:
-        median = json.load(f)["median"]
-    bounds = median["confidence_interval"]
-    record(fid, f"{name} (criterion median)", median["point_estimate"] / 1000, "µs")
-    record(f"{fid}.low", f"{name} (median, 95 % interval low)", bounds["lower_bound"] / 1000, "µs")
-    record(f"{fid}.high", f"{name} (median, 95 % interval high)", bounds["upper_bound"] / 1000, "µs")
-
-
 def _lines(fid, name, pattern, unit):
     """Test output on stdin: every match of `pattern` (one number in ms, or a Rust
     Duration's Debug form) is a sample; records p50, p99 and max. None found is an error."""
@@ -105,7 +91,5 @@ if __name__ == "__main__":
         _page()
     elif what == "lines":
         _lines(*args)
-    elif what == "criterion":
-        _criterion(*args)
     else:
-        sys.exit(f"unknown: {what} (record, eval, assist, page, lines, criterion)")
+        sys.exit(f"unknown: {what} (record, eval, assist, page, lines)")

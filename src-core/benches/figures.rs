@@ -70,7 +70,11 @@ pub fn criterion(bench: &str, id: &str, name: &str, since: SystemTime) {
     let Some(home) = std::env::var_os("CRITERION_HOME").map(PathBuf::from) else {
         return;
     };
-    let file = home.join(bench).join("new").join("estimates.json");
+    // Criterion keeps `group/name` in the folder `group_name`.
+    let file = home
+        .join(bench.replace('/', "_"))
+        .join("new")
+        .join("estimates.json");
     let fresh = std::fs::metadata(&file)
         .and_then(|m| m.modified())
         .is_ok_and(|t| t >= since);
