@@ -35,17 +35,24 @@ echo "== building the fuzz targets (${fuzz[*]}, sanitizer $sanitizer)"
 
 failed=()
 for t in "${targets[@]}"; do
-  seeds=("fuzz/corpus/$t")
-  read -r -a more <<<"$(sed -n "s/^$t //p" fuzz/seeds.txt)"
+  # Absolute paths: cargo fuzz runs the target from fuzz/. A target whose
+  # seeds are all shipped files has no folder under fuzz/corpus.
+  seeds=()
+  [ -d "fuzz/corpus/$t" ] && seeds+=("$PWD/fuzz/corpus/$t")
+  read -r -a more <<<"$(sed -n "s/^$t //p" fuzz/seeds.txt | sed "s#\([^ ]*\)#$PWD/\1#g")"
   seeds+=("${more[@]}")
   mkdir -p "$work/corpus/$t" "$work/artifacts/$t"
   echo "== $t: ${seconds} s from ${seeds[*]}"
   if ! "${fuzz[@]}" run "${build[@]}" "$t" "$work/corpus/$t" "${seeds[@]}" -- \
     -max_total_time="$seconds" -artifact_prefix="$work/artifacts/$t/" -print_final_stats=1 2>"$work/$t.log"; then
     failed+=("$t")
-    mkdir -p "fuzz/regressions/$t"
-    cp "$work/artifacts/$t"/* "fuzz/regressions/$t/"
-    echo "   FAILED: the input is in fuzz/regressions/$t/ (log: $work/$t.log)"
+    if compgen -G "$work/artifacts/$t/*" >/dev/null; then
+      mkdir -p "fuzz/regressions/$t"
+      cp "$work/artifacts/$t"/* "fuzz/regressions/$t/"
+      echo "   FAILED: the input is in fuzz/regressions/$t/ (log: $work/$t.log)"
+    else
+      echo "   FAILED to run (no input kept): see $work/$t.log"
+    fi
   fi
   grep -E '^stat::number_of_executed_units|^Done [0-9]+ runs|^#[0-9]+ +DONE' "$work/$t.log" | tail -2 | sed 's/^/   /'
 done
