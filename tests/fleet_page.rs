@@ -7,13 +7,12 @@
 //! whose E-stop reaches it alone, E-stop all, and a frozen robot shown
 //! CONNECTIONBROKEN.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use robobrain_core::fleet::testkit::{OPERATOR, fleet_broker};
 
 use crate::fleet::{robot, signal};
-use crate::support::{quiet_config, root, temp_dir};
+use crate::support::{after_stderr_line, quiet_config, root, temp_dir};
 
 /// `robobrain serve --fleet` on the broker at `port`, logged in as the
 /// operator; kills it when dropped.
@@ -50,17 +49,13 @@ fn serve_fleet(port: u16) -> FleetServer {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("serve --fleet ended before serving")
-            .unwrap();
-        if let Some(at) = line.find(" at http://") {
-            break line[at + " at ".len()..].to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    // The address it serves at, after "the fleet on mqtt://… at ".
+    let (at, _rest) = after_stderr_line(
+        &mut child,
+        " at http://",
+        "serve --fleet ended before serving",
+    );
+    let url = format!("http://{at}");
     FleetServer { child, url }
 }
 

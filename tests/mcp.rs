@@ -23,7 +23,7 @@ use robobrain_core::session::{Run, SessionOptions};
 use robobrain_tui::mcp::{EVENTS_URI, McpServer, Options, SNAPSHOT_URI};
 use serde_json::{Value, json};
 
-use crate::support::{root, temp_dir};
+use crate::support::{after_stderr_line, root, temp_dir};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -224,23 +224,8 @@ fn spawn_http_watched(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server ended before serving")
-            .unwrap();
-        if let Some(at) = line.find("serving ") {
-            break line[at + "serving ".len()..].trim().to_string();
-        }
-    };
-    // Keep draining stderr so the child never blocks on it.
-    let (tx, stderr) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let (url, stderr) =
+        after_stderr_line(&mut child, "serving ", "the server ended before serving");
     (child, url, stderr)
 }
 

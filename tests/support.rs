@@ -126,3 +126,29 @@ pub fn quiet_config(dir: &Path) -> PathBuf {
     .unwrap();
     config
 }
+
+/// Reads `child`'s stderr until a line holds `marker` and returns what
+/// follows the marker on that line (trimmed), with the lines after it: a
+/// thread keeps draining stderr into the receiver, so the child never
+/// blocks on a full pipe. Panics with `ended` if stderr ends first.
+pub fn after_stderr_line(
+    child: &mut std::process::Child,
+    marker: &str,
+    ended: &str,
+) -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr piped")).lines();
+    let found = loop {
+        let line = lines.next().expect(ended).unwrap();
+        if let Some(at) = line.find(marker) {
+            break line[at + marker.len()..].trim().to_string();
+        }
+    };
+    let (tx, rest) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (found, rest)
+}
