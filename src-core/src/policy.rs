@@ -483,6 +483,10 @@ mod tests {
         ] {
             assert_eq!(is_night([1.0, 5.0], hour), night, "{hour}");
         }
+        // A night that ends when it starts is empty, not the whole day.
+        for hour in [0.0, 6.0, 6.5, 12.0, 23.9] {
+            assert!(!is_night([6.0, 6.0], hour), "{hour}");
+        }
     }
 
     #[test]

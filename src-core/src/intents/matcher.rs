@@ -6,7 +6,8 @@
 //! wildcard text, the intent's name.
 //!
 //! Speed comes from work done once: templates, rules and lists are parsed
-//! when the grammar loads; the matcher indexes every template by the
+//! when the grammar loads; the matcher indexes (on its first match, so that
+//! a brain starting or resuming does not wait for it) every template by the
 //! literal fragments any matching text must contain (so an utterance is
 //! tried only against the templates whose words it has), slot lists by a
 //! prefix trie of their values, and number words per range. Matching itself
@@ -16,7 +17,7 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -104,17 +105,31 @@ impl Recognized {
 /// A template's prefilter: clauses of fragment ids, each clause needing one.
 type Clauses = Vec<Vec<u32>>;
 
-/// A grammar compiled with the caller's lists, ready to match.
+/// A grammar with the caller's lists, ready to match.
+///
+/// Building it checks that every list a template uses exists (a home whose
+/// names leave a list open is refused here, when the home loads). The index
+/// that makes matching fast — the templates' required fragments, the number
+/// words of each range — is most of a matcher's cost (milliseconds for Home
+/// Assistant's English grammar) and is built on the first match instead: a
+/// brain that starts or resumes does not wait for it before its robot moves.
 #[derive(Debug)]
 pub struct Matcher {
     grammar: Arc<Grammar>,
     /// Lists by id: the grammar's, overridden by the caller's.
     lists: Vec<Option<Arc<SlotList>>>,
-    /// Number words of each range list (and inline range), by list id.
-    words: Vec<Option<NumberWords>>,
     /// Inline ranges (`{1..10:x}`) by list id.
     inline: Vec<Option<Arc<SlotList>>>,
     skip: Vec<Vec<char>>,
+    /// The index, built on the first match.
+    index: OnceLock<Index>,
+}
+
+/// What a matcher builds on its first match.
+#[derive(Debug)]
+struct Index {
+    /// Number words of each range list (and inline range), by list id.
+    words: Vec<Option<NumberWords>>,
     /// Distinct literal fragments (folded).
     fragments: Vec<String>,
     /// Per intent, per block, per sentence.
@@ -191,6 +206,31 @@ fn required(e: &Expr, g: &Grammar, d: &IntentData, depth: usize) -> Vec<Vec<Stri
     }
 }
 
+/// The lists `exprs` use, directly or through the rules they name (each
+/// rule walked once).
+fn lists_used<'a>(
+    g: &'a Grammar,
+    d: &'a IntentData,
+    exprs: impl IntoIterator<Item = &'a Expr>,
+) -> Vec<&'a ListRef> {
+    let mut used = Vec::new();
+    let mut rules_seen = HashSet::new();
+    let mut stack: Vec<&Expr> = exprs.into_iter().collect();
+    let mut rules = Vec::new();
+    while let Some(e) = stack.pop() {
+        list_refs(e, &mut used);
+        collect_rule_ids(e, &mut rules);
+        for r in rules.drain(..) {
+            if rules_seen.insert(r)
+                && let Some(b) = rule_body(g, d, r)
+            {
+                stack.push(b);
+            }
+        }
+    }
+    used
+}
+
 fn list_refs<'a>(e: &'a Expr, out: &mut Vec<&'a ListRef>) {
     match e {
         Expr::List(l) => out.push(l),
@@ -204,8 +244,9 @@ fn list_refs<'a>(e: &'a Expr, out: &mut Vec<&'a ListRef>) {
 }
 
 impl Matcher {
-    /// Compiles `grammar` with the caller's lists (`name`, `area`, `floor`,
-    /// or any the grammar leaves open; they override the grammar's).
+    /// The grammar with the caller's lists (`name`, `area`, `floor`, or any
+    /// the grammar leaves open; they override the grammar's); an error when
+    /// a template uses a list neither gives.
     pub fn new(
         grammar: Arc<Grammar>,
         extra: Vec<(String, SlotList)>,
@@ -218,9 +259,60 @@ impl Matcher {
                 lists[id] = Some(Arc::new(list));
             }
         }
-        let n_lists = g.names.lists.len();
-        let mut inline: Vec<Option<Arc<SlotList>>> = vec![None; n_lists];
-        let mut words: Vec<Option<NumberWords>> = vec![None; n_lists];
+        let mut inline: Vec<Option<Arc<SlotList>>> = vec![None; g.names.lists.len()];
+        for intent in &g.intents {
+            for d in &intent.data {
+                // Every list a block's templates use must exist: walked once
+                // per block (its rules shared by its templates), and again
+                // per template only to name the one that uses a missing list.
+                let used = lists_used(g, d, d.sentences.iter().map(|s| &s.expr));
+                for l in used {
+                    let local = d.local_lists.iter().any(|(id, _)| *id == l.list_id);
+                    if lists[l.list_id].is_some() || local {
+                        continue;
+                    }
+                    if let Some((from, to, step)) = l.inline_range {
+                        let range = RangeList::integers(from, to, step);
+                        inline[l.list_id] = Some(Arc::new(SlotList::Range(range)));
+                        continue;
+                    }
+                    let template = d
+                        .sentences
+                        .iter()
+                        .find(|s| {
+                            lists_used(g, d, [&s.expr])
+                                .iter()
+                                .any(|u| u.list_id == l.list_id)
+                        })
+                        .map_or_else(String::new, |s| s.text.clone());
+                    return Err(MatcherError::MissingList {
+                        file: g.source.clone(),
+                        intent: intent.name.clone(),
+                        template,
+                        list: l.list.clone(),
+                    });
+                }
+            }
+        }
+        let skip = text::skip_word_list(&g.skip_words);
+        Ok(Self {
+            grammar,
+            lists,
+            inline,
+            skip,
+            index: OnceLock::new(),
+        })
+    }
+
+    /// The index, built on the first call.
+    fn index(&self) -> &Index {
+        self.index.get_or_init(|| self.build_index())
+    }
+
+    fn build_index(&self) -> Index {
+        let g = &*self.grammar;
+        let lists = &self.lists;
+        let mut words: Vec<Option<NumberWords>> = vec![None; g.names.lists.len()];
         for (id, l) in lists.iter().enumerate() {
             if let Some(list) = l
                 && let SlotList::Range(r) = &**list
@@ -229,11 +321,18 @@ impl Matcher {
                 words[id] = Some(r.words_trie(&g.language));
             }
         }
+        for (id, l) in self.inline.iter().enumerate() {
+            if let Some(list) = l
+                && let SlotList::Range(r) = &**list
+            {
+                words[id] = Some(r.words_trie(&g.language));
+            }
+        }
         let mut fragment_ids: HashMap<String, u32> = HashMap::new();
         let mut fragments = Vec::new();
         let mut clauses = Vec::new();
         let mut shapes = Vec::new();
-        let is_wildcard = |e: &Expr, lists: &[Option<Arc<SlotList>>]| matches!(e, Expr::List(l) if matches!(lists.get(l.list_id).and_then(Option::as_deref), Some(SlotList::Wildcard)));
+        let is_wildcard = |e: &Expr| matches!(e, Expr::List(l) if matches!(lists.get(l.list_id).and_then(Option::as_deref), Some(SlotList::Wildcard)));
         for intent in &g.intents {
             let mut ic = Vec::new();
             let mut is = Vec::new();
@@ -241,41 +340,6 @@ impl Matcher {
                 let mut dc = Vec::new();
                 let mut ds = Vec::new();
                 for s in &d.sentences {
-                    // Every list it uses must exist.
-                    let mut used = Vec::new();
-                    list_refs(&s.expr, &mut used);
-                    let mut rules_seen = HashSet::new();
-                    let mut stack: Vec<&Expr> = vec![&s.expr];
-                    while let Some(e) = stack.pop() {
-                        let mut rs = Vec::new();
-                        collect_rule_ids(e, &mut rs);
-                        for r in rs {
-                            if rules_seen.insert(r)
-                                && let Some(b) = rule_body(g, d, r)
-                            {
-                                list_refs(b, &mut used);
-                                stack.push(b);
-                            }
-                        }
-                    }
-                    for l in used {
-                        let local = d.local_lists.iter().any(|(id, _)| *id == l.list_id);
-                        if lists[l.list_id].is_some() || local {
-                            continue;
-                        }
-                        if let Some((from, to, step)) = l.inline_range {
-                            let range = RangeList::integers(from, to, step);
-                            words[l.list_id] = Some(range.words_trie(&g.language));
-                            inline[l.list_id] = Some(Arc::new(SlotList::Range(range)));
-                            continue;
-                        }
-                        return Err(MatcherError::MissingList {
-                            file: g.source.clone(),
-                            intent: intent.name.clone(),
-                            template: s.text.clone(),
-                            list: l.list.clone(),
-                        });
-                    }
                     let cl: Clauses = required(&s.expr, g, d, 0)
                         .into_iter()
                         .map(|clause| {
@@ -292,15 +356,14 @@ impl Matcher {
                         .collect();
                     dc.push(cl);
                     let shape = match &s.expr {
-                        Expr::Seq(items) if items.len() == 1 && is_wildcard(&items[0], &lists) => {
+                        Expr::Seq(items) if items.len() == 1 && is_wildcard(&items[0]) => {
                             Shape::Whole
                         }
-                        Expr::Seq(items) if items.len() > 1 && is_wildcard(&items[0], &lists) => {
+                        Expr::Seq(items) if items.len() > 1 && is_wildcard(&items[0]) => {
                             Shape::WildStart
                         }
                         Expr::Seq(items)
-                            if items.len() > 1
-                                && items.last().is_some_and(|e| is_wildcard(e, &lists)) =>
+                            if items.len() > 1 && items.last().is_some_and(is_wildcard) =>
                         {
                             Shape::WildEnd
                         }
@@ -327,17 +390,12 @@ impl Matcher {
                 }
             }
         }
-        let skip = text::skip_word_list(&g.skip_words);
-        Ok(Self {
-            grammar,
-            lists,
+        Index {
             words,
-            inline,
-            skip,
             fragments,
             clauses,
             shapes,
-        })
+        }
     }
 
     /// The grammar.
@@ -367,7 +425,8 @@ impl Matcher {
             haystack.push('\n');
             haystack.extend(stripped);
         }
-        let present: Vec<bool> = self
+        let index = self.index();
+        let present: Vec<bool> = index
             .fragments
             .iter()
             .map(|f| haystack.contains(f.as_str()))
@@ -405,13 +464,13 @@ impl Matcher {
                     continue;
                 }
                 for (si, s) in d.sentences.iter().enumerate() {
-                    let ok = self.clauses[ii][di][si]
+                    let ok = index.clauses[ii][di][si]
                         .iter()
                         .all(|clause| clause.iter().any(|f| present[*f as usize]));
                     if !ok {
                         continue;
                     }
-                    let texts: Vec<&Texts> = match self.shapes[ii][di][si] {
+                    let texts: Vec<&Texts> = match index.shapes[ii][di][si] {
                         Shape::Plain if had_skip => vec![&t_with_skip, &t_no_skip],
                         Shape::Plain => vec![&t_no_skip],
                         Shape::Whole => vec![&t_with_skip],
@@ -1105,7 +1164,13 @@ impl<'a> Run<'a> {
         if !range.words || digits_match || !numbers.is_empty() {
             return;
         }
-        let Some(words) = self.m.words.get(list.list_id).and_then(Option::as_ref) else {
+        let Some(words) = self
+            .m
+            .index()
+            .words
+            .get(list.list_id)
+            .and_then(Option::as_ref)
+        else {
             return;
         };
         let lower: Vec<char> = rest.iter().map(|c| fold(*c)).collect();
@@ -1495,6 +1560,52 @@ lists:
             .iter()
             .map(|s| (s.name.clone(), s.value.clone()))
             .collect()
+    }
+
+    #[test]
+    fn a_template_using_a_list_nobody_gives_is_refused_naming_it() {
+        let yaml = r#"
+language: en
+intents:
+  HassTurnOn:
+    data:
+      - sentences: ["<turn> on [the] {name}", "paint it <colour_of>"]
+expansion_rules:
+  turn: "(turn|switch)"
+  colour_of: "{colour}"
+"#;
+        let g = Arc::new(Grammar::from_yaml(yaml, "paint.yaml").unwrap());
+        let err = Matcher::new(g.clone(), home().lists()).unwrap_err();
+        assert_eq!(
+            err,
+            MatcherError::MissingList {
+                file: "paint.yaml".into(),
+                intent: "HassTurnOn".into(),
+                template: "paint it <colour_of>".into(),
+                list: "colour".into(),
+            }
+        );
+        // Given by the caller, it is found.
+        let mut lists = home().lists();
+        lists.push(("colour".into(), SlotList::Wildcard));
+        assert!(Matcher::new(g, lists).is_ok());
+    }
+
+    #[test]
+    fn the_index_is_built_on_the_first_match_not_before() {
+        // A brain that starts or resumes does not wait for it.
+        let m = matcher();
+        assert!(m.index.get().is_none());
+        assert!(
+            m.recognize("turn on the kitchen light strip", &Map::new())
+                .is_some()
+        );
+        let index = m.index.get().expect("built by the first match");
+        assert!(!index.fragments.is_empty());
+        assert!(
+            index.words.iter().any(Option::is_some),
+            "the grammar's ranges have number words"
+        );
     }
 
     #[test]
