@@ -33,13 +33,17 @@ if [ "${1:-}" = --iterate ]; then
   shift
 fi
 
+# `--file F` for each file of a module.
 files() {
+  local f
   case "$1" in
-    kernel) echo "--file src-core/src/kernel.rs --file src-core/src/kernel/*.rs" ;;
-    react) echo "--file src-core/src/react.rs --file src-core/src/react/*.rs" ;;
-    policy) echo "--file src-core/src/policy.rs" ;;
-    ledger) echo "--file src-core/src/engine/durable.rs --file src-core/src/store/ledger.rs" ;;
+    kernel) set -- src-core/src/kernel.rs src-core/src/kernel/*.rs ;;
+    react) set -- src-core/src/react.rs src-core/src/react/*.rs ;;
+    policy) set -- src-core/src/policy.rs ;;
+    ledger) set -- src-core/src/engine/durable.rs src-core/src/store/ledger.rs ;;
+    *) return ;;
   esac
+  for f in "$@"; do printf -- '--file %s ' "$f"; done
 }
 
 modules=("$@")
@@ -57,7 +61,7 @@ for m in "${modules[@]}"; do
     --test-tool nextest --output "$out/$m" "${iterate[@]}" \
     $(files "$m") -- -E "$TESTS" || true
   r="$out/$m/mutants.out"
-  count() { grep -c . "$r/$1.txt" 2>/dev/null || true; }
+  count() { if [ -f "$r/$1.txt" ]; then grep -c . "$r/$1.txt" || true; else echo 0; fi; }
   caught=$(count caught) missed=$(count missed) timeout=$(count timeout) unviable=$(count unviable)
   viable=$((caught + missed + timeout))
   share=$(awk "BEGIN { printf \"%.1f\", $viable ? 100 * ($caught + $timeout) / $viable : 0 }")

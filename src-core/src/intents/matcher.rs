@@ -231,6 +231,33 @@ fn lists_used<'a>(
     used
 }
 
+/// The lists a block's templates use; `memo` keeps each global rule's
+/// lists for the blocks without rules of their own.
+fn block_lists<'a>(
+    g: &'a Grammar,
+    d: &'a IntentData,
+    memo: &mut HashMap<usize, Vec<&'a ListRef>>,
+) -> Vec<&'a ListRef> {
+    if !d.local_rules.is_empty() {
+        return lists_used(g, d, d.sentences.iter().map(|s| &s.expr));
+    }
+    let mut used = Vec::new();
+    let mut rules = Vec::new();
+    for s in &d.sentences {
+        list_refs(&s.expr, &mut used);
+        collect_rule_ids(&s.expr, &mut rules);
+    }
+    rules.sort_unstable();
+    rules.dedup();
+    for r in rules {
+        let lists = memo
+            .entry(r)
+            .or_insert_with(|| rule_body(g, d, r).map_or_else(Vec::new, |b| lists_used(g, d, [b])));
+        used.extend(lists.iter().copied());
+    }
+    used
+}
+
 fn list_refs<'a>(e: &'a Expr, out: &mut Vec<&'a ListRef>) {
     match e {
         Expr::List(l) => out.push(l),
@@ -260,12 +287,13 @@ impl Matcher {
             }
         }
         let mut inline: Vec<Option<Arc<SlotList>>> = vec![None; g.names.lists.len()];
+        let mut rule_lists = HashMap::new();
         for intent in &g.intents {
             for d in &intent.data {
-                // Every list a block's templates use must exist: walked once
-                // per block (its rules shared by its templates), and again
-                // per template only to name the one that uses a missing list.
-                let used = lists_used(g, d, d.sentences.iter().map(|s| &s.expr));
+                // Every list a block's templates use must exist (each rule
+                // walked once for the grammar); a template is looked for
+                // only to name the one that uses a missing list.
+                let used = block_lists(g, d, &mut rule_lists);
                 for l in used {
                     let local = d.local_lists.iter().any(|(id, _)| *id == l.list_id);
                     if lists[l.list_id].is_some() || local {
