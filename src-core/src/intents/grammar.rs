@@ -7,11 +7,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use super::matcher::ListUse;
 use super::slots::{SlotList, parse_list};
 use super::template::{Expr, Names, parse_sentence};
 
@@ -151,6 +153,9 @@ pub struct Grammar {
     pub errors: BTreeMap<String, String>,
     /// Where it came from (for messages).
     pub source: String,
+    /// The lists each block uses, worked out once for the grammar (by the
+    /// first matcher built over it).
+    pub(super) list_uses: OnceLock<Vec<ListUse>>,
 }
 
 #[derive(Deserialize)]
@@ -376,6 +381,7 @@ impl Grammar {
             responses: raw.responses.intents,
             errors: raw.responses.errors,
             source: file.to_string(),
+            list_uses: OnceLock::new(),
         };
         grammar.check_rules()?;
         Ok(grammar)

@@ -231,6 +231,37 @@ fn lists_used<'a>(
     used
 }
 
+/// A list a block of a grammar uses, directly or through rules.
+#[derive(Debug, Clone)]
+pub(super) struct ListUse {
+    intent: usize,
+    block: usize,
+    list_id: usize,
+    list: String,
+    inline_range: Option<(i64, i64, i64)>,
+}
+
+/// The lists each block of `g` uses, once each (each rule walked once).
+fn list_uses(g: &Grammar) -> Vec<ListUse> {
+    let mut memo = HashMap::new();
+    let mut uses = Vec::new();
+    for (i, intent) in g.intents.iter().enumerate() {
+        for (b, d) in intent.data.iter().enumerate() {
+            let mut used = block_lists(g, d, &mut memo);
+            used.sort_by_key(|l| (l.list_id, l.inline_range));
+            used.dedup_by_key(|l| (l.list_id, l.inline_range));
+            uses.extend(used.into_iter().map(|l| ListUse {
+                intent: i,
+                block: b,
+                list_id: l.list_id,
+                list: l.list.clone(),
+                inline_range: l.inline_range,
+            }));
+        }
+    }
+    uses
+}
+
 /// The lists a block's templates use; `memo` keeps each global rule's
 /// lists for the blocks without rules of their own.
 fn block_lists<'a>(
@@ -287,40 +318,34 @@ impl Matcher {
             }
         }
         let mut inline: Vec<Option<Arc<SlotList>>> = vec![None; g.names.lists.len()];
-        let mut rule_lists = HashMap::new();
-        for intent in &g.intents {
-            for d in &intent.data {
-                // Every list a block's templates use must exist (each rule
-                // walked once for the grammar); a template is looked for
-                // only to name the one that uses a missing list.
-                let used = block_lists(g, d, &mut rule_lists);
-                for l in used {
-                    let local = d.local_lists.iter().any(|(id, _)| *id == l.list_id);
-                    if lists[l.list_id].is_some() || local {
-                        continue;
-                    }
-                    if let Some((from, to, step)) = l.inline_range {
-                        let range = RangeList::integers(from, to, step);
-                        inline[l.list_id] = Some(Arc::new(SlotList::Range(range)));
-                        continue;
-                    }
-                    let template = d
-                        .sentences
-                        .iter()
-                        .find(|s| {
-                            lists_used(g, d, [&s.expr])
-                                .iter()
-                                .any(|u| u.list_id == l.list_id)
-                        })
-                        .map_or_else(String::new, |s| s.text.clone());
-                    return Err(MatcherError::MissingList {
-                        file: g.source.clone(),
-                        intent: intent.name.clone(),
-                        template,
-                        list: l.list.clone(),
-                    });
-                }
+        // Every list a block's templates use must exist.
+        for u in g.list_uses.get_or_init(|| list_uses(g)) {
+            let intent = &g.intents[u.intent];
+            let d = &intent.data[u.block];
+            let local = d.local_lists.iter().any(|(id, _)| *id == u.list_id);
+            if lists[u.list_id].is_some() || local {
+                continue;
             }
+            if let Some((from, to, step)) = u.inline_range {
+                let range = RangeList::integers(from, to, step);
+                inline[u.list_id] = Some(Arc::new(SlotList::Range(range)));
+                continue;
+            }
+            let template = d
+                .sentences
+                .iter()
+                .find(|s| {
+                    lists_used(g, d, [&s.expr])
+                        .iter()
+                        .any(|l| l.list_id == u.list_id)
+                })
+                .map_or_else(String::new, |s| s.text.clone());
+            return Err(MatcherError::MissingList {
+                file: g.source.clone(),
+                intent: intent.name.clone(),
+                template,
+                list: u.list.clone(),
+            });
         }
         let skip = text::skip_word_list(&g.skip_words);
         Ok(Self {
