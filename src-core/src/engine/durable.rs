@@ -618,6 +618,156 @@ mod tests {
         assert_eq!(nav.len(), 1, "{ledger:?}");
         assert_eq!(nav[0].status, LedgerStatus::Done);
         assert!(nav[0].goal_id.starts_with("t/g"));
+        let result = nav[0].result.clone().unwrap_or_default();
+        assert!(
+            result.to_string().contains("succeeded"),
+            "the ledger keeps how the goal ended: {result}"
+        );
+    }
+
+    /// The robot's status of a goal this brain did not ask about is not an
+    /// answer to reconcile with; a goal the robot does not know and the
+    /// ledger does not hold is reported lost (failed), not left running.
+    #[test]
+    fn only_goals_asked_about_are_reconciled_and_an_unknown_one_is_lost() {
+        let path = temp_db("lost");
+        let mut engine = durable_engine(&path, false);
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        let mut events = Vec::new();
+        tick_until(&mut engine, &mut events, dispatched);
+        let nav = engine
+            .runner
+            .running()
+            .iter()
+            .find(|g| g.skill == "navigate_to")
+            .unwrap()
+            .goal_id
+            .clone();
+        assert!(!engine.is_reconciling(&nav), "nothing was asked yet");
+        drop(engine);
+        let mut engine = durable_engine(&path, true);
+        assert!(engine.is_reconciling(&nav));
+        assert!(!engine.is_reconciling("t/g999"));
+        // As if the ledger had no row for it: nothing to send again.
+        engine.reconciling.insert(nav.clone(), None);
+        let mut after = Vec::new();
+        tick_until(
+            &mut engine,
+            &mut after,
+            |e| matches!(&e.kind, EventKind::Skill { status: SkillStatus::Failed, goal_id, .. } if *goal_id == nav),
+        );
+        assert!(after.iter().any(|e| matches!(&e.kind,
+            EventKind::Log { message, .. } if message.contains("not in the ledger; reported lost"))));
+        assert!(engine.runner.running().iter().all(|g| g.goal_id != nav));
+    }
+
+    fn thread_status(path: &std::path::Path) -> String {
+        Store::open(path, Synchronous::Normal)
+            .unwrap()
+            .thread("t")
+            .unwrap()
+            .status
+    }
+
+    /// Closing finishes the thread (and prunes its checkpoints) only when
+    /// nothing is left to do: not while a goal runs, not while an approval
+    /// waits — a later run resumes those.
+    #[test]
+    fn closing_finishes_the_thread_only_when_nothing_is_left_to_do() {
+        let mut events = Vec::new();
+        let path = temp_db("close-idle");
+        let mut engine = durable_engine(&path, false);
+        engine.tick(&mut events);
+        engine.close();
+        drop(engine);
+        assert_eq!(thread_status(&path), "finished");
+
+        let path = temp_db("close-running");
+        let mut engine = durable_engine(&path, false);
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        tick_until(&mut engine, &mut events, dispatched);
+        engine.close();
+        drop(engine);
+        assert_ne!(thread_status(&path), "finished", "a goal was running");
+
+        let path = temp_db("close-approval");
+        let mut engine = durable_engine(&path, false);
+        engine.submit(Command::Say {
+            text: "unlock the front door".into(),
+        });
+        tick_until(&mut engine, &mut events, |e| {
+            matches!(e.kind, EventKind::Approval { .. })
+        });
+        for _ in 0..20 {
+            engine.tick(&mut events);
+        }
+        assert_eq!(engine.state().approvals.len(), 1, "{events:?}");
+        assert!(engine.pending.is_empty());
+        engine.close();
+        drop(engine);
+        assert_eq!(thread_status(&path), "awaiting_approval");
+    }
+
+    /// A resumed brain holds each goal the ledger left open once, until the
+    /// robot has answered about it (a stop cancels each of them).
+    #[test]
+    fn a_resumed_brain_holds_each_goal_the_ledger_left_open_once() {
+        let path = temp_db("open-goals");
+        let mut engine = durable_engine(&path, false);
+        assert!(engine.open_goals().is_empty());
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        let mut events = Vec::new();
+        tick_until(&mut engine, &mut events, dispatched);
+        let nav = engine
+            .runner
+            .running()
+            .iter()
+            .find(|g| g.skill == "navigate_to")
+            .unwrap()
+            .goal_id
+            .clone();
+        drop(engine);
+        let engine = durable_engine(&path, true);
+        assert_eq!(engine.open_goals(), vec![nav]);
+    }
+
+    /// A thread kept in a file keeps the home's audit trail in that file,
+    /// where `robobrain audit` reads it.
+    #[test]
+    fn a_thread_in_a_file_keeps_the_homes_audit_trail_in_it() {
+        use crate::store::audit::{AuditFilter, AuditLog, AuditRow};
+        let path = temp_db("audit");
+        let engine = durable_engine(&path, false);
+        let row = AuditRow {
+            id: 0,
+            at_ms: 1,
+            trace_id: "t".into(),
+            session_id: "s".into(),
+            plan_id: "p1".into(),
+            step_id: "1".into(),
+            tool: "devices.invoke".into(),
+            args_summary: "kitchen_light turn_on".into(),
+            result: "ok".into(),
+            ok: true,
+            latency_us: 5,
+        };
+        crate::hci::lock(&engine.home)
+            .audit()
+            .unwrap()
+            .record(&row)
+            .unwrap();
+        let rows = AuditLog::open(&path)
+            .unwrap()
+            .list(&AuditFilter::default())
+            .unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].args_summary, "kitchen_light turn_on");
     }
 
     #[test]
