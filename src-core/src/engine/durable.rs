@@ -679,10 +679,29 @@ mod tests {
         let mut events = Vec::new();
         let path = temp_db("close-idle");
         let mut engine = durable_engine(&path, false);
-        engine.tick(&mut events);
+        for _ in 0..5 {
+            engine.tick(&mut events);
+        }
+        let step = engine.state().step;
+        let last_kind = || {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .query_row(
+                    "SELECT kind FROM checkpoints ORDER BY n DESC LIMIT 1",
+                    [],
+                    |r| r.get::<_, String>(0),
+                )
+                .unwrap()
+        };
+        assert_eq!(last_kind(), "delta");
         engine.close();
         drop(engine);
         assert_eq!(thread_status(&path), "finished");
+        // Its last checkpoint is the whole state: the thread opens again.
+        assert_eq!(last_kind(), "full");
+        let engine = durable_engine(&path, true);
+        assert!(engine.state().step >= step);
+        drop(engine);
 
         let path = temp_db("close-running");
         let mut engine = durable_engine(&path, false);
