@@ -375,7 +375,7 @@ impl Engine {
             // or made read-only is noticed within a tick, not at the next
             // event.
             let written = if changed {
-                self.commit(force_full)
+                self.commit()
             } else {
                 d.guard.as_ref().map_or(Ok(()), FileGuard::check)
             };
@@ -400,7 +400,7 @@ impl Engine {
         }
     }
 
-    fn commit(&mut self, force_full: bool) -> Result<(), StoreError> {
+    fn commit(&mut self) -> Result<(), StoreError> {
         if let Some(guard) = self.durable.as_ref().and_then(|d| d.guard.as_ref()) {
             guard.check()?;
         }
@@ -428,8 +428,8 @@ impl Engine {
             runner: &self.runner,
             home: &home.devices,
         };
-        let full =
-            force_full || d.last.is_none() || d.count % u64::from(d.config.full_every.max(1)) == 0;
+        // The first checkpoint of a process (none kept yet) stands alone.
+        let full = d.last.is_none() || d.count % u64::from(d.config.full_every.max(1)) == 0;
         let checkpoint = match (&mut d.last, full) {
             (Some(last), false) => {
                 let changes = last.advance(&mut parts);
@@ -729,6 +729,63 @@ mod tests {
         engine.close();
         drop(engine);
         assert_eq!(thread_status(&path), "awaiting_approval");
+    }
+
+    /// The first checkpoint a process writes is full (it stands alone,
+    /// also after a resume), and then one in `full_every`.
+    #[test]
+    fn a_process_starts_with_a_full_checkpoint_then_one_in_full_every() {
+        let path = temp_db("full-every");
+        let store_config = StoreConfig {
+            full_every: 7,
+            ..StoreConfig::default()
+        };
+        let config = Config {
+            thread_id: Some("t".into()),
+            ..Config::default()
+        };
+        let open = |resume| {
+            let mut engine =
+                Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+            let store = Store::open(&path, Synchronous::Normal).unwrap();
+            engine.attach_store(store, &store_config, resume).unwrap();
+            engine
+        };
+        let kinds = || -> Vec<(u64, String)> {
+            let db = rusqlite::Connection::open(&path).unwrap();
+            let mut stmt = db
+                .prepare("SELECT n, kind FROM checkpoints ORDER BY n")
+                .unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let mut engine = open(false);
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        let mut events = Vec::new();
+        // Stop where the next checkpoint's number is not one in 7.
+        while kinds().len() < 10 || kinds().len() % 7 != 3 {
+            engine.tick(&mut events);
+        }
+        drop(engine);
+        let first = kinds();
+        for (n, kind) in &first {
+            assert_eq!(kind == "full", n % 7 == 0, "{first:?}");
+        }
+        let mut engine = open(true);
+        for _ in 0..10 {
+            engine.tick(&mut events);
+        }
+        drop(engine);
+        let after = kinds();
+        let (n, kind) = &after[first.len()];
+        assert_eq!(kind, "full", "the resumed process's first, n = {n}");
+        for (n, kind) in &after[first.len() + 1..] {
+            assert_eq!(kind == "full", n % 7 == 0, "{after:?}");
+        }
     }
 
     /// A resumed brain holds each goal the ledger left open once, until the
