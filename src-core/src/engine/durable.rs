@@ -788,6 +788,42 @@ mod tests {
         }
     }
 
+    /// A tick with nothing new (no event, no request, no ledger change)
+    /// writes nothing; one with an event commits it.
+    #[test]
+    fn a_tick_with_nothing_new_writes_nothing() {
+        let path = temp_db("idle");
+        let mut engine = durable_engine(&path, false);
+        let mut events = Vec::new();
+        for _ in 0..5 {
+            engine.tick(&mut events);
+        }
+        let other = rusqlite::Connection::open(&path).unwrap();
+        let version = || -> i64 {
+            other
+                .query_row("PRAGMA data_version", [], |r| r.get(0))
+                .unwrap()
+        };
+        // Right after a telemetry event (one a second of robot time), an
+        // idle brain has nothing to record for a few ticks.
+        events.clear();
+        tick_until(&mut engine, &mut events, |e| {
+            matches!(e.kind, EventKind::Telemetry { .. })
+        });
+        let before = version();
+        events.clear();
+        for _ in 0..5 {
+            engine.tick(&mut events);
+        }
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(version(), before, "nothing was committed");
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        engine.tick(&mut events);
+        assert_ne!(version(), before);
+    }
+
     /// A resumed brain holds each goal the ledger left open once, until the
     /// robot has answered about it (a stop cancels each of them).
     #[test]
