@@ -186,3 +186,21 @@ pub(crate) fn sample() -> Observation {
         vision: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_step_is_the_plans_last() {
+        let mut o = sample();
+        o.plan_len = 3;
+        for (step, last) in [(0, false), (1, false), (2, true)] {
+            o.step = step;
+            assert_eq!(o.on_last_step(), last, "step {step} of 3");
+        }
+        o.plan_len = 1;
+        o.step = 0;
+        assert!(o.on_last_step(), "a one-step plan's only step");
+    }
+}
