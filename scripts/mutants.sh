@@ -3,7 +3,7 @@
 # cargo-mutants changes one thing at a time in them (a condition negated, a
 # function body replaced by a default, an operator swapped) and runs
 # robobrain-core's tests; a mutant no test notices is a gap. Run through
-# `./x mutants [MODULE…]`; long (hours on two cores), so not part of ./x test.
+# `./x mutants [MODULE…]`; long (about 2 h on two cores: docs/testing.md), so not part of ./x test.
 #
 #   kernel     src-core/src/kernel/ (modes, arbitration, the task queue)
 #   react      src-core/src/react/ (guardrails, loop guards, progress)
