@@ -69,6 +69,16 @@ mod tests {
     }
 
     #[test]
+    fn gaining_exactly_the_minimum_is_progress() {
+        let mut p = ProgressTracker::default();
+        p.restart(0.0);
+        p.record(0.0, 5.0, 20.0);
+        p.record(10.0, 4.0, 20.0);
+        assert_eq!(p.stalled(10.0, 10.0, 1.0), None);
+        assert!(p.stalled(10.0, 10.0, 1.5).is_some());
+    }
+
+    #[test]
     fn too_early_to_tell() {
         let mut p = ProgressTracker::default();
         p.restart(5.0);
