@@ -537,6 +537,22 @@ mod tests {
         panic!("never happened");
     }
 
+    /// Sends the robot to the kitchen; the navigation's goal id once dispatched.
+    fn sent_to_the_kitchen(engine: &mut Engine, events: &mut Vec<Event>) -> String {
+        engine.submit(Command::Say {
+            text: "去厨房".into(),
+        });
+        tick_until(engine, events, dispatched);
+        engine
+            .runner
+            .running()
+            .iter()
+            .find(|g| g.skill == "navigate_to")
+            .unwrap()
+            .goal_id
+            .clone()
+    }
+
     fn dispatched(e: &Event) -> bool {
         matches!(
             &e.kind,
@@ -632,19 +648,8 @@ mod tests {
     fn only_goals_asked_about_are_reconciled_and_an_unknown_one_is_lost() {
         let path = temp_db("lost");
         let mut engine = durable_engine(&path, false);
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
         let mut events = Vec::new();
-        tick_until(&mut engine, &mut events, dispatched);
-        let nav = engine
-            .runner
-            .running()
-            .iter()
-            .find(|g| g.skill == "navigate_to")
-            .unwrap()
-            .goal_id
-            .clone();
+        let nav = sent_to_the_kitchen(&mut engine, &mut events);
         assert!(!engine.is_reconciling(&nav), "nothing was asked yet");
         drop(engine);
         let mut engine = durable_engine(&path, true);
@@ -831,19 +836,8 @@ mod tests {
         let path = temp_db("open-goals");
         let mut engine = durable_engine(&path, false);
         assert!(engine.open_goals().is_empty());
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
         let mut events = Vec::new();
-        tick_until(&mut engine, &mut events, dispatched);
-        let nav = engine
-            .runner
-            .running()
-            .iter()
-            .find(|g| g.skill == "navigate_to")
-            .unwrap()
-            .goal_id
-            .clone();
+        let nav = sent_to_the_kitchen(&mut engine, &mut events);
         drop(engine);
         let engine = durable_engine(&path, true);
         assert_eq!(engine.open_goals(), vec![nav]);
