@@ -506,11 +506,15 @@ impl Store {
         let mut written = None;
         let tx = self.conn.transaction().map_err(map)?;
         {
-            let mut ins = tx
-                .prepare_cached(
-                    "INSERT INTO events (thread_id, seq, step, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            if let (Some(first), Some(last)) = (c.events.first(), c.events.last()) {
+                let body = serde_json::to_string(c.events).unwrap_or_default();
+                tx.prepare_cached(
+                    "INSERT INTO event_batches (thread_id, first_seq, last_seq, step, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
+                .and_then(|mut s| s.execute(params![c.thread, first.seq, last.seq, c.step, body]))
                 .map_err(map)?;
+            }
             let mut appr = tx
                 .prepare_cached(
                     "INSERT INTO approvals (thread_id, approval_id, task_id, op, reason, status, updated_ms)
@@ -520,9 +524,6 @@ impl Store {
                 )
                 .map_err(map)?;
             for e in c.events {
-                let body = serde_json::to_string(e).unwrap_or_default();
-                ins.execute(params![c.thread, e.seq, e.step, e.kind.name(), body])
-                    .map_err(map)?;
                 if let EventKind::Approval {
                     approval_id,
                     task_id,
@@ -553,10 +554,11 @@ impl Store {
                     Some((thread, n)) if thread == c.thread => *n,
                     _ => tx
                         .prepare_cached(
-                            "SELECT COALESCE(MAX(n) + 1, 0) FROM checkpoints WHERE thread_id = ?1",
+                            "SELECT n + 1 FROM checkpoints WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1",
                         )
-                        .and_then(|mut s| s.query_row([c.thread], |r| r.get(0)))
-                        .map_err(map)?,
+                        .and_then(|mut s| s.query_row([c.thread], |r| r.get(0)).optional())
+                        .map_err(map)?
+                        .unwrap_or(0),
                 };
                 written = Some(n);
                 let (kind, text) = match body {
@@ -639,17 +641,17 @@ impl Store {
 
     /// The newest checkpoint of `thread`, rebuilt.
     pub fn restore(&self, thread: &str) -> Result<Option<Restored>, StoreError> {
-        let base: Option<(u64, String)> = self
+        let base: Option<(i64, u64, u64, u64, String)> = self
             .conn
             .query_row(
-                "SELECT n, body FROM checkpoints WHERE thread_id = ?1 AND kind = 'full'
+                "SELECT id, n, step, seq, body FROM checkpoints WHERE thread_id = ?1 AND kind = 'full'
                  ORDER BY n DESC LIMIT 1",
                 [thread],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        let Some((n0, body)) = base else {
+        let Some((id, n0, mut step, mut seq, body)) = base else {
             return Ok(None);
         };
         let decode = |what: String, detail: String| StoreError::Decode {
@@ -663,22 +665,15 @@ impl Store {
                 e.to_string(),
             )
         })?;
-        let (mut step, mut seq, mut count): (u64, u64, u64) = self
-            .conn
-            .query_row(
-                "SELECT step, seq, n + 1 FROM checkpoints WHERE thread_id = ?1 AND n = ?2",
-                params![thread, n0],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .map_err(|e| self.err(e))?;
+        let mut count = n0 + 1;
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT n, step, seq, body FROM checkpoints WHERE thread_id = ?1 AND n > ?2 ORDER BY n",
+                "SELECT n, step, seq, body FROM checkpoints WHERE id > ?2 AND thread_id = ?1 ORDER BY id",
             )
             .map_err(|e| self.err(e))?;
         let rows: Vec<(u64, u64, u64, String)> = stmt
-            .query_map(params![thread, n0], |r| {
+            .query_map(params![thread, id], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
             .and_then(Iterator::collect)
@@ -758,22 +753,34 @@ impl Store {
         let last_seq = self.thread(thread)?.last_seq;
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT seq, body FROM events WHERE thread_id = ?1 ORDER BY seq")
+            .prepare_cached(
+                "SELECT first_seq, last_seq, body FROM event_batches WHERE thread_id = ?1 ORDER BY id",
+            )
             .map_err(|e| self.err(e))?;
-        let raw: Vec<(u64, String)> = stmt
-            .query_map([thread], |r| Ok((r.get(0)?, r.get(1)?)))
+        let raw: Vec<(u64, u64, String)> = stmt
+            .query_map([thread], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .and_then(Iterator::collect)
             .map_err(|e| self.err(e))?;
-        let gap = raw
+        let mut events: Vec<Event> = Vec::with_capacity(usize::try_from(last_seq).unwrap_or(0));
+        for (first, last, body) in raw {
+            let batch: Vec<Event> =
+                serde_json::from_str(&body).map_err(|e| StoreError::Decode {
+                    path: self.path.clone(),
+                    what: format!("events {first} to {last} of thread `{thread}`"),
+                    detail: e.to_string(),
+                })?;
+            events.extend(batch);
+        }
+        let gap = events
             .iter()
             .zip(1..)
-            .find(|((seq, _), want)| *seq != *want)
+            .find(|(e, want)| e.seq != *want)
             .map(|(_, want)| want);
-        if gap.is_some() || raw.len() as u64 != last_seq {
-            let missing = gap.unwrap_or(raw.len() as u64 + 1);
+        if gap.is_some() || events.len() as u64 != last_seq {
+            let missing = gap.unwrap_or(events.len() as u64 + 1);
             let detail = format!(
                 "thread `{thread}` has {} events stored where its record says {last_seq}; event {missing} is missing",
-                raw.len()
+                events.len()
             );
             return Err(StoreError::Corrupt {
                 path: self.path.clone(),
@@ -782,15 +789,7 @@ impl Store {
                     .map_or(detail.clone(), |d| format!("{detail}; {d}")),
             });
         }
-        raw.into_iter()
-            .map(|(seq, body)| {
-                serde_json::from_str(&body).map_err(|e| StoreError::Decode {
-                    path: self.path.clone(),
-                    what: format!("event {seq} of thread `{thread}`"),
-                    detail: e.to_string(),
-                })
-            })
-            .collect()
+        Ok(events)
     }
 
     /// Marks `thread` finished and keeps only its newest `keep` checkpoints
@@ -802,7 +801,7 @@ impl Store {
         let tx = self.conn.transaction().map_err(map)?;
         let last: Option<(u64, u64, u64, String)> = tx
             .query_row(
-                "SELECT n, step, seq, kind FROM checkpoints WHERE thread_id = ?1 ORDER BY n DESC LIMIT 1",
+                "SELECT n, step, seq, kind FROM checkpoints WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1",
                 [thread],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )

@@ -16,8 +16,9 @@ use crate::world::World;
 /// One captured image.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
-    /// The image, PNG-encoded.
-    pub png: Vec<u8>,
+    /// The image, PNG-encoded; `None` when the camera was only glanced at
+    /// ([`Camera::glance`]: nobody was going to look at the picture).
+    pub png: Option<Vec<u8>>,
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels.
@@ -49,6 +50,18 @@ pub trait Camera: Send {
     /// Captures one frame of what the robot sees now.
     fn capture(&mut self, world: &World, telemetry: &Telemetry) -> Result<Frame, CameraError>;
 
+    /// What is in view now without the picture, when the camera can tell
+    /// without taking one (the simulator knows what it would draw); `None`
+    /// when only a picture tells (a real camera). For a look whose picture
+    /// nobody will see: no vision model, no frames kept.
+    fn glance(
+        &mut self,
+        _world: &World,
+        _telemetry: &Telemetry,
+    ) -> Option<Result<Frame, CameraError>> {
+        None
+    }
+
     /// Something the last capture should be reported with (a real camera
     /// that failed and was stood in for).
     fn note(&self) -> Option<String> {
@@ -60,6 +73,9 @@ pub trait Camera: Send {
 const PX_PER_M: f64 = 40.0;
 /// Side of the square view, in metres, centred on the robot.
 const VIEW_M: f64 = 6.0;
+/// Side of the square view, in pixels.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+const VIEW_PX: u32 = (VIEW_M * PX_PER_M) as u32;
 
 type Rgb = [u8; 3];
 const WALL: Rgb = [60, 60, 66];
@@ -80,30 +96,47 @@ pub struct SimCamera;
 
 impl Camera for SimCamera {
     fn capture(&mut self, world: &World, telemetry: &Telemetry) -> Result<Frame, CameraError> {
-        if let Some(fault) = &telemetry.camera_fault {
-            return Err(CameraError::Fault(fault.clone()));
-        }
+        let mut frame = sim_glance(telemetry)?;
         let mut image = render_background(world, telemetry);
-        let mut labels = Vec::new();
         for incident in &telemetry.incidents_in_view {
             if let Some(zone) = world.zone(&incident.zone) {
                 let centre = zone.rect.center();
                 image.draw_incident(&incident.kind, image.to_px(centre));
             }
-            if !labels.contains(&incident.kind) {
-                labels.push(incident.kind.clone());
-            }
         }
         image.disc(image.to_px(telemetry.pose.point()), 6.0, ROBOT);
-        let png = image.encode()?;
-        Ok(Frame {
-            png,
-            width: image.side,
-            height: image.side,
-            labels: Some(labels),
-            zone: telemetry.zone.clone(),
-        })
+        frame.png = Some(image.encode()?);
+        Ok(frame)
     }
+
+    fn glance(
+        &mut self,
+        _world: &World,
+        telemetry: &Telemetry,
+    ) -> Option<Result<Frame, CameraError>> {
+        Some(sim_glance(telemetry))
+    }
+}
+
+/// What the simulated camera would draw, without drawing it: the labels of
+/// the incidents in view, once each, in the order they are drawn.
+fn sim_glance(telemetry: &Telemetry) -> Result<Frame, CameraError> {
+    if let Some(fault) = &telemetry.camera_fault {
+        return Err(CameraError::Fault(fault.clone()));
+    }
+    let mut labels = Vec::new();
+    for incident in &telemetry.incidents_in_view {
+        if !labels.contains(&incident.kind) {
+            labels.push(incident.kind.clone());
+        }
+    }
+    Ok(Frame {
+        png: None,
+        width: VIEW_PX,
+        height: VIEW_PX,
+        labels: Some(labels),
+        zone: telemetry.zone.clone(),
+    })
 }
 
 /// A square RGB image of the view around the robot.
@@ -114,8 +147,7 @@ struct View {
 }
 
 fn render_background(world: &World, t: &Telemetry) -> View {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let side = (VIEW_M * PX_PER_M) as u32;
+    let side = VIEW_PX;
     let centre = t.pose.point();
     let origin = Point::new(centre.x - VIEW_M / 2.0, centre.y - VIEW_M / 2.0);
     let mut view = View {
@@ -300,8 +332,8 @@ mod tests {
         t
     }
 
-    fn decode(png_bytes: &[u8]) -> (png::OutputInfo, Vec<u8>) {
-        let decoder = png::Decoder::new(Cursor::new(png_bytes));
+    fn decode(png_bytes: Option<&Vec<u8>>) -> (png::OutputInfo, Vec<u8>) {
+        let decoder = png::Decoder::new(Cursor::new(png_bytes.expect("a picture")));
         let mut reader = decoder.read_info().unwrap();
         let mut buf = vec![0; reader.output_buffer_size().unwrap()];
         let info = reader.next_frame(&mut buf).unwrap();
@@ -319,7 +351,7 @@ mod tests {
         let mut t = in_kitchen(&world);
         let clear = SimCamera.capture(&world, &t).unwrap();
         assert_eq!(clear.labels, Some(Vec::new()));
-        let (info, pixels) = decode(&clear.png);
+        let (info, pixels) = decode(clear.png.as_ref());
         assert_eq!((info.width, info.height), (240, 240));
         assert_eq!(count(&pixels, SMOKE), 0);
         assert!(count(&pixels, WALL) > 0, "walls are in view");
@@ -329,8 +361,11 @@ mod tests {
         });
         let smoky = SimCamera.capture(&world, &t).unwrap();
         assert_eq!(smoky.labels, Some(vec!["smoke".to_string()]));
-        let (_, pixels) = decode(&smoky.png);
+        let (_, pixels) = decode(smoky.png.as_ref());
         assert!(count(&pixels, SMOKE) > 500, "the smoke is drawn");
+        // A glance says the same without the picture.
+        let glanced = SimCamera.glance(&world, &t).unwrap().unwrap();
+        assert_eq!(glanced, Frame { png: None, ..smoky });
     }
 
     #[test]
@@ -341,6 +376,10 @@ mod tests {
         assert_eq!(
             SimCamera.capture(&world, &t).unwrap_err().to_string(),
             "the camera is not working: lens covered"
+        );
+        assert_eq!(
+            SimCamera.glance(&world, &t).unwrap(),
+            SimCamera.capture(&world, &t)
         );
     }
 }

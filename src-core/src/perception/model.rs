@@ -52,7 +52,11 @@ impl VisionModel {
             .prompts
             .render("watch.txt", &[("zone", &zone)])
             .map_err(|e| LlmError::Setup(e.to_string()))?;
-        let image = base64::engine::general_purpose::STANDARD.encode(&frame.png);
+        let png = frame
+            .png
+            .as_ref()
+            .ok_or_else(|| LlmError::Setup("the frame has no picture to send".into()))?;
+        let image = base64::engine::general_purpose::STANDARD.encode(png);
         let body = json!({
             "model": self.model,
             "stream": false,

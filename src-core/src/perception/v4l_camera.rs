@@ -56,7 +56,7 @@ impl Camera for V4lCamera {
         let (data, _) = stream.next().map_err(|e| fault("reading a frame", e))?;
         let rgb = yuyv_to_rgb(data, format.width, format.height)?;
         Ok(Frame {
-            png: encode_rgb(format.width, format.height, &rgb)?,
+            png: Some(encode_rgb(format.width, format.height, &rgb)?),
             width: format.width,
             height: format.height,
             labels: None,
@@ -163,7 +163,7 @@ mod tests {
         );
         let mut camera = Fallback::new(V4lCamera::new(missing));
         let frame = camera.capture(&world, &t).unwrap();
-        assert!(frame.png.starts_with(b"\x89PNG"));
+        assert!(frame.png.unwrap().starts_with(b"\x89PNG"));
         assert!(
             camera
                 .note()
@@ -187,7 +187,7 @@ mod tests {
         let frame = V4lCamera::new(&dev)
             .capture(&world, &Telemetry::default())
             .unwrap();
-        assert!(frame.png.starts_with(b"\x89PNG"));
+        assert!(frame.png.unwrap().starts_with(b"\x89PNG"));
         assert!(frame.width > 0 && frame.height > 0);
         assert_eq!(
             frame.labels, None,

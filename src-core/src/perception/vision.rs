@@ -140,7 +140,7 @@ mod tests {
 
     fn frame(labels: &[&str]) -> Frame {
         Frame {
-            png: Vec::new(),
+            png: None,
             width: 1,
             height: 1,
             labels: Some(labels.iter().map(|s| (*s).to_string()).collect()),

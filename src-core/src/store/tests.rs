@@ -173,10 +173,80 @@ fn a_database_from_a_newer_robobrain_is_refused() {
     assert_eq!(
         e.to_string(),
         format!(
-            "{}: schema version 99 is newer than this robobrain supports (1); upgrade robobrain or use another --db",
+            "{}: schema version 99 is newer than this robobrain supports (2); upgrade robobrain or use another --db",
             path.display()
         )
     );
+}
+
+/// A file written before migration 2 (one `WITHOUT ROWID` row per event
+/// and per checkpoint) opens with the same history, checkpoints and ledger,
+/// and goes on from where it was.
+#[test]
+fn a_database_of_schema_1_is_migrated_with_its_history_whole() {
+    let path = temp("schema1");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+    conn.execute_batch("PRAGMA user_version = 1").unwrap();
+    conn.execute(
+        "INSERT INTO threads (id, status, mode, last_step, last_seq, created_ms, updated_ms)
+         VALUES ('t', 'running', 'EXEC', 4, 2, 0, 0)",
+        [],
+    )
+    .unwrap();
+    for seq in 1..=2u64 {
+        let body = serde_json::to_string(&event(seq, seq * 2)).unwrap();
+        conn.execute(
+            "INSERT INTO events (thread_id, seq, step, kind, body) VALUES ('t', ?1, ?2, 'log', ?3)",
+            params![seq, seq * 2, body],
+        )
+        .unwrap();
+    }
+    for (step, status) in [(2u64, "done"), (4, "started")] {
+        let goal_id = format!("t/g{step}.0");
+        let request = LinkRequest::SendGoal {
+            goal_id: goal_id.clone(),
+            kind: GoalKind::Dock,
+        };
+        conn.execute(
+            "INSERT INTO ledger VALUES ('t', ?1, 0, ?2, 'dock', ?3, ?4, NULL, 0)",
+            params![step, goal_id, serde_json::to_string(&request).unwrap(), status],
+        )
+        .unwrap();
+    }
+    let v0 = json!({"state": {"time": 0.0}});
+    let v1 = json!({"state": {"time": 0.5}});
+    let d = serde_json::to_string(&delta::diff(&v0, &v1)).unwrap();
+    conn.execute_batch(&format!(
+        "INSERT INTO checkpoints VALUES ('t', 0, 2, 1, 'full', '{v0}');
+         INSERT INTO checkpoints VALUES ('t', 1, 4, 2, 'delta', '{d}');"
+    ))
+    .unwrap();
+    drop(conn);
+
+    let mut store = Store::open(&path, Synchronous::Normal).unwrap();
+    let seqs = |store: &Store| {
+        store
+            .events("t")
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seqs(&store), [1, 2]);
+    let goals = |rows: Vec<LedgerEntry>| rows.into_iter().map(|l| l.goal_id).collect::<Vec<_>>();
+    assert_eq!(goals(store.ledger("t").unwrap()), ["t/g2.0", "t/g4.0"]);
+    assert_eq!(goals(store.open_ledger("t").unwrap()), ["t/g4.0"]);
+    let r = store.restore("t").unwrap().unwrap();
+    assert_eq!((r.step, r.seq, r.count, &r.state), (4, 2, 2, &v1));
+    commit(&mut store, 3, Some(CheckpointBody::Full(v1.clone())));
+    assert_eq!(seqs(&store), [1, 2, 3]);
+    assert_eq!(store.restore("t").unwrap().unwrap().count, 3);
+    let version: u32 = store
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::current_version());
 }
 
 #[test]
@@ -241,14 +311,14 @@ fn a_history_shorter_than_its_record_is_an_error_not_a_short_list() {
     }
     store
         .conn
-        .execute("DELETE FROM events WHERE seq = 2", [])
+        .execute("DELETE FROM event_batches WHERE first_seq = 2", [])
         .unwrap();
     let e = store.events("t").unwrap_err();
     assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
     assert!(e.to_string().contains("event 2 is missing"), "{e}");
     store
         .conn
-        .execute("DELETE FROM events WHERE seq = 3", [])
+        .execute("DELETE FROM event_batches WHERE first_seq = 3", [])
         .unwrap();
     let e = store.events("t").unwrap_err();
     assert!(

@@ -6,6 +6,8 @@
 //! result's `frame` names the kept frame either way. With a vision model
 //! configured the frame goes to it and the goal ends when it answers
 //! (its reply validated; the stand-in's labels when it fails, saying why).
+//! With neither a model nor frames kept, the simulated camera is only
+//! glanced at: its labels without a picture nobody would see.
 
 use std::path::PathBuf;
 
@@ -138,7 +140,17 @@ impl Skill for Watch {
         _args: &Value,
         ctx: &mut SkillContext<'_>,
     ) -> Result<Started, SkillError> {
-        let frame = match self.camera.capture(ctx.world, ctx.telemetry) {
+        // The stand-in reads the simulator's labels: with no model to ask
+        // and no frame kept, nobody would see the picture, so none is drawn.
+        let sees_picture = self.vision.is_some() || self.frames_dir.is_some();
+        let captured = if sees_picture {
+            None
+        } else {
+            self.camera.glance(ctx.world, ctx.telemetry)
+        };
+        let captured =
+            captured.unwrap_or_else(|| self.camera.capture(ctx.world, ctx.telemetry));
+        let frame = match captured {
             Ok(frame) => frame,
             Err(e) => {
                 return Ok(Started::Failed {
@@ -180,14 +192,14 @@ impl Watch {
         result: &VisionResult,
         fallback: Option<&str>,
     ) -> Value {
-        let evidence = if result.emergency {
-            self.keep(goal_id, &frame.png)
-        } else {
-            None
+        let evidence = match &frame.png {
+            Some(png) if result.emergency => self.keep(goal_id, png),
+            _ => None,
         };
-        let kept = match &evidence {
-            Some(path) => Some(path.clone()),
-            None => self.keep_last(goal_id, &frame.png),
+        let kept = match (&evidence, &frame.png) {
+            (Some(path), _) => Some(path.clone()),
+            (None, Some(png)) => self.keep_last(goal_id, png),
+            (None, None) => None,
         };
         let note = self.camera.note();
         let mut seen = serde_json::to_value(result).unwrap_or(Value::Null);
