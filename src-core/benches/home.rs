@@ -18,6 +18,7 @@
 #![allow(missing_docs, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod figures;
+mod support;
 
 use std::path::Path;
 use std::time::Instant;

@@ -11,6 +11,8 @@
 
 #![allow(missing_docs, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;

@@ -18,6 +18,7 @@
 )]
 
 mod figures;
+mod support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -16,6 +16,8 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::UdpSocket;
 use std::process::{Command, Stdio};

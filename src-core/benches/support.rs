@@ -10,6 +10,10 @@ use robobrain_core::link::{
 use robobrain_core::protocol::Command;
 use robobrain_core::world::World;
 
+/// The binaries' allocator, so that what is measured is what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A robot that finishes every goal at once: the benchmark then measures the
 /// brain, not the physics.
 #[derive(Default)]

@@ -14,6 +14,10 @@ use robobrain_core::diagnostics::Sink;
 use tauri::Manager;
 use tauri_plugin_notification::NotificationExt;
 
+/// The same allocator as `robobrain` (docs/benchmarks/durable.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The app's identifier in tauri.conf.json.
 const IDENTIFIER: &str = "dev.robobrain.gui";
 

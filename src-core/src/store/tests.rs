@@ -210,7 +210,12 @@ fn a_database_of_schema_1_is_migrated_with_its_history_whole() {
         };
         conn.execute(
             "INSERT INTO ledger VALUES ('t', ?1, 0, ?2, 'dock', ?3, ?4, NULL, 0)",
-            params![step, goal_id, serde_json::to_string(&request).unwrap(), status],
+            params![
+                step,
+                goal_id,
+                serde_json::to_string(&request).unwrap(),
+                status
+            ],
         )
         .unwrap();
     }

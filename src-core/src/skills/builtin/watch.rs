@@ -148,8 +148,7 @@ impl Skill for Watch {
         } else {
             self.camera.glance(ctx.world, ctx.telemetry)
         };
-        let captured =
-            captured.unwrap_or_else(|| self.camera.capture(ctx.world, ctx.telemetry));
+        let captured = captured.unwrap_or_else(|| self.camera.capture(ctx.world, ctx.telemetry));
         let frame = match captured {
             Ok(frame) => frame,
             Err(e) => {
