@@ -12,7 +12,8 @@
 //!   fsyncs);
 //! - `RESTART` then copies the few frames committed during the first pass,
 //!   holding the write lock while it does (a commit that comes then waits
-//!   for it, a few ms at most), so that the WAL is wholly copied and the next
+//!   for it, looking again every 50 µs: about half a millisecond, the two
+//!   fsyncs), so that the WAL is wholly copied and the next
 //!   commit writes it again from its start. Without this second pass, ticks
 //!   committing back to back always landed during the passive pass, the WAL
 //!   was never wholly copied, never restarted, and grew without end (620 MB

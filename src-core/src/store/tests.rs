@@ -374,3 +374,16 @@ fn the_wal_is_written_again_from_its_start_after_a_checkpoint() {
     let store = Store::open(&path, Synchronous::Normal).unwrap();
     assert_eq!(store.restore("t").unwrap().unwrap().count, seq);
 }
+
+/// The store's busy handler retries in small steps and gives up after
+/// about [`BUSY_WAIT`] in all (a locked database is then an error:
+/// `a_locked_database_is_a_clear_error_and_nothing_is_half_written`).
+#[test]
+fn a_busy_store_retries_in_small_steps_then_gives_up() {
+    let attempts = i32::try_from(BUSY_WAIT.as_micros() / BUSY_RETRY.as_micros()).unwrap();
+    assert_eq!(attempts, 10_000);
+    assert!(retry_soon(0));
+    assert!(retry_soon(attempts - 1));
+    assert!(!retry_soon(attempts));
+    assert!(!retry_soon(i32::MAX));
+}
