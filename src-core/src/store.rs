@@ -854,7 +854,8 @@ const BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 /// How often it looks again meanwhile.
 const BUSY_RETRY: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// SQLite's busy handler for the store's connection: retries every
+/// SQLite's busy handler for the connections that write the run's database
+/// (the store's and the audit log's): retries every
 /// [`BUSY_RETRY`] for about [`BUSY_WAIT`]. SQLite's own (`busy_timeout`)
 /// sleeps 1 ms, then 2, 5, 10…: a commit that met the checkpointer's
 /// `RESTART` (which holds the write lock for a fraction of a millisecond,

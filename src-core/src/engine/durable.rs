@@ -710,10 +710,7 @@ mod tests {
 
         let path = temp_db("close-running");
         let mut engine = durable_engine(&path, false);
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
-        tick_until(&mut engine, &mut events, dispatched);
+        sent_to_the_kitchen(&mut engine, &mut events);
         engine.close();
         drop(engine);
         assert_ne!(thread_status(&path), "finished", "a goal was running");
