@@ -22,6 +22,7 @@ pub mod delta;
 pub mod guard;
 pub mod ledger;
 pub mod schema;
+mod wal_vfs;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -312,7 +313,7 @@ impl Store {
                 },
             })?;
         }
-        let conn = Connection::open(path).map_err(|e| StoreError::from_sqlite(path, e))?;
+        let conn = open_connection(path).map_err(|e| StoreError::from_sqlite(path, e))?;
         Self::setup(conn, path, synchronous)
     }
 
@@ -868,6 +869,16 @@ fn retry_soon(attempt: i32) -> bool {
     }
     std::thread::sleep(BUSY_RETRY);
     true
+}
+
+/// A connection to the run's database through the store's VFS
+/// ([`wal_vfs`]: a commit's WAL frames in one write), or SQLite's default
+/// when that layer could not be registered.
+fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
+    match wal_vfs::name() {
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs),
+        None => Connection::open(path),
+    }
 }
 
 fn wall_ms() -> u64 {

@@ -92,7 +92,7 @@ impl AuditLog {
                 detail: format!("cannot create {}: {e}", dir.display()),
             })?;
         }
-        let conn = Connection::open(path).map_err(|e| StoreError::from_sqlite(path, e))?;
+        let conn = super::open_connection(path).map_err(|e| StoreError::from_sqlite(path, e))?;
         Self::setup(conn, path)
     }
 
