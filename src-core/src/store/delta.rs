@@ -29,13 +29,12 @@ pub fn diff_at(old: &Value, new: &Value, at: &str, out: &mut Vec<(String, Value)
 fn walk(old: &Value, new: &Value, path: &mut String, out: &mut Vec<(String, Value)>) {
     match (old, new) {
         (Value::Object(a), Value::Object(b)) if same_keys(a, b) => {
-            for (k, vb) in b {
-                if let Some(va) = a.get(k)
-                    && va != vb
-                {
+            // The same keys in the same (sorted) order: side by side.
+            for ((k, va), vb) in a.iter().zip(b.values()) {
+                if va != vb {
                     let len = path.len();
                     path.push('/');
-                    path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    push_token(path, k);
                     walk(va, vb, path, out);
                     path.truncate(len);
                 }
@@ -78,9 +77,20 @@ fn drop_count(token: &str) -> Option<usize> {
     token.strip_prefix('^')?.parse().ok()
 }
 
-/// Same keys, and none that reads as "append" (`-`) in a pointer.
+/// Same keys, and none that reads as "append" (`-`) in a pointer. (A
+/// `Map` iterates its keys sorted, so the same keys come in the same order.)
 fn same_keys(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    a.len() == b.len() && !a.contains_key("-") && a.keys().all(|k| b.contains_key(k))
+    a.len() == b.len() && !a.contains_key("-") && a.keys().eq(b.keys())
+}
+
+/// Appends `key` to a pointer as one token (RFC 6901: `~` as `~0`, `/` as
+/// `~1`).
+fn push_token(path: &mut String, key: &str) {
+    if key.contains(['~', '/']) {
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+    } else {
+        path.push_str(key);
+    }
 }
 
 /// Why a delta does not fit the value it is applied to.
