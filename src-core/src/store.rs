@@ -508,7 +508,12 @@ impl Store {
         let tx = self.conn.transaction().map_err(map)?;
         {
             if let (Some(first), Some(last)) = (c.events.first(), c.events.last()) {
-                let body = serde_json::to_string(c.events).unwrap_or_default();
+                // Sized for a tick's events (1–2 KB), not grown by doubling.
+                let mut bytes = Vec::with_capacity(4096);
+                let body = match serde_json::to_writer(&mut bytes, c.events) {
+                    Ok(()) => String::from_utf8(bytes).unwrap_or_default(),
+                    Err(_) => String::new(),
+                };
                 tx.prepare_cached(
                     "INSERT INTO event_batches (thread_id, first_seq, last_seq, step, body)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -516,14 +521,6 @@ impl Store {
                 .and_then(|mut s| s.execute(params![c.thread, first.seq, last.seq, c.step, body]))
                 .map_err(map)?;
             }
-            let mut appr = tx
-                .prepare_cached(
-                    "INSERT INTO approvals (thread_id, approval_id, task_id, op, reason, status, updated_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                     ON CONFLICT (thread_id, approval_id) DO UPDATE SET
-                       op = excluded.op, status = excluded.status, updated_ms = excluded.updated_ms",
-                )
-                .map_err(map)?;
             for e in c.events {
                 if let EventKind::Approval {
                     approval_id,
@@ -538,7 +535,13 @@ impl Store {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    appr.execute(params![
+                    tx.prepare_cached(
+                        "INSERT INTO approvals (thread_id, approval_id, task_id, op, reason, status, updated_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                         ON CONFLICT (thread_id, approval_id) DO UPDATE SET
+                           op = excluded.op, status = excluded.status, updated_ms = excluded.updated_ms",
+                    )
+                    .and_then(|mut appr| appr.execute(params![
                         c.thread,
                         approval_id,
                         task_id,
@@ -546,7 +549,7 @@ impl Store {
                         reason,
                         status,
                         now
-                    ])
+                    ]))
                     .map_err(map)?;
                 }
             }
@@ -574,29 +577,28 @@ impl Store {
                 .and_then(|mut s| s.execute(params![c.thread, n, c.step, c.seq, kind, text]))
                 .map_err(map)?;
             }
-            let mut led = tx
-                .prepare_cached(
+            // Statements a tick may not need are looked up only when it does.
+            for l in c.started {
+                let request = serde_json::to_string(&l.request).unwrap_or_default();
+                tx.prepare_cached(
                     "INSERT INTO ledger (thread_id, step, op, goal_id, skill, request, status, updated_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', ?7)",
                 )
-                .map_err(map)?;
-            for l in c.started {
-                let request = serde_json::to_string(&l.request).unwrap_or_default();
-                led.execute(params![
-                    c.thread, l.step, l.op, l.goal_id, l.skill, request, now
-                ])
+                .and_then(|mut led| {
+                    led.execute(params![
+                        c.thread, l.step, l.op, l.goal_id, l.skill, request, now
+                    ])
+                })
                 .map_err(map)?;
             }
-            let mut upd = tx
-                .prepare_cached(
+            for (goal_id, status, result) in c.updates {
+                let result = result.as_ref().map(Value::to_string);
+                tx.prepare_cached(
                     "UPDATE ledger SET status = ?2, result = COALESCE(?3, result), updated_ms = ?4
                      WHERE goal_id = ?1 AND status != 'done'",
                 )
+                .and_then(|mut upd| upd.execute(params![goal_id, status.as_str(), result, now]))
                 .map_err(map)?;
-            for (goal_id, status, result) in c.updates {
-                let result = result.as_ref().map(Value::to_string);
-                upd.execute(params![goal_id, status.as_str(), result, now])
-                    .map_err(map)?;
             }
             tx.prepare_cached(
                 "UPDATE threads SET status = ?2, mode = ?3, last_step = ?4, last_seq = ?5,
