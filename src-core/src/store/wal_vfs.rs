@@ -177,7 +177,14 @@ unsafe extern "C" fn open(
     }
 }
 
-/// Writes out what `file` gathered.
+/// Tests: the next write-out fails as a disk error would.
+#[cfg(test)]
+static FAIL_NEXT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes out what `file` gathered. A run that fails is kept, and written
+/// again (the same bytes at the same place) by the next write-out: a
+/// failure reported where SQLite ignores it (a hint) must not lose frames
+/// SQLite counts as written, and the commit that needs them fails with it.
 ///
 /// # Safety
 /// `file` is an open [`File`].
@@ -194,10 +201,16 @@ unsafe fn write_out(file: *mut ffi::sqlite3_file) -> c_int {
         let Ok(len) = c_int::try_from(run.bytes.len()) else {
             return ffi::SQLITE_IOERR_WRITE;
         };
+        #[cfg(test)]
+        if FAIL_NEXT.swap(false, Ordering::Relaxed) {
+            return ffi::SQLITE_IOERR_WRITE;
+        }
         WRITES.fetch_add(1, Ordering::Relaxed);
         let rc = write(below(file), run.bytes.as_ptr().cast(), len, run.offset);
-        run.bytes.clear();
-        run.commit_next = false;
+        if rc == ffi::SQLITE_OK {
+            run.bytes.clear();
+            run.commit_next = false;
+        }
         rc
     }
 }
@@ -403,6 +416,23 @@ mod tests {
         .unwrap()
     }
 
+    /// The database and its WAL as they are on disk, copied while the
+    /// connection is open (as a killed process leaves them) into a folder
+    /// of their own, opened there: SQLite's recovery reads the WAL and
+    /// keeps a commit only if every frame's checksum holds.
+    fn as_a_kill_leaves_it(db: &Path, name: &str) -> (PathBuf, Connection) {
+        let copy = folder(name);
+        for suffix in ["db", "db-wal"] {
+            std::fs::copy(
+                db.with_extension(suffix),
+                copy.join("w").with_extension(suffix),
+            )
+            .unwrap();
+        }
+        let recovered = Connection::open(copy.join("w.db")).unwrap();
+        (copy, recovered)
+    }
+
     fn integrity(conn: &Connection) -> String {
         conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap()
@@ -453,6 +483,33 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    /// A commit whose frames cannot be written fails, and the next one
+    /// writes over them: the database holds the second, whole.
+    #[test]
+    fn a_failed_write_out_fails_its_commit_and_the_next_one_is_whole() {
+        let dir = folder("fail");
+        let db = dir.join("w.db");
+        let mut conn = through_the_layer(&db);
+        FAIL_NEXT.store(true, Ordering::Relaxed);
+        let tx = conn.transaction().unwrap();
+        for i in 0..3 {
+            tx.execute("INSERT INTO t (id, body) VALUES (?1, zeroblob(3000))", [i])
+                .unwrap();
+        }
+        assert!(tx.commit().is_err(), "a commit whose frames failed");
+        let tx = conn.transaction().unwrap();
+        tx.execute("INSERT INTO t (id, body) VALUES (10, zeroblob(100))", [])
+            .unwrap();
+        tx.commit().unwrap();
+        assert_eq!(rows(&conn), (1, 100));
+        let (copy, recovered) = as_a_kill_leaves_it(&db, "fail-copy");
+        assert_eq!(rows(&recovered), (1, 100));
+        assert_eq!(integrity(&recovered), "ok");
+        drop(conn);
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_dir_all(copy);
+    }
+
     #[test]
     fn a_transaction_that_rewrites_its_own_frames_is_whole_after_a_kill() {
         let dir = folder("kill");
@@ -470,19 +527,8 @@ mod tests {
         }
         tx.execute("UPDATE t SET body = zeroblob(600)", []).unwrap();
         tx.commit().unwrap();
-        // Killed now: the files as they are on disk, copied while the
-        // connection is open, are opened elsewhere; SQLite's recovery
-        // reads the WAL and keeps a commit only if every frame's checksum
-        // holds.
-        let copy = folder("kill-copy");
-        for suffix in ["db", "db-wal"] {
-            std::fs::copy(
-                db.with_extension(suffix),
-                copy.join("w").with_extension(suffix),
-            )
-            .unwrap();
-        }
-        let recovered = Connection::open(copy.join("w.db")).unwrap();
+        // Killed now.
+        let (copy, recovered) = as_a_kill_leaves_it(&db, "kill-copy");
         assert_eq!(rows(&recovered), (200, 120_000));
         assert_eq!(integrity(&recovered), "ok");
         drop(conn);
