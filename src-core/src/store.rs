@@ -508,12 +508,7 @@ impl Store {
         let tx = self.conn.transaction().map_err(map)?;
         {
             if let (Some(first), Some(last)) = (c.events.first(), c.events.last()) {
-                // Sized for a tick's events (1–2 KB), not grown by doubling.
-                let mut bytes = Vec::with_capacity(4096);
-                let body = match serde_json::to_writer(&mut bytes, c.events) {
-                    Ok(()) => String::from_utf8(bytes).unwrap_or_default(),
-                    Err(_) => String::new(),
-                };
+                let body = serde_json::to_string(c.events).unwrap_or_default();
                 tx.prepare_cached(
                     "INSERT INTO event_batches (thread_id, first_seq, last_seq, step, body)
                      VALUES (?1, ?2, ?3, ?4, ?5)",

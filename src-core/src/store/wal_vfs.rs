@@ -36,7 +36,7 @@
 
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use rusqlite::ffi;
 
@@ -53,15 +53,15 @@ const MOST: usize = 1 << 16;
 /// 32-byte file header or a page.
 const FRAME_HEADER: usize = 24;
 
-/// Writes handed down to the file below (for the tests: a commit of
-/// several frames is one).
-static WRITES: AtomicU64 = AtomicU64::new(0);
-
-/// The number of writes to `-wal` files handed down so far, in this
-/// process.
+/// Tests: writes to `-wal` files handed down so far, in this process (a
+/// commit of several frames is one).
 #[cfg(test)]
-fn wal_writes() -> u64 {
-    WRITES.load(Ordering::Relaxed)
+static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts a write handed down (tests only).
+fn handed_down() {
+    #[cfg(test)]
+    WRITES.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The layer's name once it is registered; `None` when SQLite has no
@@ -118,7 +118,8 @@ struct Run {
     /// The end of the furthest write since the WAL last started over: a
     /// write before it rewrites what is there.
     end: i64,
-    /// The last write gathered was a commit frame's header.
+    /// The last write gathered was a commit frame's header: its page,
+    /// the next write, ends the commit.
     commit_next: bool,
 }
 
@@ -205,11 +206,10 @@ unsafe fn write_out(file: *mut ffi::sqlite3_file) -> c_int {
         if FAIL_NEXT.swap(false, Ordering::Relaxed) {
             return ffi::SQLITE_IOERR_WRITE;
         }
-        WRITES.fetch_add(1, Ordering::Relaxed);
+        handed_down();
         let rc = write(below(file), run.bytes.as_ptr().cast(), len, run.offset);
         if rc == ffi::SQLITE_OK {
             run.bytes.clear();
-            run.commit_next = false;
         }
         rc
     }
@@ -254,16 +254,14 @@ unsafe extern "C" fn write(
                 return rc;
             }
             r.end = r.end.max(end);
-            WRITES.fetch_add(1, Ordering::Relaxed);
+            handed_down();
             return direct(below(file), data, len, offset);
         }
         if r.bytes.len() + bytes.len() > MOST {
-            let commit_next = r.commit_next;
             let rc = write_out(file);
             if rc != ffi::SQLITE_OK {
                 return rc;
             }
-            r.commit_next = commit_next;
         }
         if r.bytes.is_empty() {
             r.offset = offset;
@@ -407,6 +405,17 @@ mod tests {
         conn
     }
 
+    /// Rows `0..n`, each of `size` bytes.
+    fn insert(conn: &Connection, n: i64, size: i64) {
+        for i in 0..n {
+            conn.execute(
+                "INSERT INTO t (id, body) VALUES (?1, zeroblob(?2))",
+                [i, size],
+            )
+            .unwrap();
+        }
+    }
+
     fn rows(conn: &Connection) -> (u64, u64) {
         conn.query_row(
             "SELECT count(*), coalesce(sum(length(body)), 0) FROM t",
@@ -443,12 +452,9 @@ mod tests {
         let db = folder("one").join("w.db");
         let mut conn = through_the_layer(&db);
         let wal = std::fs::metadata(db.with_extension("db-wal")).map_or(0, |m| m.len());
-        let before = wal_writes();
+        let before = WRITES.load(Ordering::Relaxed);
         let tx = conn.transaction().unwrap();
-        for i in 0..3 {
-            tx.execute("INSERT INTO t (id, body) VALUES (?1, zeroblob(3000))", [i])
-                .unwrap();
-        }
+        insert(&tx, 3, 3000);
         tx.commit().unwrap();
         let frames = (std::fs::metadata(db.with_extension("db-wal"))
             .unwrap()
@@ -456,7 +462,11 @@ mod tests {
             - wal.max(32))
             / (4096 + 24);
         assert!(frames >= 3, "the commit wrote {frames} frames");
-        assert_eq!(wal_writes() - before, 1, "{frames} frames in one write");
+        assert_eq!(
+            WRITES.load(Ordering::Relaxed) - before,
+            1,
+            "{frames} frames in one write"
+        );
         // A connection of SQLite's own VFS, in this process and the WAL's
         // index, reads what the commit wrote.
         let other = Connection::open(&db).unwrap();
@@ -472,10 +482,7 @@ mod tests {
         let db = dir.join("w.db");
         let mut conn = through_the_layer(&db);
         let tx = conn.transaction().unwrap();
-        for i in 0..100 {
-            tx.execute("INSERT INTO t (id, body) VALUES (?1, zeroblob(3000))", [i])
-                .unwrap();
-        }
+        insert(&tx, 100, 3000);
         tx.commit().unwrap();
         assert_eq!(rows(&Connection::open(&db).unwrap()), (100, 300_000));
         assert_eq!(integrity(&Connection::open(&db).unwrap()), "ok");
@@ -492,10 +499,7 @@ mod tests {
         let mut conn = through_the_layer(&db);
         FAIL_NEXT.store(true, Ordering::Relaxed);
         let tx = conn.transaction().unwrap();
-        for i in 0..3 {
-            tx.execute("INSERT INTO t (id, body) VALUES (?1, zeroblob(3000))", [i])
-                .unwrap();
-        }
+        insert(&tx, 3, 3000);
         assert!(tx.commit().is_err(), "a commit whose frames failed");
         let tx = conn.transaction().unwrap();
         tx.execute("INSERT INTO t (id, body) VALUES (10, zeroblob(100))", [])
@@ -521,10 +525,7 @@ mod tests {
         conn.execute_batch("PRAGMA cache_size=2; PRAGMA cache_spill=1;")
             .unwrap();
         let tx = conn.transaction().unwrap();
-        for i in 0..200 {
-            tx.execute("INSERT INTO t (id, body) VALUES (?1, zeroblob(500))", [i])
-                .unwrap();
-        }
+        insert(&tx, 200, 500);
         tx.execute("UPDATE t SET body = zeroblob(600)", []).unwrap();
         tx.commit().unwrap();
         // Killed now.
