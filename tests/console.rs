@@ -205,13 +205,48 @@ pub(crate) fn poll<T>(secs: u64, probe: impl Fn() -> Option<T>) -> Option<T> {
     }
 }
 
-/// Where the robot's arrow is on the screen (row, column in chars).
+/// Where the robot's arrow is on the map (row, column in chars of the
+/// screen). Only the map pane is searched: the panes beside and below it
+/// print arrows in text ("EXEC → SAFE", "living_room → kitchen"), and one
+/// of those, whose column moved as its line changed, once read as a robot
+/// that moved after the E-stop.
 fn robot(screen: &str) -> Option<(usize, usize)> {
-    screen.lines().enumerate().find_map(|(r, line)| {
-        line.chars()
+    let lines: Vec<&str> = screen.lines().collect();
+    let top = lines
+        .iter()
+        .position(|l| l.contains(" Map ") && l.contains(" Status "))?;
+    // The map pane ends where the status pane's title begins, and above the
+    // timeline's title.
+    let right = lines[top].find(" Status ")?;
+    let right = lines[top][..right].chars().count();
+    let bottom = lines
+        .iter()
+        .skip(top)
+        .position(|l| l.contains("ReAct timeline"))
+        .map_or(lines.len(), |n| top + n);
+    (top + 1..bottom).find_map(|r| {
+        lines[r]
+            .chars()
+            .take(right)
             .position(|c| "→↘↓↙←↖↑↗".contains(c))
             .map(|c| (r, c))
     })
+}
+
+#[test]
+fn the_robot_is_read_from_the_map_pane_only() {
+    let screen = [
+        " robobrain  apartment",
+        " Map ──────────── Status ─────────────",
+        "█kitchen     █  mode at 9.1 s: EXEC → SAFE",
+        "█      ↗     █  battery 87 %",
+        " ReAct timeline ── Events ───",
+        "  t1 route: living_room → kitchen",
+    ]
+    .join("\n");
+    assert_eq!(robot(&screen), Some((3, 7)));
+    let gone = screen.replace('↗', " ");
+    assert_eq!(robot(&gone), None, "text arrows are not the robot");
 }
 
 #[test]
