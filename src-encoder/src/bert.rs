@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::sync::mpsc;
 
-use candle_core::safetensors::SliceSafetensors;
+use candle_core::safetensors::{Load, SliceSafetensors};
 use candle_core::{DType, Device};
 use pulp::Arch;
 use serde::Deserialize;
@@ -235,15 +235,14 @@ struct Weights<'a> {
 impl Weights<'_> {
     fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, WeightsError> {
         let full = format!("{}{name}", self.prefix);
-        if self.file.get(&full).is_err() {
+        let Ok(view) = self.file.get(&full) else {
             return Err(WeightsError::Missing {
                 name: full,
                 hidden: self.hidden,
             });
-        }
-        let t = self
-            .file
-            .load(&full, &Device::Cpu)
+        };
+        let t = view
+            .load(&Device::Cpu)
             .map_err(|e| WeightsError::Format(format!("{full}: {e}")))?;
         if t.dims() != shape {
             return Err(WeightsError::Shape {

@@ -394,6 +394,15 @@ mod tests {
 
     /// A connection through the layer, as the store opens it (WAL,
     /// `synchronous=NORMAL`, no automatic checkpoint).
+    /// A fresh folder `name`, its database `w.db` and a connection to it
+    /// through the layer.
+    fn fresh(name: &str) -> (PathBuf, PathBuf, Connection) {
+        let dir = folder(name);
+        let db = dir.join("w.db");
+        let conn = through_the_layer(&db);
+        (dir, db, conn)
+    }
+
     fn through_the_layer(path: &Path) -> Connection {
         let vfs = name().expect("the layer registers on the default VFS");
         let conn = Connection::open_with_flags_and_vfs(path, OpenFlags::default(), vfs).unwrap();
@@ -449,8 +458,7 @@ mod tests {
 
     #[test]
     fn a_commit_of_several_pages_is_one_write_and_other_connections_read_it() {
-        let db = folder("one").join("w.db");
-        let mut conn = through_the_layer(&db);
+        let (_, db, mut conn) = fresh("one");
         let wal = std::fs::metadata(db.with_extension("db-wal")).map_or(0, |m| m.len());
         let before = WRITES.load(Ordering::Relaxed);
         let tx = conn.transaction().unwrap();
@@ -478,9 +486,7 @@ mod tests {
     /// VFS writes in one call) goes down in several writes, whole.
     #[test]
     fn a_commit_larger_than_a_run_is_written_whole() {
-        let dir = folder("large");
-        let db = dir.join("w.db");
-        let mut conn = through_the_layer(&db);
+        let (dir, db, mut conn) = fresh("large");
         let tx = conn.transaction().unwrap();
         insert(&tx, 100, 3000);
         tx.commit().unwrap();
@@ -494,9 +500,7 @@ mod tests {
     /// writes over them: the database holds the second, whole.
     #[test]
     fn a_failed_write_out_fails_its_commit_and_the_next_one_is_whole() {
-        let dir = folder("fail");
-        let db = dir.join("w.db");
-        let mut conn = through_the_layer(&db);
+        let (dir, db, mut conn) = fresh("fail");
         FAIL_NEXT.store(true, Ordering::Relaxed);
         let tx = conn.transaction().unwrap();
         insert(&tx, 3, 3000);
@@ -516,9 +520,7 @@ mod tests {
 
     #[test]
     fn a_transaction_that_rewrites_its_own_frames_is_whole_after_a_kill() {
-        let dir = folder("kill");
-        let db = dir.join("w.db");
-        let mut conn = through_the_layer(&db);
+        let (dir, db, mut conn) = fresh("kill");
         // A cache of a few pages spills the transaction's pages to the WAL
         // before the commit; updating them again overwrites those frames in
         // place, and the commit rewrites the frames' checksums.
