@@ -233,3 +233,191 @@ fn fleet_up_starts_a_broker_and_robots_and_fleet_down_stops_them() {
         assert!(ticks.ticks > 0 && ticks.p99_us >= ticks.p50_us, "{ticks:?}");
     }
 }
+
+/// A free port on 127.0.0.1.
+fn free_port() -> String {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string()
+}
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// `fleet up` never puts a password on a command line: `mosquitto_passwd`
+/// and `mosquitto` are wrapped to record every argument they are given
+/// (and the mode of the password file `mosquitto_passwd` is handed), and
+/// no password appears there. Under `umask 000`, every file it writes is
+/// still 0600; the password file holds hashes only; the broker's config
+/// ties each client's id to its user.
+#[test]
+fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("fleet-up-private");
+    let config = quiet_config(&dir);
+    let fleet = dir.join("fleet");
+    let wrappers = dir.join("bin");
+    std::fs::create_dir_all(&wrappers).unwrap();
+    let record = dir.join("argv.log");
+    for program in ["mosquitto_passwd", "mosquitto"] {
+        let real =
+            robobrain_core::testing::program(program, "./x setup (Debian package mosquitto)");
+        let script = format!(
+            "#!/bin/sh\nfor f in \"$@\"; do [ -f \"$f\" ] && echo \"mode $(stat -c %a \"$f\") $f\" >> {record}; done\n\
+             echo \"{program} $*\" >> {record}\nexec {real} \"$@\"\n",
+            record = record.display(),
+            real = real.display()
+        );
+        let path = wrappers.join(program);
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let port = free_port();
+    let command = format!(
+        "umask 000; exec {} --config {} fleet up --robots 1 --port {port} --dir {}",
+        env!("CARGO_BIN_EXE_robobrain"),
+        config.display(),
+        fleet.display()
+    );
+    let path = format!("{}:{}", wrappers.display(), std::env::var("PATH").unwrap());
+    let up = Command::new("sh")
+        .args(["-c", &command])
+        .env("PATH", path)
+        .current_dir(crate::support::root())
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&up.stdout).to_string() + &String::from_utf8_lossy(&up.stderr);
+    let private = [
+        "passwd",
+        "acl",
+        "mosquitto.conf",
+        "mosquitto.log",
+        "pids",
+        "robot-1.password",
+        "operator.password",
+        "robot-1.toml",
+        "robot-1/stderr.log",
+    ]
+    .map(|f| (f, fleet.join(f).exists().then(|| mode(&fleet.join(f)))));
+    let down = crate::support::robobrain(&["fleet", "down", "--dir", fleet.to_str().unwrap()], "");
+    assert!(up.status.success(), "{said}");
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert!(said.contains("fleet up: 1 robots visible"), "{said}");
+
+    let argv = std::fs::read_to_string(&record).unwrap();
+    assert!(argv.contains("mosquitto_passwd -U "), "{argv}");
+    assert!(argv.contains("mosquitto -c "), "{argv}");
+    let mut passwords = 0;
+    for user in ["robot-1", "operator"] {
+        let secret = std::fs::read_to_string(fleet.join(format!("{user}.password"))).unwrap();
+        assert!(secret.len() >= 16, "{user}: {secret:?}");
+        assert!(
+            !argv.contains(secret.trim()),
+            "{user}'s password on a command line:\n{argv}"
+        );
+        let hashed = std::fs::read_to_string(fleet.join("passwd")).unwrap();
+        assert!(
+            !hashed.contains(secret.trim()),
+            "a plaintext password left in passwd"
+        );
+        assert!(hashed.contains(&format!("{user}:$7$")), "{hashed}");
+        passwords += 1;
+    }
+    assert_eq!(passwords, 2);
+    assert!(
+        argv.contains(&format!("mode 600 {}", fleet.join("passwd").display())),
+        "mosquitto_passwd was handed the plaintext file 0600: {argv}"
+    );
+    for (file, mode) in private {
+        assert_eq!(
+            mode,
+            Some(0o600),
+            "{file}: {:?}",
+            mode.map(|m| format!("{m:o}"))
+        );
+    }
+    let conf = std::fs::read_to_string(fleet.join("mosquitto.conf")).unwrap();
+    assert!(
+        conf.lines().any(|l| l == "use_username_as_clientid true"),
+        "{conf}"
+    );
+    let log = std::fs::read_to_string(fleet.join("mosquitto.log")).unwrap();
+    assert!(
+        log.contains("mosquitto version"),
+        "the broker's log is written: {log}"
+    );
+}
+
+/// Run as root, mosquitto drops to the user `mosquitto` before it reads its
+/// password file: a fleet folder under a folder closed to other users
+/// (0700) is out of its reach, and `fleet up` says so plainly — the
+/// folder, why, what to do — and points to the broker's log, which holds
+/// mosquitto's own words. As anyone else, mosquitto runs as them, and the
+/// same folder works.
+#[test]
+fn fleet_up_says_plainly_when_mosquitto_cannot_read_its_folder() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = temp_dir("fleet-up-closed");
+    let config = quiet_config(&dir);
+    let closed = dir.join("closed");
+    std::fs::create_dir_all(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let fleet = closed.join("fleet");
+    let port = free_port();
+    let up = crate::support::robobrain(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "fleet",
+            "up",
+            "--robots",
+            "1",
+            "--port",
+            &port,
+            "--dir",
+            fleet.to_str().unwrap(),
+        ],
+        "",
+    );
+    let as_root = std::fs::metadata(&closed).unwrap().uid() == 0;
+    if !as_root {
+        let down =
+            crate::support::robobrain(&["fleet", "down", "--dir", fleet.to_str().unwrap()], "");
+        assert_eq!(
+            up.code, 0,
+            "not root: mosquitto runs as this user\n{}",
+            up.stderr
+        );
+        assert_eq!(down.code, 0, "{}", down.stderr);
+        return;
+    }
+    assert_ne!(up.code, 0, "{}{}", up.stdout, up.stderr);
+    let log = fleet.join("mosquitto.log");
+    let e = &up.stderr;
+    assert!(
+        e.contains(&format!(
+            "mosquitto cannot read the fleet's folder {}",
+            fleet.display()
+        )) && e.contains(&format!("({} is mode 700", closed.display()))
+            && e.contains("drops to the user `mosquitto`")
+            && e.contains("--dir /tmp/robobrain-fleet")
+            && e.contains("Unable to open pwfile")
+            && e.contains(&format!("its log: {}", log.display())),
+        "{e}"
+    );
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("Unable to open pwfile"), "{said}");
+    assert!(!fleet.join("pids").exists(), "nothing is left running");
+    assert!(!fleet.join("robot-1").exists(), "no robot was started");
+}

@@ -4,6 +4,8 @@
 //! laptop demo (docs/fleet.md).
 
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -110,12 +112,30 @@ fn password() -> Result<String> {
     }))
 }
 
-/// Writes `text` to `path`, readable by its owner only.
+/// Writes `text` to a new file at `path`, readable and writable by its
+/// owner only from its first byte (mode 0600 when it is created, never a
+/// `chmod` after): what was at `path` (a file, a link) is removed first, so
+/// an old file's wider mode is not kept and a planted link is not followed.
 fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .with_context(|| format!("cannot restrict {}", path.display()))
+    create_private(path)?
+        .write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A new, empty file at `path` with mode 0600 (see [`write_private`]).
+fn create_private(path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot replace {}", path.display())),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))
 }
 
 fn program(name: &str) -> Result<PathBuf> {
@@ -142,59 +162,32 @@ fn up(
             dir.display()
         );
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Others may go through the fleet's folder (run as root, mosquitto reads
+    // it as its own user), never write into it; its files are 0600.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
     let started = Instant::now();
     let ids: Vec<String> = (1..=robots).map(|i| format!("robot-{i}")).collect();
-    // Users: every robot (its id) and the operator, each with a fresh password.
-    let passwd = dir.join("passwd");
-    let _ = std::fs::remove_file(&passwd);
-    std::fs::write(&passwd, "").context("cannot create the password file")?;
-    let mosquitto_passwd = program("mosquitto_passwd")?;
-    for user in ids.iter().map(String::as_str).chain([OPERATOR]) {
-        let secret = password()?;
-        write_private(&dir.join(format!("{user}.password")), &secret)?;
-        let status = Process::new(&mosquitto_passwd)
-            .args(["-b"])
-            .arg(&passwd)
-            .args([user, &secret])
-            .status()
-            .context("cannot run mosquitto_passwd")?;
-        anyhow::ensure!(status.success(), "mosquitto_passwd failed for {user}");
-    }
-    std::fs::write(dir.join("acl"), mosquitto_acl(&[OPERATOR], &[]))?;
-    let conf = format!(
-        "listener {port} 127.0.0.1\nallow_anonymous false\npassword_file {0}/passwd\n\
-         acl_file {0}/acl\nmessage_size_limit 1048576\nmax_queued_messages 10000\n\
-         persistence false\nlog_dest file {0}/mosquitto.log\n",
-        dir.display()
-    );
-    std::fs::write(dir.join("mosquitto.conf"), conf)?;
     let mut pids = Vec::new();
-    let broker = Process::new(program("mosquitto")?)
-        .arg("-c")
-        .arg(dir.join("mosquitto.conf"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot start mosquitto")?;
+    let broker = start_broker(dir, port, &ids)?;
     pids.push(format!("broker {}", broker.id()));
-    std::fs::write(dir.join("pids"), pids.join("\n") + "\n")?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > deadline {
-            bail!(
-                "mosquitto did not listen on 127.0.0.1:{port} (is the port taken?); see {}/mosquitto.log",
-                dir.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    write_private(&dir.join("pids"), &(pids.join("\n") + "\n"))?;
+    if let Err(e) = wait_for_broker(broker, dir, port) {
+        let _ = std::fs::remove_file(dir.join("pids"));
+        return Err(e);
     }
     let url = format!("mqtt://127.0.0.1:{port}");
     let exe = std::env::current_exe().context("where is robobrain?")?;
     for id in &ids {
         let robot_dir = dir.join(id);
-        std::fs::create_dir_all(&robot_dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&robot_dir)
+            .with_context(|| format!("cannot create {}", robot_dir.display()))?;
         let toml = format!(
             "world = {world:?}\nruns_dir = {runs:?}\n\n[memory]\nenabled = false\n\n[speech]\nvoice = \"text\"\n\n\
              [fleet]\nbroker = {url:?}\nrobot_id = {id:?}\nusername = {id:?}\npassword_file = {pw:?}\n",
@@ -203,8 +196,8 @@ fn up(
             pw = dir.join(format!("{id}.password")).display().to_string(),
         );
         let file = dir.join(format!("{id}.toml"));
-        std::fs::write(&file, toml)?;
-        let stderr = std::fs::File::create(robot_dir.join("stderr.log"))?;
+        write_private(&file, &toml)?;
+        let stderr = create_private(&robot_dir.join("stderr.log"))?;
         let child = Process::new(&exe)
             .arg("--config")
             .arg(&file)
@@ -217,7 +210,7 @@ fn up(
             .spawn()
             .with_context(|| format!("cannot start {id}"))?;
         pids.push(format!("{id} {}", child.id()));
-        std::fs::write(dir.join("pids"), pids.join("\n") + "\n")?;
+        write_private(&dir.join("pids"), &(pids.join("\n") + "\n"))?;
     }
     // Watch as the operator until every robot is ONLINE with a snapshot.
     let mut mqtt = robobrain_core::fleet::connection(
@@ -276,6 +269,199 @@ fn up(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The broker's log: its stderr, in a file `fleet up` opens itself, so it
+/// is written even when mosquitto cannot write into the fleet's folder.
+const BROKER_LOG: &str = "mosquitto.log";
+
+/// Writes the broker's users, ACL and config into `dir` and starts
+/// mosquitto on 127.0.0.1:`port`. Every robot (`ids`, each its own user)
+/// and the operator get a fresh password, kept in `USER.password`; no
+/// password is ever on a command line (`ps` shows those to every user):
+/// they go to `mosquitto_passwd -U` in a plaintext file of mode 0600,
+/// which it hashes in place. Run as root, mosquitto drops to the user
+/// `mosquitto` before it reads the password file and the ACL, so those two
+/// are handed to that user.
+fn start_broker(dir: &Path, port: u16, ids: &[String]) -> Result<std::process::Child> {
+    // A port another program listens on would answer in mosquitto's place.
+    drop(
+        std::net::TcpListener::bind(("127.0.0.1", port)).with_context(|| {
+            format!("cannot listen on 127.0.0.1:{port} (is the port taken? --port picks another)")
+        })?,
+    );
+    let mut logins = String::new();
+    for user in ids.iter().map(String::as_str).chain([OPERATOR]) {
+        let secret = password()?;
+        write_private(&dir.join(format!("{user}.password")), &secret)?;
+        let _ = writeln!(logins, "{user}:{secret}");
+    }
+    let passwd = dir.join("passwd");
+    write_private(&passwd, &logins)?;
+    let hashed = Process::new(program("mosquitto_passwd")?)
+        .arg("-U")
+        .arg(&passwd)
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run mosquitto_passwd")?;
+    if !hashed.status.success() {
+        let _ = std::fs::remove_file(&passwd);
+        bail!(
+            "mosquitto_passwd -U {} failed: {}",
+            passwd.display(),
+            String::from_utf8_lossy(&hashed.stderr).trim()
+        );
+    }
+    let acl = dir.join("acl");
+    write_private(&acl, &mosquitto_acl(&[OPERATOR], &[]))?;
+    // A client's id is its user name: nobody takes over another's session
+    // by connecting with its client id.
+    let conf = format!(
+        "listener {port} 127.0.0.1\nallow_anonymous false\nuse_username_as_clientid true\n\
+         password_file {0}/passwd\nacl_file {0}/acl\nmessage_size_limit 1048576\n\
+         max_queued_messages 10000\npersistence false\nlog_dest stderr\n",
+        dir.display()
+    );
+    let conf_file = dir.join("mosquitto.conf");
+    write_private(&conf_file, &conf)?;
+    if owned_by_root(&conf_file)?
+        && let Some(broker) = broker_user()
+    {
+        for file in [&passwd, &acl] {
+            std::os::unix::fs::chown(file, Some(broker.uid), Some(broker.gid))
+                .with_context(|| format!("cannot hand {} to the user mosquitto", file.display()))?;
+        }
+    }
+    let log = create_private(&dir.join(BROKER_LOG))?;
+    Process::new(program("mosquitto")?)
+        .arg("-c")
+        .arg(&conf_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .context("cannot start mosquitto")
+}
+
+/// The user mosquitto drops to.
+struct BrokerUser {
+    uid: u32,
+    gid: u32,
+}
+
+/// Whether `path` (a file `fleet up` just created) is root's: `fleet up`
+/// runs as root, and mosquitto will drop to its own user.
+fn owned_by_root(path: &Path) -> Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .uid()
+        == 0)
+}
+
+/// The user `mosquitto`, which mosquitto started by root reads its password
+/// file and ACL as; `None` when the system has none (mosquitto then says
+/// so in its log).
+fn broker_user() -> Option<BrokerUser> {
+    let users = std::fs::read_to_string("/etc/passwd").ok()?;
+    users.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        (fields.next() == Some("mosquitto")).then_some(())?;
+        let uid = fields.nth(1)?.parse().ok()?;
+        let gid = fields.next()?.parse().ok()?;
+        Some(BrokerUser { uid, gid })
+    })
+}
+
+/// Waits until the broker listens on 127.0.0.1:`port`; when it ends first,
+/// says why from its log — plainly when it could not read the fleet's
+/// folder (`dir`).
+fn wait_for_broker(mut broker: std::process::Child, dir: &Path, port: u16) -> Result<()> {
+    let log = dir.join(BROKER_LOG);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Some(status) = broker.try_wait().context("waiting for mosquitto")? {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            let as_root = owned_by_root(&dir.join("mosquitto.conf")).unwrap_or(false);
+            bail!(
+                "{}",
+                broker_failed(dir, as_root, &said, &status.to_string(), &log)
+            );
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "mosquitto did not listen on 127.0.0.1:{port} within 10 s; its log: {}",
+                log.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Why the broker ended before it listened, from what it `said` (its log,
+/// at `log`) and its exit `status`; `as_root`: it was started by root.
+fn broker_failed(dir: &Path, as_root: bool, said: &str, status: &str, log: &Path) -> String {
+    // Its lines are `TIME: TEXT`; the errors' texts begin with `Error`.
+    fn text(line: &str) -> &str {
+        line.split_once(": ").map_or(line, |(_, t)| t).trim()
+    }
+    let errors: Vec<&str> = said
+        .lines()
+        .map(text)
+        .filter(|t| t.starts_with("Error"))
+        .collect();
+    let what = if errors.is_empty() {
+        said.lines().last().map_or("nothing", text).to_string()
+    } else {
+        errors.join("; ")
+    };
+    let unreadable = said.contains("Unable to open") || said.contains("Permission denied");
+    if unreadable {
+        let closed = closed_folder(dir).map_or_else(String::new, |(folder, mode)| {
+            format!(
+                " ({} is mode {mode:03o}: other users cannot go through it)",
+                folder.display()
+            )
+        });
+        let why = if as_root {
+            "started as root, mosquitto drops to the user `mosquitto` before it reads its \
+             password file and ACL, and that user cannot reach them there. Use a folder every \
+             user can go through (`--dir /tmp/robobrain-fleet`, say) or run `fleet up` as an \
+             ordinary user"
+        } else {
+            "it cannot open its password file or ACL there"
+        };
+        format!(
+            "mosquitto cannot read the fleet's folder {}{closed}: {why}. mosquitto said: {what}; \
+             its log: {}",
+            dir.display(),
+            log.display()
+        )
+    } else if said.contains("Address already in use") {
+        format!(
+            "mosquitto could not listen: the port is taken (--port picks another); its log: {}",
+            log.display()
+        )
+    } else {
+        format!(
+            "mosquitto stopped before it listened ({status}): {what}; its log: {}",
+            log.display()
+        )
+    }
+}
+
+/// The first folder from the root down to `dir` that users other than its
+/// owner cannot go through (no `x` for others), with its mode.
+fn closed_folder(dir: &Path) -> Option<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::fs::canonicalize(dir).ok()?;
+    let mut folders: Vec<&Path> = dir.ancestors().collect();
+    folders.reverse();
+    folders.into_iter().find_map(|folder| {
+        let mode = std::fs::metadata(folder).ok()?.permissions().mode() & 0o777;
+        (mode & 0o001 == 0).then(|| (folder.to_path_buf(), mode))
+    })
+}
+
 fn down(dir: &Path) -> Result<ExitCode> {
     let file = dir.join("pids");
     let text = std::fs::read_to_string(&file).with_context(|| {
@@ -318,4 +504,69 @@ fn down(dir: &Path) -> Result<ExitCode> {
     std::fs::remove_file(&file)?;
     println!("fleet down: {} processes stopped", entries.len());
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broker_that_cannot_read_its_folder_is_said_plainly() {
+        let said = "1795889566: mosquitto version 2.0.11 starting\n\
+                    1795889566: Config loaded from /srv/fleet/mosquitto.conf.\n\
+                    1795889566: Error: Unable to open pwfile \"/srv/fleet/passwd\".\n\
+                    1795889566: Error opening password file \"/srv/fleet/passwd\".\n";
+        let log = Path::new("/srv/fleet/mosquitto.log");
+        let e = broker_failed(Path::new("/srv/fleet"), true, said, "exit status: 13", log);
+        assert!(
+            e.starts_with("mosquitto cannot read the fleet's folder /srv/fleet")
+                && e.contains("drops to the user `mosquitto`")
+                && e.contains(
+                    "mosquitto said: Error: Unable to open pwfile \"/srv/fleet/passwd\".; \
+                     Error opening password file"
+                )
+                && e.ends_with("its log: /srv/fleet/mosquitto.log"),
+            "{e}"
+        );
+        let e = broker_failed(Path::new("/srv/fleet"), false, said, "exit status: 13", log);
+        assert!(
+            !e.contains("root") && e.contains("cannot open its password file"),
+            "{e}"
+        );
+        let other = "1: mosquitto version 2.0.11 starting\n2: Error: Invalid user 'mosquitto'.\n";
+        let e = broker_failed(Path::new("/srv/fleet"), true, other, "exit status: 1", log);
+        assert_eq!(
+            e,
+            "mosquitto stopped before it listened (exit status: 1): Error: Invalid user \
+             'mosquitto'.; its log: /srv/fleet/mosquitto.log"
+        );
+    }
+
+    #[test]
+    fn private_files_are_0600_from_creation_and_replace_what_was_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("robobrain-private-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("secret");
+        std::fs::write(&file, "old, world-readable").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let target = dir.join("elsewhere");
+        std::fs::write(&target, "not to be touched").unwrap();
+        let link = dir.join("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_private(&file, "new").unwrap();
+        write_private(&link, "new").unwrap();
+        for path in [&file, &link] {
+            let meta = std::fs::symlink_metadata(path).unwrap();
+            assert!(meta.is_file(), "{}", path.display());
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+            assert_eq!(std::fs::read_to_string(path).unwrap(), "new");
+        }
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "not to be touched"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
