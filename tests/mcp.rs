@@ -233,9 +233,21 @@ fn spawn_http_watched(
 fn post(url: &str, headers: &[(&str, &str)], body: &str) -> (String, String) {
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_at(rest.find('/').unwrap());
-    let mut s = std::net::TcpStream::connect(host).unwrap();
+    request_as(host, host, ("POST", path), headers, body)
+}
+
+/// A raw HTTP/1.1 request to `addr` naming `host` as its `Host`; (status
+/// line, body).
+fn request_as(
+    addr: &str,
+    host: &str,
+    (method, path): (&str, &str),
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
     let mut req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
     for (k, v) in headers {
@@ -319,6 +331,49 @@ fn http_refuses_requests_from_pages_of_other_origins() {
     for ok in [vec![], vec![("Origin", local.as_str())]] {
         let (status, body) = post(&url, &ok, init);
         assert!(status.contains("200"), "{ok:?}: {status} {body}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// On loopback, `mcp --http` answers only requests that name this machine
+/// as their `Host` — on `/mcp` and on any other path — so a site whose
+/// name was pointed at 127.0.0.1 (DNS rebinding) cannot call the tools.
+#[test]
+fn http_answers_only_to_this_machines_names() {
+    let dir = temp_dir("mcp-host");
+    let (mut child, url) = spawn_http(&[], &dir.join("run.jsonl"));
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .unwrap()
+        .to_string();
+    let port = addr.rsplit(':').next().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".to_string(),
+        format!("127.0.0.1.nip.io:{port}"),
+    ] {
+        for (method, path) in [("POST", "/mcp"), ("GET", "/mcp"), ("GET", "/other")] {
+            let (status, body) = request_as(&addr, &host, (method, path), &[], init);
+            assert!(
+                status.contains("403"),
+                "{method} {path} as {host}: {status} {body}"
+            );
+            assert!(
+                body.contains(&format!("Host `{host}` is not this machine")),
+                "{method} {path} as {host}: {body}"
+            );
+        }
+    }
+    for host in [
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "127.0.0.1".into(),
+    ] {
+        let (status, body) = request_as(&addr, &host, ("POST", "/mcp"), &[], init);
+        assert!(status.contains("200"), "{host}: {status} {body}");
     }
     child.kill().unwrap();
     child.wait().unwrap();

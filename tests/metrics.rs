@@ -5,8 +5,7 @@
 //! counters seen moving. `/healthz` answers 200 while the robot is there
 //! and 503 once its process (`robobrain sim --listen`) is gone.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,29 +19,7 @@ use crate::web::serve_with;
 
 /// `GET path` on `addr` with these extra header lines; (status, body).
 fn get(addr: &str, path: &str, headers: &[&str]) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for h in headers {
-        request.push_str(h);
-        request.push_str("\r\n");
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    assert!(
-        !head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked"),
-        "a body this test cannot read: {head}"
-    );
-    (status, body.to_string())
+    crate::web::get_as(addr, Some(addr), path, headers)
 }
 
 /// The interpreter with the test packages (`./x setup` makes it).

@@ -68,10 +68,11 @@ pub(crate) fn serve_with(config: &std::path::Path, extra: &[&str], speed: f64) -
     let mut said = Vec::new();
     let addr = loop {
         let line = lines.next().expect("serve ended before serving").unwrap();
-        if let Some(at) = line.find(" at http://") {
-            break line[at + " at http://".len()..]
-                .trim_end_matches('/')
-                .to_string();
+        let at = [" at http://", " at https://"]
+            .iter()
+            .find_map(|p| line.find(p).map(|i| i + p.len()));
+        if let Some(at) = at {
+            break line[at..].trim_end_matches('/').to_string();
         }
         said.push(line);
     };
@@ -448,5 +449,335 @@ async fn an_oversized_frame_is_refused_and_the_estop_after_it_arrives() {
     assert!(
         !seen.iter().any(|e| e["kind"] == "intent"),
         "the refused frame reached the intent parser"
+    );
+}
+
+/// A raw HTTP/1.1 `GET path` on `addr` naming `host` (none: no `Host`
+/// header at all) with these extra header lines; (status, body).
+pub(crate) fn get_as(
+    addr: &str,
+    host: Option<&str>,
+    path: &str,
+    headers: &[&str],
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    // A WebSocket handshake says `Connection: Upgrade`; anything else, close.
+    let mut request = format!("GET {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|h| h.starts_with("Connection:")) {
+        request.push_str("Connection: close\r\n");
+    }
+    if let Some(host) = host {
+        request.push_str("Host: ");
+        request.push_str(host);
+        request.push_str("\r\n");
+    }
+    for h in headers {
+        request.push_str(h);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    // The head, then the body its Content-Length says (a 101, and a
+    // handshake refused, keep the connection open: no waiting for its end).
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let complete = |raw: &[u8]| {
+        let text = String::from_utf8_lossy(raw);
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            return false;
+        };
+        let length = head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .map_or(0, |(_, v)| v.trim().parse().unwrap());
+        head.starts_with("HTTP/1.1 101") || body.len() >= length
+    };
+    while !complete(&raw) {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "the server closed mid-answer: {}",
+            String::from_utf8_lossy(&raw)
+        );
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let raw = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    assert!(
+        !head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "a body this test cannot read: {head}"
+    );
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, body.to_string())
+}
+
+/// The headers of a WebSocket handshake.
+const UPGRADE: [&str; 4] = [
+    "Connection: Upgrade",
+    "Upgrade: websocket",
+    "Sec-WebSocket-Version: 13",
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+];
+
+/// Every route of a server on loopback — the page, its files, the API,
+/// `/metrics`, `/healthz`, the WebSocket and paths that do not exist —
+/// refuses a request whose `Host` is not this machine (DNS rebinding), and
+/// answers localhost, 127.0.0.1 and [::1] with or without a port.
+fn only_local_names_are_served(addr: &str, paths: &[&str]) {
+    let port = addr.rsplit(':').next().unwrap();
+    for path in paths {
+        let upgrade: &[&str] = if *path == "/ws" { &UPGRADE } else { &[] };
+        for host in [
+            "evil.example".to_string(),
+            format!("evil.example:{port}"),
+            format!("127.0.0.1.nip.io:{port}"),
+            format!("localhost.evil.example:{port}"),
+            format!("127.0.0.2:{port}"),
+        ] {
+            let (status, body) = get_as(addr, Some(&host), path, upgrade);
+            assert_eq!(status, 403, "{path} as {host}: {body}");
+            assert!(
+                body.contains(&format!("Host `{host}` is not this machine"))
+                    && body.contains("DNS rebinding"),
+                "{path} as {host}: {body}"
+            );
+        }
+        let (status, body) = get_as(addr, None, path, upgrade);
+        assert_eq!(status, 400, "{path} with no Host: {body}");
+        assert!(body.contains("no Host header"), "{body}");
+    }
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        format!("[::1]:{port}"),
+    ] {
+        let (status, body) = get_as(addr, Some(&host), paths[0], &[]);
+        assert_eq!(status, 200, "{} as {host}: {body}", paths[0]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_loopback_every_route_answers_only_to_this_machines_names() {
+    let server = serve("web-host", &[]);
+    only_local_names_are_served(
+        &server.addr,
+        &[
+            "/api/snapshot",
+            "/api/map",
+            "/metrics",
+            "/healthz",
+            "/",
+            "/index.html",
+            "/ws",
+            "/no/such/thing",
+        ],
+    );
+    let port = server.addr.rsplit(':').next().unwrap();
+    let (status, _) = get_as(
+        &server.addr,
+        Some(&format!("localhost:{port}")),
+        "/ws",
+        &UPGRADE,
+    );
+    assert_eq!(status, 101, "this machine's page gets its WebSocket");
+    // A WebSocket client that names another host is refused too.
+    let mut request = format!("ws://{}/ws", server.addr)
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("Host", "rebound.example".parse().unwrap());
+    let refused = tokio_tungstenite::connect_async(request).await.unwrap_err();
+    assert!(refused.to_string().contains("403"), "{refused}");
+
+    // The fleet page's server keeps the same rule (its broker need not be there).
+    let dir = temp_dir("web-host-fleet");
+    let config = crate::support::quiet_config(&dir);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let broker = format!("mqtt://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let fleet = serve_with(&config, &["--fleet", &broker], 1.0);
+    only_local_names_are_served(&fleet.addr, &["/api/fleet", "/metrics", "/ws", "/"]);
+
+    // Beyond loopback any name is served, and the token decides.
+    let wide = serve(
+        "web-host-wide",
+        &["--listen", "0.0.0.0:0", "--token", "T0K"],
+    );
+    let port = wide.addr.rsplit(':').next().unwrap();
+    let local = format!("127.0.0.1:{port}");
+    let robot = format!("robot.example:{port}");
+    let (status, body) = get_as(
+        &local,
+        Some(&robot),
+        "/api/snapshot",
+        &["Authorization: Bearer T0K"],
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = get_as(&local, Some(&robot), "/api/snapshot", &[]);
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("Authorization: Bearer"), "{body}");
+}
+
+/// A throw-away self-signed certificate for localhost and 127.0.0.1 in
+/// `dir`: (`cert.pem`, `key.pem`). Not a CA (`CA:FALSE`): rustls refuses a
+/// CA's certificate as a server's own.
+fn self_signed(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let openssl = robobrain_core::testing::program("openssl", "apt-get install openssl");
+    let out = std::process::Command::new(openssl)
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
+}
+
+/// `serve --tls-cert --tls-key` and `tui --connect wss://… --ca`: the
+/// console attaches over TLS with the token in an `Authorization: Bearer`
+/// header (never in the URL, never on its screen); a wrong token, an
+/// untrusted certificate and plain ws:// are each refused with their
+/// reason; the API answers over HTTPS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_attaches_over_wss_with_the_token_in_a_header() {
+    use robobrain_tui::console::transport::{ConnectError, ConnectOptions, Remote};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let dir = temp_dir("web-wss");
+    let (cert, key) = self_signed(&dir);
+    let token = dir.join("token");
+    std::fs::write(&token, "wss-s3cret\n").unwrap();
+    let config = crate::support::quiet_config(&dir);
+    let server = serve_with(
+        &config,
+        &[
+            "--token-file",
+            token.to_str().unwrap(),
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+        4.0,
+    );
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let url = format!("wss://localhost:{port}");
+    let trusted = |token: &str| ConnectOptions {
+        token: Some(token.into()),
+        ca: Some(cert.clone()),
+    };
+
+    // In process: the header token admits, a wrong one is refused, the
+    // certificate must be trusted, and plain ws:// gets no WebSocket.
+    let (remote, greeting) = Remote::connect(&url, &trusted("wss-s3cret")).await.unwrap();
+    assert_eq!(
+        greeting.hello.role,
+        robobrain_core::protocol::Role::Operator
+    );
+    assert_eq!(remote.url(), url);
+    drop(remote);
+    let wrong = Remote::connect(&url, &trusted("guess"))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(wrong, ConnectError::Connect { .. }) && wrong.to_string().contains("401"),
+        "{wrong}"
+    );
+    let untrusted = ConnectOptions {
+        token: Some("wss-s3cret".into()),
+        ca: None,
+    };
+    let e = Remote::connect(&url, &untrusted).await.err().unwrap();
+    let why = format!(
+        "{e}: {}",
+        std::error::Error::source(&e)
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    );
+    assert!(
+        matches!(e, ConnectError::Tls { .. }) && why.contains("--ca FILE"),
+        "{why}"
+    );
+    assert!(why.to_lowercase().contains("certificate"), "{why}");
+    let plain = format!("ws://localhost:{port}");
+    assert!(
+        Remote::connect(&plain, &trusted("wss-s3cret"))
+            .await
+            .is_err()
+    );
+
+    // The API over HTTPS with the bearer token (what a monitor sends).
+    let tls = robobrain_tui::web::tls::client_config(Some(&cert)).unwrap();
+    let tcp = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    let name = tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut https = robobrain_tui::web::tls::connector(tls)
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    https
+        .write_all(
+            format!(
+                "GET /api/snapshot HTTP/1.1\r\nHost: localhost:{port}\r\nAuthorization: Bearer wss-s3cret\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    let _ = https.read_to_string(&mut answer).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:.300}");
+
+    // The binary: the token from ROBOBRAIN_TOKEN and the CA from --ca.
+    let args = format!("tui --connect {url} --ca {}", cert.display());
+    let command = format!(
+        "export ROBOBRAIN_TOKEN=wss-s3cret; {}",
+        crate::console::console_then_shell(&config, &args)
+    );
+    let tmux = crate::console::Tmux::start(&command, 140, 40);
+    let screen = tmux.wait_for("the console over wss", 30, |s| s.contains("(operator)"));
+    assert!(screen.contains(&url), "{screen}");
+    assert!(
+        !screen.contains("wss-s3cret"),
+        "the token is never shown: {screen}"
+    );
+    tmux.keys(&["C-c"]);
+    let s = tmux.wait_for("the quit question or the exit", 10, |s| {
+        s.contains("Quit?") || s.contains("tty=")
+    });
+    if s.contains("Quit?") {
+        tmux.keys(&["y"]);
+    }
+    let end = tmux.wait_for("the console to end", 10, |s| s.contains("tty="));
+    assert!(
+        end.contains("exit=0") && end.contains(&format!("detached from {url}")),
+        "{end}"
     );
 }

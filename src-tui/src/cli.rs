@@ -93,9 +93,18 @@ pub enum Cmd {
         #[arg(long, value_name = "FILE", help = MCAP_HELP)]
         mcap: Option<PathBuf>,
         /// Attach to a running `robobrain serve` instead of running a brain
-        /// here: ws://HOST:PORT[?token=…] (a viewer token watches only).
+        /// here: ws://HOST:PORT, or wss://HOST:PORT over TLS (a viewer token
+        /// watches only). The token: ROBOBRAIN_TOKEN or --token-file, sent
+        /// as an `Authorization: Bearer` header.
         #[arg(long, value_name = "URL", conflicts_with_all = ["speed", "log", "mcap"])]
         connect: Option<String>,
+        /// With --connect: the token, read from FILE (one line; mode 0600).
+        #[arg(long, value_name = "FILE", requires = "connect")]
+        token_file: Option<PathBuf>,
+        /// With --connect wss://…: the CA certificate (PEM) the server's
+        /// certificate must be signed by (default: the system's roots).
+        #[arg(long, value_name = "FILE", requires = "connect")]
+        ca: Option<PathBuf>,
     },
     /// A headless patrol printed as a readable, coloured event log.
     Demo {
@@ -262,13 +271,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Some(Cmd::Tui {
-            connect: Some(url), ..
-        }) => attach(&url, &durable),
+            connect: Some(url),
+            token_file,
+            ca,
+            ..
+        }) => attach(&url, token_file.as_deref(), ca, &durable),
         Some(Cmd::Tui {
             speed,
             log,
             mcap,
             connect: None,
+            ..
         }) => tui(&config, speed, Logs { log, mcap }, &durable),
         Some(Cmd::Demo {
             fast,
@@ -333,35 +346,35 @@ fn tui(config: &Config, speed: f64, logs: Logs, durable: &Durability) -> Result<
     Ok(ExitCode::from(ended.exit_status()))
 }
 
-/// `tui --connect URL`: the console on a run served elsewhere.
-fn attach(url: &str, durable: &Durability) -> Result<ExitCode> {
+/// `tui --connect URL`: the console on a run served elsewhere. The token
+/// goes in a header: the URL's `?token=…` (warned about: `ps` shows it),
+/// else `--token-file`'s, else ROBOBRAIN_TOKEN's.
+fn attach(
+    url: &str,
+    token_file: Option<&Path>,
+    ca: Option<PathBuf>,
+    durable: &Durability,
+) -> Result<ExitCode> {
     anyhow::ensure!(console::has_terminal(), "the console needs a terminal");
     anyhow::ensure!(
         !durable.record && !durable.resume && durable.robot.is_none(),
         "--connect attaches to a run `robobrain serve` assembled: --thread, --db, --resume and --robot belong to that command"
     );
-    let url = with_token(url);
-    let ended = console::attach(&url, console::color_allowed())?;
-    Ok(ExitCode::from(ended.exit_status()))
-}
-
-/// The `--connect` URL with its token: as given (`?token=…`, warned about:
-/// `ps` shows it), else ROBOBRAIN_TOKEN's, else none.
-fn with_token(url: &str) -> String {
-    let given = url
+    let in_url = url
         .split_once('?')
         .is_some_and(|(_, q)| q.split('&').any(|p| p.starts_with("token=")));
-    if given {
-        crate::flags::warn_visible("the token in --connect's URL", "ROBOBRAIN_TOKEN=…");
-        return url.to_string();
+    if in_url {
+        crate::flags::warn_visible(
+            "the token in --connect's URL",
+            "ROBOBRAIN_TOKEN=… or --token-file FILE",
+        );
     }
-    match robobrain_core::secrets::from_env("ROBOBRAIN_TOKEN") {
-        Ok(token) => {
-            let join = if url.contains('?') { '&' } else { '?' };
-            format!("{url}{join}token={token}")
-        }
-        Err(_) => url.to_string(),
-    }
+    let options = console::transport::ConnectOptions {
+        token: crate::flags::secret("--token", None, token_file, "ROBOBRAIN_TOKEN")?,
+        ca,
+    };
+    let ended = console::attach(url, &options, console::color_allowed())?;
+    Ok(ExitCode::from(ended.exit_status()))
 }
 
 /// Writes the HTML report of the run logged in `log`; the world is the one

@@ -114,17 +114,18 @@ pub fn run(config: &Config, options: SessionOptions, color: bool) -> Result<Ende
 }
 
 /// Runs the console on a run `robobrain serve` serves at `url`
-/// (`ws://HOST:PORT[?token=…]`): the same panels and keys; with a viewer
-/// token the server refuses its commands, and the header says so.
-pub fn attach(url: &str, color: bool) -> Result<Ended> {
+/// (`ws://HOST:PORT` or `wss://HOST:PORT`; the token and the CA in
+/// `options`): the same panels and keys; with a viewer token the server
+/// refuses its commands, and the header says so.
+pub fn attach(url: &str, options: &transport::ConnectOptions, color: bool) -> Result<Ended> {
     let rt = runtime()?;
     rt.block_on(async {
         let signals = Signals::listen()?;
-        let (mut remote, greeting) = Remote::connect(url).await?;
+        let (mut remote, greeting) = Remote::connect(url, options).await?;
         let mut app = App::new(greeting.hello.world, greeting.snapshot, color);
         app.attached(remote.url(), greeting.hello.role);
         let ended = on_terminal(&mut app, &mut remote, signals).await?;
-        let _ = writeln!(std::io::stdout(), "detached from {url}");
+        let _ = writeln!(std::io::stdout(), "detached from {}", remote.url());
         Ok(ended)
     })
 }

@@ -1,20 +1,22 @@
 //! `robobrain serve`: the run the session builder assembles, with the web
 //! console — the page over HTTP and the
 //! protocol over a WebSocket ([`robobrain_tui::web`]). Localhost only unless
-//! `--token` is given; `--viewer-token` lets others watch without commanding.
+//! `--token` is given; `--viewer-token` lets others watch without commanding;
+//! HTTPS and `wss://` with `--tls-cert` and `--tls-key`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use robobrain_core::config::Config;
 use robobrain_core::runtime::Pace;
 use robobrain_core::session::{Session, SessionOptions};
 use tokio_util::sync::CancellationToken;
 
-use robobrain_tui::web::{Access, FleetServed, Served, WebServer, access};
+use robobrain_tui::web::{Access, FleetServed, Served, WebServer, access, tls};
+use tokio_rustls::rustls::ServerConfig;
 
 use crate::flags::{BrokerLogin, Durability, LOG_HELP, MCAP_HELP, secret};
 
@@ -41,6 +43,13 @@ pub struct Args {
     /// The viewers' token, read from FILE.
     #[arg(long, value_name = "FILE", conflicts_with = "viewer_token")]
     pub viewer_token_file: Option<PathBuf>,
+    /// Serve HTTPS and wss:// with this certificate (PEM; the chain, the
+    /// server's own first) instead of plain HTTP; needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Sim seconds per wall second.
     #[arg(long, value_name = "N", default_value_t = 1.0)]
     pub speed: f64,
@@ -79,6 +88,10 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
         loopback: args.listen.ip().is_loopback(),
     };
     access::check_bind(args.listen, access.token.as_deref()).map_err(anyhow::Error::msg)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::server_config(cert, key).context("--tls-cert")?),
+        _ => None,
+    };
     if let Some(url) = &args.fleet {
         anyhow::ensure!(
             !durable.record && !durable.resume && durable.robot.is_none(),
@@ -88,7 +101,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
             .login
             .connection(url, format!("robobrain-serve-{}", std::process::id()))?;
         let rt = crate::flags::async_runtime(2)?;
-        return rt.block_on(serve_fleet(&mqtt, url, access, args.listen));
+        return rt.block_on(serve_fleet(&mqtt, url, access, args.listen, tls));
     }
     anyhow::ensure!(
         !args.login.given(),
@@ -110,18 +123,26 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
                 eprintln!("error: MCP service `{}` {e}", service.name);
             }
         }
-        serve(session, access, args).await
+        serve(session, access, args.listen, tls).await
     })
 }
 
-async fn serve(session: Session, access: Access, args: &Args) -> Result<ExitCode> {
+async fn serve(
+    session: Session,
+    access: Access,
+    listen: SocketAddr,
+    tls: Option<Arc<ServerConfig>>,
+) -> Result<ExitCode> {
     let served = Arc::new(Served { session, access });
-    let server = WebServer::bind(Arc::clone(&served), args.listen).await?;
+    let server = WebServer::bind(Arc::clone(&served), listen)
+        .await?
+        .with_tls(tls);
     // Tests and scripts read the address (the real port) from this line.
     eprintln!("robobrain serve: {}", served.session.info().summary());
     eprintln!(
-        "robobrain serve: thread {} at http://{}/",
+        "robobrain serve: thread {} at {}://{}/",
         served.session.thread_id(),
+        server.scheme(),
         server.addr
     );
     let shutdown = CancellationToken::new();
@@ -137,13 +158,15 @@ async fn serve_fleet(
     url: &str,
     access: Access,
     listen: SocketAddr,
+    tls: Option<Arc<ServerConfig>>,
 ) -> Result<ExitCode> {
     let hub = Arc::new(robobrain_core::fleet::hub::FleetHub::start(mqtt, url));
     let served = Arc::new(FleetServed { hub, access });
-    let server = WebServer::bind_fleet(served, listen).await?;
+    let server = WebServer::bind_fleet(served, listen).await?.with_tls(tls);
     // Tests and scripts read the address (the real port) from this line.
     eprintln!(
-        "robobrain serve: the fleet on {url} at http://{}/",
+        "robobrain serve: the fleet on {url} at {}://{}/",
+        server.scheme(),
         server.addr
     );
     let shutdown = CancellationToken::new();

@@ -4,7 +4,10 @@
 //! refuses to start without one. On loopback a request from a web page of
 //! another origin is refused (403), by the web console's own rule
 //! ([`origin_allowed`]): a site open in a browser on this machine cannot
-//! call the robot's tools.
+//! call the robot's tools; and every request there, on any path, must
+//! name this machine as its `Host` (`localhost`, `127.0.0.1`, `[::1]`), by
+//! the web console's rule ([`local_host_only`]), so a site whose name points
+//! at 127.0.0.1 (DNS rebinding) cannot either.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use crate::web::access::{Denied, origin_allowed};
+use crate::web::server::{HostGuard, local_host_only};
 
 /// The path the MCP endpoint is served under.
 pub const PATH: &str = "/mcp";
@@ -74,11 +78,19 @@ impl HttpServer {
                 bearer,
             ));
         }
-        // Outermost: a foreign page is refused before anything else.
-        router = router.layer(axum::middleware::from_fn_with_state(
-            addr.ip().is_loopback(),
-            same_origin,
-        ));
+        // Outermost: a foreign host, then a foreign page, is refused before anything else.
+        router = router
+            .layer(axum::middleware::from_fn_with_state(
+                addr.ip().is_loopback(),
+                same_origin,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                HostGuard {
+                    loopback: addr.ip().is_loopback(),
+                    face: "mcp",
+                },
+                local_host_only,
+            ));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;

@@ -9,7 +9,9 @@ pub use robobrain_core::protocol::Role;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Denied {
     /// A token is required and none was given.
-    #[error("this server needs a token (?token=…)")]
+    #[error(
+        "this server needs a token (Authorization: Bearer TOKEN, or ?token=… from a browser page)"
+    )]
     NoToken,
     /// The token matches neither the operator's nor the viewers'.
     #[error("the token is not valid here")]
@@ -78,6 +80,60 @@ pub fn check_bind(addr: SocketAddr, token: Option<&str>) -> Result<(), String> {
 /// the token decides. `robobrain serve` and `robobrain mcp --http` share it.
 pub fn origin_allowed(loopback: bool, origin: Option<&str>) -> bool {
     !loopback || origin.is_none_or(is_local_origin)
+}
+
+/// Why a request's `Host` was refused by a server on loopback.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostRefused {
+    /// The request names no host at all.
+    #[error(
+        "the request has no Host header: on loopback this server answers only to Host localhost, 127.0.0.1 or [::1]"
+    )]
+    Missing,
+    /// The request names another host: a web site whose name was pointed at
+    /// 127.0.0.1 (DNS rebinding) would send its own name here.
+    #[error(
+        "Host `{0}` is not this machine: on loopback this server answers only to Host localhost, 127.0.0.1 or [::1] (any port), so a web site whose name points at 127.0.0.1 (DNS rebinding) cannot read it"
+    )]
+    Foreign(String),
+}
+
+/// Whether a request naming `host` (its `Host` header, `HOST[:PORT]`) may
+/// reach a server listening on loopback only (`loopback`): only
+/// `localhost`, `127.0.0.1` and `[::1]`, with or without a port. A page
+/// whose site name an attacker points at 127.0.0.1 sends that name, and its
+/// browser treats the answers as that site's (DNS rebinding); a token, the
+/// guard beyond loopback, is not needed on loopback, so the name is checked
+/// there. Beyond loopback every name is served (clients reach the server by
+/// whatever name they know it by) and the token decides. `robobrain serve`
+/// and `robobrain mcp --http` share it.
+pub fn host_allowed(loopback: bool, host: Option<&str>) -> Result<(), HostRefused> {
+    match host {
+        _ if !loopback => Ok(()),
+        None => Err(HostRefused::Missing),
+        Some(h) if is_local_host(h) => Ok(()),
+        Some(h) => Err(HostRefused::Foreign(h.chars().take(100).collect())),
+    }
+}
+
+/// `localhost`, `127.0.0.1` or `[::1]`, each with an optional port.
+fn is_local_host(host: &str) -> bool {
+    let port_ok = |port: &str| {
+        !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok()
+    };
+    if let Some(rest) = host.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some(("::1", "")) => true,
+            Some(("::1", after)) => after.strip_prefix(':').is_some_and(port_ok),
+            _ => false,
+        };
+    }
+    let name = match host.split_once(':') {
+        Some((name, port)) if port_ok(port) => name,
+        Some(_) => return false,
+        None => host,
+    };
+    name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1"
 }
 
 /// Pages served from this machine (or the desktop app's own scheme).
@@ -150,6 +206,44 @@ mod tests {
         );
         assert_eq!(a.role(Some("guess"), false, None), Err(Denied::BadToken));
         assert_eq!(a.role(None, true, None), Err(Denied::NoToken));
+    }
+
+    #[test]
+    fn on_loopback_only_this_machines_names_are_served() {
+        for ok in [
+            "localhost",
+            "localhost:7878",
+            "LocalHost:1",
+            "127.0.0.1",
+            "127.0.0.1:7878",
+            "[::1]",
+            "[::1]:7878",
+        ] {
+            assert_eq!(host_allowed(true, Some(ok)), Ok(()), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:7878",
+            "127.0.0.1.nip.io",
+            "localhost.evil.example:7878",
+            "127.0.0.2:7878",
+            "0.0.0.0:7878",
+            "localhost:",
+            "localhost:99999",
+            "localhost:80@evil.example",
+            "[::1]x",
+            "[::2]:7878",
+            "",
+        ] {
+            assert_eq!(
+                host_allowed(true, Some(bad)),
+                Err(HostRefused::Foreign(bad.into())),
+                "{bad}"
+            );
+        }
+        assert_eq!(host_allowed(true, None), Err(HostRefused::Missing));
+        assert_eq!(host_allowed(false, Some("robot.example:7878")), Ok(()));
+        assert_eq!(host_allowed(false, None), Ok(()));
     }
 
     #[test]

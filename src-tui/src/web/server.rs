@@ -7,6 +7,9 @@
 //! snapshot when they are no longer kept); a face that paints from
 //! snapshots (`robobrain tui --connect`) asks for one every `snapshot_ms`.
 //! `/metrics` (Prometheus) and `/healthz` watch the run from outside.
+//! On loopback every request must name this machine as its `Host`
+//! ([`local_host_only`]); with a certificate ([`WebServer::with_tls`]) it
+//! all goes over TLS.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,8 +18,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use robobrain_core::protocol::ServerMessage;
@@ -26,8 +30,9 @@ use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::access::{Access, Denied, Role};
+use super::access::{self, Access, Denied, HostRefused, Role};
 use super::assets;
+use super::tls::TlsListener;
 
 /// The biggest WebSocket message a connection reads at all (16 MiB): a
 /// bigger one closes the connection (close code 1009). Anything over
@@ -53,6 +58,7 @@ pub struct WebServer {
     pub addr: SocketAddr,
     listener: tokio::net::TcpListener,
     router: Router,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
 }
 
 /// Query parameters of `/ws` and `/api/*`.
@@ -82,8 +88,17 @@ impl WebServer {
         Self::listen(addr, router).await
     }
 
-    /// Binds `addr` for `router`: the page's files, then what it serves.
+    /// Binds `addr` for `router`: the page's files, then what it serves;
+    /// on loopback every route, the unknown ones too, answers only to this
+    /// machine's names ([`local_host_only`]).
     pub(super) async fn listen(addr: SocketAddr, router: Router) -> Result<Self> {
+        let router = router.layer(axum::middleware::from_fn_with_state(
+            HostGuard {
+                loopback: addr.ip().is_loopback(),
+                face: "serve",
+            },
+            local_host_only,
+        ));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
@@ -92,15 +107,80 @@ impl WebServer {
             addr,
             listener,
             router,
+            tls: None,
         })
+    }
+
+    /// Serves HTTPS and `wss://` with `tls` (`serve --tls-cert --tls-key`)
+    /// instead of plain HTTP; `None`: plain HTTP.
+    #[must_use]
+    pub fn with_tls(mut self, tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// `https` with TLS, else `http`: how its URL begins.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
     }
 
     /// Serves until `shutdown` is cancelled.
     pub async fn serve(self, shutdown: CancellationToken) -> Result<()> {
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
-            .context("the web server")
+        let stop = async move { shutdown.cancelled().await };
+        match self.tls {
+            Some(tls) => {
+                let listener = TlsListener::new(self.listener, tls, "serve")?;
+                axum::serve(listener, self.router)
+                    .with_graceful_shutdown(stop)
+                    .await
+            }
+            None => {
+                axum::serve(self.listener, self.router)
+                    .with_graceful_shutdown(stop)
+                    .await
+            }
+        }
+        .context("the web server")
+    }
+}
+
+/// What [`local_host_only`] knows of its server.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostGuard {
+    /// Whether the server listens on loopback only.
+    pub(crate) loopback: bool,
+    /// Its name on stderr: `serve`, `mcp`.
+    pub(crate) face: &'static str,
+}
+
+/// Refuses a request to a server on loopback whose `Host` is not
+/// `localhost`, `127.0.0.1` or `[::1]` ([`access::host_allowed`]): 403 with
+/// the reason (400 when it names no host), before any route — the page, the
+/// API, `/metrics`, the WebSocket — sees it. A web site whose name an
+/// attacker pointed at 127.0.0.1 (DNS rebinding) cannot read the robot.
+pub(crate) async fn local_host_only(
+    State(guard): State<HostGuard>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let host = match request.headers().get(header::HOST) {
+        // A header that is not text is no name of this machine.
+        Some(value) => Some(value.to_str().unwrap_or("(not text)")),
+        None => request
+            .uri()
+            .authority()
+            .map(axum::http::uri::Authority::as_str),
+    };
+    match access::host_allowed(guard.loopback, host) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => {
+            eprintln!("robobrain {}: refused a request: {refused}", guard.face);
+            let status = match refused {
+                HostRefused::Missing => StatusCode::BAD_REQUEST,
+                HostRefused::Foreign(_) => StatusCode::FORBIDDEN,
+            };
+            (status, refused.to_string()).into_response()
+        }
     }
 }
 
