@@ -156,12 +156,7 @@ fn fleet_up_starts_a_broker_and_robots_and_fleet_down_stops_them() {
     let dir = temp_dir("fleet-up");
     let config = quiet_config(&dir);
     let fleet = dir.join("fleet");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = free_port();
     let (config, fleet_dir) = (config.to_str().unwrap(), fleet.to_str().unwrap());
     let up = crate::support::robobrain(
         &[
@@ -178,15 +173,7 @@ fn fleet_up_starts_a_broker_and_robots_and_fleet_down_stops_them() {
     );
     assert!(said.contains("robobrain fleet down --dir"), "{said}");
 
-    let mut mqtt = robobrain_core::fleet::connection(
-        &format!("mqtt://127.0.0.1:{port}"),
-        Some("operator"),
-        None,
-        Some(fleet.join("operator.password").as_path()),
-        None,
-    )
-    .unwrap();
-    mqtt.client_id = "fleet-up-test".into();
+    let mqtt = operator_login(&fleet, &port, "fleet-up-test");
     let rt = tokio::runtime::Runtime::new().unwrap();
     let patrolling = rt.block_on(async {
         let mut client = FleetClient::connect(&mqtt);
@@ -259,7 +246,8 @@ fn mode(path: &Path) -> u32 {
 /// (and the mode of the password file `mosquitto_passwd` is handed), and
 /// no password appears there. Under `umask 000`, every file it writes is
 /// still 0600; the password file holds hashes only; the broker's config
-/// ties each client's id to its user.
+/// ties each client's id to its user (a second login as `operator` under
+/// another client id takes the first one's place).
 #[test]
 fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
     use std::os::unix::fs::PermissionsExt;
@@ -310,6 +298,8 @@ fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
         "robot-1/stderr.log",
     ]
     .map(|f| (f, fleet.join(f).exists().then(|| mode(&fleet.join(f)))));
+    let log = fleet.join("mosquitto.log");
+    let took_over = up.status.success() && second_login_takes_the_first_ones_place(&fleet, &port);
     let down = crate::support::robobrain(&["fleet", "down", "--dir", fleet.to_str().unwrap()], "");
     assert!(up.status.success(), "{said}");
     assert_eq!(down.code, 0, "{}", down.stderr);
@@ -352,11 +342,61 @@ fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
         conf.lines().any(|l| l == "use_username_as_clientid true"),
         "{conf}"
     );
-    let log = std::fs::read_to_string(fleet.join("mosquitto.log")).unwrap();
+    let log = std::fs::read_to_string(&log).unwrap();
     assert!(
         log.contains("mosquitto version"),
         "the broker's log is written: {log}"
     );
+    assert!(
+        took_over,
+        "two clients of one user with different client ids both stayed: the id is not the user's\n{log}"
+    );
+}
+
+/// The operator's login on the broker `fleet up` started in `fleet` on
+/// `port`, as the client `id`.
+fn operator_login(fleet: &Path, port: &str, id: &str) -> robobrain_core::devices::mqtt::MqttConfig {
+    let mut mqtt = robobrain_core::fleet::connection(
+        &format!("mqtt://127.0.0.1:{port}"),
+        Some("operator"),
+        None,
+        Some(fleet.join("operator.password").as_path()),
+        None,
+    )
+    .unwrap();
+    mqtt.client_id = id.into();
+    mqtt
+}
+
+/// Two consoles log in as `operator` with different client ids: with
+/// `use_username_as_clientid` the broker gives both the id `operator`, so
+/// the second takes the first one's place, and says so in its log.
+fn second_login_takes_the_first_ones_place(fleet: &Path, port: &str) -> bool {
+    use robobrain_core::fleet::FleetClient;
+    let login = |id: &str| operator_login(fleet, port, id);
+    let said = "Client operator already connected, closing old connection";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        // Each hears the robot's retained hello once it is in.
+        let mut first = FleetClient::connect(&login("console-a"));
+        first.recv().await.unwrap();
+        let mut second = FleetClient::connect(&login("console-b"));
+        second.recv().await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let seen = loop {
+            let log = std::fs::read_to_string(fleet.join("mosquitto.log")).unwrap();
+            if log.contains(said) {
+                break true;
+            }
+            if std::time::Instant::now() > deadline {
+                break false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        first.close().await;
+        second.close().await;
+        seen
+    })
 }
 
 /// Run as root, mosquitto drops to the user `mosquitto` before it reads its
