@@ -142,8 +142,7 @@ pub fn connector(config: Arc<ClientConfig>) -> TlsConnector {
 
 /// A TCP listener whose connections arrive with their TLS handshake done.
 /// Each handshake runs in a task of its own, within [`HANDSHAKE_TIMEOUT`],
-/// so a client that never finishes one holds up nobody. `face` names the
-/// server in what it says on stderr.
+/// so a client that never finishes one holds up nobody.
 pub struct TlsListener {
     ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
     addr: SocketAddr,
@@ -151,7 +150,8 @@ pub struct TlsListener {
 }
 
 impl TlsListener {
-    /// Starts accepting on `listener` with `config`.
+    /// Starts accepting on `listener` with `config`; `face` (`serve`) names
+    /// the server in what it says on stderr about a failed handshake.
     pub fn new(
         listener: TcpListener,
         config: Arc<ServerConfig>,
@@ -218,5 +218,35 @@ impl axum::serve::Listener for TlsListener {
 
     fn local_addr(&self) -> io::Result<Self::Addr> {
         Ok(self.addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_certificate_and_key_files_are_named() {
+        let dir = std::env::temp_dir().join(format!("robobrain-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.pem");
+        let e = server_config(&missing, &missing).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot read the certificate in {}", missing.display())
+        );
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not PEM at all\n").unwrap();
+        let e = server_config(&empty, &missing).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} holds no certificate (expected PEM: -----BEGIN CERTIFICATE-----)",
+                empty.display()
+            )
+        );
+        let e = client_config(Some(&empty)).unwrap_err();
+        assert!(e.to_string().contains("holds no certificate"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
