@@ -214,8 +214,17 @@ fn spawn_http_watched(
     extra: &[&str],
     log: &std::path::Path,
 ) -> (Child, String, std::sync::mpsc::Receiver<String>) {
+    spawn_http_on("127.0.0.1:0", extra, log)
+}
+
+/// [`spawn_http_watched`] at `addr`.
+fn spawn_http_on(
+    addr: &str,
+    extra: &[&str],
+    log: &std::path::Path,
+) -> (Child, String, std::sync::mpsc::Receiver<String>) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_robobrain"))
-        .args(["mcp", "--http", "127.0.0.1:0", "--speed", "25", "--log"])
+        .args(["mcp", "--http", addr, "--speed", "25", "--log"])
         .arg(log)
         .args(extra)
         .current_dir(root())
@@ -339,6 +348,7 @@ fn http_refuses_requests_from_pages_of_other_origins() {
 /// On loopback, `mcp --http` answers only requests that name this machine
 /// as their `Host` — on `/mcp` and on any other path — so a site whose
 /// name was pointed at 127.0.0.1 (DNS rebinding) cannot call the tools.
+/// Beyond loopback it answers any name, with the token.
 #[test]
 fn http_answers_only_to_this_machines_names() {
     let dir = temp_dir("mcp-host");
@@ -377,6 +387,25 @@ fn http_answers_only_to_this_machines_names() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+
+    // Beyond loopback any name is served, and the bearer token decides.
+    let (mut wide, url, _stderr) =
+        spawn_http_on("0.0.0.0:0", &["--token", "w1de"], &dir.join("wide.jsonl"));
+    let port = url.rsplit(':').next().unwrap().trim_end_matches("/mcp");
+    let (addr, robot) = (format!("127.0.0.1:{port}"), format!("robot.example:{port}"));
+    let bearer = [("Authorization", "Bearer w1de")];
+    let (status, body) = request_as(&addr, &robot, ("POST", "/mcp"), &bearer, init);
+    assert!(
+        status.contains("200"),
+        "{robot} with the token: {status} {body}"
+    );
+    let (status, body) = request_as(&addr, &robot, ("POST", "/mcp"), &[], init);
+    assert!(
+        status.contains("401"),
+        "{robot} without it: {status} {body}"
+    );
+    wide.kill().unwrap();
+    wide.wait().unwrap();
 }
 
 /// Two calls that both need approval keep two pending approvals (the
