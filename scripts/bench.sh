@@ -17,7 +17,7 @@ py="${ROBOBRAIN_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/robobrain/py/bin/python}
 bin="$target/release/robobrain"
 out="$target/bench"
 # The assist dataset, read in place (BENCHMARKS.md "assist-mini").
-assist_data="${ROBOBRAIN_ASSIST_DATASET:-../shared/data/home-assistant-datasets/assist-mini}"
+assist_data="${ROBOBRAIN_ASSIST_DATASET:-tests/data/home-assistant-datasets/assist-mini}"
 # How many runs the operator's-channel figures take (each test once per run).
 channel_runs="${ROBOBRAIN_BENCH_CHANNEL_RUNS:-15}"
 

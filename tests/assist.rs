@@ -1,5 +1,5 @@
-//! `robobrain assist`: the assist-mini dataset (read in place from
-//! ../shared/data, never copied) through the grammar and the rules, and a malformed
+//! `robobrain assist`: the assist-mini dataset (`tests/data/`, copied with
+//! its source and licence) through the grammar and the rules, and a malformed
 //! home named by file:line:col.
 
 use serde_json::Value;
@@ -14,7 +14,7 @@ const OVERALL_FLOOR: (u64, u64) = (47, 50);
 
 #[test]
 fn assist_mini_pass_rates_per_category_with_locks_confirmed() {
-    let dir = robobrain_core::testing::shared_data("home-assistant-datasets/assist-mini");
+    let dir = robobrain_core::testing::test_data("home-assistant-datasets/assist-mini");
     let dir = dir.to_str().unwrap();
     let out = robobrain(&["assist", "--dataset", dir], "");
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -98,7 +98,7 @@ fn a_dataset_run_shows_progress_on_a_terminal_only() {
     use std::path::Path;
 
     use crate::console::{Tmux, shell};
-    let dir = robobrain_core::testing::shared_data("home-assistant-datasets/assist-mini");
+    let dir = robobrain_core::testing::test_data("home-assistant-datasets/assist-mini");
     let piped = robobrain(&["assist", "--dataset", dir.to_str().unwrap()], "");
     assert_eq!(piped.code, 0, "{}", piped.stderr);
     assert!(

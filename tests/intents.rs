@@ -307,7 +307,7 @@ fn a_question_is_scored_by_its_expected_answer() {
 #[test]
 fn assist_mini_passes_47_of_50_with_the_grammar() {
     grammar_file("en");
-    let dir = root().join("../shared/data/home-assistant-datasets/assist-mini");
+    let dir = root().join("tests/data/home-assistant-datasets/assist-mini");
     assert!(
         dir.is_dir(),
         "{} is missing (the shared test data)",

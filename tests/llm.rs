@@ -345,7 +345,7 @@ fn chat(server: &MockServer, body: Value) -> Completion {
 /// (Apache-2.0), replayed by mock-llm: the client rebuilds each exactly.
 #[test]
 fn recorded_provider_streams_rebuild_exactly() {
-    let streams = robobrain_core::testing::shared_data("openai-streams");
+    let streams = robobrain_core::testing::test_data("openai-streams");
     let expected: Value = serde_json::from_str(
         &std::fs::read_to_string(streams.join("expected_accumulated.DERIVED.json")).unwrap(),
     )

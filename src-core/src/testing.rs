@@ -5,9 +5,9 @@
 //! Two kinds of prerequisite, two answers:
 //! - what `./x test` installs (espeak-ng, the embedding model, Chromium,
 //!   the page's npm packages, tauri-driver, mosquitto, the Python tools) and
-//!   the shared test data the environment gives (`../shared/data`) are
+//!   the public test data the repository carries (`tests/data/`) are
 //!   required: a missing one fails the test with what is missing and the
-//!   command that installs it ([`require`], [`program`], [`shared_data`]).
+//!   command that installs it ([`require`], [`program`], [`test_data`]).
 //!   A test never passes by not running.
 //! - hardware this machine may not have (a sound card, a camera) cannot be
 //!   installed: the test returns early and [`skip`] records it in a file
@@ -20,9 +20,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The variable naming the shared test data folder when it is not
-/// `../shared/data` beside the workspace.
-pub const SHARED_DATA_ENV: &str = "ROBOBRAIN_SHARED_DATA";
+/// The variable naming another test data folder of the same layout as
+/// `tests/data/` (the repository's own copy, used without it).
+pub const TEST_DATA_ENV: &str = "ROBOBRAIN_TEST_DATA";
 
 /// The variable naming the file skips are recorded in (`./x test` sets it;
 /// without it, `target/test-skips.txt` in the workspace).
@@ -63,25 +63,24 @@ pub fn program(name: &str, install: &str) -> PathBuf {
 
 pub use crate::places::find_program;
 
-/// The shared test data folder: `$ROBOBRAIN_SHARED_DATA`, else
-/// `../shared/data` beside the workspace (where the environment puts it,
-/// here and in CI).
-pub fn shared_data_dir() -> PathBuf {
-    std::env::var_os(SHARED_DATA_ENV)
-        .map_or_else(|| workspace_root().join("../shared/data"), PathBuf::from)
+/// The test data folder: `$ROBOBRAIN_TEST_DATA`, else `tests/data/` in
+/// the workspace — public data copied into the repository with its source
+/// and licence (`tests/data/README.md`), so a clone tests on its own.
+pub fn test_data_dir() -> PathBuf {
+    std::env::var_os(TEST_DATA_ENV)
+        .map_or_else(|| workspace_root().join("tests/data"), PathBuf::from)
 }
 
-/// `rel` inside the shared test data folder; the test fails naming the
-/// path when it is not there. The data is given by the environment, not
-/// installed: it lives outside the repository and is never copied into it.
+/// `rel` inside the test data folder; the test fails naming the path when
+/// it is not there.
 #[track_caller]
-pub fn shared_data(rel: &str) -> PathBuf {
-    let path = shared_data_dir().join(rel);
+pub fn test_data(rel: &str) -> PathBuf {
+    let path = test_data_dir().join(rel);
     assert!(
         path.exists(),
-        "missing test data: {} is absent. The tests read the shared data beside the \
-         checkout (../shared/data, given by the environment here and in CI; see \
-         shared/data/README.md); set {SHARED_DATA_ENV} to that folder if it is elsewhere",
+        "missing test data: {} is absent. The repository carries its test data in \
+         tests/data/ (see tests/data/README.md); {TEST_DATA_ENV} names another folder \
+         of the same layout",
         path.display()
     );
     path
@@ -169,8 +168,8 @@ mod tests {
     }
 
     #[test]
-    fn missing_shared_data_is_named_by_path() {
-        let e = std::panic::catch_unwind(|| shared_data("no/such/folder")).unwrap_err();
+    fn missing_test_data_is_named_by_path() {
+        let e = std::panic::catch_unwind(|| test_data("no/such/folder")).unwrap_err();
         let msg = e.downcast_ref::<String>().unwrap();
         assert!(
             msg.starts_with("missing test data: ") && msg.contains("no/such/folder is absent"),

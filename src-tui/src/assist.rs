@@ -18,7 +18,7 @@ use robobrain_core::devices::home_assistant::{load_dataset, runner};
 #[derive(Debug, ClapArgs)]
 pub struct Args {
     /// The dataset folder: one sub-folder per home with a `_fixtures.yaml`
-    /// and test files (e.g. ../shared/data/home-assistant-datasets/assist-mini).
+    /// and test files (e.g. tests/data/home-assistant-datasets/assist-mini).
     #[arg(long, value_name = "DIR")]
     pub dataset: PathBuf,
     /// Print the whole report (every sentence, what was done, why it failed) as JSON.

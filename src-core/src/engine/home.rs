@@ -243,7 +243,7 @@ mod tests {
 
     /// AgentDojo's attack templates, read from the shared test data (never copied).
     fn attack_templates() -> Vec<(String, String)> {
-        let path = crate::testing::shared_data("agentdojo/attack_templates.extracted.json");
+        let path = crate::testing::test_data("agentdojo/attack_templates.extracted.json");
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         v.as_object()
             .unwrap()

@@ -54,7 +54,7 @@ pub fn fleet_broker(
     })
 }
 
-/// VDA 5050 v2.1's JSON Schemas (`../shared/data/vda5050/json_schemas`).
+/// VDA 5050 v2.1's JSON Schemas (`tests/data/vda5050/json_schemas`).
 pub struct Schemas {
     validators: HashMap<&'static str, jsonschema::Validator>,
 }
@@ -62,7 +62,7 @@ pub struct Schemas {
 impl Schemas {
     /// Loads the six schemas.
     pub fn load() -> Self {
-        let dir = crate::testing::shared_data("vda5050/json_schemas");
+        let dir = crate::testing::test_data("vda5050/json_schemas");
         let validators = [
             "connection",
             "state",

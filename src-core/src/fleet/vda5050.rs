@@ -1,4 +1,4 @@
-//! VDA 5050 v2.1 messages (`../shared/data/vda5050/`): the ones a robot
+//! VDA 5050 v2.1 messages (`tests/data/vda5050/`): the ones a robot
 //! sends (`connection`, `state`, `visualization`, `factsheet`) and the ones
 //! it accepts (`order`, `instantActions`), as serde types in the standard's
 //! camelCase JSON. Only plain data here; what they mean for a run is

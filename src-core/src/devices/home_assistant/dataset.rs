@@ -332,7 +332,7 @@ pub fn language_of(sentence: &str) -> &'static str {
 /// copied); the test fails naming the path when it is absent.
 #[cfg(test)]
 pub(crate) fn assist_mini_dir() -> PathBuf {
-    crate::testing::shared_data("home-assistant-datasets/assist-mini")
+    crate::testing::test_data("home-assistant-datasets/assist-mini")
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The ROS 2 messages the link speaks, as serde structs in the field order
-//! of their `.msg`/`.action` files (Jazzy: `../shared/data/ros2-interfaces/`).
+//! of their `.msg`/`.action` files (Jazzy: ros2/common_interfaces, ros2/rcl_interfaces and ros-navigation/navigation2).
 //! CDR has no field names or tags: order and width are the whole contract.
 
 use ros2_client::Message;
