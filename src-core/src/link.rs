@@ -367,13 +367,32 @@ pub trait RobotLink: Send {
     fn estop_line(&self) -> Option<std::sync::Arc<dyn EStopLine>> {
         None
     }
+
+    /// The goals the kernel sent while the E-stop line held them back
+    /// ([`EStopLine::hold`]), once each: the link dropped them, so the
+    /// robot never heard of them. The kernel asks right after its own
+    /// `stop_base` and records them as not sent. Empty for a link without
+    /// a line.
+    fn take_held_back(&mut self) -> Vec<GoalId> {
+        Vec::new()
+    }
 }
 
 /// A way to bring the base to rest from any thread (see
-/// [`RobotLink::estop_line`]).
+/// [`RobotLink::estop_line`]). Neither method waits for the robot: a robot
+/// that stops reading holds up neither the face that pressed the E-stop
+/// nor the kernel.
 pub trait EStopLine: Send + Sync {
-    /// Writes a `stop_base` to the robot now. An error means it could not
-    /// be written (the link is down); the kernel's own stop follows anyway.
+    /// From now until the kernel's own `stop_base`, the link drops every
+    /// goal the kernel sends ([`RobotLink::take_held_back`] names them) and
+    /// holds back the robot's replies: the kernel is about to take an
+    /// E-stop in, and nothing it decided before must reach the robot after
+    /// the stop. Called before the E-stop is queued for the kernel.
+    fn hold(&self);
+
+    /// Writes a `stop_base` to the robot now (hands it to the link's writer;
+    /// it never blocks on the robot). An error means it could not be
+    /// written (the link is down); the kernel's own stop follows anyway.
     fn stop(&self) -> Result<(), LinkError>;
 }
 

@@ -19,8 +19,11 @@
 //!
 //! An E-stop does not even wait for that when the robot link has an E-stop
 //! line ([`crate::link::RobotLink::estop_line`], the TCP link has one): the
-//! sender writes a `stop_base` to the robot from its own thread before it
-//! queues the E-stop and wakes the kernel, whose own, recorded stop follows.
+//! sender makes the line hold back the kernel's goals, queues the E-stop,
+//! then writes a `stop_base` to the robot from its own thread before it
+//! wakes the kernel, whose own, recorded stop follows. The line never
+//! waits for the robot, so a robot that stops reading cannot keep the
+//! E-stop from the kernel.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -99,18 +102,26 @@ impl CommandSender {
     pub fn send(&self, command: Command) -> Result<(), RuntimeError> {
         command.check_limits()?;
         if command.is_urgent() {
-            // The line first, before the kernel thread is woken: woken, it
-            // may take this core for the whole E-stop and its commit. The
-            // link holds back the robot's answers and any goal until the
-            // kernel's own stop (`crate::link::tcp`), so the order is safe.
-            if let (true, Some(line)) = (command == Command::EStop, &self.estop_line) {
-                // A line that cannot write leaves the kernel's own stop,
-                // which follows in any case.
-                let _ = line.stop();
+            let line = self
+                .estop_line
+                .as_ref()
+                .filter(|_| command == Command::EStop);
+            // The line holds back the kernel's goals from now until its own
+            // stop, then the kernel has its E-stop, then the line writes —
+            // all before the kernel thread is woken (woken, it may take this
+            // core for the whole E-stop and its commit). Neither step waits
+            // for the robot (`crate::link::tcp`).
+            if let Some(line) = line {
+                line.hold();
             }
             self.urgent
                 .send(command)
                 .map_err(|_| RuntimeError::Stopped)?;
+            if let Some(line) = line {
+                // A line that cannot write leaves the kernel's own stop,
+                // which follows in any case.
+                let _ = line.stop();
+            }
         } else {
             self.normal.try_send(command).map_err(|e| match e {
                 std_mpsc::TrySendError::Full(_) => RuntimeError::Busy,
@@ -577,6 +588,7 @@ mod tests {
     struct Stops(std::sync::atomic::AtomicUsize);
 
     impl EStopLine for Stops {
+        fn hold(&self) {}
         fn stop(&self) -> Result<(), crate::link::LinkError> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Ok(())

@@ -27,6 +27,8 @@ use crate::skills::runner::Completion;
 pub(super) struct Stop {
     goal_id: String,
     cancelled: Vec<Completion>,
+    /// Goals the link's E-stop line held back: dispatched, never sent.
+    never_sent: Vec<String>,
     /// Requests the link could not carry (it was down), in words.
     unsent: Vec<String>,
 }
@@ -80,6 +82,9 @@ impl Engine {
                 kind: GoalKind::StopBase,
             },
         );
+        // Goals the E-stop line kept from the robot since it held: the
+        // robot never heard of them, so there is nothing to cancel there.
+        let never_sent = self.link.take_held_back();
         // A goal a tick dispatched but has not sent yet must not start
         // after the stop; cancels and queries may still go.
         let held: Vec<LinkRequest> = self
@@ -99,12 +104,20 @@ impl Engine {
         });
         // Goals the ledger holds open but the runner no longer tracks (a
         // resumed brain still reconciling them) may run on the robot too.
-        let mut cancels = self.held.take();
+        let mut cancels: Vec<LinkRequest> = self
+            .held
+            .take()
+            .into_iter()
+            .filter(
+                |r| !matches!(r, LinkRequest::Cancel { goal_id } if never_sent.contains(goal_id)),
+            )
+            .collect();
         for goal_id in self.open_goals() {
             if !cancels
                 .iter()
                 .any(|r| matches!(r, LinkRequest::Cancel { goal_id: g } if *g == goal_id))
                 && !cancelled.iter().any(|c| c.goal_id == goal_id)
+                && !never_sent.contains(&goal_id)
             {
                 cancels.push(LinkRequest::Cancel { goal_id });
             }
@@ -118,6 +131,7 @@ impl Engine {
         Stop {
             goal_id,
             cancelled,
+            never_sent,
             unsent,
         }
     }
@@ -152,6 +166,21 @@ impl Engine {
             self.emit(EventKind::Error {
                 code: "stop_unsent".into(),
                 message: format!("{why}; the stop is sent again when the link is back"),
+            });
+        }
+        // Recorded as not sent before their ends are: the first `done`
+        // closes a ledger row.
+        for goal_id in &stop.never_sent {
+            self.ledger_update(
+                goal_id,
+                crate::store::LedgerStatus::Done,
+                Some(json!({"status": "not_sent", "why": "held back by the E-stop line"})),
+            );
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: format!(
+                    "reconcile {goal_id}: held back by the E-stop line, never sent to the robot"
+                ),
             });
         }
         let mut interrupted = Vec::new();
@@ -606,5 +635,202 @@ mod tests {
             "the stop went out"
         );
         drop(runtime);
+    }
+
+    /// A robot on loopback for a [`crate::link::tcp::TcpLink`]: it says
+    /// `hello` on every connection; one that reads records every request
+    /// and accepts every goal, a deaf one never reads a byte.
+    struct FakeRobot {
+        url: String,
+        heard: Arc<Mutex<Vec<LinkRequest>>>,
+    }
+
+    impl FakeRobot {
+        fn start(reads: bool) -> Self {
+            use crate::link::tcp::write_line;
+            use std::io::BufRead;
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("tcp://{}", listener.local_addr().unwrap());
+            let heard = Arc::new(Mutex::new(Vec::new()));
+            let record = Arc::clone(&heard);
+            std::thread::spawn(move || {
+                let mut deaf = Vec::new();
+                for stream in listener.incoming() {
+                    let Ok(mut stream) = stream else { return };
+                    let _ = write_line(&mut stream, &LinkReply::Hello { deadman_s: 0.0 });
+                    if !reads {
+                        deaf.push(stream);
+                        continue;
+                    }
+                    let record = Arc::clone(&record);
+                    std::thread::spawn(move || {
+                        let reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                        for line in reader.lines() {
+                            let Ok(line) = line else { return };
+                            let Ok(request) = serde_json::from_str::<LinkRequest>(&line) else {
+                                continue;
+                            };
+                            if let LinkRequest::SendGoal { goal_id, .. } = &request {
+                                let accepted = LinkReply::Accepted {
+                                    goal_id: goal_id.clone(),
+                                };
+                                let _ = write_line(&mut stream, &accepted);
+                            }
+                            record.lock().unwrap().push(request);
+                        }
+                    });
+                }
+            });
+            Self { url, heard }
+        }
+
+        fn link(&self) -> Box<dyn RobotLink> {
+            Box::new(crate::link::tcp::TcpLink::connect(&self.url).unwrap())
+        }
+    }
+
+    #[test]
+    fn goals_held_back_by_the_estop_line_are_never_sent_and_recorded_as_not_sent() {
+        let robot = FakeRobot::start(true);
+        let path = temp_db("held");
+        let config = Config {
+            thread_id: Some("h".into()),
+            ..Config::default()
+        };
+        let world = World::builtin("apartment").unwrap();
+        let mut engine = Engine::new(&config, world, robot.link()).unwrap();
+        let store = Store::open(&path, Synchronous::Normal).unwrap();
+        engine
+            .attach_store(store, &crate::store::StoreConfig::default(), false)
+            .unwrap();
+        // An operator's E-stop is on its way: the line holds and stops the
+        // robot, and the kernel, busy, has not taken the E-stop in yet ...
+        let line = engine.estop_line().unwrap();
+        line.hold();
+        line.stop().unwrap();
+        // ... while it dispatches a goal, recorded and handed to the link.
+        let mut events = Vec::new();
+        let nav = navigating(&mut engine, &mut events);
+        // The kernel takes the E-stop in.
+        engine.submit(Command::EStop);
+        engine.tick(&mut events);
+        // The robot reads in order: once it has the kernel's stop, it has
+        // everything handed to the link before it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let heard = loop {
+            let heard = robot.heard.lock().unwrap().clone();
+            if stops(&heard).iter().any(|g| g.starts_with("h/estop1.")) {
+                break heard;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the kernel's stop never reached the robot: {heard:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert!(
+            stops(&heard)
+                .first()
+                .is_some_and(|g| g.starts_with("line/estop")),
+            "the line's stop came first: {heard:?}"
+        );
+        assert!(
+            heard.iter().all(|r| match r {
+                LinkRequest::SendGoal { goal_id, kind } =>
+                    *kind == GoalKind::StopBase && *goal_id != nav,
+                LinkRequest::Cancel { goal_id } | LinkRequest::QueryGoal { goal_id } =>
+                    *goal_id != nav,
+                _ => true,
+            }),
+            "nothing of the held-back goal {nav} reached the robot: {heard:?}"
+        );
+        // Recorded as not sent; its task goes on at the same step later.
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Log { message, .. } if *message == format!("reconcile {nav}: held back by the E-stop line, never sent to the robot"))));
+        let row = Store::open(&path, Synchronous::Normal)
+            .unwrap()
+            .ledger("h")
+            .unwrap()
+            .into_iter()
+            .find(|l| l.goal_id == nav)
+            .expect("the goal's ledger row");
+        assert_eq!(row.status, crate::store::LedgerStatus::Done);
+        assert_eq!(
+            row.result.as_ref().and_then(|r| r.get("status")),
+            Some(&json!("not_sent")),
+            "{row:?}"
+        );
+        let task = &engine.state().queue.tasks()[0];
+        assert_eq!(task.status, TaskStatus::Preempted);
+        assert!(engine.runner.running().is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_robot_that_stops_reading_keeps_neither_the_estop_from_the_kernel_nor_the_run_from_ending()
+     {
+        use crate::runtime::{Pace, Runtime};
+        use std::time::{Duration, Instant};
+        let robot = FakeRobot::start(false);
+        let mut config = Config::default();
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        let world = World::builtin("apartment").unwrap();
+        let engine = Engine::new(&config, world, robot.link()).unwrap();
+        let (runtime, mut events) =
+            Runtime::start_subscribed(engine, Pace::RealTime { speed: 1.0 });
+        // The robot reads nothing: the brain writes far more than the
+        // socket's buffers hold, until its writes stall.
+        let big = crate::protocol::Fault::Block {
+            passage: "x".repeat(1 << 20),
+        };
+        for _ in 0..32 {
+            runtime
+                .send(Command::Inject { fault: big.clone() })
+                .await
+                .unwrap();
+        }
+        // The stalled write times out: the link is down (the kernel is not
+        // stuck in it).
+        let down = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                match events.recv().await {
+                    Ok(e) if matches!(&e.kind, EventKind::Mode { to: Mode::Safe, reason, .. } if reason == "robot link is down") => return,
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        })
+        .await;
+        assert!(
+            down.is_ok(),
+            "the link never noticed the robot stopped reading"
+        );
+        // The E-stop is sent from a face's thread: it returns, whatever
+        // the robot does ...
+        let sender = runtime.sender();
+        let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sent_tx.send(sender.send(Command::EStop));
+        });
+        let sent =
+            tokio::task::spawn_blocking(move || sent_rx.recv_timeout(Duration::from_secs(20)))
+                .await
+                .unwrap();
+        assert_eq!(sent, Ok(Ok(())), "sending the E-stop did not return");
+        // ... the kernel takes it in ...
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !runtime.snapshot().estop {
+            assert!(
+                Instant::now() < deadline,
+                "the E-stop never reached the kernel"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // ... and the run ends.
+        assert!(
+            tokio::time::timeout(Duration::from_secs(30), runtime.shutdown())
+                .await
+                .is_ok(),
+            "the run hung on the robot"
+        );
     }
 }

@@ -14,15 +14,25 @@
 //! next [`RobotLink::drain`] — every tick — writes a `heartbeat`. A brain
 //! whose ticks stop (killed, hung) goes silent, and the robot stops the base.
 //!
+//! Nothing waits on the robot while holding anything: every line to the
+//! robot goes through one writer thread per connection (a channel in, the
+//! socket out, with a write timeout), so neither the kernel's tick nor a
+//! face's E-stop ever blocks on a robot that stops reading. A write that
+//! times out or fails counts as a lost connection: the link reports itself
+//! down, keeps the stops and cancels that did not go for the reconnect,
+//! and the goals that did not go are reconciled after it.
+//!
 //! The link has an E-stop line ([`RobotLink::estop_line`]): a face's
-//! E-stop writes a `stop_base` on the same connection from the face's own
-//! thread, so the robot hears it while the kernel thread may still be
-//! inside a commit. Until the kernel's own `stop_base` follows, the link
-//! holds back what would contradict the stop: a goal the kernel sends
-//! meanwhile goes out just before the kernel's stop (so the robot never
-//! runs it), and replies wait, so the kernel reads them after it took the
-//! E-stop in. The line's own goals (`line/estop…`) are the link's, and
-//! their replies never reach the kernel.
+//! E-stop hands a `stop_base` to the same connection's writer from the
+//! face's own thread, so the robot hears it while the kernel thread may
+//! still be inside a commit. From the moment the line holds
+//! ([`EStopLine::hold`], before the E-stop is queued for the kernel) until
+//! the kernel's own `stop_base` follows, the link holds back what would
+//! contradict the stop: a goal the kernel sends meanwhile is dropped,
+//! never sent — the kernel learns which from [`RobotLink::take_held_back`]
+//! and records it as not sent — and replies wait, so the kernel reads them
+//! after it took the E-stop in. The line's own goals (`line/estop…`) are
+//! the link's, and their replies never reach the kernel.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -34,7 +44,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{EStopLine, GoalKind, LinkError, LinkReply, LinkRequest, RobotLink};
+use super::{EStopLine, GoalId, GoalKind, LinkError, LinkReply, LinkRequest, RobotLink};
 
 /// The goal ids of the E-stop line's stops start with this.
 const LINE_PREFIX: &str = "line/estop";
@@ -45,6 +55,10 @@ const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// How long one connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long a write to the robot may block: a robot that reads nothing
+/// for this long is a lost connection (the kernel goes SAFE, the link
+/// reconnects). Half the default dead-man period.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Heartbeats per dead-man period.
 const BEATS_PER_PERIOD: u32 = 4;
 /// Heartbeat interval when neither side has a dead-man (keeps a robot
@@ -111,15 +125,48 @@ pub fn parse_robot_url(url: &str) -> Result<SocketAddr, LinkError> {
         .ok_or_else(|| LinkError::Invalid(format!("robot address `{url}` resolves to nothing")))
 }
 
-/// The E-stop line of a [`TcpLink`]: the connection's writing half,
-/// shared with the link, and whether a stop went that the kernel has not
-/// followed with its own yet.
+/// What a connection's writer thread could not write before it gave up,
+/// tagged with the connection's number.
+type Unwritten = (u64, Vec<LinkRequest>);
+
+/// Writes every request that arrives on `rx` to `stream` as a JSON line,
+/// on a thread of its own, until the link lets go of the connection (its
+/// end of the channel dropped: what was handed over is written first) or a
+/// write fails or times out ([`WRITE_TIMEOUT`]). Then it shuts the
+/// connection down — the reader sees it end and the link lets go — and,
+/// once the link has let go, hands back everything it did not write, the
+/// failed request first.
+fn spawn_writer(
+    mut stream: TcpStream,
+    generation: u64,
+    rx: Receiver<LinkRequest>,
+    unwritten: Sender<Unwritten>,
+) {
+    std::thread::spawn(move || {
+        while let Ok(request) = rx.recv() {
+            if write_line(&mut stream, &request).is_err() {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                let mut left = vec![request];
+                left.extend(rx.iter());
+                let _ = unwritten.send((generation, left));
+                return;
+            }
+        }
+    });
+}
+
+/// The E-stop line of a [`TcpLink`]: the way in to the connection's
+/// writer, shared with the link, and whether the line holds the kernel's
+/// goals back until its own stop.
 #[derive(Debug)]
 struct Line {
-    /// The writing half of the connection (`None` while it is down); every
-    /// line written to the robot, the link's or the E-stop's, takes this lock.
-    writer: Mutex<Option<TcpStream>>,
-    /// A line stop went and the kernel's own `stop_base` has not.
+    /// The current connection's writer thread (`None` while it is down).
+    /// Every line to the robot, the link's or the E-stop's, is handed over
+    /// here; the lock is held only to put it on the channel, never across
+    /// a write.
+    writer: Mutex<Option<Sender<LinkRequest>>>,
+    /// The line holds: an E-stop is on its way to the kernel, whose own
+    /// `stop_base` has not gone yet.
     fired: AtomicBool,
     /// Stops sent on the line.
     count: AtomicU64,
@@ -128,28 +175,33 @@ struct Line {
 }
 
 impl Line {
-    fn write(&self, request: &LinkRequest) -> std::io::Result<()> {
-        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        match writer.as_mut() {
-            Some(stream) => write_line(stream, request),
-            None => Err(std::io::Error::new(
-                std::io::ErrorKind::NotConnected,
-                "not connected",
-            )),
+    /// Hands `request` to the writer; gives it back when there is none.
+    fn write(&self, request: LinkRequest) -> Result<(), LinkRequest> {
+        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        match writer.as_ref() {
+            Some(tx) => tx.send(request).map_err(|e| e.0),
+            None => Err(request),
         }
+    }
+
+    fn set_writer(&self, writer: Option<Sender<LinkRequest>>) {
+        *self.writer.lock().unwrap_or_else(PoisonError::into_inner) = writer;
     }
 }
 
 impl EStopLine for Line {
-    fn stop(&self) -> Result<(), LinkError> {
+    fn hold(&self) {
         self.fired.store(true, Ordering::SeqCst);
+    }
+
+    fn stop(&self) -> Result<(), LinkError> {
         let n = self.count.fetch_add(1, Ordering::SeqCst) + 1;
         let request = LinkRequest::SendGoal {
             goal_id: format!("{LINE_PREFIX}{n}.{:x}", self.nonce),
             kind: GoalKind::StopBase,
         };
-        self.write(&request)
-            .map_err(|e| LinkError::Disconnected(format!("E-stop line: {e}")))
+        self.write(request)
+            .map_err(|_| LinkError::Disconnected("E-stop line: not connected".into()))
     }
 }
 
@@ -172,13 +224,17 @@ pub struct TcpLink {
     /// The connection (`None` while it is down); written through `line`.
     stream: Option<TcpStream>,
     line: Arc<Line>,
-    /// Goals the kernel sent after a line stop, before its own stop.
-    parked: Vec<LinkRequest>,
+    /// Goals the kernel sent while the line held, dropped unsent; handed
+    /// to the kernel by [`RobotLink::take_held_back`].
+    held_back: Vec<GoalId>,
     /// Replies read after a line stop, before the kernel's own stop.
     withheld: Vec<LinkReply>,
     generation: u64,
     tx: Sender<Wire<LinkReply>>,
     rx: Receiver<Wire<LinkReply>>,
+    /// What the writer threads could not write.
+    unwritten_tx: Sender<Unwritten>,
+    unwritten_rx: Receiver<Unwritten>,
     reconnected: bool,
     next_try: Instant,
     backoff: Duration,
@@ -199,6 +255,7 @@ impl TcpLink {
     pub fn connect(url: &str) -> Result<Self, LinkError> {
         let addr = parse_robot_url(url)?;
         let (tx, rx) = channel();
+        let (unwritten_tx, unwritten_rx) = channel();
         let mut link = Self {
             addr,
             stream: None,
@@ -210,11 +267,13 @@ impl TcpLink {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64),
             }),
-            parked: Vec::new(),
+            held_back: Vec::new(),
             withheld: Vec::new(),
             generation: 0,
             tx,
             rx,
+            unwritten_tx,
+            unwritten_rx,
             reconnected: false,
             next_try: Instant::now(),
             backoff: BACKOFF_MIN,
@@ -251,83 +310,103 @@ impl TcpLink {
     fn try_connect(&mut self) -> std::io::Result<()> {
         let stream = TcpStream::connect_timeout(&self.addr, CONNECT_TIMEOUT)?;
         stream.set_nodelay(true)?;
+        stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+        let (reader, writer) = (stream.try_clone()?, stream.try_clone()?);
         self.generation += 1;
         spawn_reader(
-            stream.try_clone()?,
+            reader,
             self.generation,
             self.tx.clone(),
             std::convert::identity,
         );
-        *self
-            .line
-            .writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(stream.try_clone()?);
+        let (to_writer, requests) = channel();
+        spawn_writer(writer, self.generation, requests, self.unwritten_tx.clone());
+        self.line.set_writer(Some(to_writer));
         self.stream = Some(stream);
         self.backoff = BACKOFF_MIN;
         Ok(())
     }
 
+    /// The connection is gone: shut down (a write stuck on it fails at
+    /// once, the reader ends), the writer let go, a reconnect scheduled.
     fn lost(&mut self) {
         if let Some(s) = self.stream.take() {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
-        *self
-            .line
-            .writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = None;
+        self.line.set_writer(None);
         self.next_try = Instant::now() + self.backoff;
     }
+
+    /// Hands `request` to the connection's writer; when there is none, the
+    /// connection is lost and a stop or cancel is kept for the reconnect.
+    fn write(&mut self, request: LinkRequest) -> Result<(), LinkError> {
+        let unsent = if self.stream.is_some() {
+            match self.line.write(request) {
+                Ok(()) => {
+                    self.last_write = Instant::now();
+                    return Ok(());
+                }
+                // The writer gave up on this connection (its report of what
+                // it did not write is on the way; `drain` reads it).
+                Err(request) => {
+                    self.lost();
+                    request
+                }
+            }
+        } else {
+            request
+        };
+        self.keep_unsent(vec![unsent]);
+        Err(LinkError::Disconnected(format!(
+            "robot at {}: not connected",
+            self.addr
+        )))
+    }
+
+    /// Keeps the stops and cancels among `requests` for the reconnect; the
+    /// rest is reconciled after it.
+    fn keep_unsent(&mut self, requests: Vec<LinkRequest>) {
+        self.unsent_cancels
+            .extend(requests.into_iter().filter(|r| stops(r) && !is_line(r)));
+    }
+}
+
+/// Whether a request stops something: a `stop_base` or a cancel.
+fn stops(request: &LinkRequest) -> bool {
+    matches!(
+        request,
+        LinkRequest::Cancel { .. }
+            | LinkRequest::SendGoal {
+                kind: GoalKind::StopBase,
+                ..
+            }
+    )
+}
+
+/// Whether a request is one of the E-stop line's own stops.
+fn is_line(request: &LinkRequest) -> bool {
+    matches!(request, LinkRequest::SendGoal { goal_id, .. } if goal_id.starts_with(LINE_PREFIX))
 }
 
 impl RobotLink for TcpLink {
     fn send(&mut self, request: LinkRequest) -> Result<(), LinkError> {
         if self.line.fired.load(Ordering::SeqCst) {
             match &request {
-                // The kernel's own stop: what it sent since the line's goes
-                // first, so the robot stops after it.
+                // The kernel's own stop: the line lets go.
                 LinkRequest::SendGoal {
                     kind: GoalKind::StopBase,
                     ..
-                } => {
-                    self.line.fired.store(false, Ordering::SeqCst);
-                    for parked in std::mem::take(&mut self.parked) {
-                        let _ = self.send(parked);
-                    }
-                }
-                LinkRequest::SendGoal { .. } => {
-                    self.parked.push(request);
+                } => self.line.fired.store(false, Ordering::SeqCst),
+                // Decided before the kernel took the E-stop in: it must
+                // not reach the robot, before the stop or after it.
+                LinkRequest::SendGoal { goal_id, .. } => {
+                    self.held_back.push(goal_id.clone());
                     return Ok(());
                 }
                 _ => {}
             }
         }
-        let result = if self.stream.is_some() {
-            self.line.write(&request).map_err(|e| e.to_string())
-        } else {
-            Err("not connected".into())
-        };
-        if result.is_ok() {
-            self.last_write = Instant::now();
-        }
-        result.map_err(|why| {
-            if self.stream.is_some() {
-                self.lost();
-            }
-            let stops = matches!(
-                request,
-                LinkRequest::Cancel { .. }
-                    | LinkRequest::SendGoal {
-                        kind: super::GoalKind::StopBase,
-                        ..
-                    }
-            );
-            if stops {
-                self.unsent_cancels.push(request);
-            }
-            LinkError::Disconnected(format!("robot at {}: {why}", self.addr))
-        })
+        self.write(request)
     }
 
     /// The remote robot keeps its own time.
@@ -339,6 +418,14 @@ impl RobotLink for TcpLink {
         let holding = self.line.fired.load(Ordering::SeqCst);
         if !holding {
             out.append(&mut self.withheld);
+        }
+        // A writer that gave up: its connection is lost. Its stops and
+        // cancels are kept even when the link has already reconnected.
+        while let Ok((g, requests)) = self.unwritten_rx.try_recv() {
+            if g == self.generation && self.stream.is_some() {
+                self.lost();
+            }
+            self.keep_unsent(requests);
         }
         while let Ok(msg) = self.rx.try_recv() {
             match msg {
@@ -362,16 +449,18 @@ impl RobotLink for TcpLink {
         if self.stream.is_none() && Instant::now() >= self.next_try {
             if self.try_connect().is_ok() {
                 self.reconnected = true;
-                for request in std::mem::take(&mut self.unsent_cancels) {
-                    let _ = self.send(request);
-                }
             } else {
                 self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
                 self.next_try = Instant::now() + self.backoff;
             }
         }
+        if self.stream.is_some() {
+            for request in std::mem::take(&mut self.unsent_cancels) {
+                let _ = self.write(request);
+            }
+        }
         if self.stream.is_some() && self.last_write.elapsed() >= self.heartbeat_every {
-            let _ = self.send(LinkRequest::Heartbeat);
+            let _ = self.write(LinkRequest::Heartbeat);
         }
     }
 
@@ -385,6 +474,18 @@ impl RobotLink for TcpLink {
 
     fn estop_line(&self) -> Option<Arc<dyn EStopLine>> {
         Some(self.line.clone())
+    }
+
+    fn take_held_back(&mut self) -> Vec<GoalId> {
+        std::mem::take(&mut self.held_back)
+    }
+}
+
+impl Drop for TcpLink {
+    /// Lets go of the writer, which writes what was handed to it (the
+    /// engine's last stop) and ends.
+    fn drop(&mut self) {
+        self.line.set_writer(None);
     }
 }
 
@@ -438,11 +539,16 @@ mod tests {
         (link, reader, stream)
     }
 
-    /// The next request the robot reads.
+    /// The next request the robot reads, heartbeats skipped.
     fn heard(reader: &mut BufReader<TcpStream>) -> LinkRequest {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap()
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let request = serde_json::from_str(&line).unwrap();
+            if request != LinkRequest::Heartbeat {
+                return request;
+            }
+        }
     }
 
     fn goal(goal_id: &str, kind: GoalKind) -> LinkRequest {
@@ -468,15 +574,19 @@ mod tests {
         let (mut link, mut reader, mut robot) = robot();
         let line = link.estop_line().unwrap();
         // From another thread, as a face's sender does.
-        std::thread::spawn(move || line.stop().unwrap())
-            .join()
-            .unwrap();
+        std::thread::spawn(move || {
+            line.hold();
+            line.stop().unwrap();
+        })
+        .join()
+        .unwrap();
         let LinkRequest::SendGoal { goal_id, kind } = heard(&mut reader) else {
             panic!("not a goal")
         };
         assert_eq!(kind, GoalKind::StopBase);
         assert!(goal_id.starts_with(LINE_PREFIX), "{goal_id}");
-        // A goal the kernel dispatched before it took the E-stop in waits.
+        // A goal the kernel dispatched before it took the E-stop in is
+        // dropped: never sent, before the kernel's stop or after it.
         let target = crate::geometry::Point { x: 1.0, y: 2.0 };
         let nav = GoalKind::Navigate { target, zone: None };
         link.send(goal("t/nav1", nav.clone())).unwrap();
@@ -500,10 +610,15 @@ mod tests {
             out.is_empty(),
             "the kernel reads nothing before its own stop: {out:?}"
         );
-        // The kernel's own stop: the held goal goes just before it.
+        // The kernel's own stop goes; the held goal never does, and the
+        // kernel learns which goals were dropped, once.
         link.send(goal("t/estop1", GoalKind::StopBase)).unwrap();
-        assert_eq!(heard(&mut reader), goal("t/nav1", nav));
         assert_eq!(heard(&mut reader), goal("t/estop1", GoalKind::StopBase));
+        assert_eq!(link.take_held_back(), vec!["t/nav1".to_string()]);
+        assert!(link.take_held_back().is_empty());
+        // After the kernel's stop, goals go again.
+        link.send(goal("t/nav3", nav.clone())).unwrap();
+        assert_eq!(heard(&mut reader), goal("t/nav3", nav));
         // Now the withheld reply; the line's own never reaches the kernel.
         assert_eq!(drained(&mut link, 1), vec![ended]);
         write_line(&mut robot, &LinkReply::Accepted { goal_id }).unwrap();
@@ -520,6 +635,59 @@ mod tests {
                 goal_id: "t/nav2".into()
             }]
         );
+    }
+
+    #[test]
+    fn a_robot_that_stops_reading_holds_up_nobody_and_its_stops_go_on_reconnect() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("tcp://{}", listener.local_addr().unwrap());
+        let mut link = TcpLink::connect(&url).unwrap();
+        // The robot takes the connection and never reads it.
+        let (deaf, _) = listener.accept().unwrap();
+        let line = link.estop_line().unwrap();
+        // Far more than the socket's buffers hold: the writer stalls on
+        // the robot, not the caller.
+        let big = crate::protocol::Fault::Block {
+            passage: "x".repeat(1 << 20),
+        };
+        for _ in 0..32 {
+            link.send(LinkRequest::Inject { fault: big.clone() })
+                .unwrap();
+        }
+        // Neither the line nor the kernel's stop waits for the robot.
+        let (done_tx, done_rx) = channel();
+        std::thread::spawn(move || {
+            line.hold();
+            let _ = line.stop();
+            let _ = done_tx.send(());
+        });
+        done_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the E-stop line returned while the robot read nothing");
+        let _ = link.send(goal("t/estop1", GoalKind::StopBase));
+        // The stalled write times out: the link is down.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while link.is_connected() {
+            assert!(
+                Instant::now() < deadline,
+                "the link never noticed the stall"
+            );
+            link.drain(&mut Vec::new());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(deaf);
+        // Back on a robot that reads: the kernel's stop, which never
+        // reached the deaf one, goes first.
+        let (stream, _) = std::thread::scope(|s| {
+            let accepted = s.spawn(|| listener.accept().unwrap());
+            while !link.is_connected() {
+                link.drain(&mut Vec::new());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            accepted.join().unwrap()
+        });
+        let mut reader = BufReader::new(stream);
+        assert_eq!(heard(&mut reader), goal("t/estop1", GoalKind::StopBase));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! The world runs on the wall clock (times `speed`) whether or not a brain
 //! is connected, so a killed brain finds the robot where the physics left
 //! it, and the simulator answers "what happened to goal X" from its own
-//! record. One brain at a time: a new connection replaces the old one.
+//! record. One brain at a time: a new connection replaces the old one, and
+//! a brain that reads nothing for [`WRITE_TIMEOUT`] is dropped (the world
+//! does not wait on it).
 //! Requests are applied as they arrive, not at the next world step, so a
 //! `stop_base` brakes the base within microseconds of reaching the robot.
 //!
@@ -32,7 +34,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::Sim;
-use crate::link::tcp::{Wire, spawn_reader, write_line};
+use crate::link::tcp::{WRITE_TIMEOUT, Wire, spawn_reader, write_line};
 use crate::link::{GoalKind, LinkReply, LinkRequest};
 
 /// A message from the brain, stamped by the reader thread with when it
@@ -180,6 +182,9 @@ impl SimServer {
 
     fn accept(&mut self, stream: TcpStream) {
         let _ = stream.set_nodelay(true);
+        // A brain that stops reading holds up the world for this long at
+        // most, then it is dropped (it reconnects).
+        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
         let Ok(reader) = stream.try_clone() else {
             return;
         };
@@ -274,6 +279,7 @@ impl SimServer {
         if let Some((_, stream)) = self.client.as_mut() {
             for reply in &self.replies {
                 if write_line(stream, reply).is_err() {
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
                     self.client = None;
                     break;
                 }

@@ -13,7 +13,10 @@
 //!   a finished goal, asks `get_result`.
 //! - `stop_base` cancels every goal of both actions and publishes a zero
 //!   `Twist` on `cmd_vel`; the E-stop line does the same from the caller's
-//!   thread.
+//!   thread — or, when the worker is inside a call on the wire, has the
+//!   worker do it at its next poll, so the line never waits. Goals the
+//!   kernel sends while the line holds are dropped, never sent
+//!   ([`RobotLink::take_held_back`]).
 //! - The link is up while the `navigate_to_pose` server is discovered (a
 //!   reader on its `send_goal` request topic): DDS discovery, with the
 //!   robot's participant lease, is the heartbeat.
@@ -92,8 +95,12 @@ struct Shared {
     up: AtomicBool,
     reconnected: AtomicBool,
     stop: AtomicBool,
-    /// A line stop went and the kernel's own `stop_base` has not.
+    /// The line holds: an E-stop is on its way to the kernel, whose own
+    /// `stop_base` has not gone yet.
     fired: AtomicBool,
+    /// A line stop found the worker holding the wire: the worker brings
+    /// the base to rest at its next poll (within [`POLL`]).
+    stop_pending: AtomicBool,
     count: AtomicU64,
 }
 
@@ -107,17 +114,28 @@ impl Shared {
 struct Line(Arc<Shared>);
 
 impl EStopLine for Line {
-    fn stop(&self) -> Result<(), LinkError> {
+    fn hold(&self) {
         self.0.fired.store(true, Ordering::SeqCst);
+    }
+
+    fn stop(&self) -> Result<(), LinkError> {
         self.0.count.fetch_add(1, Ordering::SeqCst);
         if !self.0.up.load(Ordering::SeqCst) {
             return Err(LinkError::Disconnected(
                 "E-stop line: the Nav2 server is not discovered".into(),
             ));
         }
-        self.0
-            .wire()
-            .stop()
+        // Never wait for the worker, which may be inside a DDS call: when
+        // it holds the wire, it stops the base itself at its next poll.
+        let wire = match self.0.wire.try_lock() {
+            Ok(wire) => wire,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                self.0.stop_pending.store(true, Ordering::SeqCst);
+                return Ok(());
+            }
+        };
+        wire.stop()
             .map_err(|e| LinkError::Disconnected(format!("E-stop line: {e}")))
     }
 }
@@ -127,8 +145,9 @@ pub struct Ros2Link {
     shared: Arc<Shared>,
     to_worker: Sender<LinkRequest>,
     from_worker: Receiver<LinkReply>,
-    /// Goals the kernel sent after a line stop, before its own stop.
-    parked: Vec<LinkRequest>,
+    /// Goals the kernel sent while the line held, dropped unsent; handed
+    /// to the kernel by [`RobotLink::take_held_back`].
+    held_back: Vec<GoalId>,
     worker: Option<JoinHandle<()>>,
     label: String,
 }
@@ -138,7 +157,7 @@ impl std::fmt::Debug for Ros2Link {
         f.debug_struct("Ros2Link")
             .field("robot", &self.label)
             .field("up", &self.shared.up.load(Ordering::SeqCst))
-            .field("parked", &self.parked)
+            .field("held_back", &self.held_back)
             .finish_non_exhaustive()
     }
 }
@@ -295,6 +314,7 @@ impl Ros2Link {
             reconnected: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             fired: AtomicBool::new(false),
+            stop_pending: AtomicBool::new(false),
             count: AtomicU64::new(0),
         });
         let (to_worker, requests) = channel();
@@ -349,7 +369,7 @@ impl Ros2Link {
             shared,
             to_worker,
             from_worker,
-            parked: Vec::new(),
+            held_back: Vec::new(),
             worker: Some(handle),
             label,
         })
@@ -378,19 +398,15 @@ impl RobotLink for Ros2Link {
         }
         if self.shared.fired.load(Ordering::SeqCst) {
             match &request {
-                // The kernel's own stop: what it sent since the line's goes
-                // first, so the robot stops after it.
+                // The kernel's own stop: the line lets go.
                 LinkRequest::SendGoal {
                     kind: GoalKind::StopBase,
                     ..
-                } => {
-                    self.shared.fired.store(false, Ordering::SeqCst);
-                    for parked in std::mem::take(&mut self.parked) {
-                        let _ = self.to_worker.send(parked);
-                    }
-                }
-                LinkRequest::SendGoal { .. } => {
-                    self.parked.push(request);
+                } => self.shared.fired.store(false, Ordering::SeqCst),
+                // Decided before the kernel took the E-stop in: it must
+                // not reach the robot, before the stop or after it.
+                LinkRequest::SendGoal { goal_id, .. } => {
+                    self.held_back.push(goal_id.clone());
                     return Ok(());
                 }
                 _ => {}
@@ -433,6 +449,10 @@ impl RobotLink for Ros2Link {
 
     fn estop_line(&self) -> Option<Arc<dyn EStopLine>> {
         Some(Arc::new(Line(self.shared.clone())))
+    }
+
+    fn take_held_back(&mut self) -> Vec<GoalId> {
+        std::mem::take(&mut self.held_back)
     }
 }
 
@@ -560,6 +580,9 @@ impl Worker {
     fn run(mut self) {
         let mut up = true;
         while !self.shared.stop.load(Ordering::SeqCst) {
+            if self.shared.stop_pending.swap(false, Ordering::SeqCst) {
+                let _ = self.shared.wire().stop();
+            }
             match self.requests.recv_timeout(POLL) {
                 Ok(request) => self.handle(request),
                 Err(RecvTimeoutError::Timeout) => {}
