@@ -8,13 +8,17 @@
 //!   event, and a reply to every command: `accepted`, `duplicate` (an id
 //!   already seen: dropped, so a command resent after a broker restart is
 //!   applied once), `refused` (the run said no) or `rejected` (malformed or
-//!   oversized: nothing else happens).
+//!   oversized: nothing else happens). The E-stop is never a duplicate: a
+//!   repeated one stops the robot again.
 //! - VDA 5050: an `order` becomes one [`Command::Chain`] of `navigate_to`
 //!   calls, one per node, so the kernel's guardrails, approvals and ledger
 //!   judge it like any task; an order that cannot be one, or that the
 //!   kernel refuses or aborts, is an error in `state` (`validationError`,
 //!   `orderError`, `orderUpdateError`). Instant actions map to pause,
 //!   resume, stop and the E-stop; `factsheetRequest` publishes the factsheet.
+//!   An `eStop` is never deduplicated — a repeat, even with the same
+//!   `actionId`, is an E-stop again — and `eStopRelease` only releases the
+//!   latch: it never restarts a task (ISO 13850: a reset is not a start).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -325,7 +329,9 @@ impl Bridge {
         if let Err(e) = command.check_limits() {
             return vec![self.rejected(Some(id), topic, e.code(), e.to_string())];
         }
-        if !self.first_time(&format!("cmd:{id}")) {
+        // An E-stop again is an E-stop again: stopping twice does no harm,
+        // dropping one might.
+        if command != Command::EStop && !self.first_time(&format!("cmd:{id}")) {
             let reply = Reply {
                 id: Some(id),
                 status: ReplyStatus::Duplicate,
@@ -359,7 +365,10 @@ impl Bridge {
             };
         let mut out = Vec::new();
         for action in message.actions {
-            if !self.first_time(&format!("action:{}", action.action_id)) {
+            // An E-stop is never dropped as a repeat (see `command`).
+            if action.action_type != "eStop"
+                && !self.first_time(&format!("action:{}", action.action_id))
+            {
                 continue;
             }
             let (status, result, effect) = self.instant_action(&action, wall_ms);
@@ -391,7 +400,8 @@ impl Bridge {
                 Some("the E-stop is latched: release it with eStopRelease".into()),
                 None,
             ),
-            "stopPause" | "eStopRelease" => (ActionStatus::Finished, None, run(Command::Resume)),
+            "stopPause" => (ActionStatus::Finished, None, run(Command::Resume)),
+            "eStopRelease" => Self::release(),
             "cancelOrder" => match &self.order {
                 Some(o) if o.active() => (ActionStatus::Finished, None, run(Command::Stop)),
                 _ => {
@@ -430,6 +440,22 @@ impl Bridge {
                 )
             }
         }
+    }
+
+    /// `eStopRelease`: releasing the E-stop's latch never restarts motion
+    /// (a task the E-stop set aside waits for an operator's deliberate
+    /// start). The run has no command yet that releases without resuming
+    /// (`resume` does both), so until it has, the release is refused here
+    /// and left to an operator's face.
+    fn release() -> (ActionStatus, Option<String>, Option<Effect>) {
+        (
+            ActionStatus::Failed,
+            Some(
+                "eStopRelease is refused: releasing here would restart the task the E-stop set aside; an operator releases the E-stop from robobrain's console or page"
+                    .into(),
+            ),
+            None,
+        )
     }
 
     fn order(&mut self, topic: &str, payload: &[u8], wall_ms: u64) -> Vec<Effect> {
@@ -828,6 +854,8 @@ impl Bridge {
     }
 
     fn action_state(&mut self, state: ActionState) {
+        // One state per action id: a repeated eStop's is its newest.
+        self.actions.retain(|a| a.action_id != state.action_id);
         self.actions.push_back(state);
         while self.actions.len() > KEPT {
             self.actions.pop_front();

@@ -95,8 +95,13 @@ fn instant_actions_map_to_pause_resume_and_the_e_stop() {
         commands(&b.message(t, &instant("eStop", "a3"), 0)),
         [Command::EStop]
     );
-    // The same action id again is not applied again.
-    assert_eq!(commands(&b.message(t, &instant("eStop", "a3"), 0)), []);
+    // The same action id again is not applied again ...
+    assert_eq!(commands(&b.message(t, &instant("stopPause", "a2"), 0)), []);
+    // ... but an E-stop is never a duplicate: the same one again stops again.
+    assert_eq!(
+        commands(&b.message(t, &instant("eStop", "a3"), 0)),
+        [Command::EStop]
+    );
     let out = b.message(t, &instant("factsheetRequest", "a4"), 0);
     assert_eq!(published(&out, "factsheet")[0]["serialNumber"], "r1");
     let out = b.message(t, &instant("dance", "a5"), 0);
@@ -119,6 +124,31 @@ fn instant_actions_map_to_pause_resume_and_the_e_stop() {
         published(&out, "state")[0]["errors"][1]["errorType"],
         "noOrderToCancel"
     );
+}
+
+#[test]
+fn an_estop_release_never_restarts_the_task_the_estop_set_aside() {
+    let mut b = bridge();
+    let t = "uagv/v2/acme/r1/instantActions";
+    assert_eq!(
+        commands(&b.message(t, &instant("eStop", "s1"), 0)),
+        [Command::EStop]
+    );
+    let out = b.message(t, &instant("eStopRelease", "s2"), 0);
+    assert!(
+        !commands(&out).contains(&Command::Resume),
+        "a release must not resume: {:?}",
+        commands(&out)
+    );
+    let state = &published(&out, "state")[0];
+    let release = state["actionStates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["actionId"] == "s2")
+        .unwrap();
+    assert_eq!(release["actionType"], "eStopRelease");
+    assert_eq!(release["actionStatus"], "FAILED", "{release}");
 }
 
 #[test]
@@ -272,11 +302,17 @@ fn bad_orders_and_commands_are_rejected_and_change_nothing() {
     let out = b.message(c, &vec![b'{'; MAX_COMMAND_BYTES + 1], 0);
     assert_eq!(published(&out, "reply")[0]["code"], "too_large");
     // A good one, then its repeat.
-    let good = br#"{"id": "x2", "command": {"cmd": "estop"}}"#;
-    assert_eq!(commands(&b.message(c, good, 0)), [Command::EStop]);
+    let good = br#"{"id": "x2", "command": {"cmd": "pause"}}"#;
+    assert_eq!(commands(&b.message(c, good, 0)), [Command::Pause]);
     let out = b.message(c, good, 0);
     assert_eq!(commands(&out), []);
     assert_eq!(published(&out, "reply")[0]["status"], "duplicate");
+    // The E-stop is never a duplicate.
+    let estop = br#"{"id": "x4", "command": {"cmd": "estop"}}"#;
+    for _ in 0..2 {
+        let out = b.message(c, estop, 0);
+        assert_eq!(commands(&out), [Command::EStop]);
+    }
     let out = b.message(c, br#"{"id": "x3", "command": {"cmd": "shutdown"}}"#, 0);
     assert_eq!(published(&out, "reply")[0]["status"], "refused");
 }

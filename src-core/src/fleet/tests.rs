@@ -102,6 +102,31 @@ fn order(id: &str, nodes: &[&str]) -> Value {
 
 const VDA: &str = "uagv/v2/acme/r1";
 
+/// Sends r1 one instant action as master control.
+async fn act(op: &mut Observer, schemas: &Schemas, header_id: u64, action: &str, action_id: &str) {
+    let message = instant(header_id, action, action_id);
+    let topic = format!("{VDA}/instantActions");
+    master(op, schemas, &topic, "instantActions", &message).await;
+}
+
+/// Sends r1 an own-protocol command as the operator and waits until it is accepted.
+async fn command(op: &mut Observer, id: &str, command: Value) {
+    op.mark();
+    op.client
+        .publish(
+            "robobrain/r1/command",
+            QoS::AtLeastOnce,
+            false,
+            serde_json::to_vec(&json!({"id": id, "command": command})).unwrap(),
+        )
+        .await
+        .unwrap();
+    op.until("robobrain/r1", "reply", |v| {
+        v["id"] == id && v["status"] == "accepted"
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_robot_speaks_vda5050_and_its_own_protocol_on_a_broker_with_passwords_and_acls() {
     let broker = fleet_broker("vda", &["r1", "r2"], |_| String::new());
@@ -127,14 +152,7 @@ async fn a_robot_speaks_vda5050_and_its_own_protocol_on_a_broker_with_passwords_
     op.until(VDA, "visualization", |_| true).await;
 
     // The factsheet on request.
-    master(
-        &mut op,
-        &schemas,
-        &format!("{VDA}/instantActions"),
-        "instantActions",
-        &instant(1, "factsheetRequest", "f1"),
-    )
-    .await;
+    act(&mut op, &schemas, 1, "factsheetRequest", "f1").await;
     let sheet = op.until(VDA, "factsheet", |_| true).await;
     assert_eq!(sheet["typeSpecification"]["agvKinematic"], "DIFF");
 
@@ -184,34 +202,63 @@ async fn a_robot_speaks_vda5050_and_its_own_protocol_on_a_broker_with_passwords_
     assert_eq!(state["errors"][0]["errorType"], "validationError");
     assert_eq!(state["orderId"], "o1");
 
-    // The E-stop as an instant action: latched, SERVICE mode, REMOTE e-stop.
-    master(
+    // A task under way when the E-stop comes.
+    command(
         &mut op,
-        &schemas,
-        &format!("{VDA}/instantActions"),
-        "instantActions",
-        &instant(3, "eStop", "s1"),
+        "op-go-1",
+        json!({"cmd": "say", "text": "go to the bedroom"}),
     )
     .await;
+    op.until("robobrain/r1", "snapshot", |v| {
+        v["tasks"][0]["status"] == "running"
+            && v["running"].as_array().is_some_and(|r| !r.is_empty())
+    })
+    .await;
+
+    // The E-stop as an instant action: latched, SERVICE mode, REMOTE e-stop.
+    act(&mut op, &schemas, 3, "eStop", "s1").await;
     let stopped = op
         .until(VDA, "state", |v| v["safetyState"]["eStop"] == "REMOTE")
         .await;
     assert_eq!(stopped["operatingMode"], "SERVICE");
     op.until("robobrain/r1", "snapshot", |v| v["estop"] == true)
         .await;
-
-    // Released; an order into the restricted study waits for an operator's
-    // approval like any task, and an operator who refuses it fails the order.
-    master(
-        &mut op,
-        &schemas,
-        &format!("{VDA}/instantActions"),
-        "instantActions",
-        &instant(4, "eStopRelease", "s2"),
-    )
+    // The same eStop again — the same actionId — is an E-stop again, not a
+    // duplicate: the kernel sends a second stop.
+    act(&mut op, &schemas, 4, "eStop", "s1").await;
+    op.until("robobrain/r1", "events", |v| {
+        v["event"]["kind"] == "skill"
+            && v["event"]["skill"] == "stop_base"
+            && v["event"]["goal_id"]
+                .as_str()
+                .is_some_and(|g| g.contains("/estop2."))
+    })
     .await;
+
+    // eStopRelease never restarts the task the E-stop set aside.
+    act(&mut op, &schemas, 5, "eStopRelease", "s2").await;
+    let released = op
+        .until(VDA, "state", |v| {
+            v["actionStates"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|a| a["actionId"] == "s2"))
+        })
+        .await;
+    assert_eq!(released["driving"], false, "{released:#}");
+    for _ in 0..5 {
+        op.mark();
+        let after = op.until("robobrain/r1", "snapshot", |_| true).await;
+        assert_eq!(after["tasks"][0]["status"], "preempted", "{after:#}");
+        assert_eq!(after["running"], json!([]), "{after:#}");
+    }
+    // The operator, deliberately: the set-aside task is stopped, the E-stop released.
+    command(&mut op, "op-stop-1", json!({"cmd": "stop"})).await;
+    command(&mut op, "op-resume-1", json!({"cmd": "resume"})).await;
     op.until(VDA, "state", |v| v["safetyState"]["eStop"] == "NONE")
         .await;
+
+    // An order into the restricted study waits for an operator's approval
+    // like any task, and an operator who refuses it fails the order.
     master(
         &mut op,
         &schemas,
