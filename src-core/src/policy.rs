@@ -1,17 +1,23 @@
 //! Which ops need an operator's approval. The policy — never a model —
 //! decides; its rules come from config (`[policy]`, `[home]`).
 //!
+//! A motion is judged by where it goes, not by what a door called the
+//! place ([`motion`]): the goal point and the planned path against the
+//! world's restricted and outside zones.
+//!
 //! Device writes (seed 001 §5): locks, gas, alarms, several devices at once
 //! and high-power devices are `high_write` and always need confirmation; a
 //! single low-risk write needs it when the user asked for that, at night,
 //! or when nobody is home. The rules look only at the call and the device
 //! model — never at text in device names or tool results.
 
+pub mod motion;
+
 use serde_json::Value;
 
 use crate::config::{HomeConfig, PolicyConfig};
 use crate::devices::{DeviceWorld, Scene};
-use crate::skills::{Risk, SkillSpec};
+use crate::skills::{Motion, Risk, SkillSpec};
 use crate::timezone::{self, TimeZone, Timestamp};
 use crate::world::World;
 
@@ -29,12 +35,16 @@ pub struct HomeGate<'a> {
     pub hour: f64,
 }
 
-/// Why `skill` with `args` needs approval under `policy`, or `None` if it may run.
+/// Why `skill` with `args` needs approval under `policy`, or `None` if it
+/// may run: the home's rules for device calls, the skill's risk, then where
+/// its `motion` goes from `start` ([`motion::reason`]).
 pub fn approval_reason(
     policy: &PolicyConfig,
     spec: &SkillSpec,
     args: &Value,
+    motion: &Motion,
     world: &World,
+    start: &motion::Start<'_>,
     home: Option<&HomeGate<'_>>,
 ) -> Option<String> {
     if let Some(gate) = home
@@ -45,23 +55,7 @@ pub fn approval_reason(
     if policy.approve_risks.contains(&spec.risk) {
         return Some(format!("{} is {} risk", spec.name, spec.risk.as_str()));
     }
-    let zone = args
-        .get("zone")
-        .and_then(Value::as_str)
-        .and_then(|z| world.zone(z))?;
-    if zone.outside && policy.approve_outside {
-        return Some(format!(
-            "{} leaves the apartment ({})",
-            spec.name, zone.name
-        ));
-    }
-    if zone.restricted && policy.approve_restricted {
-        return Some(format!(
-            "{} enters the restricted zone {}",
-            spec.name, zone.name
-        ));
-    }
-    None
+    motion::reason(policy, &spec.name, motion, world, start)
 }
 
 /// The device calls `(device, action)` a tool call would make: one for
@@ -323,13 +317,28 @@ mod tests {
         let world = World::builtin("apartment").unwrap();
         let nav = registry.spec("navigate_to").unwrap();
         let to = |z: &str| json!({"zone": z});
+        let start = motion::Start {
+            at: world.start_pose.point(),
+            blocked: &[],
+        };
         let reason = |policy: &PolicyConfig, spec: &SkillSpec, args: &Value| {
-            approval_reason(policy, spec, args, &world, None)
+            let motion = registry
+                .motion(&spec.name, args, &world)
+                .unwrap_or(Motion::Unknown);
+            approval_reason(policy, spec, args, &motion, &world, &start, None)
         };
         let mut policy = PolicyConfig::default();
         assert_eq!(reason(&policy, nav, &to("kitchen")), None);
-        assert_eq!(reason(&policy, nav, &to("nowhere")), None);
-        assert_eq!(reason(&policy, nav, &json!({})), None);
+        // By coordinates, the same places.
+        assert_eq!(
+            reason(&policy, nav, &json!({"x": 3.0, "y": 2.0})).as_deref(),
+            Some("navigate_to enters the restricted zone study")
+        );
+        assert_eq!(reason(&policy, nav, &json!({"x": 8.25, "y": 2.0})), None);
+        // Arguments the skill cannot read (its check refuses them first)
+        // say nowhere: judged as going anywhere.
+        assert!(reason(&policy, nav, &to("nowhere")).is_some());
+        assert!(reason(&policy, nav, &json!({})).is_some());
         assert_eq!(
             reason(&policy, nav, &to("outside")).as_deref(),
             Some("navigate_to leaves the apartment (outside)")
@@ -358,11 +367,13 @@ mod tests {
         let mut tool = nav.clone();
         tool.name = "devices.invoke".into();
         let unlock = invoke("front_door_lock", "unlock");
-        let why = approval_reason(&policy, &tool, &unlock, &world, Some(&g)).unwrap();
+        let still = Motion::Still;
+        let why =
+            approval_reason(&policy, &tool, &unlock, &still, &world, &start, Some(&g)).unwrap();
         assert!(why.contains("high risk"), "{why}");
         let light = invoke("living_room_light", "turn_on");
         assert_eq!(
-            approval_reason(&policy, &tool, &light, &world, Some(&g)),
+            approval_reason(&policy, &tool, &light, &still, &world, &start, Some(&g)),
             None
         );
     }

@@ -15,6 +15,7 @@ pub mod status;
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::geometry::Point;
 use crate::link::{LinkError, RobotLink, Telemetry};
 use crate::protocol::SpeechTrack;
 use crate::world::World;
@@ -100,6 +101,24 @@ pub enum Started {
     },
 }
 
+/// Where a goal sends the robot's base: what the policy judges a motion by
+/// ([`crate::policy::motion`]), whatever door the goal came through.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Motion {
+    /// The goal does not move the base.
+    Still,
+    /// The goal drives the base to `target`.
+    To {
+        /// Where the base ends, metres.
+        target: Point,
+        /// The target in words, for reasons (`the kitchen`, `(3.0, 2.0)`, `the dock`).
+        what: String,
+    },
+    /// The goal moves the base, but the skill cannot say where: judged as
+    /// going anywhere.
+    Unknown,
+}
+
 /// A capability with the seed-000 life cycle: initialize, execute (start),
 /// cancel, cleanup, metadata (the spec).
 pub trait Skill: Send {
@@ -116,6 +135,20 @@ pub trait Skill: Send {
     fn check(&self, args: &Value, world: &World) -> Result<(), SkillError> {
         let _ = (args, world);
         Ok(())
+    }
+
+    /// Where a goal with `args` (already checked) sends the base. The
+    /// default: a skill that holds the `base` resource moves it somewhere it
+    /// cannot name ([`Motion::Unknown`], so the policy asks an operator
+    /// whenever zones need approval); any other skill leaves it still. A
+    /// skill that drives the base says where.
+    fn motion(&self, args: &Value, world: &World) -> Motion {
+        let _ = (args, world);
+        if self.spec().resources.iter().any(|r| r == "base") {
+            Motion::Unknown
+        } else {
+            Motion::Still
+        }
     }
 
     /// Starts a goal.

@@ -282,6 +282,10 @@ impl Engine {
             runner: &self.runner,
             task_id: id,
             home: Some(&gate),
+            start: crate::policy::motion::Start {
+                at: self.state.telemetry.pose.point(),
+                blocked: &self.state.telemetry.blocked_passages,
+            },
         };
         judge(ops, &ctx, approved)
     }

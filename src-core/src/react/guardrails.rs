@@ -4,7 +4,7 @@
 use crate::config::PolicyConfig;
 use crate::policy;
 use crate::protocol::{Mode, Op, Verdict};
-use crate::skills::{SkillRegistry, SkillRunner};
+use crate::skills::{Motion, SkillRegistry, SkillRunner};
 use crate::world::World;
 
 /// Longest wait a decision may ask for, sim seconds.
@@ -26,6 +26,8 @@ pub struct GuardContext<'a> {
     pub task_id: &'a str,
     /// The home's devices and rules, for device tools.
     pub home: Option<&'a crate::policy::HomeGate<'a>>,
+    /// Where the robot is: a motion is judged from here.
+    pub start: policy::motion::Start<'a>,
 }
 
 /// The verdict on one op.
@@ -107,11 +109,17 @@ fn judge_one(op: &Op, all: &[Op], ctx: &GuardContext<'_>, approved: bool) -> Jud
                     }
                 }
             }
-            if !approved
-                && let Some(reason) =
-                    policy::approval_reason(ctx.policy, spec, args, ctx.world, ctx.home)
-            {
-                return judged(Verdict::NeedsApproval, reason);
+            if !approved {
+                // Where the goal sends the base, whatever door or form it came in.
+                let motion = ctx
+                    .registry
+                    .motion(skill, args, ctx.world)
+                    .unwrap_or(Motion::Unknown);
+                if let Some(reason) = policy::approval_reason(
+                    ctx.policy, spec, args, &motion, ctx.world, &ctx.start, ctx.home,
+                ) {
+                    return judged(Verdict::NeedsApproval, reason);
+                }
             }
             judged(
                 Verdict::Allowed,
@@ -169,6 +177,10 @@ mod tests {
             runner,
             task_id: task,
             home: None,
+            start: policy::motion::Start {
+                at: world.start_pose.point(),
+                blocked: &[],
+            },
         };
         judge(ops, &ctx, approved)
             .into_iter()
@@ -293,6 +305,31 @@ mod tests {
             verdicts(&[go("study")], "t1", Mode::Exec, &idle, true)[0].0,
             Verdict::Allowed
         );
+        // By coordinates and by the dock, judged by where they go.
+        let at = |x: f64, y: f64| Op::Dispatch {
+            skill: "navigate_to".into(),
+            args: json!({"x": x, "y": y}),
+        };
+        assert_eq!(
+            one(at(3.0, 2.0), Mode::Exec, &idle),
+            (
+                Verdict::NeedsApproval,
+                "navigate_to enters the restricted zone study".into()
+            )
+        );
+        assert_eq!(
+            one(at(15.0, 8.0), Mode::Exec, &idle),
+            (
+                Verdict::NeedsApproval,
+                "navigate_to leaves the apartment (outside)".into()
+            )
+        );
+        assert_eq!(one(at(8.25, 2.0), Mode::Exec, &idle).0, Verdict::Allowed);
+        let dock = Op::Dispatch {
+            skill: "dock".into(),
+            args: json!({}),
+        };
+        assert_eq!(one(dock, Mode::Exec, &idle).0, Verdict::Allowed);
         // Approval does not lift the other checks.
         assert_eq!(
             verdicts(&[go("study")], "t1", Mode::Safe, &idle, true)[0].0,

@@ -179,6 +179,13 @@ impl SkillRegistry {
         Ok(entry.skill.spec())
     }
 
+    /// Where a goal of `name` with `args` (already checked) sends the base;
+    /// `None` for an unknown skill.
+    pub fn motion(&self, name: &str, args: &Value, world: &World) -> Option<super::Motion> {
+        self.position(name)
+            .map(|i| self.entries[i].skill.motion(args, world))
+    }
+
     /// Starts a goal of `name` (arguments must have been checked).
     pub fn start(
         &mut self,

@@ -2,8 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::super::{Skill, SkillContext, SkillError, SkillSpec, Started};
+use super::super::{Motion, Skill, SkillContext, SkillError, SkillSpec, Started};
 use crate::link::{GoalKind, LinkRequest};
+use crate::world::World;
 
 /// A skill whose every call sends the same goal to the base.
 pub struct BaseGoal {
@@ -59,6 +60,21 @@ fn no_args() -> Value {
 impl Skill for BaseGoal {
     fn spec(&self) -> &SkillSpec {
         &self.spec
+    }
+
+    /// `dock` drives to the dock pose; `stop_base` brakes where it is.
+    fn motion(&self, _args: &Value, world: &World) -> Motion {
+        match self.goal {
+            GoalKind::Dock => Motion::To {
+                target: world.dock_pose.point(),
+                what: "the dock".into(),
+            },
+            GoalKind::StopBase => Motion::Still,
+            GoalKind::Navigate { target, .. } => Motion::To {
+                target,
+                what: format!("({:.2}, {:.2})", target.x, target.y),
+            },
+        }
     }
 
     fn start(

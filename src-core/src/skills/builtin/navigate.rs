@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::{Skill, SkillContext, SkillError, SkillSpec, Started};
+use super::super::{Motion, Skill, SkillContext, SkillError, SkillSpec, Started};
 use crate::geometry::Point;
 use crate::link::{GoalKind, LinkRequest};
 use crate::world::World;
@@ -76,6 +76,22 @@ impl Skill for NavigateTo {
 
     fn check(&self, args: &Value, world: &World) -> Result<(), SkillError> {
         Self::target(args, world).map(|_| ())
+    }
+
+    /// The zone's goal point or `(x, y)`: the policy judges where that is
+    /// and the path there, never the name.
+    fn motion(&self, args: &Value, world: &World) -> Motion {
+        match Self::target(args, world) {
+            Ok((target, Some(zone))) => Motion::To {
+                target,
+                what: format!("the {zone}"),
+            },
+            Ok((target, None)) => Motion::To {
+                target,
+                what: format!("({:.2}, {:.2})", target.x, target.y),
+            },
+            Err(_) => Motion::Unknown,
+        }
     }
 
     fn start(
