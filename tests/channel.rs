@@ -424,6 +424,12 @@ fn a_locked_database_on_resume_exits_non_zero_and_says_so() {
             "fast {fast}: {}",
             out.stderr
         );
+        assert_eq!(
+            out.stderr.matches(db.as_str()).count(),
+            1,
+            "fast {fast}: the error is said once, with the file: {}",
+            out.stderr
+        );
     }
     other.execute_batch("ROLLBACK").unwrap();
 }
@@ -467,6 +473,13 @@ fn a_database_damaged_inside_its_pages_is_refused_by_every_command() {
             out.stderr.contains(db)
                 && out.stderr.contains("corrupt")
                 && out.stderr.contains("quick_check"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        // Said once, with the file (issue 35).
+        assert_eq!(
+            out.stderr.matches(db).count(),
+            1,
             "{args:?}: {}",
             out.stderr
         );

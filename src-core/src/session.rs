@@ -86,16 +86,13 @@ pub enum SessionError {
     /// The memory could not be started.
     #[error("memory: {0}")]
     Memory(#[from] MemoryError),
-    /// The thread database refused the run.
-    #[error("the thread database {path}: {source}")]
-    Store {
-        /// The database file.
-        path: PathBuf,
-        /// Why.
-        source: StoreError,
-    },
-    /// The thread database took the run but could not record its start.
-    #[error("the thread database {path}: {why}")]
+    /// The thread database refused the run (the store's error names the
+    /// file, so it is said once).
+    #[error(transparent)]
+    Store(StoreError),
+    /// The thread database took the run but could not record its start
+    /// (`why` is the store's error, which names the file).
+    #[error("{why}")]
     Halted {
         /// The database file.
         path: PathBuf,
@@ -601,10 +598,7 @@ fn attach_memory(
 /// stderr which thread is recorded where.
 fn record(engine: &mut Engine, config: &Config, resume: bool) -> Result<PathBuf, SessionError> {
     let path = config.db_path();
-    let store_err = |source| SessionError::Store {
-        path: path.clone(),
-        source,
-    };
+    let store_err = SessionError::Store;
     let store = Store::open(&path, config.store.synchronous).map_err(store_err)?;
     engine
         .attach_store(store, &config.store, resume)

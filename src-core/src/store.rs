@@ -22,7 +22,6 @@ pub mod delta;
 pub mod guard;
 pub mod ledger;
 pub mod schema;
-mod wal_vfs;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -139,6 +138,15 @@ pub enum StoreError {
         id: String,
         /// The threads it does hold, newest first.
         known: Vec<String>,
+    },
+    /// A resume named a thread whose checkpoints are gone: starting it
+    /// again from step 0 would write a second history over the first.
+    #[error("{}: thread `{id}` has no checkpoint to resume from; nothing was written (restore the file from a copy, or start another --thread)", path.display())]
+    NoCheckpoint {
+        /// The file.
+        path: PathBuf,
+        /// The thread.
+        id: String,
     },
     /// A new run named a thread that already exists.
     #[error("{}: thread `{id}` already exists; add --resume to continue it or pick another --thread", path.display())]
@@ -275,11 +283,11 @@ pub struct Store {
     /// Copies the WAL back into the database off the committing thread
     /// (started when first needed; none in memory). Declared first so it
     /// is dropped (and its thread joined) before `conn` closes.
-    checkpointer: Option<checkpointer::Checkpointer>,
+    checkpoints: checkpointer::Schedule,
     conn: Connection,
     path: PathBuf,
-    /// Commits since the checkpointer was last asked to run.
-    since_checkpoint: u32,
+    /// How hard a commit waits for the disk (the audit log opens with the same).
+    synchronous: Synchronous,
     /// The thread this store last committed a checkpoint for and the
     /// number its next one takes, so a commit need not ask SQLite (that
     /// `SELECT MAX(n)` was an eighth of a durable tick). Set only after the
@@ -326,15 +334,11 @@ impl Store {
 
     fn setup(conn: Connection, path: &Path, synchronous: Synchronous) -> Result<Self, StoreError> {
         let mut store = Self {
-            checkpointer: None,
+            checkpoints: checkpointer::Schedule::default(),
             conn,
             path: path.to_path_buf(),
-            since_checkpoint: 0,
+            synchronous,
             next_checkpoint: None,
-        };
-        let sync = match synchronous {
-            Synchronous::Normal => "NORMAL",
-            Synchronous::Full => "FULL",
         };
         store
             .conn
@@ -363,10 +367,7 @@ impl Store {
                 supported,
             });
         }
-        let mode: String = store
-            .conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(|e| store.err(e))?;
+        let mode = configure(&mut store.conn, synchronous).map_err(|e| store.err(e))?;
         if mode != "wal" && mode != "memory" {
             return Err(StoreError::CannotOpen {
                 path: store.path.clone(),
@@ -375,9 +376,7 @@ impl Store {
         }
         store
             .conn
-            .execute_batch(&format!(
-                "PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;"
-            ))
+            .execute_batch("PRAGMA foreign_keys=ON;")
             .map_err(|e| store.err(e))?;
         store.migrate(version)?;
         Ok(store)
@@ -438,6 +437,11 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How hard its commits wait for the disk.
+    pub fn synchronous(&self) -> Synchronous {
+        self.synchronous
     }
 
     /// Every thread, most recently updated first.
@@ -624,17 +628,7 @@ impl Store {
     /// to copy the WAL into the database (what SQLite's autocheckpoint did
     /// inside the commit that crossed 1 000 pages, fsyncs included).
     fn after_commit(&mut self) {
-        self.since_checkpoint += 1;
-        if self.since_checkpoint < checkpointer::EVERY || self.path == Path::new(":memory:") {
-            return;
-        }
-        self.since_checkpoint = 0;
-        if self.checkpointer.is_none() {
-            self.checkpointer = checkpointer::Checkpointer::start(&self.path);
-        }
-        if let Some(c) = &self.checkpointer {
-            c.request();
-        }
+        self.checkpoints.after_commit(&self.path);
     }
 
     /// The newest checkpoint of `thread`, rebuilt.
@@ -790,6 +784,65 @@ impl Store {
         Ok(events)
     }
 
+    /// Checks that every event of `thread` is stored and readable before a
+    /// resume writes after them: the batches run 1, 2, 3… to the thread's
+    /// last recorded `seq` and each one's body is a JSON array of as many
+    /// events as it says. Bytes damaged inside a record pass `quick_check`
+    /// (the pages are sound, the record is not); this names the thread and
+    /// the events of the first damaged record. Cheaper than
+    /// [`Store::events`]: the bodies are parsed, not decoded into events.
+    pub fn check_events(&self, thread: &str) -> Result<(), StoreError> {
+        let last_seq = self.thread(thread)?.last_seq;
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT first_seq, last_seq, body FROM event_batches WHERE thread_id = ?1 ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([thread]).map_err(|e| self.err(e))?;
+        let mut next = 1;
+        let damaged = |first: u64, last: u64, detail: String| StoreError::Decode {
+            path: self.path.clone(),
+            what: format!("events {first} to {last} of thread `{thread}`"),
+            detail,
+        };
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let (first, last): (u64, u64) = (
+                row.get(0).map_err(|e| self.err(e))?,
+                row.get(1).map_err(|e| self.err(e))?,
+            );
+            let body = row.get_ref(2).map_err(|e| self.err(e))?;
+            let parsed = body.as_bytes().map_err(|e| e.to_string()).and_then(|b| {
+                serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(b).map_err(|e| e.to_string())
+            });
+            match parsed {
+                Err(detail) => return Err(damaged(first, last, detail)),
+                Ok(v) if first != next || last < first || v.len() as u64 != last - first + 1 => {
+                    return Err(damaged(
+                        first,
+                        last,
+                        format!(
+                            "the record holds {} events where its numbers say {}; event {next} was expected first",
+                            v.len(),
+                            (last + 1).saturating_sub(first)
+                        ),
+                    ));
+                }
+                Ok(_) => next = last + 1,
+            }
+        }
+        if next != last_seq + 1 {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: format!(
+                    "thread `{thread}` has events up to {} stored where its record says {last_seq}; event {next} is missing",
+                    next - 1
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Marks `thread` finished and keeps only its newest `keep` checkpoints
     /// (the newest is always full, so the thread can still be resumed).
     pub fn finish(&mut self, thread: &str, full: &Value, keep: u32) -> Result<(), StoreError> {
@@ -868,14 +921,28 @@ fn retry_soon(attempt: i32) -> bool {
     true
 }
 
-/// A connection to the run's database through the store's VFS
-/// ([`wal_vfs`]: a commit's WAL frames in one write), or SQLite's default
-/// when that layer could not be registered.
+/// A connection to the run's database, SQLite's own file layer as it ships.
 fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
-    match wal_vfs::name() {
-        Some(vfs) => Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs),
-        None => Connection::open(path),
-    }
+    Connection::open(path)
+}
+
+/// The settings every connection that writes the run's database takes
+/// (the store's and the audit log's): the store's busy handler, WAL,
+/// `synchronous` as configured, and no automatic checkpoint inside a
+/// commit (the background checkpointer copies the WAL,
+/// `store/checkpointer.rs`). Returns the journal mode SQLite reports
+/// (`wal`, or `memory` for a database in memory).
+fn configure(conn: &mut Connection, synchronous: Synchronous) -> rusqlite::Result<String> {
+    conn.busy_handler(Some(retry_soon))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    let sync = match synchronous {
+        Synchronous::Normal => "NORMAL",
+        Synchronous::Full => "FULL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous={sync}; PRAGMA wal_autocheckpoint=0;"
+    ))?;
+    Ok(mode)
 }
 
 fn wall_ms() -> u64 {

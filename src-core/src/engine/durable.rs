@@ -59,34 +59,40 @@ impl Engine {
         let mut count = 0;
         if resume {
             store.thread(&thread)?;
-            if let Some(r) = store.restore(&thread)? {
-                let decode = |what: &str, e: serde_json::Error| StoreError::Decode {
+            // A damaged record is refused before anything is written after it.
+            store.check_events(&thread)?;
+            let Some(r) = store.restore(&thread)? else {
+                return Err(StoreError::NoCheckpoint {
                     path: store.path().to_path_buf(),
-                    what: format!("{what} in the checkpoint of thread `{thread}`"),
-                    detail: e.to_string(),
-                };
-                self.state = serde_json::from_value(r.state["state"].clone())
-                    .map_err(|e| decode("the kernel state", e))?;
-                self.runner = serde_json::from_value(r.state["runner"].clone())
-                    .map_err(|e| decode("the running goals", e))?;
-                if let Some(home) = r.state.get("home") {
-                    crate::hci::lock(&self.home).devices.restore(home);
-                }
-                count = r.count;
-                // A brain that was thinking when the process died holds no
-                // answer now; nothing was sent yet, so it is simply asked again.
-                let thinking: Vec<String> = self
-                    .state
-                    .queue
-                    .tasks()
-                    .iter()
-                    .filter(|t| matches!(t.react.phase, crate::react::Phase::Deciding { .. }))
-                    .map(|t| t.id.clone())
-                    .collect();
-                for id in thinking {
-                    if let Some(t) = self.state.queue.get_mut(&id) {
-                        t.react.phase = crate::react::Phase::Ready;
-                    }
+                    id: thread,
+                });
+            };
+            let decode = |what: &str, e: serde_json::Error| StoreError::Decode {
+                path: store.path().to_path_buf(),
+                what: format!("{what} in the checkpoint of thread `{thread}`"),
+                detail: e.to_string(),
+            };
+            self.state = serde_json::from_value(r.state["state"].clone())
+                .map_err(|e| decode("the kernel state", e))?;
+            self.runner = serde_json::from_value(r.state["runner"].clone())
+                .map_err(|e| decode("the running goals", e))?;
+            if let Some(home) = r.state.get("home") {
+                crate::hci::lock(&self.home).devices.restore(home);
+            }
+            count = r.count;
+            // A brain that was thinking when the process died holds no
+            // answer now; nothing was sent yet, so it is simply asked again.
+            let thinking: Vec<String> = self
+                .state
+                .queue
+                .tasks()
+                .iter()
+                .filter(|t| matches!(t.react.phase, crate::react::Phase::Deciding { .. }))
+                .map(|t| t.id.clone())
+                .collect();
+            for id in thinking {
+                if let Some(t) = self.state.queue.get_mut(&id) {
+                    t.react.phase = crate::react::Phase::Ready;
                 }
             }
         } else {
@@ -98,7 +104,8 @@ impl Engine {
             .map(|l| (l.goal_id, l.request))
             .collect();
         if store.path() != std::path::Path::new(":memory:")
-            && let Ok(audit) = crate::store::audit::AuditLog::open(store.path())
+            && let Ok(audit) =
+                crate::store::audit::AuditLog::open_with(store.path(), store.synchronous())
         {
             crate::hci::lock(&self.home).set_audit(audit);
         }
@@ -871,6 +878,99 @@ mod tests {
             .unwrap();
         assert_eq!(rows.len(), 1, "{rows:?}");
         assert_eq!(rows[0].args_summary, "kitchen_light turn_on");
+    }
+
+    /// The database file and its WAL, byte for byte.
+    fn file_bytes(path: &std::path::Path) -> Vec<Vec<u8>> {
+        ["", "-wal"]
+            .iter()
+            .map(|s| std::fs::read(format!("{}{s}", path.display())).unwrap_or_default())
+            .collect()
+    }
+
+    /// A resume of a thread whose checkpoints are gone refuses, naming the
+    /// thread, and writes nothing: starting it again from step 0 would
+    /// write a second history over the first (issue 35).
+    #[test]
+    fn a_resume_without_a_checkpoint_refuses_and_writes_nothing() {
+        let path = temp_db("no-checkpoint");
+        let mut engine = durable_engine(&path, false);
+        let mut events = Vec::new();
+        sent_to_the_kitchen(&mut engine, &mut events);
+        drop(engine);
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch("DELETE FROM checkpoints; PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+        let before = file_bytes(&path);
+        let config = Config {
+            thread_id: Some("t".into()),
+            ..Config::default()
+        };
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let store = Store::open(&path, Synchronous::Normal).unwrap();
+        let e = engine
+            .attach_store(store, &StoreConfig::default(), true)
+            .unwrap_err();
+        assert!(matches!(e, StoreError::NoCheckpoint { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("thread `t` has no checkpoint to resume from; nothing was written"),
+            "{text}"
+        );
+        drop(engine);
+        assert!(file_bytes(&path) == before, "the file was written");
+    }
+
+    /// Bytes damaged inside a stored record (the pages around it sound, so
+    /// `quick_check` passes): the resume refuses, naming the thread and the
+    /// events of the damaged record, and writes nothing into the file.
+    #[test]
+    fn a_resume_refuses_a_damaged_record_naming_its_thread_and_events() {
+        let path = temp_db("damaged-record");
+        let mut engine = durable_engine(&path, false);
+        let mut events = Vec::new();
+        sent_to_the_kitchen(&mut engine, &mut events);
+        drop(engine);
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+        let (first, last, body): (u64, u64, String) = conn
+            .query_row(
+                "SELECT first_seq, last_seq, body FROM event_batches ORDER BY id LIMIT 1 OFFSET 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        drop(conn);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes
+            .windows(body.len())
+            .position(|w| w == body.as_bytes())
+            .expect("the record is in the file");
+        // A `{` in the middle of the record becomes a `#`.
+        let brace = body[1..].find('{').unwrap() + 1;
+        bytes[at + brace] = b'#';
+        std::fs::write(&path, &bytes).unwrap();
+        let before = file_bytes(&path);
+        let config = Config {
+            thread_id: Some("t".into()),
+            ..Config::default()
+        };
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let store = Store::open(&path, Synchronous::Normal).expect("quick_check passes");
+        let e = engine
+            .attach_store(store, &StoreConfig::default(), true)
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!(
+                "events {first} to {last} of thread `t` cannot be decoded"
+            )),
+            "{text}"
+        );
+        drop(engine);
+        assert!(file_bytes(&path) == before, "the damaged file was written");
     }
 
     #[test]

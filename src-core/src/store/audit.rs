@@ -10,7 +10,7 @@ use std::path::Path;
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
-use super::StoreError;
+use super::{StoreError, Synchronous, checkpointer};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS audit (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -71,6 +71,9 @@ pub struct AuditFilter {
 
 /// The audit table.
 pub struct AuditLog {
+    /// Its own WAL checkpoints, as the store's (declared first: dropped,
+    /// and its thread joined, before `conn` closes).
+    checkpoints: std::cell::RefCell<checkpointer::Schedule>,
     conn: Connection,
     path: std::path::PathBuf,
 }
@@ -84,8 +87,16 @@ impl std::fmt::Debug for AuditLog {
 }
 
 impl AuditLog {
-    /// Opens the log in the database at `path` (created when absent).
+    /// Opens the log in the database at `path` (created when absent), its
+    /// commits waiting for the disk as the default store's do.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with(path, Synchronous::default())
+    }
+
+    /// Opens the log in the database at `path` with the store's settings:
+    /// WAL, `synchronous` as given, no automatic checkpoint inside a
+    /// commit, its own background checkpointer.
+    pub fn open_with(path: &Path, synchronous: Synchronous) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::CannotOpen {
                 path: path.to_path_buf(),
@@ -93,25 +104,29 @@ impl AuditLog {
             })?;
         }
         let conn = super::open_connection(path).map_err(|e| StoreError::from_sqlite(path, e))?;
-        Self::setup(conn, path)
+        Self::setup(conn, path, synchronous)
     }
 
     /// A log in memory (tests, scenarios without a database).
     pub fn in_memory() -> Result<Self, StoreError> {
         let path = Path::new(":memory:");
         let conn = Connection::open_in_memory().map_err(|e| StoreError::from_sqlite(path, e))?;
-        Self::setup(conn, path)
+        Self::setup(conn, path, Synchronous::default())
     }
 
-    fn setup(mut conn: Connection, path: &Path) -> Result<Self, StoreError> {
+    fn setup(
+        mut conn: Connection,
+        path: &Path,
+        synchronous: Synchronous,
+    ) -> Result<Self, StoreError> {
         let err = |e| StoreError::from_sqlite(path, e);
-        // The audit rows go into the run's database during a tick, so they
-        // meet the WAL checkpointer as the store's commits do.
-        conn.busy_handler(Some(super::retry_soon)).map_err(err)?;
-        conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
-            .map_err(err)?;
+        // The audit rows go into the run's database during a tick: the
+        // same settings as the store's connection, so they meet the WAL
+        // checkpointer as its commits do and never checkpoint in a tick.
+        super::configure(&mut conn, synchronous).map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         Ok(Self {
+            checkpoints: std::cell::RefCell::default(),
             conn,
             path: path.to_path_buf(),
         })
@@ -137,6 +152,7 @@ impl AuditLog {
                 ],
             )
             .map_err(|e| StoreError::from_sqlite(&self.path, e))?;
+        self.checkpoints.borrow_mut().after_commit(&self.path);
         Ok(self.conn.last_insert_rowid())
     }
 
@@ -234,6 +250,37 @@ mod tests {
             .unwrap();
         assert_eq!(invokes.len(), 1);
         assert!(!invokes[0].ok, "the newest one");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The audit connection writes the run's database with the store's
+    /// settings: WAL, `synchronous` as the store's, and no checkpoint inside
+    /// a commit (SQLite's default would fsync every audit row and copy the
+    /// WAL on the tick thread).
+    #[test]
+    fn the_log_writes_with_the_stores_settings() {
+        let dir = std::env::temp_dir().join(format!("rb-audit-settings-{}", std::process::id()));
+        let path = dir.join("a.db");
+        let _ = std::fs::remove_dir_all(&dir);
+        for (synchronous, level) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+            let store = crate::store::Store::open(&path, synchronous).unwrap();
+            let log = AuditLog::open_with(store.path(), store.synchronous()).unwrap();
+            let pragma = |name: &str| -> String {
+                log.conn
+                    .query_row(&format!("PRAGMA {name}"), [], |r| {
+                        r.get::<_, rusqlite::types::Value>(0)
+                    })
+                    .map(|v| match v {
+                        rusqlite::types::Value::Integer(i) => i.to_string(),
+                        rusqlite::types::Value::Text(t) => t,
+                        other => format!("{other:?}"),
+                    })
+                    .unwrap()
+            };
+            assert_eq!(pragma("journal_mode"), "wal");
+            assert_eq!(pragma("synchronous"), level.to_string());
+            assert_eq!(pragma("wal_autocheckpoint"), "0");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

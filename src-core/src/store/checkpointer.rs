@@ -35,6 +35,34 @@ use rusqlite::Connection;
 /// pages, so this keeps the WAL around SQLite's default of 1 000 pages.
 pub(super) const EVERY: u32 = 128;
 
+/// When a connection that writes the run's database asks for a
+/// checkpoint: every [`EVERY`] of its commits, starting the thread the
+/// first time (none for a database in memory).
+#[derive(Default)]
+pub(super) struct Schedule {
+    /// The thread, once started.
+    pub(super) checkpointer: Option<Checkpointer>,
+    /// Commits since it was last asked to run.
+    since: u32,
+}
+
+impl Schedule {
+    /// Counts a commit to `path`; every [`EVERY`] asks for a checkpoint.
+    pub(super) fn after_commit(&mut self, path: &Path) {
+        self.since += 1;
+        if self.since < EVERY || path == Path::new(":memory:") {
+            return;
+        }
+        self.since = 0;
+        if self.checkpointer.is_none() {
+            self.checkpointer = Checkpointer::start(path);
+        }
+        if let Some(c) = &self.checkpointer {
+            c.request();
+        }
+    }
+}
+
 /// The checkpoint thread; dropping it lets the thread finish its current
 /// checkpoint and waits for it.
 pub(super) struct Checkpointer {

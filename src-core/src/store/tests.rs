@@ -358,12 +358,16 @@ fn the_wal_is_written_again_from_its_start_after_a_checkpoint() {
     // writer. (One that met a commit, as the 20 after the last request
     // may on a loaded machine, leaves the WAL to the next request.)
     store
+        .checkpoints
         .checkpointer
         .as_ref()
         .expect("the checkpointer ran")
         .request();
     // Dropping the checkpointer lets it finish what it was asked.
-    assert!(store.checkpointer.take().is_some(), "the checkpointer ran");
+    assert!(
+        store.checkpoints.checkpointer.take().is_some(),
+        "the checkpointer ran"
+    );
     let copied = wal();
     commits(&mut store, 60);
     assert_eq!(wal(), copied, "60 commits written over the copied WAL");
