@@ -22,6 +22,8 @@ use serde_json::Value;
 use crate::sim_process::SimProcess;
 use crate::support::temp_dir;
 
+mod power_loss;
+
 pub(crate) const THREAD: &str = "kill-test";
 const SPEED: &str = "20";
 
