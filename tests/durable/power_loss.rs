@@ -200,10 +200,11 @@ fn parse_trace(text: &str, db: &Path) -> Trace {
                     let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
                         continue;
                     };
-                    if v["request"] == "send_goal" && v["goal"] != "stop_base" {
-                        if let Some(id) = v["goal_id"].as_str() {
-                            trace.sends.push((entry, id.to_string()));
-                        }
+                    if v["request"] == "send_goal"
+                        && v["goal"] != "stop_base"
+                        && let Some(id) = v["goal_id"].as_str()
+                    {
+                        trace.sends.push((entry, id.to_string()));
                     }
                 }
             }
