@@ -61,13 +61,20 @@ pub enum Command {
     },
     /// Pause the active task (the base stops; the task keeps its place).
     Pause,
-    /// Resume a paused task, release an E-stop, or retry a task waiting for help.
+    /// Resume the paused tasks (those the E-stop set aside too) and retry
+    /// tasks waiting for help: the operator's deliberate start. Refused
+    /// while the E-stop is latched ([`Command::ResetEStop`] first).
     Resume,
     /// Cancel the active task.
     Stop,
     /// Emergency stop: cancel everything and stop the base, no brain involved.
     #[serde(rename = "estop")]
     EStop,
+    /// Reset (release) a latched E-stop. A reset is not a start (ISO 13850,
+    /// IEC 60204-1): nothing moves after it; the tasks the E-stop set aside
+    /// stay paused until a [`Command::Resume`].
+    #[serde(rename = "reset_estop")]
+    ResetEStop,
     /// Start a patrol of a route (the world's default route when `None`).
     StartPatrol {
         /// Route name from the world file.
@@ -1014,6 +1021,12 @@ mod tests {
         );
         let cmd: Command = serde_json::from_str(r#"{"cmd":"estop"}"#).unwrap();
         assert_eq!(cmd, Command::EStop);
+        let cmd: Command = serde_json::from_str(r#"{"cmd":"reset_estop"}"#).unwrap();
+        assert_eq!(cmd, Command::ResetEStop);
+        assert_eq!(
+            serde_json::to_string(&Command::ResetEStop).unwrap(),
+            r#"{"cmd":"reset_estop"}"#
+        );
     }
 
     #[test]

@@ -145,7 +145,7 @@ fn through_runtime(dir: &Path, trials: usize) {
     let runtime = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
     let mut trial = |i: usize, failed: bool| -> (f64, f64) {
         if !failed {
-            rt.block_on(runtime.send(Command::Resume)).unwrap();
+            rt.block_on(runtime.send(Command::ResetEStop)).unwrap();
             let text = PLACES[i % PLACES.len()].into();
             rt.block_on(runtime.send(Command::Say { text })).unwrap();
         }
@@ -170,7 +170,7 @@ fn through_runtime(dir: &Path, trials: usize) {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     // A navigation makes the next tick commit, which fails on the missing file.
-    rt.block_on(runtime.send(Command::Resume)).unwrap();
+    rt.block_on(runtime.send(Command::ResetEStop)).unwrap();
     rt.block_on(runtime.send(Command::Say {
         text: PLACES[0].into(),
     }))

@@ -798,6 +798,7 @@
     input.value = "";
   });
   el("estop").addEventListener("click", () => send({ cmd: "estop" }));
+  el("reset-estop").addEventListener("click", () => send({ cmd: "reset_estop" }));
   el("resume").addEventListener("click", () => send({ cmd: "resume" }));
   el("stop").addEventListener("click", () => send({ cmd: "stop" }));
   el("patrol").addEventListener("click", () => send({ cmd: "start_patrol" }));

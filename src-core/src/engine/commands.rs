@@ -55,6 +55,7 @@ impl Engine {
             Command::Resume => self.resume(),
             Command::Stop => self.cancel_active("stopped by the operator", Lang::default()),
             Command::EStop => self.estop_now(),
+            Command::ResetEStop => self.reset_estop(),
             Command::StartPatrol { route } => self.start_patrol(route.as_deref(), Lang::default()),
             Command::Acknowledge { incident_id, by } => {
                 self.acknowledge(incident_id.as_deref(), &by, Lang::default());
@@ -345,47 +346,107 @@ impl Engine {
             .all(|i| i.acknowledged_by.is_some())
         {
             self.say_line(lang, "acknowledged", &[], SpeechTrack::Answer);
-            self.resume_after("the alert was acknowledged");
+            self.resume_after("the alert was acknowledged", false);
         }
     }
 
-    /// Releases an E-stop, resumes paused tasks and retries tasks waiting for help.
+    /// The operator's deliberate start: resumes paused tasks (those the
+    /// E-stop set aside too) and retries tasks waiting for help. Refused
+    /// while the E-stop is latched: a reset comes first, and is its own act.
     fn resume(&mut self) {
-        self.resume_after("the operator said retry");
+        if self.state.estop {
+            self.emit(EventKind::Error {
+                code: "estop_latched".into(),
+                message: "the E-stop is latched: reset it first (`reset_estop`: the console's \
+                          /reset, the page's reset E-stop); then resume starts the paused tasks"
+                    .into(),
+            });
+            return;
+        }
+        self.resume_after("the operator said retry", true);
     }
 
-    /// [`Engine::resume`], saying why a task waiting for help goes on.
-    fn resume_after(&mut self, why: &str) {
-        if self.state.estop {
-            self.state.estop = false;
+    /// Resets a latched E-stop. It starts nothing (ISO 13850: a reset is
+    /// not a start): every task that could run — set aside by the E-stop,
+    /// or queued while it was latched — is held paused until a `resume`.
+    fn reset_estop(&mut self) {
+        if !self.state.estop {
             self.emit(EventKind::Log {
                 level: "info".into(),
-                message: "E-stop released by the operator".into(),
+                message: "no E-stop is latched: nothing to reset".into(),
             });
+            return;
+        }
+        self.state.estop = false;
+        let held = self.hold_runnable("queued while the E-stop was latched", &[]);
+        let message = if held == 0 {
+            "E-stop reset by the operator: nothing restarts".to_string()
+        } else {
+            format!(
+                "E-stop reset by the operator: nothing restarts; {held} paused task(s) go on \
+                 only on `resume`"
+            )
+        };
+        self.emit(EventKind::Log {
+            level: "info".into(),
+            message,
+        });
+    }
+
+    /// Pauses every task that could run (queued, running, set aside) and
+    /// those named in `also`, keeping each one's step and approvals: it
+    /// goes on only on `resume`. How many were held.
+    fn hold_runnable(&mut self, why: &str, also: &[String]) -> usize {
+        let ids: Vec<String> = self
+            .state
+            .queue
+            .tasks()
+            .iter()
+            .filter(|t| t.is_runnable() || (also.contains(&t.id) && !t.status.is_terminal()))
+            .map(|t| t.id.clone())
+            .collect();
+        for id in &ids {
+            self.hold(id, why);
+        }
+        ids.len()
+    }
+
+    /// [`Engine::resume`], saying why a task waiting for help goes on;
+    /// with `paused_too`, paused tasks go on as well. Never while the
+    /// E-stop is latched: a task it would queue then waits for the reset
+    /// and a `resume`.
+    fn resume_after(&mut self, why: &str, paused_too: bool) {
+        if self.state.estop {
+            return;
         }
         let ids: Vec<(String, TaskStatus)> = self
             .state
             .queue
             .tasks()
             .iter()
-            .filter(|t| matches!(t.status, TaskStatus::Paused | TaskStatus::WaitingHuman))
+            .filter(|t| match t.status {
+                TaskStatus::Paused => paused_too,
+                TaskStatus::WaitingHuman => true,
+                _ => false,
+            })
             .map(|t| (t.id.clone(), t.status))
             .collect();
         for (id, status) in ids {
             if let Some(task) = self.state.queue.get_mut(&id) {
-                let after = if status == TaskStatus::Paused {
-                    "a pause"
-                } else {
-                    why
-                };
                 task.status = TaskStatus::Queued;
-                task.react.phase = Phase::Ready;
-                task.react.last = Some(LastResult::Resumed {
-                    after: after.into(),
-                });
+                // A task the E-stop set aside while it waited for the
+                // operator goes on waiting for that approval.
+                if !matches!(task.react.phase, Phase::AwaitingApproval { .. }) {
+                    task.react.phase = Phase::Ready;
+                }
                 if status == TaskStatus::WaitingHuman {
+                    task.react.last = Some(LastResult::Resumed { after: why.into() });
                     task.failures.clear();
                     task.react.iteration = 0;
+                } else if !matches!(task.react.last, Some(LastResult::Resumed { .. })) {
+                    task.react.last = Some(LastResult::Resumed {
+                        after: "a pause".into(),
+                    });
                 }
             }
             self.task_event(&id, "resumed by the operator");
@@ -420,8 +481,11 @@ impl Engine {
 
     /// The E-stop: `stop_base` and a cancel of every goal go to the robot
     /// first — no brain, no commit on the path — then the stop is noted
-    /// (events, ledger row), the E-stop latches and the active task is set
-    /// aside. The record follows when the tick (or `submit`) commits.
+    /// (events, ledger row), the E-stop latches and every task that could
+    /// run is paused at its step (its approvals kept): after a reset only a
+    /// `resume` starts it again. Repeating patrol rounds end, and timers
+    /// lose the commands they would give. The record follows when the tick
+    /// (or `submit`) commits.
     pub(super) fn estop_now(&mut self) {
         self.state.estops += 1;
         let stop = self.send_stop("estop", self.state.estops);
@@ -429,17 +493,47 @@ impl Engine {
         self.state.estop = true;
         self.set_mode(Mode::Safe, "E-stop pressed".into());
         let cut = self.note_stop(&stop);
-        let active = self.state.queue.active_id().map(str::to_string);
-        if let Some(id) = &active {
-            self.set_aside(id, "E-stop");
+        if let Some(id) = self.state.queue.active_id().map(str::to_string) {
+            self.cancel_task_goals(&id);
         }
-        for id in cut.iter().filter(|id| Some(*id) != active.as_ref()) {
-            self.interrupt(id, "E-stop");
-        }
+        // A task whose goal the stop cut is held too, whatever its status.
+        self.hold_runnable("E-stop", &cut);
+        self.forget_schedules();
         if let Some(why) = self.halted().map(str::to_string) {
             self.emit(EventKind::Error {
                 code: "not_recorded".into(),
                 message: format!("the E-stop reached the robot but cannot be recorded: {why}"),
+            });
+        }
+    }
+
+    /// What was set to start motion later stops with the E-stop: the
+    /// patrol's repeating rounds, and the commands timers would give
+    /// (their reminders still ring). A start after the E-stop is the
+    /// operator's, never a schedule's.
+    fn forget_schedules(&mut self) {
+        if let Some(rounds) = self.state.rounds.take() {
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: format!(
+                    "the E-stop ended the rounds of patrol route {}; start it again to repeat",
+                    rounds.route
+                ),
+            });
+        }
+        let mut dropped = Vec::new();
+        for timer in &mut self.state.timers {
+            if let Some(command) = timer.command.take() {
+                dropped.push(format!("{} (\"{command}\")", timer.id));
+            }
+        }
+        if !dropped.is_empty() {
+            self.emit(EventKind::Log {
+                level: "info".into(),
+                message: format!(
+                    "the E-stop dropped the commands of timer(s) {}; they still ring",
+                    dropped.join(", ")
+                ),
             });
         }
     }
@@ -528,6 +622,78 @@ mod tests {
             ]
         );
         assert!(ends[0].1 < ends[1].1 && ends[1].1 <= ends[2].1, "{ends:?}");
+    }
+
+    fn say(text: &str) -> Command {
+        Command::Say { text: text.into() }
+    }
+
+    /// Navigation goals sent after sim time `t`.
+    fn goals_after(events: &[crate::protocol::Event], t: f64) -> usize {
+        events
+            .iter()
+            .filter(|e| {
+                e.time > t
+                    && matches!(&e.kind, EventKind::Skill { skill, status, .. }
+                        if skill == "navigate_to" && *status == SkillStatus::Dispatched)
+            })
+            .count()
+    }
+
+    /// ISO 13850: resetting the E-stop starts nothing. A resume while it
+    /// is latched is refused; after the reset the task stays paused, the
+    /// robot still, until the operator's resume.
+    #[test]
+    fn an_estop_reset_is_not_a_start_and_only_a_resume_goes_on() {
+        let script = [
+            (0.5, say("去厨房")),
+            (3.0, Command::EStop),
+            (5.0, Command::Resume),
+            (6.0, Command::ResetEStop),
+        ];
+        let (engine, events) = run(&script, 40.0);
+        let task = &engine.state().queue.tasks()[0];
+        assert_eq!(task.status, TaskStatus::Paused, "{}", task.title());
+        assert!(!engine.state().estop);
+        assert_eq!(engine.state().mode, crate::protocol::Mode::Idle);
+        assert_eq!(
+            goals_after(&events, 3.0),
+            0,
+            "nothing moved after the E-stop"
+        );
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Error { code, .. } if code == "estop_latched")));
+        let twist = engine.state().telemetry.twist;
+        assert!(
+            twist.linear.abs() < 1e-9 && twist.angular.abs() < 1e-9,
+            "{twist:?}"
+        );
+
+        let mut script = script.to_vec();
+        script.push((10.0, Command::Resume));
+        let (engine, events) = run(&script, 120.0);
+        assert_eq!(
+            engine.state().queue.tasks()[0].status,
+            TaskStatus::Succeeded
+        );
+        assert_eq!(goals_after(&events, 10.0), 1);
+    }
+
+    /// A task asked for while the E-stop is latched does not start at the
+    /// reset either, nor does one an acknowledge would retry.
+    #[test]
+    fn a_task_queued_while_latched_is_held_at_the_reset() {
+        let script = [
+            (0.5, Command::EStop),
+            (1.0, say("go to the kitchen")),
+            (2.0, Command::ResetEStop),
+        ];
+        let (engine, events) = run(&script, 20.0);
+        let task = &engine.state().queue.tasks()[0];
+        assert_eq!(task.status, TaskStatus::Paused);
+        assert_eq!(goals_after(&events, 0.0), 0);
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Log { message, .. } if message.contains("nothing restarts"))));
     }
 
     #[test]

@@ -331,8 +331,18 @@ impl Engine {
     /// Makes a task resume at the same step when it runs again, without
     /// touching its goals or approvals (a stop already ended its step).
     pub(super) fn interrupt(&mut self, id: &str, why: &str) {
+        self.interrupt_as(id, TaskStatus::Preempted, why);
+    }
+
+    /// [`Engine::interrupt`], but the task is paused: it runs again only
+    /// on the operator's `resume` (the E-stop, and its reset).
+    pub(super) fn hold(&mut self, id: &str, why: &str) {
+        self.interrupt_as(id, TaskStatus::Paused, why);
+    }
+
+    fn interrupt_as(&mut self, id: &str, status: TaskStatus, why: &str) {
         if let Some(task) = self.state.queue.get_mut(id) {
-            task.status = TaskStatus::Preempted;
+            task.status = status;
             if !matches!(task.react.phase, Phase::AwaitingApproval { .. }) {
                 task.react.phase = Phase::Ready;
             }
@@ -364,7 +374,7 @@ impl Engine {
     }
 
     /// Cancels a task's running goals.
-    fn cancel_task_goals(&mut self, id: &str) {
+    pub(super) fn cancel_task_goals(&mut self, id: &str) {
         let goals: Vec<String> = self
             .runner
             .running()

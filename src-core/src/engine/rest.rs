@@ -744,7 +744,7 @@ mod tests {
             }),
             "nothing of the held-back goal {nav} reached the robot: {heard:?}"
         );
-        // Recorded as not sent; its task goes on at the same step later.
+        // Recorded as not sent.
         assert!(events.iter().any(|e| matches!(&e.kind,
             EventKind::Log { message, .. } if *message == format!("reconcile {nav}: held back by the E-stop line, never sent to the robot"))));
         let row = Store::open(&path, Synchronous::Normal)
@@ -760,8 +760,9 @@ mod tests {
             Some(&json!("not_sent")),
             "{row:?}"
         );
+        // Paused by the E-stop: it goes on at its step on the operator's resume.
         let task = &engine.state().queue.tasks()[0];
-        assert_eq!(task.status, TaskStatus::Preempted);
+        assert_eq!(task.status, TaskStatus::Paused);
         assert!(engine.runner.running().is_empty());
     }
 

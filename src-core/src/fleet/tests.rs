@@ -248,12 +248,12 @@ async fn a_robot_speaks_vda5050_and_its_own_protocol_on_a_broker_with_passwords_
     for _ in 0..5 {
         op.mark();
         let after = op.until("robobrain/r1", "snapshot", |_| true).await;
-        assert_eq!(after["tasks"][0]["status"], "preempted", "{after:#}");
+        assert_eq!(after["tasks"][0]["status"], "paused", "{after:#}");
         assert_eq!(after["running"], json!([]), "{after:#}");
     }
-    // The operator, deliberately: the set-aside task is stopped, the E-stop released.
+    // The operator, deliberately: the set-aside task is stopped, the E-stop reset.
     command(&mut op, "op-stop-1", json!({"cmd": "stop"})).await;
-    command(&mut op, "op-resume-1", json!({"cmd": "resume"})).await;
+    command(&mut op, "op-reset-1", json!({"cmd": "reset_estop"})).await;
     op.until(VDA, "state", |v| v["safetyState"]["eStop"] == "NONE")
         .await;
 

@@ -47,7 +47,17 @@ pub const EVENT_KINDS: &[&str] = &[
 
 /// The verbs a step may use, one per step.
 pub const ACTIONS: &[&str] = &[
-    "say", "approve", "edit", "reject", "inject", "estop", "pause", "resume", "stop", "patrol",
+    "say",
+    "approve",
+    "edit",
+    "reject",
+    "inject",
+    "estop",
+    "reset_estop",
+    "pause",
+    "resume",
+    "stop",
+    "patrol",
 ];
 
 /// Default `max_time`, sim seconds.
@@ -165,9 +175,11 @@ pub enum Action {
     Inject(Fault),
     /// Emergency stop.
     EStop,
+    /// Reset a latched E-stop (it starts nothing).
+    ResetEStop,
     /// Pause the active task.
     Pause,
-    /// Resume.
+    /// Resume the paused tasks (refused while the E-stop is latched).
     Resume,
     /// Cancel the active task.
     Stop,
@@ -185,6 +197,7 @@ impl Action {
             Self::Reject(_) => "reject",
             Self::Inject(_) => "inject",
             Self::EStop => "estop",
+            Self::ResetEStop => "reset_estop",
             Self::Pause => "pause",
             Self::Resume => "resume",
             Self::Stop => "stop",
@@ -318,6 +331,7 @@ struct RawStep {
     reject: Option<Spanned<String>>,
     inject: Option<Spanned<Fault>>,
     estop: Option<Spanned<bool>>,
+    reset_estop: Option<Spanned<bool>>,
     pause: Option<Spanned<bool>>,
     resume: Option<Spanned<bool>>,
     stop: Option<Spanned<bool>>,
@@ -719,6 +733,7 @@ fn step(
     }
     for (verb, flag, action) in [
         ("estop", raw.estop, Action::EStop),
+        ("reset_estop", raw.reset_estop, Action::ResetEStop),
         ("pause", raw.pause, Action::Pause),
         ("resume", raw.resume, Action::Resume),
         ("stop", raw.stop, Action::Stop),
@@ -1080,7 +1095,7 @@ battery = [10, 100]
         );
         assert_eq!(
             p("[[step]]\nat = 1\n").unwrap_err(),
-            "s.toml:1:1: `step[1]`: expected one action (say, approve, edit, reject, inject, estop, pause, resume, stop, patrol)"
+            "s.toml:1:1: `step[1]`: expected one action (say, approve, edit, reject, inject, estop, reset_estop, pause, resume, stop, patrol)"
         );
         assert_eq!(
             p("[[step]]\nat = 1\napprove = false\n").unwrap_err(),

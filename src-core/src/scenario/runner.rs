@@ -269,6 +269,7 @@ fn command(
             fault: fault.clone(),
         },
         Action::EStop => Command::EStop,
+        Action::ResetEStop => Command::ResetEStop,
         Action::Pause => Command::Pause,
         Action::Resume => Command::Resume,
         Action::Stop => Command::Stop,

@@ -464,7 +464,10 @@ impl App {
             }
             Action::EStop => {
                 self.estop_sent = true;
-                self.notice = Some((Level::Warn, "E-STOP sent; /resume releases it".into()));
+                self.notice = Some((
+                    Level::Warn,
+                    "E-STOP sent; /reset resets it, then /resume starts".into(),
+                ));
                 Some(Effect::Send(Command::EStop))
             }
             Action::Quit => {
@@ -677,7 +680,7 @@ impl App {
                         if cmd == Command::EStop {
                             return self.update(Action::EStop);
                         }
-                        if cmd == Command::Resume {
+                        if cmd == Command::ResetEStop {
                             self.estop_sent = false;
                         }
                         Some(Effect::Send(cmd))

@@ -52,7 +52,14 @@ pub enum SlashError {
 pub const COMMANDS: &[(&str, &str)] = &[
     ("/estop", "emergency stop (also F12 or Ctrl-X)"),
     ("/pause", "pause the active task"),
-    ("/resume", "resume, release an E-stop, retry a stuck task"),
+    (
+        "/reset",
+        "reset a latched E-stop (nothing restarts; /resume after)",
+    ),
+    (
+        "/resume",
+        "start paused tasks, retry a stuck task (not while E-stopped)",
+    ),
     ("/stop", "cancel the active task"),
     ("/patrol [ROUTE]", "patrol a route of the world"),
     ("/approve ID", "approve a pending approval as proposed"),
@@ -100,6 +107,7 @@ pub fn parse(line: &str) -> Result<Input, SlashError> {
     match name.to_lowercase().as_str() {
         "estop" | "e-stop" => plain(Command::EStop, "/estop"),
         "pause" => plain(Command::Pause, "/pause"),
+        "reset" | "reset-estop" => plain(Command::ResetEStop, "/reset"),
         "resume" => plain(Command::Resume, "/resume"),
         "stop" => plain(Command::Stop, "/stop"),
         "patrol" => Ok(Input::Send(Command::StartPatrol {
@@ -243,6 +251,8 @@ mod tests {
         assert_eq!(parse("").unwrap(), Input::Nothing);
         assert_eq!(parse("/estop").unwrap(), Input::Send(Command::EStop));
         assert_eq!(parse("/Pause").unwrap(), Input::Send(Command::Pause));
+        assert_eq!(parse("/reset").unwrap(), Input::Send(Command::ResetEStop));
+        assert_eq!(parse("/resume").unwrap(), Input::Send(Command::Resume));
         assert_eq!(
             parse("/patrol default").unwrap(),
             Input::Send(Command::StartPatrol {

@@ -361,7 +361,7 @@ fn draw_status(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     }
     if s.estop {
         lines.push(Line::styled(
-            "E-STOP latched — /resume releases it",
+            "E-STOP latched — /reset resets it; /resume then starts",
             theme.bad(),
         ));
     }

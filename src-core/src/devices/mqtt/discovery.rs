@@ -70,7 +70,7 @@ pub enum Button {
     Patrol,
     /// Go and charge, as an operator says it.
     Dock,
-    /// Resume a paused task, release an E-stop.
+    /// Resume the paused tasks (refused while the E-stop is latched).
     Resume,
 }
 

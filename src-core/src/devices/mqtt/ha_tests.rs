@@ -334,8 +334,19 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     assert!(session.runtime().snapshot().estop);
     ha.until("robobrain/rb_test/mode", "SAFE").await;
 
-    // Resume releases it.
+    // Resume does not release it: a reset is the operator's own act.
     ha.press(&by_id["resume"].1).await;
+    next_event(
+        &mut events,
+        |e| matches!(&e.kind, EventKind::Error { code, .. } if code == "estop_latched"),
+    )
+    .await;
+    assert!(session.runtime().snapshot().estop);
+    session
+        .runtime()
+        .send(crate::protocol::Command::ResetEStop)
+        .await
+        .unwrap();
     next_event(&mut events, |e| {
         matches!(
             &e.kind,
