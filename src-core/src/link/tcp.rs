@@ -141,7 +141,7 @@ fn spawn_writer(
     generation: u64,
     rx: Receiver<LinkRequest>,
     unwritten: Sender<Unwritten>,
-) {
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         while let Ok(request) = rx.recv() {
             if write_line(&mut stream, &request).is_err() {
@@ -152,7 +152,7 @@ fn spawn_writer(
                 return;
             }
         }
-    });
+    })
 }
 
 /// The E-stop line of a [`TcpLink`]: the way in to the connection's
@@ -232,6 +232,8 @@ pub struct TcpLink {
     generation: u64,
     tx: Sender<Wire<LinkReply>>,
     rx: Receiver<Wire<LinkReply>>,
+    /// The current connection's writer thread.
+    writer: Option<std::thread::JoinHandle<()>>,
     /// What the writer threads could not write.
     unwritten_tx: Sender<Unwritten>,
     unwritten_rx: Receiver<Unwritten>,
@@ -272,6 +274,7 @@ impl TcpLink {
             generation: 0,
             tx,
             rx,
+            writer: None,
             unwritten_tx,
             unwritten_rx,
             reconnected: false,
@@ -320,7 +323,12 @@ impl TcpLink {
             std::convert::identity,
         );
         let (to_writer, requests) = channel();
-        spawn_writer(writer, self.generation, requests, self.unwritten_tx.clone());
+        self.writer = Some(spawn_writer(
+            writer,
+            self.generation,
+            requests,
+            self.unwritten_tx.clone(),
+        ));
         self.line.set_writer(Some(to_writer));
         self.stream = Some(stream);
         self.backoff = BACKOFF_MIN;
@@ -482,10 +490,14 @@ impl RobotLink for TcpLink {
 }
 
 impl Drop for TcpLink {
-    /// Lets go of the writer, which writes what was handed to it (the
-    /// engine's last stop) and ends.
+    /// Lets go of the writer and waits until it has written what was
+    /// handed to it — the engine's last stop, before the process ends —
+    /// or given up on the robot ([`WRITE_TIMEOUT`]).
     fn drop(&mut self) {
         self.line.set_writer(None);
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
     }
 }
 
