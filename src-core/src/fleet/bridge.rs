@@ -17,8 +17,9 @@
 //!   `orderError`, `orderUpdateError`). Instant actions map to pause,
 //!   resume, stop and the E-stop; `factsheetRequest` publishes the factsheet.
 //!   An `eStop` is never deduplicated — a repeat, even with the same
-//!   `actionId`, is an E-stop again — and `eStopRelease` only releases the
-//!   latch: it never restarts a task (ISO 13850: a reset is not a start).
+//!   `actionId`, is an E-stop again — and `eStopRelease` is the kernel's
+//!   `reset_estop`: it releases the latch and never restarts a task (ISO
+//!   13850: a reset is not a start).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -401,7 +402,9 @@ impl Bridge {
                 None,
             ),
             "stopPause" => (ActionStatus::Finished, None, run(Command::Resume)),
-            "eStopRelease" => Self::release(),
+            // A reset, not a start: the task the E-stop paused waits for a
+            // `stopPause` (or an operator's resume).
+            "eStopRelease" => (ActionStatus::Finished, None, run(Command::ResetEStop)),
             "cancelOrder" => match &self.order {
                 Some(o) if o.active() => (ActionStatus::Finished, None, run(Command::Stop)),
                 _ => {
@@ -440,22 +443,6 @@ impl Bridge {
                 )
             }
         }
-    }
-
-    /// `eStopRelease`: releasing the E-stop's latch never restarts motion
-    /// (a task the E-stop set aside waits for an operator's deliberate
-    /// start). The run has no command yet that releases without resuming
-    /// (`resume` does both), so until it has, the release is refused here
-    /// and left to an operator's face.
-    fn release() -> (ActionStatus, Option<String>, Option<Effect>) {
-        (
-            ActionStatus::Failed,
-            Some(
-                "eStopRelease is refused: releasing here would restart the task the E-stop set aside; an operator releases the E-stop from robobrain's console or page"
-                    .into(),
-            ),
-            None,
-        )
     }
 
     fn order(&mut self, topic: &str, payload: &[u8], wall_ms: u64) -> Vec<Effect> {

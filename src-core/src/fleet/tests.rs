@@ -235,27 +235,24 @@ async fn a_robot_speaks_vda5050_and_its_own_protocol_on_a_broker_with_passwords_
     })
     .await;
 
-    // eStopRelease never restarts the task the E-stop set aside.
+    // eStopRelease releases the latch and never restarts the task the
+    // E-stop paused.
     act(&mut op, &schemas, 5, "eStopRelease", "s2").await;
     let released = op
-        .until(VDA, "state", |v| {
-            v["actionStates"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|a| a["actionId"] == "s2"))
-        })
+        .until(VDA, "state", |v| v["safetyState"]["eStop"] == "NONE")
         .await;
     assert_eq!(released["driving"], false, "{released:#}");
+    assert_eq!(released["operatingMode"], "AUTOMATIC", "{released:#}");
+    op.until("robobrain/r1", "snapshot", |v| v["estop"] == false)
+        .await;
     for _ in 0..5 {
         op.mark();
         let after = op.until("robobrain/r1", "snapshot", |_| true).await;
         assert_eq!(after["tasks"][0]["status"], "paused", "{after:#}");
         assert_eq!(after["running"], json!([]), "{after:#}");
     }
-    // The operator, deliberately: the set-aside task is stopped, the E-stop reset.
+    // The operator, deliberately: the paused task is stopped.
     command(&mut op, "op-stop-1", json!({"cmd": "stop"})).await;
-    command(&mut op, "op-reset-1", json!({"cmd": "reset_estop"})).await;
-    op.until(VDA, "state", |v| v["safetyState"]["eStop"] == "NONE")
-        .await;
 
     // An order into the restricted study waits for an operator's approval
     // like any task, and an operator who refuses it fails the order.
