@@ -484,7 +484,7 @@ fn consoles_attached_to_serve_and_the_page_see_one_approval_answered_once() {
     // The viewer cannot answer it: the server refuses, the approval waits.
     approve_on_the_card(&viewer);
     viewer.wait_for("the refusal", 15, |s| {
-        s.contains("refused: this page is a read-only viewer")
+        s.contains("refused: web viewer: ws#") && s.contains("may only watch")
     });
     std::thread::sleep(Duration::from_millis(500));
     assert!(waiting(&operator.screen()), "{}", operator.screen());

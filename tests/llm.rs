@@ -532,7 +532,7 @@ fn scenario_11s_model_replans_only_on_an_observation_of_the_blocked_step() {
 #[test]
 fn a_vision_model_is_validated_and_its_emergency_raises_the_alert() {
     use robobrain_core::engine::Engine;
-    use robobrain_core::protocol::{Command, EventKind, SkillStatus};
+    use robobrain_core::protocol::{Command, EventKind, Origin, SkillStatus};
     let (server, dir) = mock(
         "llm-vision",
         r#"
@@ -552,7 +552,7 @@ content = "{\"objects_detected\": [\"sofa\", \"smoke\"], \"emergency\": true, \"
     config.llm.api_key = Some(Secret::new(KEY));
     let world = robobrain_core::world::World::builtin("apartment").unwrap();
     let mut engine = Engine::simulated(&config, world).unwrap();
-    engine.submit(Command::StartPatrol { route: None });
+    engine.submit(Command::StartPatrol { route: None }, Origin::console());
     let (mut events, mut watched, mut alerts) = (Vec::new(), Vec::new(), Vec::new());
     while engine.time() < 120.0 && alerts.is_empty() {
         // Lockstep: sim time stands still while the vision model looks.
@@ -609,7 +609,7 @@ content = "{\"objects_detected\": [\"sofa\", \"smoke\"], \"emergency\": true, \"
 #[test]
 fn an_estop_is_not_stuck_behind_intent_recognition() {
     use robobrain_core::engine::Engine;
-    use robobrain_core::protocol::{Command, EventKind};
+    use robobrain_core::protocol::{Command, EventKind, Origin};
     use robobrain_core::runtime::{Pace, Runtime};
     let (server, _dir) = mock(
         "llm-intent-slow",
@@ -634,12 +634,18 @@ fn an_estop_is_not_stuck_behind_intent_recognition() {
         let (runtime, mut events) =
             Runtime::start_subscribed(engine, Pace::RealTime { speed: 1.0 });
         runtime
-            .send(Command::Say {
-                text: "我饿了，去做饭的地方".into(),
-            })
+            .send(
+                Command::Say {
+                    text: "我饿了，去做饭的地方".into(),
+                },
+                Origin::console(),
+            )
             .await
             .unwrap();
-        runtime.send(Command::EStop).await.unwrap();
+        runtime
+            .send(Command::EStop, Origin::console())
+            .await
+            .unwrap();
         let mut order = Vec::new();
         while order.len() < 2 {
             let ev = events.recv().await.unwrap();

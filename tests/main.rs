@@ -269,10 +269,21 @@ fn headless_streams_jsonl_and_takes_commands_on_stdin() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     assert!(events.iter().all(|e| e.time <= 30.0 + 1e-9));
+    let intent = events
+        .iter()
+        .find(|e| e.kind.name() == "intent")
+        .unwrap_or_else(|| panic!("the said command was not understood:\n{}", out.stdout));
+    // Where it came from, on its events and in the log.
+    assert_eq!(
+        intent.origin,
+        Some(robobrain_core::protocol::Origin::headless()),
+        "{intent:?}"
+    );
+    let task = events.iter().find(|e| e.kind.name() == "task").unwrap();
+    assert_eq!(task.origin, intent.origin, "the task it queued");
     assert!(
-        events.iter().any(|e| e.kind.name() == "intent"),
-        "the said command was not understood:\n{}",
-        out.stdout
+        events[0].origin.is_none(),
+        "the run's snapshot came from no command"
     );
     assert_eq!(robobrain_core::eventlog::read(&log).unwrap(), events);
     assert!(Path::new(&log).exists());
@@ -307,6 +318,7 @@ fn audit_lists_and_filters_the_rows() {
             result: result.into(),
             ok,
             latency_us: 10,
+            origin: "web: ws#2 127.0.0.1:40000".into(),
         })
         .unwrap();
     }
@@ -320,6 +332,7 @@ fn audit_lists_and_filters_the_rows() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(rows.len(), 1, "{}", out.stdout);
+    assert_eq!(rows[0]["origin"], "web: ws#2 127.0.0.1:40000");
     assert!(
         rows[0]["result"]
             .as_str()
@@ -328,6 +341,11 @@ fn audit_lists_and_filters_the_rows() {
     );
     let out = robobrain(&["audit", "--db", db, "--tool", "get_state"], "");
     assert!(out.stdout.contains("devices.get_state"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("web: ws#2 127.0.0.1:40000"),
+        "{}",
+        out.stdout
+    );
     assert!(
         !out.stdout.contains("confirmation_required"),
         "{}",

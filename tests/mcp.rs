@@ -17,7 +17,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceError, ServiceExt};
 use robobrain_core::config::Config;
-use robobrain_core::protocol::Command;
+use robobrain_core::protocol::{Command, Door, Origin};
 use robobrain_core::runtime::Pace;
 use robobrain_core::session::{Run, SessionOptions};
 use robobrain_tui::mcp::{EVENTS_URI, McpServer, Options, SNAPSHOT_URI};
@@ -592,14 +592,33 @@ async fn in_process_a_call_runs_once_after_approval_through_the_runtime_handle()
     });
     let client = ().serve(ours).await.unwrap();
     let (approval, task) = list_read_and_hold(&client, "study").await;
+    // The card says the MCP client asked, over which transport, in which call.
+    let card = server.runtime().snapshot().approvals;
+    let card = card.iter().find(|a| a.approval_id == approval).unwrap();
+    let asked = card.requested_by.as_ref().expect("who asked");
+    assert_eq!(asked.door, Door::Mcp, "{asked:?}");
+    assert!(asked.detail.starts_with("stdio mcp-"), "{asked:?}");
+    let mut events = server.runtime().subscribe();
     server
-        .operator(Command::Approve {
-            approval_id: approval,
-        })
+        .operator(
+            Command::Approve {
+                approval_id: approval,
+            },
+            Origin::headless(),
+        )
         .await
         .unwrap();
     let evs = until_task_ends(&client, &task).await;
     assert_eq!(dispatches(&evs, "navigate_to"), 1);
+    // The answer is the operator's, on the operator's lines.
+    let approved = loop {
+        match events.recv().await {
+            Ok(e) if e.kind.name() == "approval" => break e,
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(approved.origin, Some(Origin::headless()), "{approved:?}");
     // A second call that needs no approval completes within the call itself.
     let spoken = call(&client, "speak", json!({"text": "hello from MCP"}))
         .await

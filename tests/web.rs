@@ -162,8 +162,10 @@ async fn an_operator_drives_and_a_viewer_only_watches() {
         .await
         .unwrap();
     let refused = until(&mut viewer, &mut vseen, |m| m["type"] == "refused").await;
+    let reason = refused["reason"].as_str().unwrap();
     assert!(
-        refused["reason"].as_str().unwrap().contains("read-only"),
+        reason.starts_with("web viewer: ws#")
+            && reason.ends_with("may only watch: `approve` was refused"),
         "{refused}"
     );
 
@@ -187,6 +189,25 @@ async fn an_operator_drives_and_a_viewer_only_watches() {
         "requested, then approved once — the viewer's approve did nothing"
     );
     assert_eq!(approvals[1]["status"], "approved");
+    // Where each came from: this connection, its peer, its role — on the
+    // utterance's events, on the card (`requested_by`) and on the answer.
+    let origin = &approvals[0]["requested_by"];
+    assert_eq!(origin["door"], "web", "{}", approvals[0]);
+    assert_eq!(origin["role"], "operator");
+    let detail = origin["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("ws#") && detail.contains(" 127.0.0.1:"),
+        "{detail}"
+    );
+    assert_eq!(
+        approvals[0].get("origin"),
+        None,
+        "asked for by the kernel's loop"
+    );
+    assert_eq!(&approvals[1]["origin"], origin, "approved by the same page");
+    assert_eq!(&approvals[1]["requested_by"], origin);
+    let intent = seen.iter().find(|e| e["kind"] == "intent").unwrap();
+    assert_eq!(&intent["origin"], origin);
     // Every event after the snapshot, in order, none twice.
     let seqs: Vec<u64> = seen.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs[0], first_seq + 1);

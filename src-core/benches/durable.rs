@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::Criterion;
 use robobrain_core::engine::Engine;
-use robobrain_core::protocol::{Command, EventKind, SkillStatus};
+use robobrain_core::protocol::{Command, EventKind, Origin, SkillStatus};
 use robobrain_core::store::{Store, StoreConfig, Synchronous};
 
 const THREAD: &str = "bench";
@@ -74,9 +74,12 @@ fn run_iterations(engine: &mut Engine, n: u64) -> Duration {
     let start = Instant::now();
     while done < n {
         if engine.is_settled() {
-            engine.submit(Command::Say {
-                text: "patrol kitchen and bedroom".into(),
-            });
+            engine.submit(
+                Command::Say {
+                    text: "patrol kitchen and bedroom".into(),
+                },
+                Origin::console(),
+            );
         }
         engine.tick(&mut events);
         done += events.iter().filter(|e| is_decision(e)).count() as u64;
@@ -150,9 +153,12 @@ fn figures() {
         let mut events = Vec::new();
         loop {
             if engine.is_settled() {
-                engine.submit(Command::Say {
-                    text: "patrol kitchen and bedroom".into(),
-                });
+                engine.submit(
+                    Command::Say {
+                        text: "patrol kitchen and bedroom".into(),
+                    },
+                    Origin::console(),
+                );
             }
             engine.tick(&mut events);
             if events.iter().any(is_dispatch) {

@@ -28,7 +28,7 @@ use robobrain_core::engine::Engine;
 use robobrain_core::hci::{self, Home, Step, summary};
 use robobrain_core::llm::mock_server::MockServer;
 use robobrain_core::llm::{LlmClient, LlmConfig, Secret, mock_script};
-use robobrain_core::protocol::{Command, EventKind, SpeechTrack};
+use robobrain_core::protocol::{Command, EventKind, Origin, SpeechTrack};
 use robobrain_core::store::audit::AuditLog;
 use robobrain_core::world::World;
 use serde_json::json;
@@ -128,7 +128,7 @@ fn engine_template() -> f64 {
         let text = UTTERANCES[i % 4];
         events.clear();
         let t = Instant::now();
-        engine.submit(Command::Say { text: text.into() });
+        engine.submit(Command::Say { text: text.into() }, Origin::console());
         engine.tick(&mut events);
         let e = t.elapsed();
         assert!(

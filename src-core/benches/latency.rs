@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::link::{GoalKind, LinkError, LinkReply, LinkRequest, RobotLink};
-use robobrain_core::protocol::Command;
+use robobrain_core::protocol::{Command, Origin};
 use robobrain_core::runtime::{Pace, Runtime};
 use robobrain_core::sim::SimLink;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
@@ -66,15 +66,21 @@ async fn estop_once(config: &Config) -> Duration {
     let engine = Engine::new(config, world, Box::new(link)).expect("engine");
     let runtime = Runtime::start(engine, Pace::RealTime { speed: 100.0 });
     runtime
-        .send(Command::Say {
-            text: "go to the bedroom".into(),
-        })
+        .send(
+            Command::Say {
+                text: "go to the bedroom".into(),
+            },
+            Origin::console(),
+        )
         .await
         .unwrap();
     started.recv().await.expect("navigation started");
     tokio::time::sleep(Duration::from_millis(5)).await;
     let sent = Instant::now();
-    runtime.send(Command::EStop).await.unwrap();
+    runtime
+        .send(Command::EStop, Origin::console())
+        .await
+        .unwrap();
     let reached = stopped.recv().await.expect("stop_base sent");
     runtime.shutdown().await;
     reached.duration_since(sent)
@@ -119,9 +125,12 @@ fn sim_speed() {
     let start = Instant::now();
     while engine.time() < sim_seconds {
         if engine.is_settled() {
-            engine.submit(Command::Say {
-                text: "patrol".into(),
-            });
+            engine.submit(
+                Command::Say {
+                    text: "patrol".into(),
+                },
+                Origin::console(),
+            );
         }
         engine.tick(&mut events);
         count += events.len();
@@ -156,7 +165,7 @@ fn sim_speed() {
 /// apart) for 100 rounds (70 s of wall time): how far each round's start, as a subscriber sees
 /// it, is from where the first one and the interval put it.
 fn patrol_drift() {
-    use robobrain_core::protocol::{EventKind, TaskStatus};
+    use robobrain_core::protocol::{EventKind, Origin, TaskStatus};
     let (rounds, interval_s, speed) = (100u32, 70.0, 100.0);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -173,7 +182,7 @@ fn patrol_drift() {
         let engine = Engine::simulated(&config, world).expect("engine");
         let (runtime, mut events) = Runtime::start_subscribed(engine, Pace::RealTime { speed });
         runtime
-            .send(Command::StartPatrol { route: None })
+            .send(Command::StartPatrol { route: None }, Origin::console())
             .await
             .unwrap();
         let mut starts = Vec::new();

@@ -24,7 +24,7 @@ use robobrain_core::engine::Engine;
 use robobrain_core::llm::mock_script;
 use robobrain_core::llm::mock_server::MockServer;
 use robobrain_core::llm::{LlmConfig, Secret};
-use robobrain_core::protocol::{Command, EventKind};
+use robobrain_core::protocol::{Command, EventKind, Origin};
 use robobrain_core::react::Observation;
 use robobrain_core::runtime::{Pace, Runtime};
 use robobrain_core::skills::SkillRegistry;
@@ -145,9 +145,12 @@ fn token_latency(decisions: usize) {
         let runtime = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
         let mut events = runtime.subscribe();
         runtime
-            .send(Command::Say {
-                text: "巡逻".into(),
-            })
+            .send(
+                Command::Say {
+                    text: "巡逻".into(),
+                },
+                Origin::console(),
+            )
             .await
             .unwrap();
         let mut received = Vec::new();

@@ -22,7 +22,7 @@ use robobrain_core::engine::Engine;
 use robobrain_core::eventlog::EventLog;
 use robobrain_core::mapview::MapView;
 use robobrain_core::mcap::McapLog;
-use robobrain_core::protocol::Command;
+use robobrain_core::protocol::{Command, Origin};
 use robobrain_core::session::RunLog;
 
 /// Sim seconds each engine runs.
@@ -55,9 +55,12 @@ impl Lane {
 
     fn tick(&mut self, events: &mut Vec<robobrain_core::protocol::Event>) {
         if self.engine.is_settled() {
-            self.engine.submit(Command::Say {
-                text: "patrol".into(),
-            });
+            self.engine.submit(
+                Command::Say {
+                    text: "patrol".into(),
+                },
+                Origin::console(),
+            );
         }
         let start = Instant::now();
         self.engine.tick(events);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::Criterion;
 use robobrain_core::engine::Engine;
-use robobrain_core::protocol::{Command, EventKind};
+use robobrain_core::protocol::{Command, EventKind, Origin};
 
 fn react_iteration(c: &mut Criterion) {
     c.bench_function("react_iteration/rule_brain_no_persistence", |b| {
@@ -33,9 +33,12 @@ fn sim_tick(c: &mut Criterion) {
             while done < iters {
                 let config = support::config("bench");
                 let mut engine = Engine::simulated(&config, support::world()).expect("engine");
-                engine.submit(Command::Say {
-                    text: "patrol".into(),
-                });
+                engine.submit(
+                    Command::Say {
+                        text: "patrol".into(),
+                    },
+                    Origin::console(),
+                );
                 let mut events = Vec::with_capacity(64);
                 let batch = (iters - done).min(2000);
                 let start = Instant::now();

@@ -7,7 +7,7 @@ use robobrain_core::engine::Engine;
 use robobrain_core::link::{
     GoalKind, GoalOutcome, GoalStatus, LinkError, LinkReply, LinkRequest, RobotLink, Telemetry,
 };
-use robobrain_core::protocol::Command;
+use robobrain_core::protocol::{Command, Origin};
 use robobrain_core::world::World;
 
 /// The binaries' allocator, so that what is measured is what runs.
@@ -99,9 +99,12 @@ pub fn instant_patrol(steps: usize) -> Engine {
     let route: Vec<String> = (0..steps).map(|i| zones[i % 2].to_string()).collect();
     world.routes.push(("bench".into(), route));
     let mut engine = Engine::new(&config, world, Box::new(InstantLink::default())).expect("engine");
-    engine.submit(Command::StartPatrol {
-        route: Some("bench".into()),
-    });
+    engine.submit(
+        Command::StartPatrol {
+            route: Some("bench".into()),
+        },
+        Origin::console(),
+    );
     let mut sink = Vec::new();
     engine.tick(&mut sink);
     engine

@@ -39,7 +39,7 @@ use crate::kernel::TaskQueue;
 use crate::link::{LinkReply, LinkRequest, Outbox, RobotLink, Telemetry};
 use crate::protocol::{
     Activity, ApprovalView, BrainKind, Command, DecisionView, Event, EventKind, Mode, Node, Op,
-    RobotView, Snapshot, SpeechTrack,
+    Origin, RobotView, Snapshot, SpeechTrack,
 };
 use crate::skills::{SkillContext, SkillError, SkillRegistry, SkillRunner};
 use crate::world::World;
@@ -69,6 +69,9 @@ pub struct PendingApproval {
     pub reason: String,
     /// The skill's risk level.
     pub risk: String,
+    /// Who asked for the task (the approval card shows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<Origin>,
 }
 
 /// The engine's state: everything a checkpoint needs to resume.
@@ -138,7 +141,13 @@ pub struct Engine {
     registry: SkillRegistry,
     runner: SkillRunner,
     state: KernelState,
-    pending: Vec<Command>,
+    pending: Vec<(Command, Origin)>,
+    /// Where the command being taken in came from: every event emitted
+    /// meanwhile carries it.
+    cause: Option<Origin>,
+    /// Utterances a model is recognising, with where each came from: what
+    /// it understood later is carried out as from there.
+    recognizing: Vec<(String, Origin)>,
     outbox: Vec<Event>,
     /// Events on record (or with no store), ready for the face.
     ready: Vec<Event>,
@@ -207,6 +216,8 @@ impl Engine {
                 ..KernelState::default()
             },
             pending: Vec::new(),
+            cause: None,
+            recognizing: Vec::new(),
             outbox: Vec::new(),
             ready: Vec::new(),
             replies: Vec::new(),
@@ -300,14 +311,17 @@ impl Engine {
         self.link.estop_line()
     }
 
-    /// Queues a command; it is ingested at the start of the next tick (K1).
-    /// An E-stop does not wait for the tick: the base is stopped before this returns.
-    pub fn submit(&mut self, command: Command) {
-        if command == Command::EStop {
+    /// Queues a command from `origin`; it is ingested at the start of the
+    /// next tick (K1). An E-stop does not wait for the tick: the base is
+    /// stopped before this returns.
+    pub fn submit(&mut self, command: Command, origin: Origin) {
+        if command == Command::EStop && origin.may_act() {
+            self.cause = Some(origin);
             self.estop_now();
+            self.cause = None;
             self.commit_and_flush(false);
         } else {
-            self.pending.push(command);
+            self.pending.push((command, origin));
         }
     }
 
@@ -323,8 +337,8 @@ impl Engine {
             out.append(&mut self.outbox);
             return;
         }
-        for command in std::mem::take(&mut self.pending) {
-            self.ingest(command);
+        for (command, origin) in std::mem::take(&mut self.pending) {
+            self.ingest(command, origin);
         }
         self.heard();
         self.link.advance(self.config.tick_s);
@@ -466,6 +480,7 @@ impl Engine {
                     op: a.op.clone(),
                     reason: a.reason.clone(),
                     risk: a.risk.clone(),
+                    requested_by: a.requested_by.clone(),
                 })
                 .collect(),
             last_decision: s.last_decision.clone(),
@@ -587,6 +602,7 @@ impl Engine {
             wall_ms: wall_ms(),
             thread_id: self.thread_id.clone(),
             step: self.state.step,
+            origin: self.cause.clone(),
             kind,
         });
     }
@@ -658,7 +674,92 @@ fn new_thread_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{DecisionType, TaskStatus};
+    use crate::protocol::{ApprovalStatus, DecisionType, Door, Role, TaskStatus};
+
+    #[test]
+    fn a_viewer_s_command_is_refused_by_the_kernel_and_an_approval_names_who_asked() {
+        let config = Config {
+            thread_id: Some("test".into()),
+            ..Config::default()
+        };
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let mut events = Vec::new();
+        let viewer = Origin::new(Door::Web, "ws#2 127.0.0.1:40000").with_role(Role::Viewer);
+        let study = || Command::Say {
+            text: "go to the study".into(),
+        };
+        engine.submit(study(), viewer.clone());
+        engine.tick(&mut events);
+        let refused: Vec<&Event> = events
+            .iter()
+            .filter(|e| e.origin.as_ref() == Some(&viewer))
+            .collect();
+        assert!(
+            matches!(&refused[..], [e] if matches!(&e.kind, EventKind::Error { code, message }
+                if code == "watch_only" && message.contains("web viewer: ws#2 127.0.0.1:40000 may only watch"))),
+            "{refused:?}"
+        );
+        assert!(
+            engine.state().queue.tasks().is_empty(),
+            "nothing was queued"
+        );
+
+        // An operator's trip to the restricted study waits for an approval
+        // that names who asked, wherever it is shown.
+        let page = Origin::new(Door::Web, "ws#3 127.0.0.1:40001");
+        engine.submit(study(), page.clone());
+        let requested = (0..400)
+            .find_map(|_| {
+                let mut tick = Vec::new();
+                engine.tick(&mut tick);
+                let found = tick.iter().find_map(|e| match &e.kind {
+                    EventKind::Approval {
+                        approval_id,
+                        status: ApprovalStatus::Requested,
+                        requested_by,
+                        ..
+                    } => Some((approval_id.clone(), requested_by.clone(), e.origin.clone())),
+                    _ => None,
+                });
+                events.extend(tick);
+                found
+            })
+            .expect("the study waits for an approval");
+        let (id, requested_by, during) = requested;
+        assert_eq!(requested_by.as_ref(), Some(&page));
+        assert_eq!(
+            during, None,
+            "asked for by the kernel's own loop, not a command"
+        );
+        assert_eq!(
+            engine.snapshot().approvals[0].requested_by.as_ref(),
+            Some(&page)
+        );
+
+        // Approved at the console: the answer is the console's, the card's asker stays.
+        let mut answered = Vec::new();
+        engine.take_in(
+            Command::Approve { approval_id: id },
+            Origin::console(),
+            &mut answered,
+        );
+        let approved = answered
+            .iter()
+            .find(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Approval {
+                        status: ApprovalStatus::Approved,
+                        ..
+                    }
+                )
+            })
+            .expect("approved");
+        assert_eq!(approved.origin, Some(Origin::console()));
+        assert!(
+            matches!(&approved.kind, EventKind::Approval { requested_by: Some(o), .. } if *o == page)
+        );
+    }
 
     pub(crate) fn run(commands: &[(f64, Command)], until: f64) -> (Engine, Vec<Event>) {
         let config = Config {
@@ -673,7 +774,7 @@ mod tests {
             let now = engine.time();
             pending.retain(|(at, cmd)| {
                 if *at <= now {
-                    engine.submit(cmd.clone());
+                    engine.submit(cmd.clone(), Origin::console());
                     false
                 } else {
                     true

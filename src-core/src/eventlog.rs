@@ -178,6 +178,7 @@ mod tests {
             wall_ms: 0,
             thread_id: "th".into(),
             step: seq,
+            origin: None,
             kind: EventKind::Mode {
                 from: Mode::Idle,
                 to: Mode::Exec,

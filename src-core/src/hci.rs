@@ -181,6 +181,9 @@ pub struct Home {
     pub trace_id: String,
     /// The conversation's id.
     pub session_id: String,
+    /// Where the request the home is carrying out came from (the
+    /// utterance's, or the task's that called a tool): audited with each call.
+    pub origin: Option<crate::protocol::Origin>,
     plans: u64,
 }
 
@@ -282,6 +285,7 @@ impl Home {
             changed: Vec::new(),
             trace_id: trace_id.to_string(),
             session_id: format!("{trace_id}/s1"),
+            origin: None,
             plans: 0,
         })
     }
@@ -371,6 +375,11 @@ impl Home {
             result: result.to_string(),
             ok,
             latency_us: started.elapsed().as_micros() as i64,
+            origin: self
+                .origin
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
         });
     }
 

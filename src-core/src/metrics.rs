@@ -374,6 +374,7 @@ mod tests {
             wall_ms: 0,
             thread_id: "t".into(),
             step: 0,
+            origin: None,
             kind,
         }
     }

@@ -11,16 +11,19 @@
 //! - [`run`]: what a run is made of ([`RunInfo`]), shown by every face.
 //! - [`frame`]: what a remote face gets over a wire (`hello`, then snapshot and events).
 //! - [`line`]: operator lines (a command as JSON, or words to say) → a [`Command`].
+//! - [`origin`]: where a command came from ([`Origin`]), stamped by its door.
 
 pub mod frame;
 pub mod line;
 pub mod memory;
+pub mod origin;
 pub mod risk;
 pub mod robot;
 pub mod run;
 
 pub use frame::{Hello, Role, ServerMessage, SkillView};
 pub use memory::{MemorySize, MemoryUse};
+pub use origin::{Door, Origin};
 pub use risk::Risk;
 pub use robot::{Fault, Incident, NavFeedback};
 pub use run::RunInfo;
@@ -30,7 +33,8 @@ use serde_json::Value;
 
 use crate::geometry::{Point, Pose, Twist};
 
-/// A request from a face to the core.
+/// A request from a face to the core. It is handed over with its
+/// [`Origin`], which its door stamps (never part of the command's JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum Command {
@@ -170,6 +174,27 @@ impl TooLong {
 }
 
 impl Command {
+    /// The `cmd` tag as written in JSON (`say`, `estop`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Say { .. } => "say",
+            Self::Approve { .. } => "approve",
+            Self::Edit { .. } => "edit",
+            Self::Reject { .. } => "reject",
+            Self::Pause => "pause",
+            Self::Resume => "resume",
+            Self::Stop => "stop",
+            Self::EStop => "estop",
+            Self::ResetEStop => "reset_estop",
+            Self::StartPatrol { .. } => "start_patrol",
+            Self::Acknowledge { .. } => "acknowledge",
+            Self::Inject { .. } => "inject",
+            Self::Shutdown => "shutdown",
+            Self::Call { .. } => "call",
+            Self::Chain { .. } => "chain",
+        }
+    }
+
     /// Whether the command overtakes queued input: the E-stop, `stop` and
     /// `pause` never wait behind the kernel's work on other commands.
     pub fn is_urgent(&self) -> bool {
@@ -481,6 +506,10 @@ pub struct ApprovalView {
     pub reason: String,
     /// Risk level of the skill.
     pub risk: String,
+    /// Who asked for the task the op belongs to (absent for the robot's
+    /// own tasks: a charge, a patrol round, a resumed run's older tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<Origin>,
 }
 
 /// The last decision, as shown to faces.
@@ -849,6 +878,10 @@ pub enum EventKind {
         op: Op,
         /// Why (policy rule, operator's reason, or refusal).
         reason: String,
+        /// Who asked for the task the op belongs to, as on the approval
+        /// card (the envelope's `origin` is who approved or rejected).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested_by: Option<Origin>,
     },
     /// An alert was raised, or acknowledged (`incident.acknowledged_by` set).
     Alert {
@@ -982,6 +1015,11 @@ pub struct Event {
     pub thread_id: String,
     /// Monotonic step number when it happened.
     pub step: u64,
+    /// The command this event answers, by where it came from: present on
+    /// every event the kernel emitted while taking a command in, absent on
+    /// what the robot, the brain or time did on their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
@@ -1030,6 +1068,75 @@ mod tests {
     }
 
     #[test]
+    fn a_command_s_name_is_its_json_tag() {
+        let commands = [
+            Command::Say { text: "hi".into() },
+            Command::Approve {
+                approval_id: "a1".into(),
+            },
+            Command::Edit {
+                approval_id: "a1".into(),
+                args: Value::Null,
+            },
+            Command::Reject {
+                approval_id: "a1".into(),
+                reason: String::new(),
+            },
+            Command::Pause,
+            Command::Resume,
+            Command::Stop,
+            Command::EStop,
+            Command::ResetEStop,
+            Command::StartPatrol { route: None },
+            Command::Acknowledge {
+                incident_id: None,
+                by: "operator".into(),
+            },
+            Command::Inject {
+                fault: Fault::Stall,
+            },
+            Command::Shutdown,
+            Command::Call {
+                call_id: "c".into(),
+                skill: "speak".into(),
+                args: Value::Null,
+            },
+            Command::Chain {
+                call_id: "c".into(),
+                calls: Vec::new(),
+            },
+        ];
+        for command in commands {
+            let v = serde_json::to_value(&command).unwrap();
+            assert_eq!(v["cmd"], command.name(), "{command:?}");
+        }
+    }
+
+    #[test]
+    fn an_event_s_origin_is_in_its_envelope_and_left_out_when_none() {
+        let mut ev = Event {
+            seq: 1,
+            time: 0.0,
+            wall_ms: 0,
+            thread_id: "th".into(),
+            step: 1,
+            origin: Some(Origin::new(Door::Mcp, "stdio mcp-1")),
+            kind: EventKind::Log {
+                level: "info".into(),
+                message: "m".into(),
+            },
+        };
+        let v = ev.to_json();
+        assert_eq!(
+            v["origin"],
+            serde_json::json!({"door": "mcp", "role": "operator", "detail": "stdio mcp-1"})
+        );
+        assert_eq!(serde_json::from_value::<Event>(v).unwrap(), ev);
+        ev.origin = None;
+        assert!(ev.to_json().get("origin").is_none());
+    }
+
+    #[test]
     fn events_flatten_their_kind_into_the_envelope() {
         let ev = Event {
             seq: 3,
@@ -1037,6 +1144,7 @@ mod tests {
             wall_ms: 0,
             thread_id: "th".into(),
             step: 7,
+            origin: None,
             kind: EventKind::Mode {
                 from: Mode::Idle,
                 to: Mode::Exec,

@@ -27,12 +27,12 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use robobrain_core::{config::Config, engine::Engine, protocol::Command, runtime::{Pace, Runtime}, world::World};
+//! use robobrain_core::{config::Config, engine::Engine, protocol::{Command, Origin}, runtime::{Pace, Runtime}, world::World};
 //! let config = Config::default();
 //! let engine = Engine::simulated(&config, World::resolve(&config.world)?)?;
 //! let brain = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
 //! let mut events = brain.subscribe();
-//! brain.send(Command::Say { text: "巡逻一次厨房和客厅".into() }).await?;
+//! brain.send(Command::Say { text: "巡逻一次厨房和客厅".into() }, Origin::console(), Origin::console()).await?;
 //! while let Ok(event) = events.recv().await {
 //!     println!("{}", event.to_json());
 //! }
@@ -50,7 +50,7 @@ use tokio::sync::{broadcast, watch};
 use crate::engine::Engine;
 use crate::link::EStopLine;
 use crate::metrics::Histogram;
-use crate::protocol::{Command, Event, Snapshot, TooLong};
+use crate::protocol::{Command, Event, Origin, Snapshot, TooLong};
 
 /// How fast sim time passes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -78,6 +78,33 @@ pub enum RuntimeError {
     /// The command is over a size limit; it was not queued.
     #[error(transparent)]
     TooLong(#[from] TooLong),
+    /// The command came through a door that may only watch (a viewer's
+    /// token); it was not queued.
+    #[error("{origin} may only watch: `{command}` was refused")]
+    WatchOnly {
+        /// The command's name (`say`, `estop`, …).
+        command: &'static str,
+        /// Where it came from.
+        origin: Box<Origin>,
+    },
+}
+
+impl RuntimeError {
+    /// The `error` code faces report it with.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Stopped | Self::Busy => "not_sent",
+            Self::TooLong(e) => e.code(),
+            Self::WatchOnly { .. } => "watch_only",
+        }
+    }
+}
+
+/// What the kernel thread's queues carry: a command with its origin, or
+/// the owner's stop.
+enum Inbound {
+    Command(Command, Origin),
+    Stop,
 }
 
 /// Where faces put commands: the urgent queue or the ordinary one, and a
@@ -86,8 +113,8 @@ pub enum RuntimeError {
 /// face's other work.
 #[derive(Clone)]
 pub struct CommandSender {
-    urgent: std_mpsc::Sender<Command>,
-    normal: std_mpsc::SyncSender<Command>,
+    urgent: std_mpsc::Sender<Inbound>,
+    normal: std_mpsc::SyncSender<Inbound>,
     kernel: Option<std::thread::Thread>,
     /// The robot link's E-stop line: an E-stop is also written to the robot
     /// from the sender's thread, not waiting for the kernel thread.
@@ -95,11 +122,18 @@ pub struct CommandSender {
 }
 
 impl CommandSender {
-    /// Queues a command and wakes the kernel: an urgent one
+    /// Queues a command from `origin` and wakes the kernel: an urgent one
     /// ([`Command::is_urgent`]) on the unbounded queue that is drained
-    /// first, any other on the bounded one. Refuses a command over a size
-    /// limit before it is queued.
-    pub fn send(&self, command: Command) -> Result<(), RuntimeError> {
+    /// first, any other on the bounded one. Refuses, before it is queued,
+    /// a command over a size limit and one from a door that may only
+    /// watch ([`Origin::may_act`]).
+    pub fn send(&self, command: Command, origin: Origin) -> Result<(), RuntimeError> {
+        if !origin.may_act() {
+            return Err(RuntimeError::WatchOnly {
+                command: command.name(),
+                origin: Box::new(origin),
+            });
+        }
         command.check_limits()?;
         if command.is_urgent() {
             let line = self
@@ -115,7 +149,7 @@ impl CommandSender {
                 line.hold();
             }
             self.urgent
-                .send(command)
+                .send(Inbound::Command(command, origin))
                 .map_err(|_| RuntimeError::Stopped)?;
             if let Some(line) = line {
                 // A line that cannot write leaves the kernel's own stop,
@@ -123,10 +157,12 @@ impl CommandSender {
                 let _ = line.stop();
             }
         } else {
-            self.normal.try_send(command).map_err(|e| match e {
-                std_mpsc::TrySendError::Full(_) => RuntimeError::Busy,
-                std_mpsc::TrySendError::Disconnected(_) => RuntimeError::Stopped,
-            })?;
+            self.normal
+                .try_send(Inbound::Command(command, origin))
+                .map_err(|e| match e {
+                    std_mpsc::TrySendError::Full(_) => RuntimeError::Busy,
+                    std_mpsc::TrySendError::Disconnected(_) => RuntimeError::Stopped,
+                })?;
         }
         self.wake();
         Ok(())
@@ -134,7 +170,7 @@ impl CommandSender {
 
     /// Stops the kernel, ahead of anything queued.
     fn stop(&self) {
-        let _ = self.urgent.send(Command::Shutdown);
+        let _ = self.urgent.send(Inbound::Stop);
         self.wake();
     }
 
@@ -299,12 +335,12 @@ impl Runtime {
         )
     }
 
-    /// Sends a command; the kernel wakes for it at once (an E-stop reaches
-    /// the robot before the next tick, ahead of any queued input). See
-    /// [`CommandSender::send`].
+    /// Sends a command from `origin`; the kernel wakes for it at once (an
+    /// E-stop reaches the robot before the next tick, ahead of any queued
+    /// input). See [`CommandSender::send`].
     #[allow(clippy::unused_async)]
-    pub async fn send(&self, command: Command) -> Result<(), RuntimeError> {
-        self.commands.send(command)
+    pub async fn send(&self, command: Command, origin: Origin) -> Result<(), RuntimeError> {
+        self.commands.send(command, origin)
     }
 
     /// A handle that sends commands without going through this one (for
@@ -377,8 +413,8 @@ impl Drop for Runtime {
 
 /// The kernel thread's two queues.
 struct Inbox {
-    urgent: std_mpsc::Receiver<Command>,
-    normal: std_mpsc::Receiver<Command>,
+    urgent: std_mpsc::Receiver<Inbound>,
+    normal: std_mpsc::Receiver<Inbound>,
 }
 
 /// Whether the kernel goes on after taking in commands.
@@ -396,15 +432,18 @@ impl Inbox {
         let mut took = false;
         let flow = loop {
             match self.urgent.try_recv() {
-                Ok(Command::Shutdown) | Err(std_mpsc::TryRecvError::Disconnected) => {
+                Ok(Inbound::Stop | Inbound::Command(Command::Shutdown, _))
+                | Err(std_mpsc::TryRecvError::Disconnected) => {
                     break Flow::Stop;
                 }
-                Ok(Command::EStop) => {
-                    engine.submit(Command::EStop);
+                Ok(Inbound::Command(Command::EStop, origin)) => {
+                    engine.submit(Command::EStop, origin);
                     // Its events, for the faces.
                     engine.pump(&mut out.buf);
                 }
-                Ok(command) => engine.take_in(command, &mut out.buf),
+                Ok(Inbound::Command(command, origin)) => {
+                    engine.take_in(command, origin, &mut out.buf);
+                }
                 Err(std_mpsc::TryRecvError::Empty) => break Flow::Go,
             }
             took = true;
@@ -424,10 +463,13 @@ impl Inbox {
                 return Flow::Stop;
             }
             match self.normal.try_recv() {
-                Ok(Command::Shutdown) | Err(std_mpsc::TryRecvError::Disconnected) => {
+                Ok(Inbound::Stop | Inbound::Command(Command::Shutdown, _))
+                | Err(std_mpsc::TryRecvError::Disconnected) => {
                     return Flow::Stop;
                 }
-                Ok(command) => engine.take_in(command, &mut out.buf),
+                Ok(Inbound::Command(command, origin)) => {
+                    engine.take_in(command, origin, &mut out.buf);
+                }
                 Err(std_mpsc::TryRecvError::Empty) => break,
             }
         }
@@ -619,7 +661,7 @@ mod tests {
         // not wait for it.
         fill(&runtime).await;
         for command in [Command::Stop, Command::Pause] {
-            runtime.send(command).await.unwrap();
+            runtime.send(command, Origin::console()).await.unwrap();
         }
         let count = || stops.0.load(std::sync::atomic::Ordering::SeqCst);
         assert_eq!(
@@ -627,7 +669,10 @@ mod tests {
             0,
             "only an E-stop takes the line, not stop or pause"
         );
-        runtime.send(Command::EStop).await.unwrap();
+        runtime
+            .send(Command::EStop, Origin::console())
+            .await
+            .unwrap();
         assert_eq!(
             count(),
             1,
@@ -651,7 +696,10 @@ mod tests {
         let text = maximal();
         let mut queued = 0;
         loop {
-            match runtime.send(Command::Say { text: text.clone() }).await {
+            match runtime
+                .send(Command::Say { text: text.clone() }, Origin::console())
+                .await
+            {
                 Ok(()) => queued += 1,
                 Err(e) => {
                     assert_eq!(e, RuntimeError::Busy);
@@ -694,7 +742,10 @@ mod tests {
         assert!(queued >= COMMAND_BUFFER, "{queued}");
         let sent = Instant::now();
         // The ordinary queue is full, and the E-stop still gets in.
-        runtime.send(Command::EStop).await.unwrap();
+        runtime
+            .send(Command::EStop, Origin::console())
+            .await
+            .unwrap();
         let heard = heard_before(&mut events, |k| {
             matches!(k, EventKind::Mode { to: Mode::Safe, .. })
         })
@@ -717,7 +768,10 @@ mod tests {
     async fn pause_overtakes_queued_input() {
         let (runtime, mut events) = started();
         let queued = fill(&runtime).await;
-        runtime.send(Command::Pause).await.unwrap();
+        runtime
+            .send(Command::Pause, Origin::console())
+            .await
+            .unwrap();
         let heard = heard_before(
             &mut events,
             |k| matches!(k, EventKind::Speech { text, .. } if text == "Nothing to pause."),
@@ -734,23 +788,85 @@ mod tests {
     async fn an_utterance_over_the_limit_is_refused_before_it_is_queued() {
         let (runtime, _events) = started();
         let long = "a".repeat(MAX_UTTERANCE_BYTES + 1);
-        let e = runtime.send(Command::Say { text: long }).await.unwrap_err();
+        let e = runtime
+            .send(Command::Say { text: long }, Origin::console())
+            .await
+            .unwrap_err();
         assert!(
             matches!(e, RuntimeError::TooLong(TooLong::Utterance { bytes, .. }) if bytes == MAX_UTTERANCE_BYTES + 1),
             "{e}"
         );
         assert!(e.to_string().contains("4096-byte limit"), "{e}");
         runtime
-            .send(Command::Say { text: maximal() })
+            .send(Command::Say { text: maximal() }, Origin::console())
             .await
             .unwrap();
         runtime.shutdown().await;
     }
 
     #[tokio::test]
+    async fn a_command_s_events_carry_its_origin_and_a_viewer_s_is_refused_unqueued() {
+        use crate::protocol::{Door, Role};
+        let (runtime, mut events) = started();
+        let page = Origin::new(Door::Web, "ws#7 127.0.0.1:40000");
+        runtime
+            .send(
+                Command::Say {
+                    text: "go to the kitchen".into(),
+                },
+                page.clone(),
+            )
+            .await
+            .unwrap();
+        let mut intent = None;
+        while intent.is_none() {
+            let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+                .await
+                .expect("the utterance was taken in")
+                .unwrap();
+            if let EventKind::Intent { .. } = &event.kind {
+                intent = Some(event);
+            } else if let EventKind::Task { .. } = &event.kind {
+                panic!("a task before its intent: {event:?}");
+            }
+        }
+        assert_eq!(intent.unwrap().origin, Some(page.clone()));
+        // The task it queued carries it too, and so does the snapshot's task.
+        let task = loop {
+            let event = events.recv().await.unwrap();
+            if let EventKind::Task { .. } = &event.kind {
+                break event;
+            }
+        };
+        assert_eq!(task.origin, Some(page.clone()));
+
+        let viewer = page.with_role(Role::Viewer);
+        let e = runtime
+            .send(Command::EStop, viewer.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e,
+            RuntimeError::WatchOnly {
+                command: "estop",
+                origin: Box::new(viewer)
+            }
+        );
+        assert_eq!(e.code(), "watch_only");
+        assert_eq!(
+            e.to_string(),
+            "web viewer: ws#7 127.0.0.1:40000 may only watch: `estop` was refused"
+        );
+        runtime.shutdown().await;
+    }
+
+    #[tokio::test]
     async fn shutdown_before_the_first_tick_still_publishes_the_snapshot_event() {
         let (runtime, mut events) = started();
-        runtime.send(Command::Shutdown).await.unwrap();
+        runtime
+            .send(Command::Shutdown, Origin::console())
+            .await
+            .unwrap();
         let first = tokio::time::timeout(Duration::from_secs(5), events.recv())
             .await
             .unwrap()

@@ -13,11 +13,11 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use robobrain_core::config::Config;
-//! use robobrain_core::protocol::Command;
+//! use robobrain_core::protocol::{Command, Origin};
 //! use robobrain_core::session::{Session, SessionOptions};
 //! let mut session = Session::open(&Config::default(), SessionOptions::new("console")).await?;
 //! let mut events = session.take_events();
-//! session.runtime().send(Command::Say { text: "巡逻".into() }).await?;
+//! session.runtime().send(Command::Say { text: "巡逻".into() }, Origin::console()).await?;
 //! while let Ok(event) = events.recv().await {
 //!     println!("{}", event.to_json());
 //! }
@@ -55,7 +55,7 @@ use crate::mapview::MapView;
 use crate::mcap::{McapError, McapLog};
 use crate::memory::{MemoryError, MemoryHandle};
 use crate::protocol::run::{BrainChoice, BrainInfo, MemoryInfo, MemoryMode};
-use crate::protocol::{Command, Event, Hello, Role, RunInfo, SkillView};
+use crate::protocol::{Command, Event, Hello, Origin, Role, RunInfo, SkillView};
 use crate::runtime::{Pace, Runtime, RuntimeError};
 use crate::source::SourceError;
 use crate::store::{Store, StoreError};
@@ -349,7 +349,8 @@ impl Run {
     /// start is given to it now.
     pub fn into_lockstep(mut self) -> (Engine, RunLog) {
         for text in std::mem::take(&mut self.options.say) {
-            self.engine.submit(Command::Say { text });
+            self.engine
+                .submit(Command::Say { text }, Origin::command_line());
         }
         (self.engine, self.log)
     }
@@ -370,12 +371,14 @@ impl Run {
                 &mqtt,
                 discovery,
                 runtime.snapshots(),
-                Box::new(move |command| sender.send(command).map_err(|e| e.to_string())),
+                Box::new(move |command, origin| {
+                    sender.send(command, origin).map_err(|e| e.to_string())
+                }),
             )
         });
         for text in std::mem::take(&mut self.options.say) {
             runtime
-                .send(Command::Say { text: text.clone() })
+                .send(Command::Say { text: text.clone() }, Origin::command_line())
                 .await
                 .map_err(|source| SessionError::Say { text, source })?;
         }
@@ -399,7 +402,9 @@ impl Run {
                 hello: session.hello(Role::Operator),
                 snapshots: session.runtime.snapshots(),
                 events: session.runtime.subscribe(),
-                commands: Box::new(move |command| sender.send(command).map_err(|e| e.to_string())),
+                commands: Box::new(move |command, origin| {
+                    sender.send(command, origin).map_err(|e| e.to_string())
+                }),
             };
             session.fleet = Some(FleetLink::start(settings, session.world.clone(), feed));
         }

@@ -527,6 +527,7 @@ impl Store {
                     status,
                     op,
                     reason,
+                    ..
                 } = &e.kind
                 {
                     let op = serde_json::to_string(op).unwrap_or_default();

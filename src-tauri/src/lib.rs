@@ -10,7 +10,7 @@
 
 use robobrain_core::config::Config;
 use robobrain_core::protocol::line::{Line, parse_line};
-use robobrain_core::protocol::{ApprovalStatus, Event, EventKind, Role, ServerMessage};
+use robobrain_core::protocol::{ApprovalStatus, Event, EventKind, Origin, Role, ServerMessage};
 use robobrain_core::runtime::{Pace, RuntimeError};
 use robobrain_core::session::{Session, SessionOptions};
 use serde::Serialize;
@@ -99,7 +99,7 @@ impl Core {
     /// Carries out an operator line.
     pub async fn send(&self, line: &str) -> Result<(), GuiError> {
         match parse_line(line) {
-            Line::Command(c) => Ok(self.session.runtime().send(c).await?),
+            Line::Command(c) => Ok(self.session.runtime().send(c, Origin::desktop()).await?),
             Line::Blank => Ok(()),
             Line::Bad(refused) => Err(GuiError::BadLine(refused.why)),
         }

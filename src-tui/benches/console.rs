@@ -26,7 +26,7 @@ use robobrain_core::link::Fault;
 use robobrain_core::llm::mock_script;
 use robobrain_core::llm::mock_server::MockServer;
 use robobrain_core::protocol::run::{BrainChoice, BrainInfo, MemoryInfo, MemoryMode};
-use robobrain_core::protocol::{Command, Event, RunInfo};
+use robobrain_core::protocol::{Command, Event, Origin, RunInfo};
 use robobrain_core::session::{Run, SessionOptions};
 use robobrain_core::world::World;
 use robobrain_tui::console::{Action, App, FRAME, ui};
@@ -68,23 +68,32 @@ fn busy() -> (Engine, App, Vec<Event>) {
         db: None,
     });
     let mut app = App::new(world, engine.snapshot(), true);
-    engine.submit(Command::Say {
-        text: "巡逻".into(),
-    });
+    engine.submit(
+        Command::Say {
+            text: "巡逻".into(),
+        },
+        Origin::console(),
+    );
     let mut all = Vec::new();
     let mut out = Vec::new();
     for i in 0..2000 {
         if i == 300 {
-            engine.submit(Command::Inject {
-                fault: Fault::Block {
-                    passage: "kitchen_door".into(),
+            engine.submit(
+                Command::Inject {
+                    fault: Fault::Block {
+                        passage: "kitchen_door".into(),
+                    },
                 },
-            });
+                Origin::console(),
+            );
         }
         if i == 900 {
-            engine.submit(Command::Inject {
-                fault: Fault::SetBattery { pct: 21.0 },
-            });
+            engine.submit(
+                Command::Inject {
+                    fault: Fault::SetBattery { pct: 21.0 },
+                },
+                Origin::console(),
+            );
         }
         engine.tick(&mut out);
         for e in out.drain(..) {

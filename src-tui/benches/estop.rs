@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::link::tcp::TcpLink;
-use robobrain_core::protocol::Command;
+use robobrain_core::protocol::{Command, Origin};
 use robobrain_core::runtime::{Pace, Runtime};
 use robobrain_core::store::{Store, StoreConfig, Synchronous};
 use robobrain_core::world::World;
@@ -145,13 +145,16 @@ fn through_runtime(dir: &Path, trials: usize) {
     let runtime = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
     let mut trial = |i: usize, failed: bool| -> (f64, f64) {
         if !failed {
-            rt.block_on(runtime.send(Command::ResetEStop)).unwrap();
+            rt.block_on(runtime.send(Command::ResetEStop, Origin::console()))
+                .unwrap();
             let text = PLACES[i % PLACES.len()].into();
-            rt.block_on(runtime.send(Command::Say { text })).unwrap();
+            rt.block_on(runtime.send(Command::Say { text }, Origin::console()))
+                .unwrap();
         }
         std::thread::sleep(Duration::from_millis(30));
         let sent = wall_us();
-        rt.block_on(runtime.send(Command::EStop)).unwrap();
+        rt.block_on(runtime.send(Command::EStop, Origin::console()))
+            .unwrap();
         let (received, applied) = robot.next_estop(sent);
         ((received - sent) as f64, (applied - sent) as f64)
     };
@@ -170,10 +173,14 @@ fn through_runtime(dir: &Path, trials: usize) {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     // A navigation makes the next tick commit, which fails on the missing file.
-    rt.block_on(runtime.send(Command::ResetEStop)).unwrap();
-    rt.block_on(runtime.send(Command::Say {
-        text: PLACES[0].into(),
-    }))
+    rt.block_on(runtime.send(Command::ResetEStop, Origin::console()))
+        .unwrap();
+    rt.block_on(runtime.send(
+        Command::Say {
+            text: PLACES[0].into(),
+        },
+        Origin::console(),
+    ))
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let failed: Vec<f64> = (0..trials).map(|i| trial(i, true).0).collect();

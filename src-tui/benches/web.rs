@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use robobrain_core::config::Config;
-use robobrain_core::protocol::Command;
+use robobrain_core::protocol::{Command, Origin};
 use robobrain_core::runtime::Pace;
 use robobrain_core::session::{Session, SessionOptions};
 use robobrain_tui::web::{Access, Served, WebServer};
@@ -80,7 +80,7 @@ async fn run(viewers: usize, scraped: bool, seconds: f64) -> Measured {
     let session = Session::open(&config, options).await.unwrap();
     session
         .runtime()
-        .send(Command::StartPatrol { route: None })
+        .send(Command::StartPatrol { route: None }, Origin::console())
         .await
         .unwrap();
     let served = Arc::new(Served {

@@ -71,14 +71,23 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
 /// The rows as an aligned table.
 pub fn table(rows: &[AuditRow]) -> String {
     let mut s = format!(
-        "{:<5} {:<20} {:<6} {:<8} {:<28} {:>9}  {:<40} args",
-        "id", "trace", "plan", "step", "tool", "µs", "result"
+        "{:<5} {:<20} {:<6} {:<8} {:<28} {:>9}  {:<40} {:<28} args",
+        "id", "trace", "plan", "step", "tool", "µs", "result", "origin"
     );
     for r in rows {
+        let origin = if r.origin.is_empty() { "-" } else { &r.origin };
         let _ = write!(
             s,
-            "\n{:<5} {:<20} {:<6} {:<8} {:<28} {:>9}  {:<40} {}",
-            r.id, r.trace_id, r.plan_id, r.step_id, r.tool, r.latency_us, r.result, r.args_summary
+            "\n{:<5} {:<20} {:<6} {:<8} {:<28} {:>9}  {:<40} {:<28} {}",
+            r.id,
+            r.trace_id,
+            r.plan_id,
+            r.step_id,
+            r.tool,
+            r.latency_us,
+            r.result,
+            origin,
+            r.args_summary
         );
     }
     if rows.is_empty() {

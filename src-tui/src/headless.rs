@@ -22,7 +22,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
-use robobrain_core::protocol::{Command, Event, EventKind, Snapshot, TaskStatus};
+use robobrain_core::protocol::{Command, Event, EventKind, Origin, Snapshot, TaskStatus};
 use robobrain_core::runtime::{Pace, TickSummary};
 use robobrain_core::session::{Run, RunLog, Session, SessionOptions};
 use serde_json::json;
@@ -186,7 +186,7 @@ fn lockstep(
         match line.context("cannot read stdin")? {
             ReadLine::Text(n, text) => match parse_line(&text) {
                 Line::Command(Command::Shutdown) => shutdown = true,
-                Line::Command(cmd) => engine.submit(cmd),
+                Line::Command(cmd) => engine.submit(cmd, Origin::headless()),
                 Line::Blank => {}
                 Line::Bad(r) => error_line("stdin", Some(n), r.code, &r.why),
             },
@@ -283,9 +283,15 @@ async fn drive(mut session: Session, args: &Args, limit: f64, fleet: bool) -> Re
     // the kernel: an E-stop never waits behind this loop's writing.
     let (lines_tx, mut lines) = mpsc::unbounded_channel();
     let stdin = || Ok(std::io::stdin());
-    robobrain_tui::operator::forward("stdin", stdin, brain.sender(), move |f| {
-        let _ = lines_tx.send(f);
-    });
+    robobrain_tui::operator::forward(
+        "stdin",
+        stdin,
+        brain.sender(),
+        Origin::headless(),
+        move |f| {
+            let _ = lines_tx.send(f);
+        },
+    );
 
     let mut stdin_open = true;
     let mut idle_since: Option<f64> = None;

@@ -31,7 +31,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use robobrain_core::mcp::{CallOutcome, CallWatch, ToolSet};
-use robobrain_core::protocol::Command;
+use robobrain_core::protocol::{Command, Door, Origin};
 use robobrain_core::runtime::{Runtime, RuntimeError};
 use robobrain_core::session::{Run, Session};
 use robobrain_core::skills::status::RobotStatus;
@@ -51,12 +51,16 @@ pub struct Options {
     /// Wall time a tool call waits for its outcome before it answers
     /// "still running" (the task goes on; its end is in the event log).
     pub call_timeout: Duration,
+    /// The transport, as a call's origin names it (`stdio`, `http
+    /// 127.0.0.1:8765`).
+    pub transport: String,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Self {
             call_timeout: Duration::from_secs(300),
+            transport: "stdio".into(),
         }
     }
 }
@@ -109,10 +113,11 @@ impl McpServer {
         &self.shared.session
     }
 
-    /// Sends an operator command (approve, reject, E-stop…) to the brain.
-    /// This is the operator's side, never reachable from an MCP client.
-    pub async fn operator(&self, command: Command) -> Result<(), RuntimeError> {
-        self.shared.session.runtime().send(command).await
+    /// Sends an operator command (approve, reject, E-stop…) from `origin`
+    /// to the brain. This is the operator's side, never reachable from an
+    /// MCP client.
+    pub async fn operator(&self, command: Command, origin: Origin) -> Result<(), RuntimeError> {
+        self.shared.session.runtime().send(command, origin).await
     }
 
     /// The brain's runtime handle.
@@ -142,12 +147,19 @@ impl McpServer {
         let call_id = format!("mcp-{n}");
         // Subscribed before the command goes, so no event of the call is missed.
         let mut events = self.runtime().subscribe();
+        let origin = Origin::new(
+            Door::Mcp,
+            format!("{} {call_id}", self.shared.options.transport),
+        );
         self.runtime()
-            .send(Command::Call {
-                call_id: call_id.clone(),
-                skill: name.to_string(),
-                args: args.clone(),
-            })
+            .send(
+                Command::Call {
+                    call_id: call_id.clone(),
+                    skill: name.to_string(),
+                    args: args.clone(),
+                },
+                origin,
+            )
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let mut watch = CallWatch::new(&call_id, name, &args);

@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 use robobrain_core::config::Config;
+use robobrain_core::protocol::{Door, Origin};
 use robobrain_core::runtime::Pace;
 use robobrain_core::session::{Run, SessionOptions};
 use tokio_util::sync::CancellationToken;
@@ -103,6 +104,9 @@ async fn serve(
     let thread_id = run.thread_id.clone();
     let options = Options {
         call_timeout: Duration::from_secs_f64(args.call_timeout),
+        transport: args
+            .http
+            .map_or_else(|| "stdio".to_string(), |addr| format!("http {addr}")),
     };
     // The run (the engine with its world) is large: the future lives on the heap.
     let server = Box::pin(McpServer::start(run, options)).await?;
@@ -113,9 +117,17 @@ async fn serve(
     let operator = server.runtime().sender();
     if let Some(path) = args.operator.clone() {
         let label = format!("--operator {}", path.display());
-        forward(&label, move || std::fs::File::open(path), operator, drop);
+        let origin = Origin::new(Door::Headless, label.clone());
+        forward(
+            &label,
+            move || std::fs::File::open(path),
+            operator,
+            origin,
+            drop,
+        );
     } else if args.http.is_some() {
-        forward("stdin", || Ok(std::io::stdin()), operator, drop);
+        let origin = Origin::new(Door::Headless, "stdin of robobrain mcp --http");
+        forward("stdin", || Ok(std::io::stdin()), operator, origin, drop);
     }
     match args.http {
         None => {

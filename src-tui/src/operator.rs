@@ -16,7 +16,7 @@
 use std::io::BufRead;
 
 pub use robobrain_core::protocol::line::{Line, Refused, parse_line};
-use robobrain_core::protocol::{MAX_LINE_BYTES, TooLong};
+use robobrain_core::protocol::{MAX_LINE_BYTES, Origin, TooLong};
 use robobrain_core::runtime::CommandSender;
 use serde_json::json;
 
@@ -132,13 +132,13 @@ pub enum Forwarded {
 /// Reads operator lines from the source `open` gives (named `label` in
 /// errors: `stdin`, `--operator FILE`) on a thread of its own — opened
 /// there, since a FIFO's open waits for its writer — and sends each command
-/// straight to the kernel through `sender`. A refused line, or a command
+/// straight to the kernel through `sender`, from `origin`. A refused line, or a command
 /// the kernel cannot take, is an [`error_line`] naming the line; reading
 /// goes on. `told` hears of every command sent and of the end.
 ///
 /// The thread blocks in `read` and is never joined: a process that is done
 /// exits without waiting for more input.
-pub fn forward<R, O, F>(label: &str, open: O, sender: CommandSender, mut told: F)
+pub fn forward<R, O, F>(label: &str, open: O, sender: CommandSender, origin: Origin, mut told: F)
 where
     R: std::io::Read,
     O: FnOnce() -> std::io::Result<R> + Send + 'static,
@@ -159,9 +159,9 @@ where
         for line in reader {
             match line {
                 Ok(ReadLine::Text(n, text)) => match parse_line(&text) {
-                    Line::Command(command) => match sender.send(command) {
+                    Line::Command(command) => match sender.send(command, origin.clone()) {
                         Ok(()) => told(Forwarded::Sent(n)),
-                        Err(e) => error_line(&label, Some(n), "not_sent", &e.to_string()),
+                        Err(e) => error_line(&label, Some(n), e.code(), &e.to_string()),
                     },
                     Line::Blank => {}
                     Line::Bad(r) => error_line(&label, Some(n), r.code, &r.why),

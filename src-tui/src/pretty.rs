@@ -436,6 +436,7 @@ mod tests {
             wall_ms: 0,
             thread_id: "th".into(),
             step: 1,
+            origin: None,
             kind,
         }
     }

@@ -465,7 +465,7 @@ th {{ background: #f1f5f9; }} .muted {{ color: #64748b; }} svg {{ display: block
 mod tests {
     use robobrain_core::config::Config;
     use robobrain_core::engine::Engine;
-    use robobrain_core::protocol::Command;
+    use robobrain_core::protocol::{Command, Origin};
     use robobrain_core::world::World;
 
     use super::*;
@@ -478,9 +478,12 @@ mod tests {
             ..Config::default()
         };
         let mut engine = Engine::simulated(&config, world.clone()).unwrap();
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "去厨房".into(),
+            },
+            Origin::console(),
+        );
         let mut events = Vec::new();
         while engine.time() < 60.0 {
             engine.tick(&mut events);

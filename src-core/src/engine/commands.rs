@@ -6,7 +6,7 @@ use crate::kernel::{PlanStep, TaskKind};
 use crate::lines::Lang;
 use crate::link::LinkRequest;
 use crate::protocol::{
-    AlertStatus, Command, Event, EventKind, Mode, Node, Priority, SkillCall, SpeechTrack,
+    AlertStatus, Command, Event, EventKind, Mode, Node, Origin, Priority, SkillCall, SpeechTrack,
     TaskStatus,
 };
 use crate::react::{LastResult, Phase};
@@ -17,16 +17,36 @@ impl Engine {
     /// runtime hands commands over one by one this way, so that an urgent
     /// one that comes meanwhile is taken before the next (an E-stop still
     /// goes through [`Engine::submit`]). A halted engine keeps it pending.
-    pub fn take_in(&mut self, command: Command, out: &mut Vec<Event>) {
+    pub fn take_in(&mut self, command: Command, origin: Origin, out: &mut Vec<Event>) {
         if self.halted().is_some() {
-            self.pending.push(command);
+            self.pending.push((command, origin));
             return;
         }
-        self.ingest(command);
+        self.ingest(command, origin);
         self.deliver(out);
     }
 
-    pub(super) fn ingest(&mut self, command: Command) {
+    /// Takes in one command from `origin`: every event it causes carries
+    /// the origin, and a task it queues remembers it (for its approvals).
+    pub(super) fn ingest(&mut self, command: Command, origin: Origin) {
+        let refused = (!origin.may_act())
+            .then(|| format!("{origin} may only watch: `{}` was refused", command.name()));
+        self.cause = Some(origin);
+        if let Some(message) = refused {
+            // A door should not have sent it (the runtime refuses it
+            // unqueued); the kernel refuses it whatever drives it.
+            self.node(Node::HciIngress);
+            self.emit(EventKind::Error {
+                code: "watch_only".into(),
+                message,
+            });
+        } else {
+            self.ingest_caused(command);
+        }
+        self.cause = None;
+    }
+
+    fn ingest_caused(&mut self, command: Command) {
         self.node(Node::HciIngress);
         // Every face's utterance passes here: one that is too long is
         // refused before the home, the intent parser or memory see it.
@@ -99,6 +119,14 @@ impl Engine {
         if matches!(intent, Intent::Unknown | Intent::UnknownPlace { .. })
             && self.brain.recognize(text, &self.world, &self.registry)
         {
+            if let Some(origin) = &self.cause {
+                // Bounded: a recognition the brain never reports back
+                // does not keep its origin for ever.
+                if self.recognizing.len() >= 64 {
+                    self.recognizing.remove(0);
+                }
+                self.recognizing.push((text.to_string(), origin.clone()));
+            }
             self.emit(EventKind::Log {
                 level: "info".into(),
                 message: format!("asking the model what \"{text}\" means"),
@@ -131,12 +159,19 @@ impl Engine {
         for (text, understood) in self.brain.recognized(&self.world, &self.registry) {
             // The model call is accounted before its result.
             self.brain_notes();
+            // Carried out as from where it was said.
+            self.cause = self
+                .recognizing
+                .iter()
+                .position(|(said, _)| *said == text)
+                .map(|i| self.recognizing.remove(i).1);
             if let Some(intent) = understood {
                 self.act_on(&text, intent, false);
             } else {
                 let intent = parse_intent(&text, &self.world);
                 self.act_on(&text, intent, true);
             }
+            self.cause = None;
         }
     }
 
@@ -251,11 +286,12 @@ impl Engine {
             Priority::Main
         };
         let id = self.state.queue.push(kind, priority, self.state.time);
-        if !self.config.patrol.look_around
-            && let Some(task) = self.state.queue.get_mut(&id)
-        {
-            // Patrols that only go round: no look at each waypoint.
-            task.plan.retain(|step| step.skill != "watch");
+        if let Some(task) = self.state.queue.get_mut(&id) {
+            task.origin.clone_from(&self.cause);
+            if !self.config.patrol.look_around {
+                // Patrols that only go round: no look at each waypoint.
+                task.plan.retain(|step| step.skill != "watch");
+            }
         }
         self.task_event(&id, reason);
         id

@@ -144,6 +144,7 @@ impl Engine {
                     status: crate::protocol::ApprovalStatus::Requested,
                     op: a.op,
                     reason: a.reason,
+                    requested_by: a.requested_by,
                 });
             }
             self.reconcile();
@@ -509,6 +510,7 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::protocol::Origin;
     use crate::protocol::{Command, Event, Mode, SkillStatus};
     use crate::store::Synchronous;
     use crate::world::World;
@@ -546,9 +548,12 @@ mod tests {
 
     /// Sends the robot to the kitchen; the navigation's goal id once dispatched.
     fn sent_to_the_kitchen(engine: &mut Engine, events: &mut Vec<Event>) -> String {
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "去厨房".into(),
+            },
+            Origin::console(),
+        );
         tick_until(engine, events, dispatched);
         engine
             .runner
@@ -576,9 +581,12 @@ mod tests {
     fn a_timer_outlives_the_brain_and_rings_after_the_resume() {
         let path = temp_db("timer");
         let mut engine = durable_engine(&path, false);
-        engine.submit(Command::Say {
-            text: "set a timer for 1 minute".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "set a timer for 1 minute".into(),
+            },
+            Origin::console(),
+        );
         let mut events = Vec::new();
         while engine.time() < 10.0 {
             engine.tick(&mut events);
@@ -599,9 +607,12 @@ mod tests {
     fn a_goal_the_robot_never_received_is_sent_once_after_the_resume() {
         let path = temp_db("unknown");
         let mut engine = durable_engine(&path, false);
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "去厨房".into(),
+            },
+            Origin::console(),
+        );
         let mut events = Vec::new();
         tick_until(&mut engine, &mut events, dispatched);
         let last_seq = events.last().unwrap().seq;
@@ -724,9 +735,12 @@ mod tests {
 
         let path = temp_db("close-approval");
         let mut engine = durable_engine(&path, false);
-        engine.submit(Command::Say {
-            text: "unlock the front door".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "unlock the front door".into(),
+            },
+            Origin::console(),
+        );
         tick_until(&mut engine, &mut events, |e| {
             matches!(e.kind, EventKind::Approval { .. })
         });
@@ -771,9 +785,12 @@ mod tests {
                 .unwrap()
         };
         let mut engine = open(false);
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "去厨房".into(),
+            },
+            Origin::console(),
+        );
         let mut events = Vec::new();
         // Stop where the next checkpoint's number is not one in 7.
         while kinds().len() < 10 || kinds().len() % 7 != 3 {
@@ -826,9 +843,12 @@ mod tests {
         }
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(version(), before, "nothing was committed");
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "去厨房".into(),
+            },
+            Origin::console(),
+        );
         engine.tick(&mut events);
         assert_ne!(version(), before);
     }
@@ -866,6 +886,7 @@ mod tests {
             result: "ok".into(),
             ok: true,
             latency_us: 5,
+            origin: "console".into(),
         };
         crate::hci::lock(&engine.home)
             .audit()
@@ -981,9 +1002,12 @@ mod tests {
         engine.tick(&mut events);
         let other = rusqlite::Connection::open(&path).unwrap();
         other.execute_batch("BEGIN EXCLUSIVE").unwrap();
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "去厨房".into(),
+            },
+            Origin::console(),
+        );
         events.clear();
         engine.tick(&mut events);
         let halted = engine.halted().unwrap().to_string();

@@ -106,6 +106,7 @@ impl Engine {
             .map(|z| z.name.clone());
         let turn = {
             let mut home = hci::lock(&self.home);
+            home.origin.clone_from(&self.cause);
             home.here = here.and_then(|z| {
                 home.devices
                     .room(&z)
@@ -230,6 +231,7 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use crate::protocol::Origin;
     use serde_json::{Value, json};
 
     use crate::brain::ScriptedBrain;
@@ -267,7 +269,7 @@ mod tests {
     fn run(engine: &mut Engine, commands: Vec<Command>, until: f64) -> Vec<Event> {
         let mut events = Vec::new();
         for c in commands {
-            engine.submit(c);
+            engine.submit(c, Origin::console());
         }
         while engine.time() < until {
             engine.tick(&mut events);
@@ -396,9 +398,12 @@ mod tests {
         config.speech.voice = crate::voice::VoiceChoice::Text;
         let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
         let mut events = Vec::new();
-        engine.submit(Command::Say {
-            text: "打开客厅灯".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "打开客厅灯".into(),
+            },
+            Origin::console(),
+        );
         engine.tick(&mut events);
         let track = |events: &[Event], t: crate::protocol::SpeechTrack| {
             events.iter().find_map(|e| match &e.kind {
@@ -459,7 +464,7 @@ mod tests {
         // Not in robobrain's rules: the grammar's alone.
         for text in ["add oat milk to my shopping list", "把卧室风扇打开"] {
             let mut events = Vec::new();
-            engine.submit(Command::Say { text: text.into() });
+            engine.submit(Command::Say { text: text.into() }, Origin::console());
             engine.tick(&mut events);
             let intent = events.iter().find_map(|e| match &e.kind {
                 EventKind::Intent {
@@ -489,9 +494,12 @@ mod tests {
         assert!(server.received().is_empty(), "the model was asked");
         // What nothing local understands is the model's.
         let mut events = Vec::new();
-        engine.submit(Command::Say {
-            text: "compose a limerick about the hallway".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "compose a limerick about the hallway".into(),
+            },
+            Origin::console(),
+        );
         engine.tick(&mut events);
         assert!(engine.is_thinking(), "{events:?}");
     }

@@ -306,6 +306,7 @@ impl Engine {
             op: j.op.clone(),
             reason: j.reason.clone(),
             risk: risk.to_string(),
+            requested_by: self.state.queue.get(task_id).and_then(|t| t.origin.clone()),
         };
         if let Op::Dispatch { skill, args } = &j.op
             && crate::policy::device_calls(skill, args, &[]).len()
@@ -317,7 +318,9 @@ impl Engine {
                 .get("plan_id")
                 .and_then(Value::as_str)
                 .unwrap_or(task_id);
-            crate::hci::lock(&self.home).audit_held(skill, args, plan, &j.reason);
+            let mut home = crate::hci::lock(&self.home);
+            home.origin.clone_from(&pending.requested_by);
+            home.audit_held(skill, args, plan, &j.reason);
         }
         self.emit(EventKind::Approval {
             approval_id: id.clone(),
@@ -325,6 +328,7 @@ impl Engine {
             status: ApprovalStatus::Requested,
             op: j.op.clone(),
             reason: j.reason.clone(),
+            requested_by: pending.requested_by.clone(),
         });
         self.state.approvals.push(pending);
         id
@@ -386,6 +390,9 @@ impl Engine {
         skill: &str,
         args: &Value,
     ) -> Dispatched {
+        // A home tool audits its call with the task's origin.
+        let origin = self.state.queue.get(task_id).and_then(|t| t.origin.clone());
+        crate::hci::lock(&self.home).origin = origin;
         let (result, speech) = self.with_skills(|runner, registry, ctx, now| {
             runner.dispatch(registry, ctx, goal_id, skill, args, Some(task_id), now)
         });
@@ -447,6 +454,7 @@ impl Engine {
                 status,
                 op,
                 reason: verdict.reason.clone(),
+                requested_by: pending.requested_by.clone(),
             });
             if edit.is_none() {
                 self.state.approvals.retain(|a| a.id != approval_id);
@@ -478,6 +486,7 @@ impl Engine {
             status,
             op: op.clone(),
             reason: reason.into(),
+            requested_by: pending.requested_by.clone(),
         });
         let task_id = pending.task_id.clone();
         // An edit of the step's own skill changes the plan, so success means the edited goal.
@@ -528,6 +537,7 @@ impl Engine {
             status: ApprovalStatus::Rejected,
             op: pending.op.clone(),
             reason: reason.to_string(),
+            requested_by: pending.requested_by.clone(),
         });
         self.resolve_to_decision(
             &pending,

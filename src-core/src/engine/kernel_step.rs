@@ -404,6 +404,7 @@ impl Engine {
                 status: crate::protocol::ApprovalStatus::Rejected,
                 op: a.op,
                 reason: "withdrawn: the task stopped".into(),
+                requested_by: a.requested_by,
             });
         }
     }
@@ -484,9 +485,12 @@ impl Engine {
         if let Some(text) = output.get("utterance").and_then(Value::as_str)
             && !text.trim().is_empty()
         {
-            self.submit(crate::protocol::Command::Say {
-                text: text.to_string(),
-            });
+            self.submit(
+                crate::protocol::Command::Say {
+                    text: text.to_string(),
+                },
+                crate::protocol::Origin::new(crate::protocol::Door::Voice, "listen"),
+            );
         }
         let Some(raised) = output.get("incident") else {
             return;

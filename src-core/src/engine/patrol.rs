@@ -100,6 +100,7 @@ impl Engine {
 mod tests {
     use crate::config::Config;
     use crate::engine::Engine;
+    use crate::protocol::Origin;
     use crate::protocol::{Command, EventKind, TaskStatus};
     use crate::world::World;
 
@@ -109,7 +110,7 @@ mod tests {
         let mut config = Config::default();
         config.patrol.look_around = false;
         let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
-        engine.submit(Command::StartPatrol { route: None });
+        engine.submit(Command::StartPatrol { route: None }, Origin::console());
         engine.tick(&mut Vec::new());
         let task = &engine.state().queue.tasks()[0];
         assert!(!task.plan.is_empty());
@@ -129,7 +130,7 @@ mod tests {
         };
         let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
         assert_eq!(engine.snapshot().last_frame, None);
-        engine.submit(Command::StartPatrol { route: None });
+        engine.submit(Command::StartPatrol { route: None }, Origin::console());
         let mut frames = Vec::new();
         let mut events = Vec::new();
         while frames.len() < 2 && engine.time() < 600.0 {
@@ -166,12 +167,12 @@ mod tests {
         config.patrol.interval_s = Some(90.0);
         config.skills.keep_frames = false;
         let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
-        engine.submit(Command::StartPatrol { route: None });
+        engine.submit(Command::StartPatrol { route: None }, Origin::console());
         let mut events = Vec::new();
         let mut starts = Vec::new();
         while engine.time() < 400.0 {
             if (engine.time() - 300.0).abs() < 0.05 {
-                engine.submit(Command::Stop);
+                engine.submit(Command::Stop, Origin::console());
             }
             engine.tick(&mut events);
             for e in events.drain(..) {

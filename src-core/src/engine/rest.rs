@@ -280,6 +280,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::link::LinkError;
+    use crate::protocol::Origin;
     use crate::protocol::{Command, Event, TaskStatus};
     use crate::store::{Store, Synchronous};
     use crate::world::World;
@@ -395,9 +396,12 @@ mod tests {
 
     /// Sends the robot to the kitchen; the navigation's goal id once it runs.
     fn navigating(engine: &mut Engine, events: &mut Vec<Event>) -> String {
-        engine.submit(Command::Say {
-            text: "去厨房".into(),
-        });
+        engine.submit(
+            Command::Say {
+                text: "去厨房".into(),
+            },
+            Origin::console(),
+        );
         for _ in 0..200 {
             engine.tick(events);
             let nav = engine
@@ -519,7 +523,7 @@ mod tests {
         let path = temp_db("estop");
         let (mut engine, sent, committed_first, _) = under_way("e", Some(&path));
         let mut events = Vec::new();
-        engine.submit(Command::EStop);
+        engine.submit(Command::EStop, Origin::console());
         let first = stops(&sent.lock().unwrap());
         assert_eq!(first.len(), 1);
         assert_eq!(
@@ -543,7 +547,7 @@ mod tests {
         let _other = fail_the_store(&mut engine, &path, &mut events);
         sent.lock().unwrap().clear();
         events.clear();
-        engine.submit(Command::EStop);
+        engine.submit(Command::EStop, Origin::console());
         engine.tick(&mut events);
         assert_eq!(
             stops(&sent.lock().unwrap()).len(),
@@ -712,7 +716,7 @@ mod tests {
         let mut events = Vec::new();
         let nav = navigating(&mut engine, &mut events);
         // The kernel takes the E-stop in.
-        engine.submit(Command::EStop);
+        engine.submit(Command::EStop, Origin::console());
         engine.tick(&mut events);
         // The robot reads in order: once it has the kernel's stop, it has
         // everything handed to the link before it.
@@ -785,7 +789,7 @@ mod tests {
         };
         for _ in 0..32 {
             runtime
-                .send(Command::Inject { fault: big.clone() })
+                .send(Command::Inject { fault: big.clone() }, Origin::console())
                 .await
                 .unwrap();
         }
@@ -810,7 +814,7 @@ mod tests {
         let sender = runtime.sender();
         let (sent_tx, sent_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = sent_tx.send(sender.send(Command::EStop));
+            let _ = sent_tx.send(sender.send(Command::EStop, Origin::console()));
         });
         let sent =
             tokio::task::spawn_blocking(move || sent_rx.recv_timeout(Duration::from_secs(20)))

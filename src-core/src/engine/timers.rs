@@ -417,7 +417,7 @@ mod tests {
 mod engine_tests {
     use crate::config::Config;
     use crate::engine::Engine;
-    use crate::protocol::{Command, Event, EventKind};
+    use crate::protocol::{Command, Event, EventKind, Origin};
     use crate::world::World;
 
     fn run(says: &[(f64, &str)], until: f64) -> Vec<Event> {
@@ -433,9 +433,12 @@ mod engine_tests {
             let now = engine.time();
             pending.retain(|(at, text)| {
                 if *at <= now {
-                    engine.submit(Command::Say {
-                        text: (*text).to_string(),
-                    });
+                    engine.submit(
+                        Command::Say {
+                            text: (*text).to_string(),
+                        },
+                        Origin::console(),
+                    );
                 }
                 *at > now
             });

@@ -332,6 +332,7 @@ mod tests {
             op: Op::Wait { seconds: 1.0 },
             reason: "restricted zone".into(),
             risk: "high_write".into(),
+            requested_by: None,
         });
         view.apply(&ClientEvent::Snapshot {
             robot: "r1".into(),

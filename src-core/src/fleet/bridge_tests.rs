@@ -189,6 +189,7 @@ fn an_order_is_one_chain_of_navigations_and_its_progress_is_in_state() {
         wall_ms: 0,
         thread_id: "t".into(),
         step: 0,
+        origin: None,
         kind: EventKind::Task {
             task: task.clone(),
             reason: reason.into(),
@@ -241,6 +242,7 @@ fn an_order_the_kernel_refuses_is_an_order_error() {
         wall_ms: 0,
         thread_id: "t".into(),
         step: 0,
+        origin: None,
         kind,
     };
     b.event(&ev(EventKind::Task {

@@ -17,11 +17,12 @@ use super::bridge::{Bridge, Effect, Identity, Publish, Qos};
 use super::topics::Topics;
 use super::{FleetSettings, wall_ms};
 use crate::devices::mqtt::{Net, Running, disconnect, poll};
-use crate::protocol::{Command, Event, Hello, Snapshot};
+use crate::protocol::{Command, Door, Event, Hello, Origin, Snapshot};
 use crate::world::World;
 
-/// Where the bridge's commands go: the run's queue (`Err` says why it refused).
-pub type CommandSink = Box<dyn Fn(Command) -> Result<(), String> + Send + Sync>;
+/// Where the bridge's commands go, with their origin: the run's queue
+/// (`Err` says why it refused).
+pub type CommandSink = Box<dyn Fn(Command, Origin) -> Result<(), String> + Send + Sync>;
 
 /// A running fleet link (one robot on the broker). Dropped without
 /// [`FleetLink::stop`], the broker's last will says CONNECTIONBROKEN.
@@ -168,7 +169,8 @@ impl Worker {
                     self.bridge.snapshot(&snapshot, wall_ms());
                     if let Some(command) = self.bridge.cut_off() {
                         // Refused only when the run has stopped: nothing to keep safe.
-                        let _ = (self.commands)(command);
+                        let origin = Origin::new(Door::Fleet, "cut off from the broker");
+                        let _ = (self.commands)(command, origin);
                     }
                 }
             }
@@ -205,7 +207,8 @@ impl Worker {
                     match effect {
                         Effect::Publish(p) => self.publish(p),
                         Effect::Command { id, command } => {
-                            let result = (self.commands)(command);
+                            let result =
+                                (self.commands)(command, self.origin(&topic, id.as_deref()));
                             if let Some(id) = id {
                                 let reply = self.bridge.outcome(&id, result);
                                 self.publish(reply);
@@ -218,6 +221,21 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// Where a command on `topic` came from. MQTT does not tell a
+    /// subscriber which broker user published: the topic is what is known,
+    /// and the broker's ACL decides who may write to it.
+    fn origin(&self, topic: &str, id: Option<&str>) -> Origin {
+        let door = match self.bridge.topics().kind(topic) {
+            Some(super::topics::Kind::Order | super::topics::Kind::InstantActions) => Door::Vda5050,
+            _ => Door::Fleet,
+        };
+        let detail = match id {
+            Some(id) => format!("topic {topic}, id {id}"),
+            None => format!("topic {topic}"),
+        };
+        Origin::new(door, detail)
     }
 
     fn publish(&self, p: Publish) {

@@ -350,8 +350,17 @@ async fn commands_carry_ids_and_a_repeat_is_not_applied_twice() {
             break;
         }
     }
-    op.until("robobrain/r1", "events", |v| v["event"]["kind"] == "task")
+    let queued = op
+        .until("robobrain/r1", "events", |v| v["event"]["kind"] == "task")
         .await;
+    // Where it came from: the fleet's command topic and the command's id
+    // (MQTT names no broker user; the topic's ACL says who may write).
+    assert_eq!(
+        queued["event"]["origin"],
+        json!({"door": "fleet", "role": "operator",
+            "detail": format!("topic robobrain/r1/command, id {id}")}),
+        "{queued:#}"
+    );
     // The same envelope again (a console resending after a reconnect): dropped.
     let again = serde_json::to_vec(&Envelope {
         id: id.clone(),

@@ -291,6 +291,7 @@ mod tests {
                 op: Op::Wait { seconds: 1.0 },
                 reason: "policy".into(),
                 risk: "high".into(),
+                requested_by: None,
             });
             view.apply(&ClientEvent::Snapshot {
                 robot: robot.into(),

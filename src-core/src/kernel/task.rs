@@ -129,6 +129,10 @@ pub struct Task {
     pub failures: BTreeMap<String, u32>,
     /// The inner loop's state for this task.
     pub react: ReactState,
+    /// Where the command that queued it came from (none for the robot's
+    /// own tasks: a charge, a patrol round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::protocol::Origin>,
 }
 
 impl Task {
@@ -146,6 +150,7 @@ impl Task {
             preemptible: true,
             failures: BTreeMap::new(),
             react: ReactState::default(),
+            origin: None,
         }
     }
 

@@ -133,6 +133,7 @@ mod tests {
             wall_ms: 0,
             thread_id: "t".into(),
             step: 9,
+            origin: None,
             kind,
         }
     }

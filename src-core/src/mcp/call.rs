@@ -95,6 +95,7 @@ impl CallWatch {
                 status,
                 op,
                 reason,
+                ..
             } if *t == task_id => match status {
                 ApprovalStatus::Requested => {
                     return Some(CallOutcome::ConfirmationRequired {
@@ -208,6 +209,7 @@ impl CallWatch {
 
 #[cfg(test)]
 mod tests {
+    use crate::protocol::{Door, Origin};
     use serde_json::json;
 
     use super::*;
@@ -219,7 +221,7 @@ mod tests {
     /// Runs the simulated engine until `until` sim seconds, submitting `commands` at t = 0.
     fn run(engine: &mut Engine, commands: Vec<Command>, until: f64) -> Vec<Event> {
         for c in commands {
-            engine.submit(c);
+            engine.submit(c, Origin::new(Door::Mcp, "test"));
         }
         let mut events = Vec::new();
         while engine.time() < until {

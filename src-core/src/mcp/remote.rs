@@ -203,6 +203,7 @@ impl Skill for RemoteTool {
 
 #[cfg(test)]
 mod tests {
+    use crate::protocol::{Door, Origin};
     use serde_json::json;
 
     use super::*;
@@ -260,11 +261,14 @@ mod tests {
             )
             .unwrap();
         let args = json!({"say": "hi"});
-        engine.submit(Command::Call {
-            call_id: "c1".into(),
-            skill: "mcp.home.echo".into(),
-            args: args.clone(),
-        });
+        engine.submit(
+            Command::Call {
+                call_id: "c1".into(),
+                skill: "mcp.home.echo".into(),
+                args: args.clone(),
+            },
+            Origin::new(Door::Mcp, "test"),
+        );
         let mut events: Vec<Event> = Vec::new();
         for _ in 0..5 {
             engine.tick(&mut events);
@@ -292,11 +296,14 @@ mod tests {
         assert!(worker.calls.try_recv().is_err(), "called more than once");
 
         worker.up.store(false, Ordering::Release);
-        engine.submit(Command::Call {
-            call_id: "c2".into(),
-            skill: "mcp.home.echo".into(),
-            args: args.clone(),
-        });
+        engine.submit(
+            Command::Call {
+                call_id: "c2".into(),
+                skill: "mcp.home.echo".into(),
+                args: args.clone(),
+            },
+            Origin::new(Door::Mcp, "test"),
+        );
         for _ in 0..20 {
             engine.tick(&mut events);
         }

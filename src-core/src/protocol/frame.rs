@@ -135,6 +135,7 @@ mod tests {
             wall_ms: 7,
             thread_id: "t".into(),
             step: 2,
+            origin: None,
             kind: EventKind::Log {
                 level: "info".into(),
                 message: "hi".into(),

@@ -27,7 +27,16 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 /// The fields every event has, whatever its kind.
-pub const ENVELOPE_FIELDS: &[&str] = &["seq", "time", "wall_ms", "thread_id", "step", "kind"];
+/// (`origin` only on events a command caused.)
+pub const ENVELOPE_FIELDS: &[&str] = &[
+    "seq",
+    "time",
+    "wall_ms",
+    "thread_id",
+    "step",
+    "origin",
+    "kind",
+];
 
 /// Each event kind and the top-level fields of its JSON (the wire form of
 /// [`crate::protocol::EventKind`]; a test checks the two agree).
@@ -61,7 +70,14 @@ pub const EVENT_FIELDS: &[(&str, &[&str])] = &[
     ),
     (
         "approval",
-        &["approval_id", "task_id", "status", "op", "reason"],
+        &[
+            "approval_id",
+            "task_id",
+            "status",
+            "op",
+            "reason",
+            "requested_by",
+        ],
     ),
     ("alert", &["incident"]),
     ("speech", &["text", "track", "audio"]),
@@ -590,6 +606,7 @@ mod tests {
                 status: ApprovalStatus::Requested,
                 op: op(),
                 reason: "r".into(),
+                requested_by: Some(crate::protocol::Origin::console()),
             },
             EventKind::Alert {
                 incident: Box::new(IncidentRecord {
@@ -683,6 +700,7 @@ mod tests {
                 wall_ms: 0,
                 thread_id: "t".into(),
                 step: 0,
+                origin: Some(crate::protocol::Origin::console()),
                 kind,
             };
             let mut got: Vec<String> = event

@@ -298,6 +298,7 @@ pub fn run(
             Trigger::On(_) => StepState::default(),
         })
         .collect();
+    let origin = crate::protocol::Origin::scenario(scenario.file.display().to_string());
     let mut approvals = Approvals::default();
     let mut events = Vec::new();
     let mut jsons = Vec::new();
@@ -309,7 +310,7 @@ pub fn run(
             match &state.due {
                 Some((due, trigger)) if state.fired.is_none() && *due <= now + EPS => {
                     let outcome = command(&step.action.value, trigger.as_ref(), &approvals)
-                        .map(|cmd| engine.submit(cmd));
+                        .map(|cmd| engine.submit(cmd, origin.clone()));
                     state.fired = Some((now, outcome));
                 }
                 _ => {}

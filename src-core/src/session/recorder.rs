@@ -231,6 +231,7 @@ mod tests {
             wall_ms: 0,
             thread_id: "t".into(),
             step: 0,
+            origin: None,
             kind: EventKind::Log {
                 level: "info".into(),
                 message: format!("{seq}"),

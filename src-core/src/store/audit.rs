@@ -1,6 +1,7 @@
 //! The audit log of tool calls (seed 001 §3.2, §6): one row per call —
 //! trace, session, plan and step ids, the tool, a summary of its arguments,
-//! the result and the latency. Kept in the same SQLite file as the rest of
+//! the result and the latency, and where the request came from (its
+//! [`Origin`](crate::protocol::Origin), in words). Kept in the same SQLite file as the rest of
 //! the store (its own connection, WAL lets both write). The table is created
 //! with `IF NOT EXISTS` when the log opens rather than as a numbered
 //! migration, so that branches adding migrations of their own merge cleanly.
@@ -23,9 +24,13 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS audit (
     args_summary TEXT NOT NULL,
     result       TEXT NOT NULL,
     ok           INTEGER NOT NULL,
-    latency_us   INTEGER NOT NULL
+    latency_us   INTEGER NOT NULL,
+    origin       TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS audit_trace ON audit(trace_id);";
+
+/// The `origin` column, for a table made before it existed.
+const ADD_ORIGIN: &str = "ALTER TABLE audit ADD COLUMN origin TEXT NOT NULL DEFAULT ''";
 
 /// One audited tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,6 +57,11 @@ pub struct AuditRow {
     pub ok: bool,
     /// Wall microseconds the call took.
     pub latency_us: i64,
+    /// Where the request came from, in words (`web: ws#3 127.0.0.1:51234`;
+    /// empty when nobody asked: the robot's own task, or a row written
+    /// before origins were kept).
+    #[serde(default)]
+    pub origin: String,
 }
 
 /// Which rows to list (every filter given must hold).
@@ -125,6 +135,13 @@ impl AuditLog {
         // checkpointer as its commits do and never checkpoint in a tick.
         super::configure(&mut conn, synchronous).map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        let has_origin = conn
+            .prepare("SELECT 1 FROM pragma_table_info('audit') WHERE name = 'origin'")
+            .and_then(|mut s| s.exists([]))
+            .map_err(err)?;
+        if !has_origin {
+            conn.execute_batch(ADD_ORIGIN).map_err(err)?;
+        }
         Ok(Self {
             checkpoints: std::cell::RefCell::default(),
             conn,
@@ -136,8 +153,8 @@ impl AuditLog {
     pub fn record(&self, row: &AuditRow) -> Result<i64, StoreError> {
         self.conn
             .execute(
-                "INSERT INTO audit (at_ms, trace_id, session_id, plan_id, step_id, tool, args_summary, result, ok, latency_us)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO audit (at_ms, trace_id, session_id, plan_id, step_id, tool, args_summary, result, ok, latency_us, origin)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     row.at_ms,
                     row.trace_id,
@@ -148,7 +165,8 @@ impl AuditLog {
                     row.args_summary,
                     row.result,
                     row.ok,
-                    row.latency_us
+                    row.latency_us,
+                    row.origin
                 ],
             )
             .map_err(|e| StoreError::from_sqlite(&self.path, e))?;
@@ -158,7 +176,7 @@ impl AuditLog {
 
     /// The rows that pass `filter`, oldest first (the newest `limit` when given).
     pub fn list(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
-        let sql = "SELECT id, at_ms, trace_id, session_id, plan_id, step_id, tool, args_summary, result, ok, latency_us
+        let sql = "SELECT id, at_ms, trace_id, session_id, plan_id, step_id, tool, args_summary, result, ok, latency_us, origin
              FROM audit
              WHERE (?1 IS NULL OR trace_id = ?1)
                AND (?2 IS NULL OR plan_id = ?2)
@@ -190,6 +208,7 @@ impl AuditLog {
                         result: r.get(8)?,
                         ok: r.get(9)?,
                         latency_us: r.get(10)?,
+                        origin: r.get(11)?,
                     })
                 },
             )
@@ -217,6 +236,7 @@ mod tests {
             result: if ok { "ok".into() } else { "offline".into() },
             ok,
             latency_us: 12,
+            origin: "web: ws#1 127.0.0.1:5000".into(),
         }
     }
 
@@ -250,6 +270,35 @@ mod tests {
             .unwrap();
         assert_eq!(invokes.len(), 1);
         assert!(!invokes[0].ok, "the newest one");
+        assert_eq!(invokes[0].origin, "web: ws#1 127.0.0.1:5000");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A table made before origins were kept gains the column; its old
+    /// rows read back with none.
+    #[test]
+    fn a_table_from_before_origins_gains_the_column() {
+        let dir = std::env::temp_dir().join(format!("rb-audit-old-{}", std::process::id()));
+        let path = dir.join("a.db");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&SCHEMA.replace(",\n    origin       TEXT NOT NULL DEFAULT ''", ""))
+                .unwrap();
+            conn.execute(
+                "INSERT INTO audit (at_ms, trace_id, session_id, plan_id, step_id, tool, args_summary, result, ok, latency_us)
+                 VALUES (1, 't', 's', 'p', '1', 'devices.invoke', '{}', 'ok', 1, 3)",
+                [],
+            )
+            .unwrap();
+        }
+        let log = AuditLog::open(&path).unwrap();
+        log.record(&row("devices.invoke", true)).unwrap();
+        let rows = log.list(&AuditFilter::default()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].origin, "");
+        assert_eq!(rows[1].origin, "web: ws#1 127.0.0.1:5000");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -18,6 +18,7 @@ fn event(seq: u64, step: u64) -> Event {
         wall_ms: 0,
         thread_id: "t".into(),
         step,
+        origin: None,
         kind: EventKind::Log {
             level: "info".into(),
             message: format!("event {seq}"),

@@ -334,6 +334,7 @@ mod tests {
             op: Op::Wait { seconds: 1.0 },
             reason: "restricted zone".into(),
             risk: "high".into(),
+            requested_by: None,
         });
         Box::new(s)
     }

@@ -10,7 +10,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::protocol::{
-    Activity, ApprovalStatus, Command, DecisionType, Event, EventKind, Mode,
+    Activity, ApprovalStatus, Command, DecisionType, Event, EventKind, Mode, Origin,
 };
 use robobrain_core::skills::Risk;
 use robobrain_core::world::World;
@@ -77,7 +77,7 @@ impl Harness {
     /// Sends a command as the console would (through `App::update`'s effect).
     fn send(&mut self, cmd: Command) {
         self.sent.push(cmd.clone());
-        self.engine.submit(cmd);
+        self.engine.submit(cmd, Origin::console());
     }
 
     fn act(&mut self, action: Action) {
@@ -464,6 +464,7 @@ fn unknown_and_future_event_kinds_render_without_panicking() {
         wall_ms: 0,
         thread_id: "t".into(),
         step: 1,
+        origin: None,
         kind: EventKind::Log {
             level: "warn".into(),
             message: "走廊有点暗".into(),

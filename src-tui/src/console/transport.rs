@@ -9,7 +9,7 @@ use std::future::Future;
 use std::path::PathBuf;
 
 use futures_util::{SinkExt, StreamExt};
-use robobrain_core::protocol::{Command, Event, Hello, ServerMessage, Snapshot};
+use robobrain_core::protocol::{Command, Event, Hello, Origin, ServerMessage, Snapshot};
 use robobrain_core::session::Session;
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -87,7 +87,7 @@ impl Transport for Local {
     async fn send(&mut self, command: Command) -> Result<(), String> {
         self.session
             .runtime()
-            .send(command)
+            .send(command, Origin::console())
             .await
             .map_err(|e| e.to_string())
     }

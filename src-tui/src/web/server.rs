@@ -13,18 +13,22 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::Router;
+use axum::extract::connect_info::ConnectInfo;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use robobrain_core::protocol::ServerMessage;
+use axum::serve::ListenerExt;
 use robobrain_core::protocol::line::{Line, parse_line};
+use robobrain_core::protocol::{Door, Origin, ServerMessage};
+use robobrain_core::runtime::RuntimeError;
 use robobrain_core::session::Session;
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
@@ -127,15 +131,21 @@ impl WebServer {
     /// Serves until `shutdown` is cancelled.
     pub async fn serve(self, shutdown: CancellationToken) -> Result<()> {
         let stop = async move { shutdown.cancelled().await };
+        // Each connection's peer, for the origin of its commands.
+        let app = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
         match self.tls {
             Some(tls) => {
-                let listener = TlsListener::new(self.listener, tls, "serve")?;
-                axum::serve(listener, self.router)
+                // `tap_io` (doing nothing) is how axum gives a listener of
+                // our own its peer address as connect info.
+                let listener = TlsListener::new(self.listener, tls, "serve")?.tap_io(|_| {});
+                axum::serve(listener, app)
                     .with_graceful_shutdown(stop)
                     .await
             }
             None => {
-                axum::serve(self.listener, self.router)
+                axum::serve(self.listener, app)
                     .with_graceful_shutdown(stop)
                     .await
             }
@@ -284,14 +294,30 @@ async fn healthz(State(served): State<Arc<Served>>) -> Response {
     (status, axum::Json(health)).into_response()
 }
 
+/// WebSocket connections so far: each gets the next number (`ws#3`).
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Where a connection's commands come from: `web`, its number and peer,
+/// and the role its token gave it.
+fn origin_of(role: Role, extensions: &axum::http::Extensions) -> Origin {
+    let n = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
+    let detail = match extensions.get::<ConnectInfo<SocketAddr>>() {
+        Some(ConnectInfo(peer)) => format!("ws#{n} {peer}"),
+        None => format!("ws#{n}"),
+    };
+    Origin::new(Door::Web, detail).with_role(role)
+}
+
 async fn socket(
     State(served): State<Arc<Served>>,
     Query(p): Query<Params>,
     headers: HeaderMap,
+    extensions: axum::http::Extensions,
     upgrade: WebSocketUpgrade,
 ) -> Response {
     match admit(&served, &p, &headers) {
         Ok(role) => {
+            let origin = origin_of(role, &extensions);
             let since = p
                 .since
                 .filter(|_| p.thread.as_deref() == Some(served.session.thread_id()));
@@ -303,7 +329,7 @@ async fn socket(
             upgrade
                 .max_message_size(MAX_WS_MESSAGE)
                 .max_frame_size(MAX_WS_MESSAGE)
-                .on_upgrade(move |ws| connection(served, ws, role, since, every))
+                .on_upgrade(move |ws| connection(served, ws, origin, since, every))
         }
         Err(refused) => refused.into_response(),
     }
@@ -327,13 +353,13 @@ async fn send_snapshot(served: &Served, ws: &mut WebSocket) -> Option<u64> {
 async fn connection(
     served: Arc<Served>,
     mut ws: WebSocket,
-    role: Role,
+    origin: Origin,
     since: Option<u64>,
     every: Option<Duration>,
 ) {
     // Subscribed first, so nothing between the catch-up and the live events is lost.
     let mut events = served.session.runtime().subscribe();
-    let hello = ServerMessage::Hello(Box::new(served.session.hello(role)));
+    let hello = ServerMessage::Hello(Box::new(served.session.hello(origin.role)));
     if ws.send(message(&hello)).await.is_err() {
         return;
     }
@@ -393,7 +419,7 @@ async fn connection(
             },
             incoming = ws.recv() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    if let Some(reply) = command(&served, role, &text).await
+                    if let Some(reply) = command(&served, &origin, &text).await
                         && ws.send(message(&reply)).await.is_err()
                     {
                         return;
@@ -415,26 +441,30 @@ async fn connection(
     }
 }
 
-/// Carries out an operator line from a page; what to tell the page, if anything.
-async fn command(served: &Served, role: Role, text: &str) -> Option<ServerMessage> {
-    if role == Role::Viewer {
-        return Some(ServerMessage::Refused {
-            reason: "this page is a read-only viewer: it cannot command or approve".into(),
-        });
-    }
+/// Carries out an operator line from a page; what to tell the page, if
+/// anything. A viewer's command is refused by the runtime, with its origin
+/// named (`refused`).
+async fn command(served: &Served, origin: &Origin, text: &str) -> Option<ServerMessage> {
     match parse_line(text) {
-        Line::Command(c) => {
-            served
-                .session
-                .runtime()
-                .send(c)
-                .await
-                .err()
-                .map(|e| ServerMessage::Error {
+        Line::Command(c) => served
+            .session
+            .runtime()
+            .send(c, origin.clone())
+            .await
+            .err()
+            .map(|e| match e {
+                RuntimeError::WatchOnly { .. } => ServerMessage::Refused {
+                    reason: e.to_string(),
+                },
+                e => ServerMessage::Error {
                     code: "not_sent".into(),
                     message: e.to_string(),
-                })
-        }
+                },
+            }),
+        // A viewer sends nothing, not even a line that is no command.
+        _ if !origin.may_act() => Some(ServerMessage::Refused {
+            reason: format!("{origin} may only watch: nothing it sends is taken"),
+        }),
         Line::Blank => None,
         Line::Bad(r) => Some(ServerMessage::Error {
             code: r.code.into(),

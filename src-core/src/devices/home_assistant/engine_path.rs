@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::devices::{DeviceWorld, SimBackend};
 use crate::engine::Engine;
 use crate::hci::{self, Home};
-use crate::protocol::{ApprovalStatus, Command, EventKind, SpeechTrack};
+use crate::protocol::{ApprovalStatus, Command, EventKind, Origin, SpeechTrack};
 use crate::world::World;
 
 /// Ticks a sentence may take before the runner gives up on it.
@@ -91,9 +91,12 @@ impl Assistant for EngineAssistant {
                 return (empty_world(), turn);
             }
         }
-        engine.submit(Command::Say {
-            text: sentence.to_string(),
-        });
+        engine.submit(
+            Command::Say {
+                text: sentence.to_string(),
+            },
+            Origin::scenario("the assist runner"),
+        );
         let mut batch = Vec::new();
         // Devices changed before any confirmation was approved: kept if
         // the turn turns out to have asked for one.
@@ -108,7 +111,10 @@ impl Assistant for EngineAssistant {
                         ..
                     } => {
                         turn.confirmations += 1;
-                        engine.submit(Command::Approve { approval_id });
+                        engine.submit(
+                            Command::Approve { approval_id },
+                            Origin::scenario("the assist runner"),
+                        );
                     }
                     EventKind::Approval {
                         status: ApprovalStatus::Approved,

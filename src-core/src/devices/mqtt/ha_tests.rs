@@ -312,13 +312,26 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
         )
     })
     .await;
-    let EventKind::Approval { op, .. } = &asked.kind else {
+    let EventKind::Approval {
+        op, requested_by, ..
+    } = &asked.kind
+    else {
         unreachable!("matched above")
     };
     assert!(
         matches!(op, Op::Dispatch { skill, .. } if skill == "navigate_to"),
         "{asked:?}"
     );
+    // The card says who asked: MQTT names no broker user, so the topic
+    // the press came on (its ACL says who may write to it).
+    let pressed = |object: &str| {
+        let topic = by_id[object].1["command_topic"].as_str().unwrap();
+        Some(crate::protocol::Origin::new(
+            crate::protocol::Door::HomeAssistant,
+            format!("topic {topic}"),
+        ))
+    };
+    assert_eq!(*requested_by, pressed("patrol"), "{asked:?}");
     assert!(
         !session.runtime().snapshot().approvals.is_empty(),
         "the patrol waits for approval"
@@ -331,6 +344,7 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     })
     .await;
     assert!(format!("{safe:?}").contains("E-stop pressed"), "{safe:?}");
+    assert_eq!(safe.origin, pressed("estop"), "{safe:?}");
     assert!(session.runtime().snapshot().estop);
     ha.until("robobrain/rb_test/mode", "SAFE").await;
 
@@ -344,7 +358,10 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     assert!(session.runtime().snapshot().estop);
     session
         .runtime()
-        .send(crate::protocol::Command::ResetEStop)
+        .send(
+            crate::protocol::Command::ResetEStop,
+            crate::protocol::Origin::console(),
+        )
         .await
         .unwrap();
     next_event(&mut events, |e| {
@@ -381,7 +398,7 @@ async fn the_last_will_says_offline_when_the_robot_vanishes() {
         &mqtt,
         Discovery::new("homeassistant", "will"),
         snapshots,
-        Box::new(|_| Ok(())),
+        Box::new(|_, _| Ok(())),
     );
     let mut ha = HaClient::start(MqttOptions::new("ha-will", "127.0.0.1", broker.port));
     ha.until("robobrain/will/availability", "online").await;
@@ -404,7 +421,7 @@ async fn the_newest_alert_frame_is_published_as_the_image_bytes() {
         &MqttConfig::new("127.0.0.1", broker.port),
         Discovery::new("homeassistant", "frame"),
         snapshots,
-        Box::new(|_| Ok(())),
+        Box::new(|_, _| Ok(())),
     );
     let mut ha = HaClient::start(MqttOptions::new("ha-frame", "127.0.0.1", broker.port));
     ha.until("robobrain/frame/alert", "OFF").await;
@@ -537,7 +554,7 @@ async fn a_tls_broker_is_reached_with_the_configured_ca_and_the_robot_is_publish
         &mqtt,
         Discovery::new("homeassistant", "tls"),
         snapshots,
-        Box::new(|_| Ok(())),
+        Box::new(|_, _| Ok(())),
     );
     let mut ha = HaClient::start(mqtt.options("ha-tls"));
     ha.until("robobrain/tls/availability", "online").await;

@@ -13,10 +13,11 @@ use super::MqttConfig;
 use super::discovery::{Changes, Discovery, Message, Payload};
 use super::running::{Running, disconnect};
 use super::zigbee2mqtt::{Net, poll};
-use crate::protocol::{Command, Snapshot};
+use crate::protocol::{Command, Door, Origin, Snapshot};
 
-/// Where presses go: the run's command queue (`Err` says why it refused).
-pub type CommandSink = Box<dyn Fn(Command) -> Result<(), String> + Send + Sync>;
+/// Where presses go, with their origin: the run's command queue (`Err`
+/// says why it refused).
+pub type CommandSink = Box<dyn Fn(Command, Origin) -> Result<(), String> + Send + Sync>;
 
 /// A running Home Assistant discovery publisher. Dropped without
 /// [`HaPublisher::stop`], the broker's last will says `offline`.
@@ -141,7 +142,10 @@ impl Worker {
                 if let Some(command) = self.discovery.command(&topic, &payload) {
                     // A refusal (the queue is full, the run has stopped) is
                     // the run's to report; the press is not retried.
-                    let _ = (self.commands)(command);
+                    // MQTT does not say which broker user pressed: the
+                    // topic is what is known (its ACL decides who may write).
+                    let origin = Origin::new(Door::HomeAssistant, format!("topic {topic}"));
+                    let _ = (self.commands)(command, origin);
                 } else if self.discovery.is_birth(&topic, &payload) {
                     self.announce();
                 }

@@ -25,7 +25,7 @@ use crate::fleet::bridge::{Bridge, Effect as BridgeEffect, Identity};
 use crate::fleet::topics::Topics;
 use crate::geometry::{Point, Pose};
 use crate::link::Fault;
-use crate::protocol::{Command, DecisionType, EventKind, Op, SkillCall, SkillStatus};
+use crate::protocol::{Command, DecisionType, EventKind, Op, Origin, SkillCall, SkillStatus};
 use crate::react::Decision;
 use crate::rng::SplitMix64;
 use crate::world::World;
@@ -202,15 +202,29 @@ fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &
     let mut engine = Engine::simulated(&config, world.clone()).unwrap();
     let mut events = Vec::new();
     if let Some(passage) = blocked {
-        engine.submit(Command::Inject {
-            fault: Fault::Block {
-                passage: passage.into(),
+        engine.submit(
+            Command::Inject {
+                fault: Fault::Block {
+                    passage: passage.into(),
+                },
             },
-        });
+            Origin::console(),
+        );
         for _ in 0..3 {
             engine.tick(&mut events);
         }
     }
+    // Where each door's commands come from, as the door stamps it.
+    let origin = match door {
+        Door::Say(_) => Origin::console(),
+        Door::Call(..) | Door::Model(_) => Origin::new(crate::protocol::Door::Mcp, "stdio mcp-1"),
+        Door::Chain(_) => Origin::headless(),
+        Door::Order(_) => Origin::new(
+            crate::protocol::Door::Vda5050,
+            "topic uagv/v2/acme/r1/order",
+        ),
+        Door::Button(_) => Origin::new(crate::protocol::Door::HomeAssistant, "topic (a button's)"),
+    };
     let commands = match door {
         Door::Say(text) => vec![Command::Say { text: text.clone() }],
         Door::Call(skill, args) => vec![Command::Call {
@@ -256,7 +270,7 @@ fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &
         }
     };
     for c in commands {
-        engine.submit(c);
+        engine.submit(c, origin.clone());
     }
     let what = format!("{door:?} from {start:?}, blocked {blocked:?}");
     let mut legs = 0;
@@ -322,9 +336,12 @@ fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &
             {
                 approved = Some((skill.clone(), args.clone()));
             }
-            engine.submit(Command::Approve {
-                approval_id: pending.id.clone(),
-            });
+            engine.submit(
+                Command::Approve {
+                    approval_id: pending.id.clone(),
+                },
+                Origin::console(),
+            );
             quiet_ticks = 0;
         }
     }

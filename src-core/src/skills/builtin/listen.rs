@@ -273,6 +273,7 @@ async fn record(seconds: f64) -> Result<Vec<u8>, (String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use crate::protocol::Origin;
     use std::path::Path;
 
     use serde_json::{Value, json};
@@ -292,11 +293,14 @@ mod tests {
             !engine.registry_mut().is_initialized("listen"),
             "listen is lazy by default (seed 000 §8.1)"
         );
-        engine.submit(Command::Call {
-            call_id: "l1".into(),
-            skill: "listen".into(),
-            args,
-        });
+        engine.submit(
+            Command::Call {
+                call_id: "l1".into(),
+                skill: "listen".into(),
+                args,
+            },
+            Origin::console(),
+        );
         let mut events = Vec::new();
         while engine.time() < 30.0 {
             engine.tick(&mut events);

@@ -128,6 +128,7 @@ impl Skill for Notify {
 
 #[cfg(test)]
 mod tests {
+    use crate::protocol::Origin;
     use serde_json::Value;
 
     use crate::config::Config;
@@ -157,15 +158,21 @@ mod tests {
             engine.registry_mut().spec("notify").map(|s| s.risk),
             Some(crate::skills::Risk::HighWrite)
         );
-        engine.submit(Command::Say {
-            text: "巡逻".into(),
-        });
-        engine.submit(Command::Inject {
-            fault: Fault::Incident {
-                zone: "kitchen".into(),
-                kind: "smoke".into(),
+        engine.submit(
+            Command::Say {
+                text: "巡逻".into(),
             },
-        });
+            Origin::console(),
+        );
+        engine.submit(
+            Command::Inject {
+                fault: Fault::Incident {
+                    zone: "kitchen".into(),
+                    kind: "smoke".into(),
+                },
+            },
+            Origin::console(),
+        );
         let mut events: Vec<Event> = Vec::new();
         let mut approval = None;
         let mut acked = false;
@@ -195,16 +202,19 @@ mod tests {
                         ..
                     } if skill == "notify" && !acked => {
                         acked = true;
-                        engine.submit(Command::Acknowledge {
-                            incident_id: None,
-                            by: "ops".into(),
-                        });
+                        engine.submit(
+                            Command::Acknowledge {
+                                incident_id: None,
+                                by: "ops".into(),
+                            },
+                            Origin::console(),
+                        );
                     }
                     _ => {}
                 }
             }
             if let Some(id) = approval.take() {
-                engine.submit(Command::Approve { approval_id: id });
+                engine.submit(Command::Approve { approval_id: id }, Origin::console());
             }
         }
         let got = got.lock().unwrap();
