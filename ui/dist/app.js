@@ -256,6 +256,19 @@
     }
   }
 
+  // src/protocol.ts
+  function originWords(o) {
+    return `${o.door}${o.role === "viewer" ? " viewer" : ""}${o.detail ? `: ${o.detail}` : ""}`;
+  }
+  function askedBy(a) {
+    return a.requested_by ? `asked by ${originWords(a.requested_by)}` : "asked by no one: the robot's own task";
+  }
+  function runSummary(run) {
+    const brain = run.brain.kind === "model" && run.brain.model ? `model ${run.brain.model}` : run.brain.kind;
+    const services = run.services.length ? run.services.map((s) => `${s.name}(${s.error ? "failed" : s.tools})`).join(", ") : "none";
+    return `brain ${brain} · memory ${run.memory.mode} · mcp ${services}`;
+  }
+
   // src/schema.ts
   function typeOf(v) {
     if (v === null) return "null";
@@ -299,13 +312,6 @@
       }
     }
     return errors;
-  }
-
-  // src/protocol.ts
-  function runSummary(run) {
-    const brain = run.brain.kind === "model" && run.brain.model ? `model ${run.brain.model}` : run.brain.kind;
-    const services = run.services.length ? run.services.map((s) => `${s.name}(${s.error ? "failed" : s.tools})`).join(", ") : "none";
-    return `brain ${brain} · memory ${run.memory.mode} · mcp ${services}`;
   }
 
   // src/state.ts
@@ -377,7 +383,7 @@
       case "telemetry":
         return `battery ${Number(e.battery_pct).toFixed(1)}% in ${str(e.zone) || "—"}`;
       default: {
-        const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, ...rest } = e;
+        const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, origin: _o, ...rest } = e;
         return JSON.stringify(rest).slice(0, 200);
       }
     }
@@ -396,7 +402,11 @@
   function applyEvent(s, e) {
     if (e.seq <= s.seq && e.kind !== "snapshot") return;
     s.seq = Math.max(s.seq, e.seq);
-    if (e.kind !== "token" && e.kind !== "telemetry") push(s.log, { seq: e.seq, time: e.time, kind: e.kind, text: describe(e) }, KEEP_LOG);
+    if (e.kind !== "token" && e.kind !== "telemetry") {
+      const entry = { seq: e.seq, time: e.time, kind: e.kind, text: describe(e) };
+      if (e.origin) entry.origin = originWords(e.origin);
+      push(s.log, entry, KEEP_LOG);
+    }
     const snap = s.snap;
     if (snap) snap.time = e.time;
     switch (e.kind) {
@@ -455,7 +465,9 @@
       case "approval": {
         const id = e.approval_id;
         if (e.status === "requested") {
-          s.approvals.set(id, { approval_id: id, task_id: e.task_id, op: e.op, reason: e.reason });
+          const a = { approval_id: id, task_id: e.task_id, op: e.op, reason: e.reason };
+          if (e.requested_by) a.requested_by = e.requested_by;
+          s.approvals.set(id, a);
         } else {
           s.approvals.delete(id);
         }
@@ -655,11 +667,11 @@
     set("devices", [...s.devices.entries()].map(([id, d]) => `<li class="device${d.online === false ? " offline" : ""}" data-device="${esc(id)}"><b>${esc(id)}</b>${d.room ? ` <span class="muted">${esc(d.room)}</span>` : ""}${d.online === false ? ` <span class="st">offline</span>` : ""} <span class="muted">${esc(JSON.stringify(d.state ?? {}).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no devices</li>`);
     set("memory", s.memory.slice(-10).reverse().map((m) => `<li><span class="time">${t(m.time)}</span> ${esc(m.text)}${m.extra ? `<ul class="used">${m.extra.split("\n").map((u) => `<li class="muted">${esc(u)}</li>`).join("")}</ul>` : ""}</li>`).join("") || `<li class="muted">no memory used yet</li>`);
     const approvals = [...s.approvals.values()];
-    set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+    set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} <span class="asker muted">${esc(askedBy(a))}</span> ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
     $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";
     const text = filter2.text.toLowerCase();
     const lines = s.log.filter((l) => !filter2.hidden.has(l.kind) && (!text || l.text.toLowerCase().includes(text) || l.kind.includes(text)));
-    set("log", lines.slice(-200).map((l) => `<li class="log k-${esc(l.kind)}"><span class="time">${t(l.time)}</span> <span class="kind">${esc(l.kind)}</span> ${esc(l.text)}</li>`).join(""));
+    set("log", lines.slice(-200).map((l) => `<li class="log k-${esc(l.kind)}"><span class="time">${t(l.time)}</span> <span class="kind">${esc(l.kind)}</span> ${esc(l.text)}${l.origin ? ` <span class="origin muted">← ${esc(l.origin)}</span>` : ""}</li>`).join(""));
     $("notice").textContent = s.notice ?? "";
   }
   function renderFleet(f) {
@@ -674,7 +686,7 @@
     });
     set("fleet-robots-body", rows.join("") || `<tr><td colspan="8" class="muted">no robot heard yet</td></tr>`);
     const queue = board?.approvals ?? [];
-    set("fleet-approvals", queue.map((q) => `<li class="approval" data-fleet-approval="${esc(q.robot)}/${esc(q.approval.approval_id)}"><b>${esc(q.robot)}</b> <span class="muted">${esc(q.approval.approval_id)}</span> ${esc(what(q.approval))} — <span class="why">${esc(q.approval.reason)}</span> <span class="risk">risk ${esc(q.approval.risk ?? "—")}</span> ${f.role === "operator" ? `<button type="button" data-review="${esc(q.approval.approval_id)}" data-robot="${esc(q.robot)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+    set("fleet-approvals", queue.map((q) => `<li class="approval" data-fleet-approval="${esc(q.robot)}/${esc(q.approval.approval_id)}"><b>${esc(q.robot)}</b> <span class="muted">${esc(q.approval.approval_id)}</span> ${esc(what(q.approval))} — <span class="why">${esc(q.approval.reason)}</span> <span class="risk">risk ${esc(q.approval.risk ?? "—")}</span> <span class="asker muted">${esc(askedBy(q.approval))}</span> ${f.role === "operator" ? `<button type="button" data-review="${esc(q.approval.approval_id)}" data-robot="${esc(q.robot)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
     $("fleet-approvals-count").textContent = queue.length ? String(queue.length) : "";
     $("estop-all").hidden = f.role !== "operator";
   }
@@ -826,6 +838,7 @@
     el("ad-title").textContent = `${on ? `${on} · ` : ""}${a.approval_id}: ${a.op.skill ?? a.op.op}`;
     el("ad-robot").textContent = `${on ? `robot ${on} · ` : ""}risk ${a.risk ?? "—"}`;
     el("ad-reason").textContent = a.reason;
+    el("ad-asker").textContent = askedBy(a);
     el("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
     el("ad-error").textContent = "";
     el("ad-reject-reason").value = "";

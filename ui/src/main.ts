@@ -5,6 +5,7 @@ import { DEFAULT_REJECT_REASON, GUARD_MS, parseChat, refusal } from "./approval"
 import { applyFleet, emptyFleet, isFleetMessage, openRequest, queued as inQueue, sendRequest } from "./fleet";
 import { drawMap, drawSparkline } from "./map";
 import type { ApprovalView, FleetRequest, Incoming, RbEvent, ServerMessage } from "./protocol";
+import { askedBy } from "./protocol";
 import { validate } from "./schema";
 import { apply, empty, parseLog, replay, type ViewState } from "./state";
 import { connect, type Transport } from "./transport";
@@ -187,6 +188,7 @@ function review(id: string, robot?: string): void {
   el("ad-title").textContent = `${on ? `${on} · ` : ""}${a.approval_id}: ${a.op.skill ?? a.op.op}`;
   el("ad-robot").textContent = `${on ? `robot ${on} · ` : ""}risk ${a.risk ?? "—"}`;
   el("ad-reason").textContent = a.reason;
+  el("ad-asker").textContent = askedBy(a);
   el<HTMLTextAreaElement>("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
   el("ad-error").textContent = "";
   el<HTMLInputElement>("ad-reject-reason").value = "";

@@ -18,7 +18,17 @@ export interface MapView {
 
 export interface Op { op: "dispatch" | "cancel" | "wait"; skill?: string; args?: unknown; goal_id?: string; seconds?: number }
 export interface TaskView { id: string; title: string; kind: string; priority: string; status: string; step: number; steps: number }
-export interface ApprovalView { approval_id: string; task_id: string; op: Op; reason: string; risk?: string }
+/** Where a command came from, stamped by its door (`Origin` in src-core/src/protocol/origin.rs; docs/protocol.md). */
+export interface Origin { door: string; role: "operator" | "viewer"; detail?: string }
+/** An origin in words, as the core says it: `console`, `web: ws#3 127.0.0.1:51234`, `web viewer: ws#4 …`. */
+export function originWords(o: Origin): string {
+  return `${o.door}${o.role === "viewer" ? " viewer" : ""}${o.detail ? `: ${o.detail}` : ""}`;
+}
+/** Who asked for an approval's step, as its card says it. */
+export function askedBy(a: { requested_by?: Origin }): string {
+  return a.requested_by ? `asked by ${originWords(a.requested_by)}` : "asked by no one: the robot's own task";
+}
+export interface ApprovalView { approval_id: string; task_id: string; op: Op; reason: string; risk?: string; /** Who asked for the task (absent for the robot's own). */ requested_by?: Origin }
 /** One smart-home device as the page knows it (snapshot `devices`, `device` events). */
 export interface DeviceView { state?: Record<string, unknown>; online?: boolean; room?: string; reason?: string }
 /** One memory a model decision was given (`memory` events): its scores and why. */
@@ -84,6 +94,8 @@ export interface RbEvent {
   wall_ms: number;
   thread_id: string;
   step: number;
+  /** The command this event answers, by where it came from (absent when no command caused it). */
+  origin?: Origin;
   kind: string;
   [field: string]: unknown;
 }

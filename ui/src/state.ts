@@ -1,12 +1,13 @@
 // The page's state, built only from what the server sends: a pure reducer,
 // so a live run and a replayed log paint the same way.
 
-import type { ApprovalView, DeviceView, IncidentRecord, MemoryUse, MapView, Point, RbEvent, RunInfo, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
-import { runSummary } from "./protocol";
+import type { ApprovalView, DeviceView, IncidentRecord, MemoryUse, MapView, Origin, Point, RbEvent, RunInfo, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
+import { originWords, runSummary } from "./protocol";
 
 export interface DecisionEntry { seq: number; time: number; type: string; reason: string; brain: string; task: string; ops: string }
 export interface LineEntry { seq: number; time: number; text: string; extra?: string }
-export interface LogEntry { seq: number; time: number; kind: string; text: string }
+/** A log line; `origin` says where the command it answers came from, in words. */
+export interface LogEntry { seq: number; time: number; kind: string; text: string; origin?: string }
 
 export interface ViewState {
   role: "operator" | "viewer" | "replay";
@@ -106,7 +107,7 @@ export function describe(e: RbEvent): string {
     case "telemetry":
       return `battery ${Number(e.battery_pct).toFixed(1)}% in ${str(e.zone) || "—"}`;
     default: {
-      const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, ...rest } = e;
+      const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, origin: _o, ...rest } = e;
       return JSON.stringify(rest).slice(0, 200);
     }
   }
@@ -127,7 +128,11 @@ function takeSnapshot(s: ViewState, snap: Snapshot): void {
 function applyEvent(s: ViewState, e: RbEvent): void {
   if (e.seq <= s.seq && e.kind !== "snapshot") return;
   s.seq = Math.max(s.seq, e.seq);
-  if (e.kind !== "token" && e.kind !== "telemetry") push(s.log, { seq: e.seq, time: e.time, kind: e.kind, text: describe(e) }, KEEP_LOG);
+  if (e.kind !== "token" && e.kind !== "telemetry") {
+    const entry: LogEntry = { seq: e.seq, time: e.time, kind: e.kind, text: describe(e) };
+    if (e.origin) entry.origin = originWords(e.origin);
+    push(s.log, entry, KEEP_LOG);
+  }
   const snap = s.snap;
   if (snap) snap.time = e.time;
   switch (e.kind) {
@@ -186,7 +191,9 @@ function applyEvent(s: ViewState, e: RbEvent): void {
     case "approval": {
       const id = e.approval_id as string;
       if (e.status === "requested") {
-        s.approvals.set(id, { approval_id: id, task_id: e.task_id as string, op: e.op as ApprovalView["op"], reason: e.reason as string });
+        const a: ApprovalView = { approval_id: id, task_id: e.task_id as string, op: e.op as ApprovalView["op"], reason: e.reason as string };
+        if (e.requested_by) a.requested_by = e.requested_by as Origin;
+        s.approvals.set(id, a);
       } else {
         s.approvals.delete(id);
       }

@@ -1,7 +1,7 @@
 // The panels: everything but the map, drawn from the state.
 
 import { type FleetState, summary, what } from "./fleet";
-import { runSummary } from "./protocol";
+import { askedBy, runSummary } from "./protocol";
 import type { ViewState } from "./state";
 
 const esc = (s: unknown): string =>
@@ -70,12 +70,12 @@ export function renderPanels(s: ViewState, filter: LogFilter): void {
   set("memory", s.memory.slice(-10).reverse().map((m) => `<li><span class="time">${t(m.time)}</span> ${esc(m.text)}${m.extra ? `<ul class="used">${m.extra.split("\n").map((u) => `<li class="muted">${esc(u)}</li>`).join("")}</ul>` : ""}</li>`).join("") || `<li class="muted">no memory used yet</li>`);
 
   const approvals = [...s.approvals.values()];
-  set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+  set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} <span class="asker muted">${esc(askedBy(a))}</span> ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
   $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";
 
   const text = filter.text.toLowerCase();
   const lines = s.log.filter((l) => !filter.hidden.has(l.kind) && (!text || l.text.toLowerCase().includes(text) || l.kind.includes(text)));
-  set("log", lines.slice(-200).map((l) => `<li class="log k-${esc(l.kind)}"><span class="time">${t(l.time)}</span> <span class="kind">${esc(l.kind)}</span> ${esc(l.text)}</li>`).join(""));
+  set("log", lines.slice(-200).map((l) => `<li class="log k-${esc(l.kind)}"><span class="time">${t(l.time)}</span> <span class="kind">${esc(l.kind)}</span> ${esc(l.text)}${l.origin ? ` <span class="origin muted">← ${esc(l.origin)}</span>` : ""}</li>`).join(""));
   $("notice").textContent = s.notice ?? "";
 }
 
@@ -92,7 +92,7 @@ export function renderFleet(f: FleetState): void {
   });
   set("fleet-robots-body", rows.join("") || `<tr><td colspan="8" class="muted">no robot heard yet</td></tr>`);
   const queue = board?.approvals ?? [];
-  set("fleet-approvals", queue.map((q) => `<li class="approval" data-fleet-approval="${esc(q.robot)}/${esc(q.approval.approval_id)}"><b>${esc(q.robot)}</b> <span class="muted">${esc(q.approval.approval_id)}</span> ${esc(what(q.approval))} — <span class="why">${esc(q.approval.reason)}</span> <span class="risk">risk ${esc(q.approval.risk ?? "—")}</span> ${f.role === "operator" ? `<button type="button" data-review="${esc(q.approval.approval_id)}" data-robot="${esc(q.robot)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+  set("fleet-approvals", queue.map((q) => `<li class="approval" data-fleet-approval="${esc(q.robot)}/${esc(q.approval.approval_id)}"><b>${esc(q.robot)}</b> <span class="muted">${esc(q.approval.approval_id)}</span> ${esc(what(q.approval))} — <span class="why">${esc(q.approval.reason)}</span> <span class="risk">risk ${esc(q.approval.risk ?? "—")}</span> <span class="asker muted">${esc(askedBy(q.approval))}</span> ${f.role === "operator" ? `<button type="button" data-review="${esc(q.approval.approval_id)}" data-robot="${esc(q.robot)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
   $("fleet-approvals-count").textContent = queue.length ? String(queue.length) : "";
   $("estop-all").hidden = f.role !== "operator";
 }

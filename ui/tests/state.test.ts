@@ -6,7 +6,7 @@ import { GUARD_MS, parseChat, refusal } from "../src/approval";
 import { applyFleet, emptyFleet, isFleetMessage, openRequest, queued, replyNotice, sendRequest, summary, what } from "../src/fleet";
 import type { FleetBoard, FleetMessage } from "../src/protocol";
 import type { RbEvent, RunInfo, Snapshot } from "../src/protocol";
-import { runSummary } from "../src/protocol";
+import { askedBy, originWords, runSummary } from "../src/protocol";
 import { validate } from "../src/schema";
 import { apply, empty, parseLog, replay } from "../src/state";
 
@@ -84,6 +84,22 @@ test("a memory event lists what was used, with scores and why", () => {
   apply(s, { type: "event", event: ev(4, "memory", { query: "厨房的灯", mode: "hybrid", tokens: 40, budget: 600, dropped: 0, used: [{ id: 7, score: 0.91, bm25: 3.2, dense: 0.71, text: "the kitchen light flickers", why: "matched 厨房, 灯" }] }) });
   assert.equal(s.memory[0].text, "1 memory for “厨房的灯” (hybrid, 40/600 tokens)");
   assert.equal(s.memory[0].extra, "#7 0.91 bm25 3.20 cos 0.71: the kitchen light flickers — matched 厨房, 灯");
+});
+
+test("an approval card says who asked, and the log where each command came from", () => {
+  const s = empty();
+  apply(s, { type: "snapshot", snapshot: structuredClone(snapshot) });
+  const page = { door: "web", role: "operator" as const, detail: "ws#3 127.0.0.1:51234" };
+  apply(s, { type: "event", event: ev(4, "intent", { utterance: "go to the study", intent: "goto", args: {}, processed_locally: true, origin: page }) });
+  apply(s, { type: "event", event: ev(5, "approval", { approval_id: "a1", task_id: "t1", status: "requested", op, reason: "restricted", requested_by: page }) });
+  const card = s.approvals.get("a1");
+  assert.deepEqual(card?.requested_by, page);
+  assert.equal(askedBy(card ?? {}), "asked by web: ws#3 127.0.0.1:51234");
+  assert.equal(askedBy({}), "asked by no one: the robot's own task");
+  assert.equal(s.log.find((l) => l.kind === "intent")?.origin, "web: ws#3 127.0.0.1:51234");
+  assert.equal(s.log.find((l) => l.kind === "approval")?.origin, undefined, "asked for by the kernel's loop");
+  assert.equal(originWords({ door: "web", role: "viewer", detail: "ws#4" }), "web viewer: ws#4");
+  assert.equal(originWords({ door: "console", role: "operator" }), "console");
 });
 
 test("a viewer's refusal is shown", () => {

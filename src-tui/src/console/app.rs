@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use robobrain_core::link::NavFeedback;
 use robobrain_core::protocol::{
-    ApprovalStatus, ApprovalView, BrainKind, Command, DecisionType, Event, EventKind, Op, Role,
-    SkillStatus, Snapshot, SpeechTrack, TaskStatus, Verdict,
+    ApprovalStatus, ApprovalView, BrainKind, Command, DecisionType, Door, Event, EventKind, Op,
+    Role, SkillStatus, Snapshot, SpeechTrack, TaskStatus, Verdict,
 };
 use robobrain_core::skills::SkillRegistry;
 use robobrain_core::world::World;
@@ -887,11 +887,22 @@ impl App {
 
     fn apply_event(&mut self, event: Event) {
         let time = event.time;
+        // Where a command that did this came from, when it was not this
+        // console: ` ← web: ws#3 127.0.0.1:51234`.
+        let from = event
+            .origin
+            .as_ref()
+            .filter(|o| o.door != Door::Console)
+            .map_or_else(String::new, |o| format!(" ← {o}"));
         match event.kind {
             EventKind::Snapshot { snapshot } => self.set_snapshot(*snapshot),
-            EventKind::Mode { from, to, reason } => {
-                let why = format!("{} → {}: {reason}", from.as_str(), to.as_str());
-                self.push_log(time, Level::Info, format!("mode {why}"));
+            EventKind::Mode {
+                from: was,
+                to,
+                reason,
+            } => {
+                let why = format!("{} → {}: {reason}", was.as_str(), to.as_str());
+                self.push_log(time, Level::Info, format!("mode {why}{from}"));
                 self.mode_why = Some(Timed { time, item: why });
             }
             EventKind::Activity { from, to, reason } => {
@@ -904,14 +915,19 @@ impl App {
                 intent,
                 processed_locally,
                 ..
-            } => self.push_step(
-                time,
-                Step::Heard {
-                    utterance,
-                    intent,
-                    local: processed_locally,
-                },
-            ),
+            } => {
+                if !from.is_empty() {
+                    self.push_log(time, Level::Info, format!("heard \"{utterance}\"{from}"));
+                }
+                self.push_step(
+                    time,
+                    Step::Heard {
+                        utterance,
+                        intent,
+                        local: processed_locally,
+                    },
+                );
+            }
             EventKind::Decision {
                 task_id,
                 iteration,
@@ -962,6 +978,13 @@ impl App {
                         ));
                     }
                 }
+                if !from.is_empty() {
+                    let answer = serde_json::to_value(status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    self.push_log(time, Level::Info, format!("{approval_id} {answer}{from}"));
+                }
                 self.push_step(
                     time,
                     Step::Approval {
@@ -987,7 +1010,7 @@ impl App {
                     time,
                     level,
                     format!(
-                        "task {} {}: {} ({reason})",
+                        "task {} {}: {} ({reason}){from}",
                         task.id,
                         task.title,
                         status_words(task.status)
@@ -1033,7 +1056,7 @@ impl App {
             }
             EventKind::Error { code, message } => {
                 self.notice = Some((Level::Error, format!("{code}: {message}")));
-                self.push_log(time, Level::Error, format!("{code}: {message}"));
+                self.push_log(time, Level::Error, format!("{code}: {message}{from}"));
             }
             EventKind::Alert { incident } => {
                 let level = if incident.acknowledged_by.is_some() {

@@ -82,6 +82,13 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
             Span::styled("why: ", theme.dim()),
             Span::raw(a.reason.clone()),
         ]),
+        Line::from(vec![
+            Span::styled("asked by: ", theme.dim()),
+            Span::raw(a.requested_by.as_ref().map_or_else(
+                || "no one: the robot's own task".to_string(),
+                ToString::to_string,
+            )),
+        ]),
     ];
     match app.forecasts.get(&a.approval_id) {
         Some(Ok(f)) => {
