@@ -456,6 +456,32 @@ fn estop_key_stops_and_quitting_a_running_task_asks_first() {
 }
 
 #[test]
+fn what_another_door_did_is_logged_with_its_origin_and_this_console_s_is_not() {
+    let mut h = Harness::default();
+    let page = Origin::new(robobrain_core::protocol::Door::Web, "ws#3 127.0.0.1:51234");
+    for (seq, origin) in [(1, Some(page)), (2, Some(Origin::console()))] {
+        h.act(Action::Core(Box::new(Event {
+            seq,
+            time: 1.0,
+            wall_ms: 0,
+            thread_id: "t".into(),
+            step: seq,
+            origin,
+            kind: EventKind::Error {
+                code: "unknown_route".into(),
+                message: format!("no route r{seq}"),
+            },
+        })));
+    }
+    let lines: Vec<&str> = h.app.log.iter().map(|l| l.item.1.as_str()).collect();
+    assert!(
+        lines.contains(&"unknown_route: no route r1 ← web: ws#3 127.0.0.1:51234"),
+        "{lines:?}"
+    );
+    assert!(lines.contains(&"unknown_route: no route r2"), "{lines:?}");
+}
+
+#[test]
 fn unknown_and_future_event_kinds_render_without_panicking() {
     let mut h = Harness::default();
     let ev = Event {
