@@ -3,7 +3,8 @@
 //! malformed scenario files, the headless JSONL stream, the console in
 //! tmux (`console.rs`), `robobrain mcp` with the rmcp client (`mcp.rs`),
 //! one run through every face, with `tui --connect` (`faces.rs`), and the
-//! ROS 2 link against a Cyclone DDS fake Nav2 (`ros2.rs`).
+//! ROS 2 link against a Cyclone DDS fake Nav2 (`ros2.rs`), and what
+//! `sim --listen` refuses (`sim_listen.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -25,6 +26,7 @@ mod metrics;
 mod rest;
 #[cfg(feature = "ros2")]
 mod ros2;
+mod sim_listen;
 mod sim_process;
 mod support;
 mod web;

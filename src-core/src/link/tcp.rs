@@ -13,6 +13,8 @@
 //! `[link] deadman_s` and the one the robot announces in its `hello`), the
 //! next [`RobotLink::drain`] — every tick — writes a `heartbeat`. A brain
 //! whose ticks stop (killed, hung) goes silent, and the robot stops the base.
+//! A heartbeat is also the first line on every connection: the robot takes
+//! a connection for its brain only once its first line is a link request.
 //!
 //! Nothing waits on the robot while holding anything: every line to the
 //! robot goes through one writer thread per connection (a channel in, the
@@ -323,6 +325,11 @@ impl TcpLink {
             std::convert::identity,
         );
         let (to_writer, requests) = channel();
+        // The first line on every connection is a heartbeat, handed over
+        // before anything else can be: a robot takes a connection for its
+        // brain only once it has sent a link request (`sim --listen`).
+        let _ = to_writer.send(LinkRequest::Heartbeat);
+        self.last_write = Instant::now();
         self.writer = Some(spawn_writer(
             writer,
             self.generation,
@@ -700,6 +707,20 @@ mod tests {
         });
         let mut reader = BufReader::new(stream);
         assert_eq!(heard(&mut reader), goal("t/estop1", GoalKind::StopBase));
+    }
+
+    #[test]
+    fn the_first_line_on_every_connection_is_a_heartbeat() {
+        let (mut link, mut reader, _robot) = robot();
+        // Whatever the link is asked to send first.
+        link.send(goal("t/stop1", GoalKind::StopBase)).unwrap();
+        let mut first = String::new();
+        reader.read_line(&mut first).unwrap();
+        assert_eq!(
+            serde_json::from_str::<LinkRequest>(&first).unwrap(),
+            LinkRequest::Heartbeat,
+            "a robot takes a connection for its brain only after a request"
+        );
     }
 
     #[test]

@@ -3,8 +3,15 @@
 //! The world runs on the wall clock (times `speed`) whether or not a brain
 //! is connected, so a killed brain finds the robot where the physics left
 //! it, and the simulator answers "what happened to goal X" from its own
-//! record. One brain at a time: a new connection replaces the old one, and
-//! a brain that reads nothing for [`WRITE_TIMEOUT`] is dropped (the world
+//! record. One brain at a time, and a connection must prove it is one: it
+//! is answered `hello`, but becomes the robot's client — replacing the one
+//! before — only once its first line is a valid link request (the brain's
+//! link sends a `heartbeat` first thing). A connection is closed on its
+//! first line that is not a link request, after a `refused` saying why,
+//! and nothing after that line is read: a web page's cross-protocol
+//! request (an HTTP `POST` whose body holds a `send_goal` line) is refused
+//! at its request line and never reaches the robot nor unseats its brain.
+//! A brain that reads nothing for [`WRITE_TIMEOUT`] is dropped (the world
 //! does not wait on it).
 //! Requests are applied as they arrive, not at the next world step, so a
 //! `stop_base` brakes the base within microseconds of reaching the robot.
@@ -22,7 +29,7 @@
 //! that the base was stopped in time.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +41,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::Sim;
-use crate::link::tcp::{WRITE_TIMEOUT, Wire, spawn_reader, write_line};
+use crate::link::tcp::{WRITE_TIMEOUT, Wire, write_line};
 use crate::link::{GoalKind, LinkReply, LinkRequest};
 
 /// A message from the brain, stamped by the reader thread with when it
@@ -73,6 +80,9 @@ struct Deadman {
     unsaid: Option<LinkReply>,
 }
 
+/// How much of a refused line a `refused` reply repeats.
+const QUOTED_CHARS: usize = 120;
+
 /// The simulator, its clock, its one client and its goal record.
 pub struct SimServer {
     sim: Sim,
@@ -80,6 +90,8 @@ pub struct SimServer {
     speed: f64,
     record: Option<(PathBuf, File)>,
     client: Option<(u64, TcpStream)>,
+    /// Connections that have not yet sent a link request: not the client.
+    pending: Vec<(u64, TcpStream)>,
     generation: u64,
     tx: Sender<Arrived>,
     rx: Receiver<Arrived>,
@@ -99,6 +111,7 @@ impl SimServer {
             speed,
             record: None,
             client: None,
+            pending: Vec::new(),
             generation: 0,
             tx,
             rx,
@@ -180,7 +193,9 @@ impl SimServer {
         Ok(())
     }
 
-    fn accept(&mut self, stream: TcpStream) {
+    /// A new connection: answered `hello`, then pending until its first
+    /// line shows it is a brain.
+    fn accept(&mut self, mut stream: TcpStream) {
         let _ = stream.set_nodelay(true);
         // A brain that stops reading holds up the world for this long at
         // most, then it is dropped (it reconnects).
@@ -188,42 +203,76 @@ impl SimServer {
         let Ok(reader) = stream.try_clone() else {
             return;
         };
-        self.generation += 1;
-        spawn_reader(reader, self.generation, self.tx.clone(), |w| (wall_us(), w));
-        if let Some((_, old)) = self.client.replace((self.generation, stream)) {
-            let _ = old.shutdown(std::net::Shutdown::Both);
-        }
         let deadman_s = self.deadman.as_ref().map_or(0.0, |d| d.after.as_secs_f64());
-        self.replies.insert(0, LinkReply::Hello { deadman_s });
-        if let Some(notice) = self.deadman.as_mut().and_then(|d| d.unsaid.take()) {
-            self.replies.insert(1, notice);
+        if write_line(&mut stream, &LinkReply::Hello { deadman_s }).is_err() {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
         }
-        self.send_replies();
+        self.generation += 1;
+        spawn_reader(reader, self.generation, self.tx.clone());
+        self.pending.push((self.generation, stream));
     }
 
     /// Takes one message from a reader thread: a request from the current
-    /// brain is applied (and resets the dead-man), a bad line is refused.
+    /// brain, or the first from a pending connection (which makes it the
+    /// brain), is applied and resets the dead-man; a bad line closes its
+    /// connection.
     fn take(&mut self, (received_us, msg): Arrived) -> Result<(), SimServerError> {
-        self.received_us = Some(received_us);
-        let current = self.client.as_ref().map(|(g, _)| *g);
         match msg {
-            Wire::Msg(g, request) if Some(g) == current => {
+            Wire::Msg(g, request) => {
+                let current = self.client.as_ref().is_some_and(|(c, _)| *c == g);
+                if !current && !self.promote(g) {
+                    // From a connection already closed.
+                    return Ok(());
+                }
                 if let Some(d) = self.deadman.as_mut() {
                     d.last_heard = Instant::now();
                     d.fired = false;
                 }
+                self.received_us = Some(received_us);
                 let applied = self.apply(request);
                 self.received_us = None;
                 applied?;
             }
-            Wire::Bad(g, line) if Some(g) == current => self.replies.push(LinkReply::Refused {
-                message: format!("not a link request: {line}"),
-            }),
-            Wire::Closed(g) if Some(g) == current => self.client = None,
-            _ => {}
+            Wire::Bad(g, why) => {
+                if let Some((_, mut stream)) = self.let_go(g) {
+                    let _ = write_line(&mut stream, &LinkReply::Refused { message: why });
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                }
+            }
+            Wire::Closed(g) => {
+                self.let_go(g);
+            }
         }
-        self.received_us = None;
         Ok(())
+    }
+
+    /// Makes pending connection `g` the client: its first line was a link
+    /// request. The client before it is disconnected, after the replies
+    /// meant for it. Returns whether `g` was pending.
+    fn promote(&mut self, g: u64) -> bool {
+        let Some(i) = self.pending.iter().position(|(p, _)| *p == g) else {
+            return false;
+        };
+        let (_, stream) = self.pending.swap_remove(i);
+        self.send_replies();
+        if let Some((_, old)) = self.client.replace((g, stream)) {
+            let _ = old.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(notice) = self.deadman.as_mut().and_then(|d| d.unsaid.take()) {
+            self.replies.push(notice);
+        }
+        true
+    }
+
+    /// Connection `g` is no longer the client nor pending; its stream, if
+    /// it still was either.
+    fn let_go(&mut self, g: u64) -> Option<(u64, TcpStream)> {
+        if self.client.as_ref().is_some_and(|(c, _)| *c == g) {
+            return self.client.take();
+        }
+        let i = self.pending.iter().position(|(p, _)| *p == g)?;
+        Some(self.pending.swap_remove(i))
     }
 
     /// One step: apply the client's requests, advance the world, check the
@@ -333,11 +382,176 @@ pub fn wall_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
+/// Reads a connection's JSON lines on a thread of its own, each stamped
+/// with when it arrived, until the connection ends or a line is not a link
+/// request: that line is passed on as [`Wire::Bad`], saying why, and
+/// nothing after it is read (the server closes the connection), so the
+/// rest of, say, an HTTP request is never taken for requests.
+fn spawn_reader(stream: TcpStream, generation: u64, tx: Sender<Arrived>) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut bytes = Vec::new();
+        loop {
+            bytes.clear();
+            match reader.read_until(b'\n', &mut bytes) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let msg = match std::str::from_utf8(&bytes).map(str::trim) {
+                Ok("") => continue,
+                Ok(line) => match serde_json::from_str(line) {
+                    Ok(request) => Wire::Msg(generation, request),
+                    Err(e) => Wire::Bad(generation, refusal(line, &e.to_string())),
+                },
+                Err(e) => Wire::Bad(generation, format!("not a link request: {e}")),
+            };
+            let bad = matches!(msg, Wire::Bad(..));
+            if tx.send((wall_us(), msg)).is_err() || bad {
+                return;
+            }
+        }
+        let _ = tx.send((wall_us(), Wire::Closed(generation)));
+    });
+}
+
+/// What the `refused` reply to a bad line says: an HTTP request is named
+/// as one (a web page, or a tool, speaking HTTP to the robot's port).
+fn refusal(line: &str, error: &str) -> String {
+    let quoted: String = line.chars().take(QUOTED_CHARS).collect();
+    if looks_like_http(line) {
+        format!(
+            "an HTTP request (`{quoted}`): the robot link speaks JSON lines, not HTTP; connection closed"
+        )
+    } else {
+        format!("not a link request: {error}: {quoted}; connection closed")
+    }
+}
+
+/// Whether `line` is an HTTP request line: `METHOD TARGET HTTP/…`.
+fn looks_like_http(line: &str) -> bool {
+    let mut words = line.split_ascii_whitespace();
+    let (Some(method), Some(_target), Some(version), None) =
+        (words.next(), words.next(), words.next(), words.next())
+    else {
+        return false;
+    };
+    method
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
+        && version.starts_with("HTTP/")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::link::{GoalKind, GoalStatus, RobotLink, tcp::TcpLink};
     use crate::world::World;
+
+    /// Asks the robot about a goal no one sent; the answer shows `link`
+    /// is still the robot's client (only the client is answered), and the
+    /// link must not have reconnected meanwhile.
+    fn still_the_client(link: &mut TcpLink, what: &str) {
+        let _ = link.send(LinkRequest::QueryGoal {
+            goal_id: "t/none".into(),
+        });
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !out
+            .iter()
+            .any(|r| matches!(r, LinkReply::GoalStatus { goal_id, .. } if goal_id == "t/none"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: the brain lost the robot"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+            link.drain(&mut out);
+        }
+        assert!(!link.take_reconnected(), "{what}: the brain was replaced");
+    }
+
+    /// The next line the robot writes on `stream` (empty at its end).
+    fn next_line(stream: &mut BufReader<TcpStream>) -> String {
+        let mut line = String::new();
+        let _ = stream.read_line(&mut line);
+        line
+    }
+
+    #[test]
+    fn a_connection_is_the_client_only_after_a_request_and_closed_at_its_first_bad_line() {
+        let world = World::builtin("apartment").unwrap();
+        let server = SimServer::new(Sim::new(world, 1), 0.1, 20.0);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || server.serve(listener, &stop2));
+        let mut brain = TcpLink::connect(&format!("tcp://{addr}")).unwrap();
+        still_the_client(&mut brain, "alone");
+
+        // A connection that has said nothing is greeted, not served.
+        let quiet = TcpStream::connect(addr).unwrap();
+        let mut quiet = BufReader::new(quiet);
+        assert!(next_line(&mut quiet).contains("\"hello\""));
+        still_the_client(&mut brain, "a silent connection");
+        // Its first line is not a request: refused, and closed.
+        quiet
+            .get_mut()
+            .write_all(b"{\"request\":\"fly\"}\n")
+            .unwrap();
+        let refused = next_line(&mut quiet);
+        assert!(refused.contains("not a link request"), "{refused}");
+        assert_eq!(next_line(&mut quiet), "", "the connection stays open");
+        still_the_client(&mut brain, "a bad first line");
+
+        // One whose first line is a request takes over; its first bad line
+        // later closes it too.
+        let mut other = BufReader::new(TcpStream::connect(addr).unwrap());
+        assert!(next_line(&mut other).contains("\"hello\""));
+        other
+            .get_mut()
+            .write_all(b"{\"request\":\"heartbeat\"}\n")
+            .unwrap();
+        // Served: the robot's telemetry comes.
+        loop {
+            let line = next_line(&mut other);
+            assert!(!line.is_empty(), "a connection that spoke was closed");
+            if line.contains("\"telemetry\"") {
+                break;
+            }
+        }
+        other.get_mut().write_all(b"GET / HTTP/1.1\n").unwrap();
+        let refused = loop {
+            let line = next_line(&mut other);
+            if !line.contains("\"telemetry\"") {
+                break line;
+            }
+        };
+        assert!(refused.contains("an HTTP request"), "{refused}");
+        assert_eq!(next_line(&mut other), "", "the connection stays open");
+        stop.store(true, Ordering::Relaxed);
+        handle.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn http_request_lines_are_told_from_link_requests() {
+        for line in [
+            "POST / HTTP/1.1",
+            "GET /api?x=1 HTTP/1.0",
+            "OPTIONS * HTTP/1.1",
+            "PRI * HTTP/2.0",
+        ] {
+            assert!(looks_like_http(line), "{line}");
+        }
+        for line in [
+            "{\"request\":\"heartbeat\"}",
+            "POST /",
+            "GET / HTTP/1.1 extra",
+            "{\"a\": \"b HTTP/1.1\"}",
+        ] {
+            assert!(!looks_like_http(line), "{line}");
+        }
+    }
 
     #[test]
     fn a_remote_robot_runs_goals_remembers_them_and_records_every_send() {
