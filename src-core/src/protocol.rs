@@ -128,6 +128,18 @@ pub enum Command {
         /// The calls, in order (at least one).
         calls: Vec<SkillCall>,
     },
+    /// A door of the run (an MQTT connection) reports what the operator
+    /// must know — a subscription or a publish the broker refused (an
+    /// `error` event with `code`), or that all it announced was taken (a
+    /// `log` note, no code). Made inside the core only: it has no wire
+    /// form, so no face can send one.
+    #[serde(skip)]
+    Report {
+        /// The `error` event's code; `None`: an `info` log.
+        code: Option<String>,
+        /// What happened, in words.
+        message: String,
+    },
 }
 
 /// The longest utterance the core takes ([`Command::Say`]), in bytes of
@@ -192,6 +204,8 @@ impl Command {
             Self::Shutdown => "shutdown",
             Self::Call { .. } => "call",
             Self::Chain { .. } => "chain",
+            // Internal: no wire form.
+            Self::Report { .. } => "report",
         }
     }
 

@@ -16,6 +16,7 @@
 
 mod backend;
 pub mod codec;
+mod connection;
 pub mod discovery;
 mod publisher;
 mod running;
@@ -37,12 +38,12 @@ use crate::config::HomeConfig;
 use crate::llm::Secret;
 
 pub use backend::{MqttBackend, from_z2m, to_z2m};
+pub(crate) use connection::{Net, Subscriptions, spawn_poll};
 pub use discovery::Discovery;
 pub use publisher::HaPublisher;
 pub(crate) use running::{Running, disconnect};
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
-pub(crate) use zigbee2mqtt::{Net, poll};
 
 pub use crate::config::parse_broker;
 
@@ -232,6 +233,29 @@ impl MqttError {
             Self::Offline(_) | Self::BridgeOffline(_) | Self::NotConnected { .. }
         )
     }
+}
+
+/// Says, on the diagnostics (stderr, or the face's log file), that a
+/// retained message on a command topic was not acted on: the broker kept
+/// an old press, command or order and replayed it when we subscribed. A
+/// command is only ever a message forwarded live.
+pub(crate) fn ignored_retained(topic: &str) {
+    tracing::warn!(
+        "mqtt: ignored a retained message on the command topic `{topic}`: retained messages \
+         are never acted on (clear it with an empty retained publish)"
+    );
+}
+
+/// Says loudly — on the diagnostics (stderr, or the face's log file) —
+/// that the broker refused a subscription to `filter`, and returns the
+/// words for the run's `error` event.
+pub(crate) fn refused_subscription(filter: &str) -> String {
+    let message = format!(
+        "the MQTT broker refused the subscription to `{filter}` (SUBACK 0x80: its ACL denies it); \
+         nothing published there reaches robobrain"
+    );
+    tracing::error!("mqtt: {message}");
+    message
 }
 
 /// The MQTT backend for these devices on the broker `[home]` names

@@ -98,6 +98,14 @@ impl Engine {
                 self.add_task(TaskKind::Call { skill, args }, &format!("call {call_id}"));
             }
             Command::Chain { call_id, calls } => self.chain(&call_id, calls),
+            Command::Report {
+                code: Some(code),
+                message,
+            } => self.emit(EventKind::Error { code, message }),
+            Command::Report {
+                code: None,
+                message,
+            } => self.log("info", &message),
         }
     }
 
@@ -730,6 +738,33 @@ mod tests {
         assert_eq!(goals_after(&events, 0.0), 0);
         assert!(events.iter().any(|e| matches!(&e.kind,
             EventKind::Log { message, .. } if message.contains("nothing restarts"))));
+    }
+
+    /// A door's report is the operator's to see: an `error` with its
+    /// code, or an `info` log.
+    #[test]
+    fn a_doors_report_is_an_error_event_or_a_note() {
+        let script = [
+            (
+                0.5,
+                Command::Report {
+                    code: Some("mqtt_refused".into()),
+                    message: "denied".into(),
+                },
+            ),
+            (
+                0.5,
+                Command::Report {
+                    code: None,
+                    message: "all taken".into(),
+                },
+            ),
+        ];
+        let (_, events) = run(&script, 1.0);
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Error { code, message } if code == "mqtt_refused" && message == "denied")));
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::Log { level, message } if level == "info" && message == "all taken")));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::bridge::{Envelope, ReplyStatus};
 use super::topics::{self, Kind, Topics};
 use super::view::{self, ClientEvent};
 use super::{FleetError, wall_ms};
-use crate::devices::mqtt::{MqttConfig, Net, poll};
+use crate::devices::mqtt::{MqttConfig, Net, Subscriptions, spawn_poll};
 use crate::protocol::Command;
 
 /// How long a command waits for its reply before it is sent again.
@@ -47,10 +47,10 @@ impl FleetClient {
         options.set_request_channel_capacity(1024);
         let (client, eventloop) = AsyncClient::new(options, 1024);
         let (net_tx, net) = mpsc::channel(1024);
-        let poller = tokio::spawn(poll(eventloop, net_tx, mqtt.reconnect_delay));
+        let (poller, subscriptions) = spawn_poll(eventloop, net_tx, mqtt.reconnect_delay);
         let (events_tx, events) = mpsc::channel(4096);
         let (outgoing, sends) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read(client.clone(), net, sends, events_tx));
+        let reader = tokio::spawn(read((client.clone(), subscriptions), net, sends, events_tx));
         Self {
             client,
             events,
@@ -111,7 +111,7 @@ impl Drop for FleetClient {
 /// The reader: turns the connection's messages into events, sends
 /// commands, and sends the unanswered ones again after a reconnect.
 async fn read(
-    client: AsyncClient,
+    (client, subscriptions): (AsyncClient, Subscriptions),
     mut net: mpsc::Receiver<Net>,
     mut sends: mpsc::UnboundedReceiver<(String, Envelope)>,
     events: mpsc::Sender<ClientEvent>,
@@ -157,7 +157,7 @@ async fn read(
             Input::Net(Some(Net::Up)) => {
                 connected = true;
                 for topic in topics::console_subscriptions() {
-                    let _ = client.try_subscribe(topic, QoS::AtLeastOnce);
+                    subscriptions.subscribe(&client, topic);
                 }
                 for (topic, bytes) in pending.values() {
                     let _ = client.try_publish(topic, QoS::AtLeastOnce, false, bytes.clone());
@@ -172,7 +172,13 @@ async fn read(
                 ClientEvent::Disconnected(why)
             }
             Input::Net(Some(Net::Closed)) => continue,
-            Input::Net(Some(Net::Message(topic, payload))) => {
+            // Said on the diagnostics; the robots it hides stay unseen.
+            Input::Net(Some(Net::Refused(filter))) => {
+                crate::devices::mqtt::refused_subscription(&filter);
+                continue;
+            }
+            // The hello and the snapshot are retained: a console reads both.
+            Input::Net(Some(Net::Message(topic, payload) | Net::Retained(topic, payload))) => {
                 let Some(event) = view::read(&topic, &payload) else {
                     continue;
                 };

@@ -16,7 +16,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::bridge::{Bridge, Effect, Identity, Publish, Qos};
 use super::topics::Topics;
 use super::{FleetSettings, wall_ms};
-use crate::devices::mqtt::{Net, Running, disconnect, poll};
+use crate::devices::mqtt::{Net, Running, Subscriptions, disconnect, spawn_poll};
 use crate::protocol::{Command, Door, Event, Hello, Origin, Snapshot};
 use crate::world::World;
 
@@ -75,10 +75,11 @@ impl FleetLink {
         options.set_request_channel_capacity(1024);
         let (client, eventloop) = AsyncClient::new(options, 1024);
         let (net_tx, net) = mpsc::channel(256);
-        let poller = tokio::spawn(poll(eventloop, net_tx, settings.mqtt.reconnect_delay));
+        let (poller, subscriptions) = spawn_poll(eventloop, net_tx, settings.mqtt.reconnect_delay);
         let poller_handle = poller.abort_handle();
         let (stop, stopped) = oneshot::channel();
         let worker = Worker {
+            subscriptions,
             bridge,
             client,
             hello: feed.hello,
@@ -103,6 +104,7 @@ impl FleetLink {
 }
 
 struct Worker {
+    subscriptions: Subscriptions,
     bridge: Bridge,
     client: AsyncClient,
     hello: Hello,
@@ -190,7 +192,7 @@ impl Worker {
                 self.down_since = None;
                 self.paused_for_cutoff = false;
                 for topic in self.bridge.subscriptions() {
-                    let _ = self.client.try_subscribe(topic, QoS::AtLeastOnce);
+                    self.subscriptions.subscribe(&self.client, topic);
                 }
                 let snapshot = snapshots.borrow().clone();
                 for p in self.bridge.connected(&self.hello, &snapshot, wall_ms()) {
@@ -202,6 +204,20 @@ impl Worker {
                 self.down_since.get_or_insert_with(Instant::now);
             }
             Net::Closed => {}
+            // Everything the robot subscribes to is a command, an order or
+            // an instant action: a retained one is never acted on.
+            Net::Retained(topic, _) => crate::devices::mqtt::ignored_retained(&topic),
+            // Commands cannot reach the robot: the operator hears of it.
+            Net::Refused(filter) => {
+                let message = crate::devices::mqtt::refused_subscription(&filter);
+                let _ = (self.commands)(
+                    Command::Report {
+                        code: Some("mqtt_refused".into()),
+                        message: format!("fleet link: {message}"),
+                    },
+                    Origin::new(Door::Fleet, "the broker's answers"),
+                );
+            }
             Net::Message(topic, payload) => {
                 for effect in self.bridge.message(&topic, &payload, wall_ms()) {
                     match effect {

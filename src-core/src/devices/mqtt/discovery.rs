@@ -362,6 +362,78 @@ impl Discovery {
     }
 }
 
+/// What the publisher announced and has not yet heard back from the
+/// broker. A broker speaking MQTT 3.1.1 drops a publish its ACL denies
+/// without a word, so the publisher subscribes to its own configs and
+/// availability and waits to hear each one back with the bytes it sent:
+/// one not heard was not taken (or cannot be read back — either way Home
+/// Assistant is not shown the robot as announced). Not checked: the state
+/// topics, and a denied publish whose retained predecessor had the same
+/// bytes (Home Assistant has what it needs then).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Echo {
+    filters: Vec<String>,
+    waiting: BTreeMap<String, Vec<u8>>,
+    checking: bool,
+}
+
+impl Echo {
+    /// The check for `discovery`'s announcements.
+    pub fn new(discovery: &Discovery) -> Self {
+        Self {
+            filters: vec![
+                format!("{}/+/{}/+/config", discovery.prefix, discovery.node_id),
+                discovery.availability_topic(),
+            ],
+            waiting: BTreeMap::new(),
+            checking: true,
+        }
+    }
+
+    /// What to subscribe to, to hear the announcements back.
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.filters.clone()
+    }
+
+    /// Expects to hear `messages` back (their text payloads).
+    pub fn expect(&mut self, messages: &[Message]) {
+        if !self.checking {
+            return;
+        }
+        self.waiting = messages
+            .iter()
+            .filter_map(|m| match &m.payload {
+                Payload::Text(t) => Some((m.topic.clone(), t.clone().into_bytes())),
+                Payload::File(_) => None,
+            })
+            .collect();
+    }
+
+    /// A message heard on `topic`: the announcement it echoes is taken.
+    pub fn heard(&mut self, topic: &str, payload: &[u8]) {
+        if self.waiting.get(topic).is_some_and(|p| p == payload) {
+            self.waiting.remove(topic);
+        }
+    }
+
+    /// The topics announced and not heard back, in order.
+    pub fn missing(&self) -> Vec<String> {
+        self.waiting.keys().cloned().collect()
+    }
+
+    /// Stops checking: the broker refused the subscription that hears the
+    /// announcements back (that refusal is reported on its own).
+    pub fn give_up(&mut self) {
+        self.checking = false;
+        self.waiting.clear();
+    }
+
+    /// Whether announcements are being checked.
+    pub fn checking(&self) -> bool {
+        self.checking
+    }
+}
+
 fn merge(mut a: Value, b: Value) -> Value {
     if let (Value::Object(a), Value::Object(b)) = (&mut a, b) {
         a.extend(b);
@@ -505,6 +577,31 @@ mod tests {
             newer[0].payload,
             Payload::File("/runs/frames/t/last/g2.png".into())
         );
+    }
+
+    #[test]
+    fn the_echo_check_names_what_was_not_heard_back_with_the_bytes_sent() {
+        let d = Discovery::new("homeassistant", "rb1");
+        let mut echo = Echo::new(&d);
+        assert_eq!(
+            echo.subscriptions(),
+            ["homeassistant/+/rb1/+/config", "robobrain/rb1/availability"]
+        );
+        let mut all = d.configs();
+        all.push(d.availability(true));
+        echo.expect(&all);
+        assert_eq!(echo.missing().len(), 11);
+        for m in &all[..10] {
+            echo.heard(&m.topic, text(m).as_bytes());
+        }
+        // An old `offline` the broker kept is not our `online`.
+        echo.heard("robobrain/rb1/availability", b"offline");
+        assert_eq!(echo.missing(), ["robobrain/rb1/availability"]);
+        echo.heard("robobrain/rb1/availability", b"online");
+        assert!(echo.missing().is_empty());
+        echo.expect(&all);
+        echo.give_up();
+        assert!(echo.missing().is_empty() && !echo.checking());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::codec;
-use super::zigbee2mqtt::{Net, poll};
+use super::connection::{Net, spawn_poll};
 
 /// What a test tells the fake device to do.
 #[derive(Debug, Clone, Copy)]
@@ -79,7 +79,7 @@ async fn run(
         ));
     let (client, eventloop) = AsyncClient::new(options, 64);
     let (net_tx, mut net) = mpsc::channel(64);
-    let poller = tokio::spawn(poll(eventloop, net_tx, Duration::from_millis(100)));
+    let (poller, subscriptions) = spawn_poll(eventloop, net_tx, Duration::from_millis(100));
     let (mut online, mut answering) = (true, true);
     let publish_state = |state: &Map<String, Value>| {
         let _ = client.try_publish(
@@ -107,7 +107,7 @@ async fn run(
             },
             n = net.recv() => match n {
                 Some(Net::Up) => {
-                    let _ = client.try_subscribe(codec::set_topic(&base, &name), QoS::AtLeastOnce);
+                    subscriptions.subscribe(&client, codec::set_topic(&base, &name));
                     publish_availability(online);
                     publish_state(&state);
                 }

@@ -12,7 +12,7 @@ use rumqttc::{AsyncClient, ConnectionError, Event as NetEvent, MqttOptions, Pack
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::broker::{Mosquitto, certificates, password_file};
+use super::broker::{Mosquitto, certificates, password_file, users};
 use super::fake::FakeDevice;
 use super::*;
 use crate::config::{Config, HomeConfig};
@@ -444,6 +444,83 @@ async fn the_newest_alert_frame_is_published_as_the_image_bytes() {
     publisher.stop().await;
 }
 
+/// Publishes `payload` on `topic`, retained, as client `id`, and waits
+/// until the broker has it (its PUBACK).
+async fn retain(port: u16, id: &str, topic: &str, payload: &str) {
+    let (client, mut eventloop) = AsyncClient::new(MqttOptions::new(id, "127.0.0.1", port), 8);
+    client
+        .publish(topic, QoS::AtLeastOnce, true, payload)
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Ok(NetEvent::Incoming(Packet::PubAck(_))) = eventloop.poll().await {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the broker took the retained message within 10 s");
+}
+
+/// A retained PRESS is an old press the broker kept: it must never act
+/// (it used to press again on every reconnect). A live press still does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retained_press_is_never_acted_on_and_a_live_one_is() {
+    let broker = Mosquitto::start("retained");
+    let dock = crate::protocol::Command::Say {
+        text: "go charge".into(),
+    };
+    retain(
+        broker.port,
+        "old-press",
+        "robobrain/ret/command/estop",
+        "PRESS",
+    )
+    .await;
+    let mut ha = HaClient::start(MqttOptions::new("ha-ret", "127.0.0.1", broker.port));
+    // Connected, then again (a new publisher, the same broker store).
+    for round in 0..2 {
+        let (_tx, snapshots) = tokio::sync::watch::channel(crate::protocol::Snapshot::default());
+        let (sink, mut pressed) = mpsc::unbounded_channel();
+        let publisher = HaPublisher::start(
+            &MqttConfig::new("127.0.0.1", broker.port),
+            Discovery::new("homeassistant", "ret"),
+            snapshots,
+            Box::new(move |command, _| sink.send(command).map_err(|e| e.to_string())),
+        );
+        // `online` goes out after the subscription: the broker has handed
+        // the retained press over by now, before the live press that follows.
+        if round > 0 {
+            ha.until("robobrain/ret/availability", "offline").await;
+        }
+        ha.until("robobrain/ret/availability", "online").await;
+        ha.client
+            .publish(
+                "robobrain/ret/command/dock",
+                QoS::AtLeastOnce,
+                false,
+                "PRESS",
+            )
+            .await
+            .unwrap();
+        let first = loop {
+            let c = tokio::time::timeout(Duration::from_secs(20), pressed.recv())
+                .await
+                .expect("the live press arrived")
+                .unwrap();
+            if !matches!(c, crate::protocol::Command::Report { .. }) {
+                break c;
+            }
+        };
+        assert_eq!(
+            first, dock,
+            "round {round}: the retained E-stop press was acted on"
+        );
+        publisher.stop().await;
+    }
+}
+
 /// What the broker answers a connection made with `options`: the
 /// CONNACK, or the error.
 async fn connect_once(options: MqttOptions) -> Result<(), String> {
@@ -699,4 +776,146 @@ fn the_bridge_alone_names_devices_whose_friendly_name_is_their_id() {
     }
     assert_eq!(backend.names()["living_room_light"], "Living Room Light");
     assert_eq!(backend.names()["kettle_plug"], "kettle_plug");
+}
+
+/// The ACL docs/home-io.md gives a home: robobrain's user next to Home
+/// Assistant's.
+const HOME_ACL: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/ha-mqtt/home.acl"
+));
+
+/// A broker that wants passwords (`robobrain`/`robot-pw`,
+/// `homeassistant`/`ha-pw`) and applies `acl`.
+fn broker_with_acl(name: &str, acl: &str) -> Mosquitto {
+    let acl = acl.to_string();
+    Mosquitto::start_with(name, move |dir| {
+        std::fs::write(dir.join("acl"), acl).unwrap();
+        format!(
+            "{}acl_file {}/acl\n",
+            users(
+                dir,
+                &[("robobrain", "robot-pw"), ("homeassistant", "ha-pw")]
+            ),
+            dir.display()
+        )
+    })
+}
+
+/// The robot's `[home]` connection as its broker user.
+fn robot_login(port: u16) -> MqttConfig {
+    let mut mqtt = MqttConfig::new("127.0.0.1", port);
+    mqtt.credentials = Some(("robobrain".into(), crate::llm::Secret::new("robot-pw")));
+    mqtt
+}
+
+/// Home Assistant, logged in as its own user.
+fn home_assistant(port: u16, id: &str) -> HaClient {
+    let mut options = MqttOptions::new(id, "127.0.0.1", port);
+    options.set_credentials("homeassistant", "ha-pw");
+    HaClient::start(options)
+}
+
+/// The run's side of a publisher: its snapshots (kept, or it stops) and
+/// what the publisher hands the run.
+type Run = (
+    tokio::sync::watch::Sender<crate::protocol::Snapshot>,
+    mpsc::UnboundedReceiver<crate::protocol::Command>,
+);
+
+/// A publisher for node `robobrain` on `mqtt`, and its run's side.
+fn publisher(mqtt: &MqttConfig) -> (HaPublisher, Run) {
+    let (tx, snapshots) = tokio::sync::watch::channel(crate::protocol::Snapshot::default());
+    let (sink, commands) = mpsc::unbounded_channel();
+    let publisher = HaPublisher::start(
+        mqtt,
+        Discovery::new("homeassistant", "robobrain"),
+        snapshots,
+        Box::new(move |command, _| sink.send(command).map_err(|e| e.to_string())),
+    );
+    (publisher, (tx, commands))
+}
+
+/// The next report the publisher makes to the run (20 s at most),
+/// skipping presses.
+async fn next_report(
+    commands: &mut mpsc::UnboundedReceiver<crate::protocol::Command>,
+) -> (Option<String>, String) {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let crate::protocol::Command::Report { code, message } =
+                commands.recv().await.expect("the publisher runs")
+            {
+                return (code, message);
+            }
+        }
+    })
+    .await
+    .expect("a report within 20 s")
+}
+
+/// With the documented ACL, passwords on both sides and Home Assistant's
+/// conventions (retained configs, its birth message, the last will), the
+/// robot is discovered, pressed, and says the broker took everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_home_acl_serves_discovery_next_to_a_home_assistant_user() {
+    let broker = broker_with_acl("acl-ok", HOME_ACL);
+    let (publisher, (_run, mut commands)) = publisher(&robot_login(broker.port));
+    let mut ha = home_assistant(broker.port, "ha-acl");
+    let n = Discovery::new("homeassistant", "robobrain").configs().len();
+    let configs = ha.until_configs(n).await;
+    ha.until("robobrain/robobrain/availability", "online").await;
+    let (code, message) = next_report(&mut commands).await;
+    assert_eq!(code, None, "{message}");
+
+    // Home Assistant's user presses the E-stop: it reaches the run.
+    let estop = &configs["homeassistant/button/robobrain/estop/config"].0;
+    ha.press(estop).await;
+    let pressed = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let c = commands.recv().await.expect("the publisher runs");
+            if !matches!(c, crate::protocol::Command::Report { .. }) {
+                return c;
+            }
+        }
+    })
+    .await
+    .expect("the press within 20 s");
+    assert_eq!(pressed, crate::protocol::Command::EStop);
+
+    // Home Assistant restarts (its birth message): announced again, and taken.
+    ha.client
+        .publish("homeassistant/status", QoS::AtLeastOnce, false, "online")
+        .await
+        .unwrap();
+    let (code, message) = next_report(&mut commands).await;
+    assert_eq!(code, None, "{message}");
+
+    // Gone without a word: the broker speaks the will, the ACL allowing it.
+    drop(publisher);
+    ha.until("robobrain/robobrain/availability", "offline")
+        .await;
+}
+
+/// The broker: the robot may read Home Assistant's configs but not
+/// write them. mosquitto drops each publish in silence; robobrain says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discovery_publish_the_acl_denies_is_reported_not_silent() {
+    let acl = HOME_ACL.replace(
+        "topic readwrite homeassistant/+/robobrain/+/config",
+        "topic read homeassistant/+/robobrain/+/config",
+    );
+    assert_ne!(acl, HOME_ACL);
+    let broker = broker_with_acl("acl-pub", &acl);
+    let (publisher, (_run, mut commands)) = publisher(&robot_login(broker.port));
+    let (code, message) = next_report(&mut commands).await;
+    assert_eq!(code.as_deref(), Some("mqtt_refused"), "{message}");
+    assert!(
+        message.contains("homeassistant/button/robobrain/estop/config")
+            && message.contains("did not take"),
+        "{message}"
+    );
+    // Its availability went through (the ACL allows that): not named.
+    assert!(!message.contains("availability"), "{message}");
+    publisher.stop().await;
 }

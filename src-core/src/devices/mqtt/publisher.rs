@@ -4,16 +4,31 @@
 //! press to the run as a [`Command`] — the same queue an operator's
 //! console writes to, so the kernel, the policy and its approvals treat a
 //! press exactly like an operator's command.
+//!
+//! A broker's ACL can refuse what the publisher does, and MQTT 3.1.1 says
+//! so only for subscriptions (SUBACK 0x80): a refused publish is dropped
+//! in silence (mosquitto still sends PUBACK). So the publisher listens to
+//! its own discovery configs and availability ([`Echo`]): what it
+//! announced and does not hear back within [`ECHO_WAIT`] was not accepted
+//! (or is not readable back). Either refusal is said loudly — an `error`
+//! event `mqtt_refused` in the run and an error on the diagnostics.
+
+use std::time::Duration;
 
 use rumqttc::{AsyncClient, LastWill, QoS};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::MqttConfig;
-use super::discovery::{Changes, Discovery, Message, Payload};
+use super::connection::{Net, Subscriptions, spawn_poll};
+use super::discovery::{Changes, Discovery, Echo, Message, Payload};
 use super::running::{Running, disconnect};
-use super::zigbee2mqtt::{Net, poll};
 use crate::protocol::{Command, Door, Origin, Snapshot};
+
+/// How long the publisher waits to hear its announcement back from the
+/// broker before it says the broker did not take it.
+pub const ECHO_WAIT: Duration = Duration::from_secs(5);
 
 /// Where presses go, with their origin: the run's command queue (`Err`
 /// says why it refused).
@@ -34,6 +49,7 @@ impl std::fmt::Debug for HaPublisher {
 enum Input {
     Net(Option<Net>),
     Snapshot(bool),
+    EchoDue,
     Stop,
 }
 
@@ -57,15 +73,18 @@ impl HaPublisher {
         ));
         let (client, eventloop) = AsyncClient::new(options, 64);
         let (net_tx, net) = mpsc::channel(64);
-        let poller = tokio::spawn(poll(eventloop, net_tx, mqtt.reconnect_delay));
+        let (poller, subscriptions) = spawn_poll(eventloop, net_tx, mqtt.reconnect_delay);
         let poller_handle = poller.abort_handle();
         let (stop, stopped) = oneshot::channel();
         let worker = Worker {
+            echo: Echo::new(&discovery),
             discovery,
             client,
+            subscriptions,
             commands,
             changes: Changes::default(),
             connected: false,
+            echo_due: None,
         };
         let task = tokio::spawn(worker.run(net, snapshots, stopped, poller));
         Self {
@@ -83,9 +102,14 @@ impl HaPublisher {
 struct Worker {
     discovery: Discovery,
     client: AsyncClient,
+    subscriptions: Subscriptions,
     commands: CommandSink,
     changes: Changes,
     connected: bool,
+    /// What was announced and not yet heard back.
+    echo: Echo,
+    /// When what is not heard back by then is reported.
+    echo_due: Option<Instant>,
 }
 
 impl Worker {
@@ -97,9 +121,11 @@ impl Worker {
         poller: JoinHandle<()>,
     ) {
         loop {
+            let echo_due = self.echo_due;
             let input = tokio::select! {
                 n = net.recv() => Input::Net(n),
                 c = snapshots.changed() => Input::Snapshot(c.is_ok()),
+                () = sleep_until(echo_due) => Input::EchoDue,
                 _ = &mut stop => Input::Stop,
             };
             match input {
@@ -111,6 +137,7 @@ impl Worker {
                     let snapshot = snapshots.borrow_and_update().clone();
                     self.states(&snapshot);
                 }
+                Input::EchoDue => self.echo_checked(),
             }
         }
         if self.connected {
@@ -124,12 +151,15 @@ impl Worker {
         match net {
             Net::Up => {
                 self.connected = true;
-                let _ = self
-                    .client
-                    .try_subscribe(self.discovery.command_subscription(), QoS::AtLeastOnce);
-                let _ = self
-                    .client
-                    .try_subscribe(self.discovery.status_topic(), QoS::AtLeastOnce);
+                for filter in [
+                    self.discovery.command_subscription(),
+                    self.discovery.status_topic(),
+                ]
+                .into_iter()
+                .chain(self.echo.subscriptions())
+                {
+                    self.subscriptions.subscribe(&self.client, filter);
+                }
                 self.announce();
                 // A new connection publishes every state again.
                 self.changes.clear();
@@ -138,7 +168,26 @@ impl Worker {
             }
             Net::Down(_) => self.connected = false,
             Net::Closed => {}
+            // A retained press is an old one the broker kept: never acted
+            // on (it would press again on every reconnect).
+            Net::Refused(filter) => {
+                if self.echo.subscriptions().contains(&filter) {
+                    // Nothing can be heard back: no publish can be checked.
+                    self.echo.give_up();
+                }
+                let message = super::refused_subscription(&filter);
+                self.said(format!("Home Assistant discovery: {message}"));
+            }
+            Net::Retained(topic, payload) => {
+                self.echo.heard(&topic, &payload);
+                if self.discovery.is_birth(&topic, &payload) {
+                    self.announce();
+                } else if self.discovery.command(&topic, &payload).is_some() {
+                    super::ignored_retained(&topic);
+                }
+            }
             Net::Message(topic, payload) => {
+                self.echo.heard(&topic, &payload);
                 if let Some(command) = self.discovery.command(&topic, &payload) {
                     // A refusal (the queue is full, the run has stopped) is
                     // the run's to report; the press is not retried.
@@ -153,12 +202,68 @@ impl Worker {
         }
     }
 
-    /// The configs, then `online`.
-    fn announce(&self) {
-        for message in self.discovery.configs() {
+    /// [`ECHO_WAIT`] after an announcement: what was not heard back is
+    /// said loudly; all of it heard, a note says the broker took it. Not
+    /// connected, or with no way to hear back (that refusal was said when
+    /// it came), nothing.
+    fn echo_checked(&mut self) {
+        self.echo_due = None;
+        if !self.connected || !self.echo.checking() {
+            return;
+        }
+        let missing = self.echo.missing();
+        if missing.is_empty() {
+            let _ = (self.commands)(
+                Command::Report {
+                    code: None,
+                    message: "Home Assistant discovery: the MQTT broker took every config and \
+                              the availability (each heard back)"
+                        .into(),
+                },
+                Origin::new(Door::HomeAssistant, "the broker's answers"),
+            );
+            return;
+        }
+        self.report(&format!(
+            "the MQTT broker did not take {} of the robot's Home Assistant publishes within {} s \
+             ({}): its ACL denies publishing (or reading back) there, and Home Assistant does \
+             not see the robot",
+            missing.len(),
+            ECHO_WAIT.as_secs(),
+            missing.join(", ")
+        ));
+    }
+
+    /// The configs, then `online`; each is to be heard back within
+    /// [`ECHO_WAIT`].
+    fn announce(&mut self) {
+        let mut all = self.discovery.configs();
+        all.push(self.discovery.availability(true));
+        self.echo.expect(&all);
+        if self.echo.checking() {
+            self.echo_due = Some(Instant::now() + ECHO_WAIT);
+        }
+        for message in all {
             self.publish(message);
         }
-        self.publish(self.discovery.availability(true));
+    }
+
+    /// A refusal, loudly: on the diagnostics and as the run's `error` event.
+    fn report(&self, message: &str) {
+        tracing::error!("mqtt: Home Assistant discovery: {message}");
+        self.said(format!("Home Assistant discovery: {message}"));
+    }
+
+    /// The run's `error` event `mqtt_refused` (a refusal of the queue —
+    /// the run has stopped — leaves the diagnostics' line alone).
+    fn said(&self, message: String) {
+        let _ = (self.commands)(
+            Command::Report {
+                code: Some("mqtt_refused".into()),
+                message,
+            },
+            Origin::new(Door::HomeAssistant, "the broker's answers"),
+        );
     }
 
     fn states(&mut self, snapshot: &Snapshot) {
@@ -175,6 +280,14 @@ impl Worker {
         let _ = self
             .client
             .try_publish(message.topic, QoS::AtLeastOnce, message.retain, bytes);
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -3,15 +3,14 @@
 //! again after an error) and forwards what it saw. The handle talks to the
 //! owner over a bounded channel and hears about changes on a broadcast.
 
-use std::time::Duration;
-
-use rumqttc::{AsyncClient, Event as NetEvent, Outgoing, Packet, QoS};
+use rumqttc::{AsyncClient, QoS};
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::codec;
+use super::connection::{Net, Subscriptions, spawn_poll};
 use super::table::{Change, DeviceTable, MqttDevice};
 use super::{MqttConfig, MqttError};
 
@@ -49,6 +48,11 @@ pub enum MqttEvent {
         /// Every device but the coordinator.
         devices: Vec<codec::BridgeDevice>,
     },
+    /// The broker refused our subscription (its ACL): no device is heard.
+    Refused {
+        /// What was refused, in words.
+        error: String,
+    },
     /// A payload that could not be read; the device's prior state is kept.
     Malformed {
         /// What was wrong, with the topic.
@@ -75,15 +79,6 @@ enum Request {
     Shutdown,
 }
 
-pub(crate) enum Net {
-    /// The broker accepted the connection.
-    Up,
-    Down(String),
-    Message(String, Vec<u8>),
-    /// Our DISCONNECT went out: whatever was published before it has too.
-    Closed,
-}
-
 struct Waiting {
     device: String,
     command: Map<String, Value>,
@@ -99,8 +94,9 @@ impl Zigbee2Mqtt {
         let (events, _) = broadcast::channel(256);
         let (client, eventloop) = AsyncClient::new(config.options(&config.client_id), 64);
         let (net_tx, net_rx) = mpsc::channel(256);
-        let poller = tokio::spawn(poll(eventloop, net_tx, config.reconnect_delay));
+        let (poller, subscriptions) = spawn_poll(eventloop, net_tx, config.reconnect_delay);
         let owner = Owner {
+            subscriptions,
             table: DeviceTable::new(&config.base_topic, &config.broker()),
             config,
             client,
@@ -161,34 +157,8 @@ impl Zigbee2Mqtt {
     }
 }
 
-/// Polls rumqttc's event loop forever; after an error it waits and polls
-/// again, which reconnects.
-pub(crate) async fn poll(
-    mut eventloop: rumqttc::EventLoop,
-    net: mpsc::Sender<Net>,
-    delay: Duration,
-) {
-    loop {
-        let message = match eventloop.poll().await {
-            Ok(NetEvent::Incoming(Packet::ConnAck(_))) => Net::Up,
-            Ok(NetEvent::Incoming(Packet::Publish(p))) => Net::Message(p.topic, p.payload.to_vec()),
-            Ok(NetEvent::Outgoing(Outgoing::Disconnect)) => Net::Closed,
-            Ok(_) => continue,
-            Err(e) => {
-                if net.send(Net::Down(e.to_string())).await.is_err() {
-                    return;
-                }
-                tokio::time::sleep(delay).await;
-                continue;
-            }
-        };
-        if net.send(message).await.is_err() {
-            return;
-        }
-    }
-}
-
 struct Owner {
+    subscriptions: Subscriptions,
     config: MqttConfig,
     table: DeviceTable,
     client: AsyncClient,
@@ -274,10 +244,8 @@ impl Owner {
         match net {
             Net::Up => {
                 self.table.set_connected(true);
-                let _ = self.client.try_subscribe(
-                    codec::subscription(&self.config.base_topic),
-                    QoS::AtLeastOnce,
-                );
+                self.subscriptions
+                    .subscribe(&self.client, codec::subscription(&self.config.base_topic));
                 self.emit(MqttEvent::Connected);
             }
             Net::Down(reason) => {
@@ -291,23 +259,30 @@ impl Owner {
                 }
             }
             Net::Closed => {}
-            Net::Message(topic, payload) => match self.table.apply(&topic, &payload) {
-                Ok(Change::State(device)) => self.reported(device),
-                Ok(Change::Availability(device, online)) => {
-                    if !online {
-                        self.fail_waiting(&device, &MqttError::Offline(device.clone()));
+            Net::Refused(filter) => {
+                let error = super::refused_subscription(&filter);
+                self.emit(MqttEvent::Refused { error });
+            }
+            // Devices' states and availability are retained by design.
+            Net::Message(topic, payload) | Net::Retained(topic, payload) => {
+                match self.table.apply(&topic, &payload) {
+                    Ok(Change::State(device)) => self.reported(device),
+                    Ok(Change::Availability(device, online)) => {
+                        if !online {
+                            self.fail_waiting(&device, &MqttError::Offline(device.clone()));
+                        }
+                        self.emit(MqttEvent::Availability { device, online });
                     }
-                    self.emit(MqttEvent::Availability { device, online });
+                    Ok(Change::Bridge(online)) => self.emit(MqttEvent::Bridge { online }),
+                    Ok(Change::BridgeDevices(devices)) => {
+                        self.emit(MqttEvent::BridgeDevices { devices });
+                    }
+                    Ok(Change::None) => {}
+                    Err(e) => self.emit(MqttEvent::Malformed {
+                        error: e.to_string(),
+                    }),
                 }
-                Ok(Change::Bridge(online)) => self.emit(MqttEvent::Bridge { online }),
-                Ok(Change::BridgeDevices(devices)) => {
-                    self.emit(MqttEvent::BridgeDevices { devices });
-                }
-                Ok(Change::None) => {}
-                Err(e) => self.emit(MqttEvent::Malformed {
-                    error: e.to_string(),
-                }),
-            },
+            }
         }
     }
 
