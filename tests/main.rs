@@ -3,8 +3,9 @@
 //! malformed scenario files, the headless JSONL stream, the console in
 //! tmux (`console.rs`), `robobrain mcp` with the rmcp client (`mcp.rs`),
 //! one run through every face, with `tui --connect` (`faces.rs`), and the
-//! ROS 2 link against a Cyclone DDS fake Nav2 (`ros2.rs`), and what
-//! `sim --listen` refuses (`sim_listen.rs`).
+//! ROS 2 link against a Cyclone DDS fake Nav2 (`ros2.rs`), what
+//! `sim --listen` refuses (`sim_listen.rs`), and the same dangerous
+//! requests through every door (`doors.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,6 +13,7 @@ mod assist;
 mod bench_docs;
 mod channel;
 mod console;
+mod doors;
 mod durable;
 mod faces;
 mod fleet;

@@ -1,0 +1,820 @@
+//! The door matrix (issue 35, "Done when"): the same dangerous requests —
+//! the restricted study by name and by coordinates, a path through a
+//! restricted room, leaving the apartment, unlocking the front door —
+//! through every door robobrain has, each against the real thing: the
+//! operator's lines on `headless`' stdin (the console's and the page's
+//! command path), the page's WebSocket on `serve`, `robobrain mcp` with the
+//! rmcp client, a VDA 5050 master control on mosquitto with passwords and
+//! the fleet ACL, Home Assistant's button topics on mosquitto, and a model
+//! (`robobrain mock-llm`) whose decision asks for it. Every one waits for
+//! an operator's approval — an `approval` event naming where it would go or
+//! what it would switch, with nothing dispatched before it — or is refused.
+//!
+//! Not here yet, because they cannot pass today (issue 35 items 2, 3, 5):
+//! moving after an E-stop reset (`resume` on the console, the page and
+//! headless, Home Assistant's Resume button, VDA 5050's `eStopRelease`:
+//! releasing the latch restarts the set-aside task); Home Assistant's
+//! Patrol and Dock buttons (they move the robot without asking); and the
+//! origin of each request on record.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use robobrain_core::devices::mqtt::broker::Mosquitto;
+use robobrain_core::devices::mqtt::discovery::{Button, Discovery};
+use robobrain_core::fleet::testkit::{OPERATOR, Observer, fleet_broker};
+use robobrain_tui::mcp::EVENTS_URI;
+use rumqttc::QoS;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::support::{quiet_config, root, temp_dir};
+
+/// How long a door may take to answer, wall seconds (a limit on waiting,
+/// not a timed assertion: the events are checked, not the time).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The world whose short way from west to east runs through the restricted vault.
+fn through() -> PathBuf {
+    root().join("tests/fixtures/worlds/through.toml")
+}
+
+/// One dangerous request, and the words the policy's reason must hold.
+struct Row {
+    /// What it asks, for messages.
+    what: &'static str,
+    /// The world it is asked in (`None`: the apartment).
+    world: Option<PathBuf>,
+    /// Substrings of the approval's reason.
+    reason: &'static [&'static str],
+}
+
+const STUDY: &[&str] = &["restricted zone study"];
+const VAULT: &[&str] = &["restricted zone vault", "on its way"];
+const OUTSIDE: &[&str] = &["leaves the apartment"];
+const UNLOCK: &[&str] = &["unlock", "front_door_lock"];
+
+/// A config in a fresh folder, with `extra` TOML appended.
+fn config(name: &str, extra: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(&format!("doors-{name}"));
+    let config = quiet_config(&dir);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(extra);
+    std::fs::write(&config, text).unwrap();
+    (dir, config)
+}
+
+/// A `robobrain headless` run: its stdin, and its events as they come.
+struct Headless {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    events: Receiver<Value>,
+    seen: Vec<Value>,
+}
+
+impl Drop for Headless {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Headless {
+    /// `robobrain --config CONFIG [--world WORLD] headless` in real time.
+    fn start(dir: &Path, config: &Path, world: Option<&Path>) -> Self {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_robobrain"));
+        cmd.arg("--config").arg(config);
+        if let Some(w) = world {
+            cmd.arg("--world").arg(w);
+        }
+        let mut child = cmd
+            .args(["headless", "--speed", "10"])
+            .current_dir(root())
+            .env_remove("RUST_LOG")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, events) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && tx.send(v).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            events,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Types one operator line.
+    fn line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The first event from now on that satisfies `want`.
+    fn until(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(e) => {
+                    self.seen.push(e.clone());
+                    if want(&e) {
+                        return e;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    panic!("{what}: not seen; the last events:\n{}", tail(&self.seen))
+                }
+            }
+        }
+    }
+
+    /// Waits for the approval `row` must ask for, checks nothing moved or
+    /// switched before it, and refuses it (so the next row starts clean).
+    fn waits(&mut self, door: &str, row: &Row) {
+        let from = self.seen.len();
+        let asked = self.until(&format!("{door}: {}", row.what), is_request);
+        approval_names(door, row, &asked);
+        nothing_dispatched(door, row, &self.seen[from..]);
+        let id = asked["approval_id"].as_str().unwrap();
+        self.line(
+            &json!({"cmd": "reject", "approval_id": id, "reason": "door matrix"}).to_string(),
+        );
+        self.until(&format!("{door}: {} rejected", row.what), |e| {
+            e["kind"] == "approval" && e["approval_id"] == id && e["status"] == "rejected"
+        });
+    }
+}
+
+fn tail(events: &[Value]) -> String {
+    events
+        .iter()
+        .rev()
+        .take(15)
+        .rev()
+        .filter(|e| e["kind"] != "telemetry")
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_request(e: &Value) -> bool {
+    e["kind"] == "approval" && e["status"] == "requested"
+}
+
+/// The approval's reason names the place or the device.
+fn approval_names(door: &str, row: &Row, asked: &Value) {
+    let reason = asked["reason"].as_str().unwrap_or_default();
+    for needle in row.reason {
+        assert!(
+            reason.contains(needle),
+            "{door}: {}: the approval's reason {reason:?} does not say {needle:?}: {asked}",
+            row.what
+        );
+    }
+}
+
+/// No goal went to the robot and no device was switched among `events`.
+fn nothing_dispatched(door: &str, row: &Row, events: &[Value]) {
+    let moved: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            e["kind"] == "skill"
+                && e["status"] == "dispatched"
+                && ["navigate_to", "dock", "devices.invoke"]
+                    .contains(&e["skill"].as_str().unwrap_or_default())
+        })
+        .collect();
+    assert!(
+        moved.is_empty(),
+        "{door}: {}: dispatched before any approval: {moved:?}",
+        row.what
+    );
+}
+
+fn rows() -> Vec<(Row, &'static str)> {
+    vec![
+        (
+            Row {
+                what: "the study by name",
+                world: None,
+                reason: STUDY,
+            },
+            "go to the study",
+        ),
+        (
+            Row {
+                what: "the study by coordinates",
+                world: None,
+                reason: STUDY,
+            },
+            r#"{"cmd":"call","call_id":"d-xy","skill":"navigate_to","args":{"x":3.0,"y":2.0}}"#,
+        ),
+        (
+            Row {
+                what: "out of the apartment",
+                world: None,
+                reason: OUTSIDE,
+            },
+            r#"{"cmd":"call","call_id":"d-out","skill":"navigate_to","args":{"x":15.25,"y":7.5}}"#,
+        ),
+        (
+            Row {
+                what: "the front door unlocked",
+                world: None,
+                reason: UNLOCK,
+            },
+            "unlock the front door",
+        ),
+        (
+            Row {
+                what: "east by a path through the vault",
+                world: Some(through()),
+                reason: VAULT,
+            },
+            r#"{"cmd":"call","call_id":"d-east","skill":"navigate_to","args":{"zone":"east"}}"#,
+        ),
+    ]
+}
+
+/// The console's and the page's command path: operator lines on
+/// `headless`' stdin (`protocol::line`, the same parser `serve` uses).
+#[test]
+fn headless_operator_lines_wait_for_approval() {
+    for world in [None, Some(through())] {
+        let (dir, config) = config("headless", "");
+        let mut run = Headless::start(&dir, &config, world.as_deref());
+        for (row, line) in rows().iter().filter(|(r, _)| r.world == world) {
+            run.line(line);
+            run.waits("headless", row);
+        }
+    }
+}
+
+/// The page: the same lines as WebSocket text frames on `serve`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_websocket_waits_for_approval() {
+    for world in [None, Some(through())] {
+        let (_dir, config) = config("serve", "");
+        let server = serve_in(&config, world.as_deref());
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr))
+            .await
+            .unwrap();
+        let mut seen: Vec<Value> = Vec::new();
+        for (row, line) in rows().iter().filter(|(r, _)| r.world == world) {
+            let from = seen.len();
+            ws.send(Message::text(*line)).await.unwrap();
+            let asked = ws_until(
+                &mut ws,
+                &mut seen,
+                &format!("page: {}", row.what),
+                is_request,
+            )
+            .await;
+            approval_names("page", row, &asked);
+            nothing_dispatched("page", row, &seen[from..]);
+            let id = asked["approval_id"].as_str().unwrap().to_string();
+            ws.send(Message::text(
+                json!({"cmd": "reject", "approval_id": id, "reason": "door matrix"}).to_string(),
+            ))
+            .await
+            .unwrap();
+            ws_until(&mut ws, &mut seen, "page: rejected", |e| {
+                e["kind"] == "approval"
+                    && e["approval_id"] == id.as_str()
+                    && e["status"] == "rejected"
+            })
+            .await;
+        }
+    }
+}
+
+/// `robobrain serve` with `config` (and `world`, when given) on a free
+/// loopback port.
+fn serve_in(config: &Path, world: Option<&Path>) -> crate::web::Server {
+    let Some(world) = world else {
+        return crate::web::serve_with(config, &[], 10.0);
+    };
+    let with_world = config.with_file_name("robobrain-world.toml");
+    let text = std::fs::read_to_string(config).unwrap();
+    std::fs::write(
+        &with_world,
+        format!("world = {:?}\n{text}", world.display().to_string()),
+    )
+    .unwrap();
+    crate::web::serve_with(&with_world, &[], 10.0)
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The first event on `ws` satisfying `want`; every event seen is kept.
+async fn ws_until(
+    ws: &mut Ws,
+    seen: &mut Vec<Value>,
+    what: &str,
+    want: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let m = tokio::time::timeout_at(deadline, ws.next())
+            .await
+            .unwrap_or_else(|_| panic!("{what}: not seen; last events:\n{}", tail(seen)))
+            .expect("the socket closed")
+            .unwrap();
+        let Message::Text(t) = m else { continue };
+        let m: Value = serde_json::from_str(&t).unwrap();
+        if m["type"] != "event" {
+            continue;
+        }
+        let e = m["event"].clone();
+        seen.push(e.clone());
+        if want(&e) {
+            return e;
+        }
+    }
+}
+
+/// MCP: `robobrain mcp` over stdio with the rmcp client; a held call comes
+/// back `confirmation_required` with the policy's reason, and the run's
+/// events show nothing dispatched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tool_calls_wait_for_approval() {
+    let calls: [(&str, Value, Row); 5] = [
+        (
+            "navigate_to",
+            json!({"zone": "study"}),
+            Row {
+                what: "the study by name",
+                world: None,
+                reason: STUDY,
+            },
+        ),
+        (
+            "navigate_to",
+            json!({"x": 3.0, "y": 2.0}),
+            Row {
+                what: "the study by coordinates",
+                world: None,
+                reason: STUDY,
+            },
+        ),
+        (
+            "navigate_to",
+            json!({"zone": "outside"}),
+            Row {
+                what: "out of the apartment",
+                world: None,
+                reason: OUTSIDE,
+            },
+        ),
+        (
+            "devices.invoke",
+            json!({"device": "front_door_lock", "action": "unlock"}),
+            Row {
+                what: "the front door unlocked",
+                world: None,
+                reason: UNLOCK,
+            },
+        ),
+        (
+            "navigate_to",
+            json!({"zone": "east"}),
+            Row {
+                what: "east by a path through the vault",
+                world: Some(through()),
+                reason: VAULT,
+            },
+        ),
+    ];
+    // One server a call: each is judged on its own, from the robot's start.
+    for (i, (tool, args, row)) in calls.iter().enumerate() {
+        let (dir, config) = config(&format!("mcp-{i}"), "");
+        let log = dir.join("run.jsonl");
+        let world = row.world.clone();
+        let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_robobrain")).configure(|cmd| {
+            cmd.arg("--config").arg(&config);
+            if let Some(w) = &world {
+                cmd.arg("--world").arg(w);
+            }
+            cmd.args(["mcp", "--speed", "10", "--log"])
+                .arg(&log)
+                .current_dir(root())
+                .env("NO_COLOR", "1");
+        });
+        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let tools = client.list_all_tools().await.unwrap();
+        let name = tools
+            .iter()
+            .map(|t| t.name.to_string())
+            .find(|n| n == tool || n.replace("__", ".") == *tool)
+            .unwrap_or_else(|| panic!("no MCP tool for {tool}"));
+        let Value::Object(args) = args.clone() else {
+            unreachable!()
+        };
+        let held = client
+            .call_tool(CallToolRequestParams::new(name).with_arguments(args))
+            .await
+            .unwrap();
+        let v = held.structured_content.clone().unwrap();
+        assert_eq!(
+            v["status"], "confirmation_required",
+            "mcp: {}: {held:?}",
+            row.what
+        );
+        approval_names("mcp", row, &v);
+        let text = client
+            .read_resource(ReadResourceRequestParams::new(EVENTS_URI))
+            .await
+            .unwrap();
+        let ResourceContents::TextResourceContents { text, .. } = &text.contents[0] else {
+            panic!("the events resource is not text")
+        };
+        let events: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        nothing_dispatched("mcp", row, &events);
+        client.cancel().await.unwrap();
+    }
+}
+
+/// VDA 5050: a master control on mosquitto (passwords, the fleet ACL)
+/// sends orders whose node names the study, gives its position, leads out
+/// of the apartment or, in the other flat, past the vault; each waits.
+/// An instant action robobrain does not take (there is no way to unlock a
+/// door over VDA 5050) is refused: FAILED in `state`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vda5050_orders_wait_for_approval_and_other_actions_are_refused() {
+    let broker = fleet_broker("doors-vda", &["r1"], |_| String::new());
+    let mut master = Observer::start(broker.port, "doors-master", OPERATOR.0, OPERATOR.1).await;
+    let header = |id: u64| {
+        json!({"headerId": id, "timestamp": "2026-11-28T08:00:00.000Z", "version": "2.1.0",
+               "manufacturer": "acme", "serialNumber": "r1"})
+    };
+    let order = |id: u64, node: Value| {
+        let mut m = header(id);
+        m.as_object_mut().unwrap().extend(
+            json!({"orderId": format!("o{id}"), "orderUpdateId": 0, "nodes": [node], "edges": []})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        m
+    };
+    let node = |id: &str, at: Option<(f64, f64, &str)>| {
+        let mut n = json!({"nodeId": id, "sequenceId": 0, "released": true, "actions": []});
+        if let Some((x, y, map)) = at {
+            n["nodePosition"] = json!({"x": x, "y": y, "mapId": map});
+        }
+        n
+    };
+    let cases: Vec<(Row, Value)> = vec![
+        (
+            Row {
+                what: "the study by name",
+                world: None,
+                reason: STUDY,
+            },
+            order(1, node("study", None)),
+        ),
+        (
+            Row {
+                what: "the study by coordinates",
+                world: None,
+                reason: STUDY,
+            },
+            order(2, node("n1", Some((3.0, 2.0, "apartment")))),
+        ),
+        (
+            Row {
+                what: "out of the apartment",
+                world: None,
+                reason: OUTSIDE,
+            },
+            order(3, node("n2", Some((15.25, 7.5, "apartment")))),
+        ),
+        (
+            Row {
+                what: "east by a path through the vault",
+                world: Some(through()),
+                reason: VAULT,
+            },
+            order(4, node("n3", Some((5.25, 1.25, "through")))),
+        ),
+    ];
+    for world in [None, Some(through())] {
+        let (dir, config) = config(
+            &format!("vda-{}", world.is_some()),
+            &fleet_section(broker.port, &temp_dir("doors-vda-secret")),
+        );
+        let mut run = Headless::start(&dir, &config, world.as_deref());
+        master
+            .until("uagv/v2/acme/r1", "connection", |v| {
+                v["connectionState"] == "ONLINE"
+            })
+            .await;
+        for (row, order) in cases.iter().filter(|(r, _)| r.world == world) {
+            master.mark();
+            master
+                .client
+                .publish(
+                    "uagv/v2/acme/r1/order",
+                    QoS::AtLeastOnce,
+                    false,
+                    order.to_string(),
+                )
+                .await
+                .unwrap();
+            run.waits("vda5050", row);
+            // Refused by the operator, the order has failed: the next may come.
+            let id = order["orderId"].clone();
+            master
+                .until("uagv/v2/acme/r1", "state", |v| {
+                    v["orderId"] == id
+                        && v["errors"]
+                            .as_array()
+                            .is_some_and(|e| e.iter().any(|e| e["errorType"] == "orderError"))
+                })
+                .await;
+        }
+        if world.is_none() {
+            let mut m = header(9);
+            m["actions"] =
+                json!([{"actionType": "unlockDoor", "actionId": "u1", "blockingType": "HARD"}]);
+            master.mark();
+            master
+                .client
+                .publish(
+                    "uagv/v2/acme/r1/instantActions",
+                    QoS::AtLeastOnce,
+                    false,
+                    m.to_string(),
+                )
+                .await
+                .unwrap();
+            master
+                .until("uagv/v2/acme/r1", "state", |v| {
+                    v["actionStates"].as_array().is_some_and(|a| {
+                        a.iter()
+                            .any(|s| s["actionId"] == "u1" && s["actionStatus"] == "FAILED")
+                    })
+                })
+                .await;
+        }
+        master.mark();
+        drop(run);
+        // The next run takes over the robot's id: wait until this one is gone.
+        master
+            .until("uagv/v2/acme/r1", "connection", |v| {
+                v["connectionState"] != "ONLINE"
+            })
+            .await;
+    }
+}
+
+/// The `[fleet]` section of robot `r1` on the broker at `port`.
+fn fleet_section(port: u16, secret_dir: &Path) -> String {
+    let password = secret_dir.join("password");
+    std::fs::write(
+        &password,
+        robobrain_core::fleet::testkit::robot_password("r1"),
+    )
+    .unwrap();
+    format!(
+        "[fleet]\nbroker = \"mqtt://127.0.0.1:{port}\"\nrobot_id = \"r1\"\nmanufacturer = \"acme\"\n\
+         username = \"r1\"\npassword_file = {:?}\npublish_ms = 100\n",
+        password.display().to_string()
+    )
+}
+
+/// Home Assistant: its buttons cannot name a place or a lock. A command,
+/// a zone or an unlock sent on the button topics (or a made-up one) does
+/// nothing: no task, no approval, nothing dispatched — the E-stop pressed
+/// after them is the first thing the run does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn home_assistant_button_topics_take_no_place_and_no_lock() {
+    let broker = Mosquitto::start("doors-ha");
+    let (dir, config) = config(
+        "ha",
+        &format!(
+            "[home]\nmqtt = \"127.0.0.1:{}\"\ndiscovery = true\n",
+            broker.port
+        ),
+    );
+    let mut run = Headless::start(&dir, &config, None);
+    let discovery = Discovery::new("homeassistant", "robobrain");
+    let mut options = rumqttc::MqttOptions::new("doors-ha-user", "127.0.0.1", broker.port);
+    options.set_keep_alive(Duration::from_secs(5));
+    let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 64);
+    let (tx, mut configs) = tokio::sync::mpsc::unbounded_channel();
+    let poller = tokio::spawn(async move {
+        loop {
+            match eventloop.poll().await {
+                Ok(rumqttc::Event::Incoming(rumqttc::Packet::Publish(p))) => {
+                    let _ = tx.send(p.topic);
+                }
+                Ok(_) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    });
+    // Wait until the robot is on the broker (its button configs are there).
+    client
+        .subscribe(format!("{}/#", "homeassistant"), QoS::AtLeastOnce)
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let topic = tokio::time::timeout_at(deadline, configs.recv())
+            .await
+            .expect("no discovery config from the robot")
+            .unwrap();
+        if topic.ends_with("/config") && topic.contains("button") {
+            break;
+        }
+    }
+    let smuggled = [
+        json!({"cmd": "call", "call_id": "ha1", "skill": "navigate_to", "args": {"zone": "study"}}).to_string(),
+        json!({"cmd": "call", "call_id": "ha2", "skill": "navigate_to", "args": {"x": 15.25, "y": 7.5}}).to_string(),
+        json!({"cmd": "call", "call_id": "ha3", "skill": "devices.invoke",
+               "args": {"device": "front_door_lock", "action": "unlock"}}).to_string(),
+        "go to the study".to_string(),
+        "unlock the front door".to_string(),
+    ];
+    let mut topics: Vec<String> = Button::ALL
+        .iter()
+        .map(|b| discovery.command_topic(*b))
+        .collect();
+    topics.push(format!(
+        "{}/study",
+        discovery.command_subscription().trim_end_matches("/+")
+    ));
+    for topic in &topics {
+        for payload in &smuggled {
+            client
+                .publish(topic, QoS::AtLeastOnce, false, payload.clone())
+                .await
+                .unwrap();
+        }
+    }
+    client
+        .publish(
+            discovery.command_topic(Button::EStop),
+            QoS::AtLeastOnce,
+            false,
+            "PRESS",
+        )
+        .await
+        .unwrap();
+    run.until("home assistant: the E-stop", |e| {
+        e["kind"] == "mode" && e["to"] == "SAFE"
+    });
+    let acted: Vec<&Value> = run
+        .seen
+        .iter()
+        .filter(|e| {
+            matches!(e["kind"].as_str(), Some("task" | "approval"))
+                || (e["kind"] == "skill" && e["status"] == "dispatched")
+        })
+        .collect();
+    assert!(
+        acted.is_empty(),
+        "home assistant: something was acted on before the E-stop: {acted:?}"
+    );
+    poller.abort();
+}
+
+/// A model's decision: `robobrain mock-llm` answers the run's decision with
+/// an op into the study, out of the apartment, past the vault or unlocking
+/// the front door; each waits.
+#[test]
+fn a_models_decision_waits_for_approval() {
+    let ops: [(Value, Row); 4] = [
+        (
+            json!({"op": "dispatch", "skill": "navigate_to", "args": {"x": 3.0, "y": 2.0}}),
+            Row {
+                what: "the study by coordinates",
+                world: None,
+                reason: STUDY,
+            },
+        ),
+        (
+            json!({"op": "dispatch", "skill": "navigate_to", "args": {"zone": "outside"}}),
+            Row {
+                what: "out of the apartment",
+                world: None,
+                reason: OUTSIDE,
+            },
+        ),
+        (
+            // A model sees the skill `devices.invoke` as `devices__invoke`.
+            json!({"op": "dispatch", "skill": "devices__invoke",
+                   "args": {"device": "front_door_lock", "action": "unlock"}}),
+            Row {
+                what: "the front door unlocked",
+                world: None,
+                reason: UNLOCK,
+            },
+        ),
+        (
+            json!({"op": "dispatch", "skill": "navigate_to", "args": {"x": 5.25, "y": 1.25}}),
+            Row {
+                what: "east by a path through the vault",
+                world: Some(through()),
+                reason: VAULT,
+            },
+        ),
+    ];
+    for (i, (op, row)) in ops.iter().enumerate() {
+        let (dir, script) = {
+            let dir = temp_dir(&format!("doors-model-{i}"));
+            let script = dir.join("mock.toml");
+            let decision =
+                json!({"type": "REPLAN", "reason": "the model goes its own way", "ops": [op]});
+            let toml_decision = toml_inline(&decision);
+            std::fs::write(&script, format!("[[reply]]\ndecision = {toml_decision}\n")).unwrap();
+            (dir, script)
+        };
+        let mut mock = Command::new(env!("CARGO_BIN_EXE_robobrain"))
+            .args(["mock-llm", "--script"])
+            .arg(&script)
+            .args(["--listen", "127.0.0.1:0"])
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // It says where it listens on stdout: `… (OPENAI_BASE_URL=URL); …`.
+        let mut said = String::new();
+        BufReader::new(mock.stdout.take().unwrap())
+            .read_line(&mut said)
+            .unwrap();
+        let url = said
+            .split("OPENAI_BASE_URL=")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .unwrap_or_else(|| panic!("mock-llm said {said:?}"))
+            .to_string();
+        let (_, config) = config(
+            &format!("model-{i}"),
+            &format!(
+                "[llm]\nbase_url = \"{url}\"\napi_key = \"sk-door-matrix\"\ntimeout_s = 5\nrecognize_intents = false\n"
+            ),
+        );
+        let mut run = Headless::start(&dir, &config, row.world.as_deref());
+        let place = if row.world.is_some() {
+            "west"
+        } else {
+            "kitchen"
+        };
+        run.line(&format!(
+            r#"{{"cmd":"call","call_id":"m{i}","skill":"navigate_to","args":{{"zone":"{place}"}}}}"#
+        ));
+        run.waits("model", row);
+        drop(run);
+        let _ = mock.kill();
+        let _ = mock.wait();
+    }
+}
+
+/// `value` as a TOML inline value.
+fn toml_inline(value: &Value) -> String {
+    match value {
+        Value::Object(map) => format!(
+            "{{ {} }}",
+            map.iter()
+                .map(|(k, v)| format!("{k:?} = {}", toml_inline(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
+        ),
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
