@@ -32,7 +32,7 @@
 //! let engine = Engine::simulated(&config, World::resolve(&config.world)?)?;
 //! let brain = Runtime::start(engine, Pace::RealTime { speed: 1.0 });
 //! let mut events = brain.subscribe();
-//! brain.send(Command::Say { text: "巡逻一次厨房和客厅".into() }, Origin::console(), Origin::console()).await?;
+//! brain.send(Command::Say { text: "巡逻一次厨房和客厅".into() }, Origin::console()).await?;
 //! while let Ok(event) = events.recv().await {
 //!     println!("{}", event.to_json());
 //! }
