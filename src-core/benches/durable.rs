@@ -8,6 +8,11 @@
 //!   that only go round (no `watch`, whose camera frame is a sixth of the
 //!   iteration above): like for like with `rule_brain_no_persistence`, so
 //!   the difference between the two is the store alone.
+//! - `react_iteration/rule_brain_durable_effects`: the first, with the
+//!   default `[store] synchronous = "effects"`: every iteration here
+//!   dispatches a goal, so each one's commit waits for an `fdatasync` of
+//!   the WAL before the goal goes (what a power cut never loses; the
+//!   figure is the disk's more than the brain's).
 //! - Printed once: checkpoint bytes per iteration, and the time to resume a
 //!   thread of 1 000+ steps up to its first dispatch.
 //! - `ROBOBRAIN_BENCH_ITERATIONS_ONLY=N`: only N iterations, for a profiler.
@@ -35,17 +40,22 @@ fn db(name: &str) -> PathBuf {
 }
 
 fn open_engine(path: &Path, resume: bool) -> Engine {
-    open_engine_with(path, resume, &support::config(THREAD))
+    open_engine_with(path, resume, &support::config(THREAD), Synchronous::Normal)
 }
 
-fn open_engine_with(path: &Path, resume: bool, config: &robobrain_core::config::Config) -> Engine {
+fn open_engine_with(
+    path: &Path,
+    resume: bool,
+    config: &robobrain_core::config::Config,
+    synchronous: Synchronous,
+) -> Engine {
     let mut engine = Engine::new(
         config,
         support::world(),
         Box::new(support::InstantLink::default()),
     )
     .expect("engine");
-    let store = Store::open(path, Synchronous::Normal).expect("store");
+    let store = Store::open(path, synchronous).expect("store");
     engine
         .attach_store(store, &StoreConfig::default(), resume)
         .expect("attach");
@@ -99,7 +109,20 @@ fn react_iteration_durable(c: &mut Criterion) {
     c.bench_function("react_iteration/rule_brain_durable_loop_only", |b| {
         b.iter_custom(|iters| {
             let path = db("loop");
-            let mut engine = open_engine_with(&path, false, &support::loop_only_config(THREAD));
+            let mut engine = open_engine_with(
+                &path,
+                false,
+                &support::loop_only_config(THREAD),
+                Synchronous::Normal,
+            );
+            run_iterations(&mut engine, iters)
+        });
+    });
+    c.bench_function("react_iteration/rule_brain_durable_effects", |b| {
+        b.iter_custom(|iters| {
+            let path = db("effects");
+            let mut engine =
+                open_engine_with(&path, false, &support::config(THREAD), Synchronous::Effects);
             run_iterations(&mut engine, iters)
         });
     });
@@ -203,6 +226,12 @@ fn main() {
         "react_iteration/rule_brain_durable_wal_normal",
         "durable.iteration",
         "one ReAct iteration with a durable commit per tick (WAL, synchronous=NORMAL)",
+        since,
+    );
+    figures::criterion(
+        "react_iteration/rule_brain_durable_effects",
+        "durable.iteration_effects",
+        "one ReAct iteration with a durable commit per tick under the default synchronous = effects (each iteration dispatches: one fdatasync each)",
         since,
     );
     figures::criterion(

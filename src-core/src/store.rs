@@ -39,13 +39,30 @@ use crate::protocol::{Event, EventKind};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Synchronous {
-    /// WAL + `synchronous=NORMAL`: a killed process loses nothing committed;
-    /// a power cut may lose the last commits (never corrupts).
+    /// WAL; a commit that records an outward effect ([`Commit::outward`]:
+    /// a goal or cancel about to go to the robot, a ledger change, an
+    /// approval asked or answered, a device write) is on disk before it
+    /// returns (SQLite's `synchronous=FULL` for that commit); the others
+    /// (`synchronous=NORMAL`) reach the disk with the next one that syncs,
+    /// at most [`GROUP_WINDOW`] later while the brain commits. A killed
+    /// process loses nothing committed; a power cut may lose the records
+    /// of the last effect-free ticks, never an effect's.
     #[default]
+    Effects,
+    /// WAL + `synchronous=NORMAL`: a killed process loses nothing committed;
+    /// a power cut may lose the last commits, effects' records included
+    /// (never corrupts).
     Normal,
     /// WAL + `synchronous=FULL`: every commit is on disk before it returns.
     Full,
 }
+
+/// Under [`Synchronous::Effects`], how long a commit without an outward
+/// effect may stay in the WAL unsynced while the brain keeps committing:
+/// the first commit after this window syncs (and with it every commit
+/// before it), and a tick with nothing to commit asks the background
+/// checkpointer to sync what is left.
+pub const GROUP_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Store settings (`[store]` in `robobrain.toml`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,7 +82,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         Self {
             db: None,
-            synchronous: Synchronous::Normal,
+            synchronous: Synchronous::Effects,
             keep_checkpoints: 10,
             full_every: 64,
         }
@@ -263,6 +280,11 @@ pub struct Commit<'a> {
     pub updates: &'a [(String, LedgerStatus, Option<Value>)],
     /// The thread's row.
     pub row: ThreadRow,
+    /// Whether the tick had an effect outside the brain that this record
+    /// must reach the disk before (or, for a device write, right after):
+    /// under [`Synchronous::Effects`] such a commit is synced before
+    /// [`Store::commit`] returns.
+    pub outward: bool,
 }
 
 /// A restored checkpoint.
@@ -293,6 +315,13 @@ pub struct Store {
     /// `SELECT MAX(n)` was an eighth of a durable tick). Set only after the
     /// transaction committed; anything else that writes checkpoints clears it.
     next_checkpoint: Option<(String, u64)>,
+    /// Whether the connection's commits sync now (`synchronous=FULL`);
+    /// under [`Synchronous::Effects`] it changes only when a commit needs
+    /// the other level.
+    syncing: bool,
+    /// When the oldest commit not yet synced was made (under
+    /// [`Synchronous::Effects`]).
+    unsynced_since: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for Store {
@@ -339,6 +368,8 @@ impl Store {
             path: path.to_path_buf(),
             synchronous,
             next_checkpoint: None,
+            syncing: synchronous == Synchronous::Full,
+            unsynced_since: None,
         };
         store
             .conn
@@ -503,21 +534,42 @@ impl Store {
         Ok(())
     }
 
-    /// Writes one tick's record in one transaction.
+    /// Writes one tick's record in one transaction; under
+    /// [`Synchronous::Effects`] a commit with an outward effect, or the
+    /// first after [`GROUP_WINDOW`], is on disk when this returns.
     pub fn commit(&mut self, c: &Commit<'_>) -> Result<(), StoreError> {
         let path = self.path.clone();
         let map = |e| StoreError::from_sqlite(&path, e);
+        let sync = self.synchronous == Synchronous::Effects
+            && (c.outward
+                || self
+                    .unsynced_since
+                    .is_some_and(|t| t.elapsed() >= GROUP_WINDOW));
+        if self.synchronous == Synchronous::Effects && sync != self.syncing {
+            // SQLite refuses to change the level inside a transaction.
+            self.conn
+                .execute_batch(if sync {
+                    "PRAGMA synchronous=FULL"
+                } else {
+                    "PRAGMA synchronous=NORMAL"
+                })
+                .map_err(map)?;
+            self.syncing = sync;
+        }
         let now = wall_ms();
         let mut written = None;
         let tx = self.conn.transaction().map_err(map)?;
         {
             if let (Some(first), Some(last)) = (c.events.first(), c.events.last()) {
                 let body = serde_json::to_string(c.events).unwrap_or_default();
+                let crc = crc32fast::hash(body.as_bytes());
                 tx.prepare_cached(
-                    "INSERT INTO event_batches (thread_id, first_seq, last_seq, step, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO event_batches (thread_id, first_seq, last_seq, step, body, crc)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )
-                .and_then(|mut s| s.execute(params![c.thread, first.seq, last.seq, c.step, body]))
+                .and_then(|mut s| {
+                    s.execute(params![c.thread, first.seq, last.seq, c.step, body, crc])
+                })
                 .map_err(map)?;
             }
             for e in c.events {
@@ -621,8 +673,30 @@ impl Store {
         if let Some(n) = written {
             self.next_checkpoint = Some((c.thread.to_string(), n + 1));
         }
+        if self.synchronous == Synchronous::Effects {
+            if sync {
+                self.unsynced_since = None;
+            } else {
+                self.unsynced_since
+                    .get_or_insert_with(std::time::Instant::now);
+            }
+        }
         self.after_commit();
         Ok(())
+    }
+
+    /// On a tick with nothing to commit: under [`Synchronous::Effects`],
+    /// commits left unsynced for [`GROUP_WINDOW`] are handed to the
+    /// background checkpointer, whose checkpoint syncs the WAL first (the
+    /// tick does not wait for it).
+    pub fn sync_if_due(&mut self) {
+        if self
+            .unsynced_since
+            .is_some_and(|t| t.elapsed() >= GROUP_WINDOW)
+        {
+            self.unsynced_since = None;
+            self.checkpoints.now(&self.path);
+        }
     }
 
     /// Every [`checkpointer::EVERY`] commits, asks the checkpointer thread
@@ -787,17 +861,19 @@ impl Store {
 
     /// Checks that every event of `thread` is stored and readable before a
     /// resume writes after them: the batches run 1, 2, 3… to the thread's
-    /// last recorded `seq` and each one's body is a JSON array of as many
-    /// events as it says. Bytes damaged inside a record pass `quick_check`
-    /// (the pages are sound, the record is not); this names the thread and
-    /// the events of the first damaged record. Cheaper than
-    /// [`Store::events`]: the bodies are parsed, not decoded into events.
+    /// last recorded `seq`, and each one's body is the bytes written — its
+    /// CRC-32 matches the one stored beside it — or, for a record written
+    /// before schema 3 (no checksum), a JSON array of as many events as it
+    /// says. Bytes damaged inside a record pass `quick_check` (the pages
+    /// are sound, the record is not); this names the thread and the events
+    /// of the first damaged record. Cheaper than [`Store::events`]: the
+    /// bodies are summed, not decoded.
     pub fn check_events(&self, thread: &str) -> Result<(), StoreError> {
         let last_seq = self.thread(thread)?.last_seq;
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT first_seq, last_seq, body FROM event_batches WHERE thread_id = ?1 ORDER BY id",
+                "SELECT first_seq, last_seq, body, crc FROM event_batches WHERE thread_id = ?1 ORDER BY id",
             )
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query([thread]).map_err(|e| self.err(e))?;
@@ -812,19 +888,20 @@ impl Store {
                 row.get(0).map_err(|e| self.err(e))?,
                 row.get(1).map_err(|e| self.err(e))?,
             );
+            let crc: Option<u32> = row.get(3).map_err(|e| self.err(e))?;
             let body = row.get_ref(2).map_err(|e| self.err(e))?;
-            let parsed = body.as_bytes().map_err(|e| e.to_string()).and_then(|b| {
-                serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(b).map_err(|e| e.to_string())
-            });
+            let parsed = body
+                .as_bytes()
+                .map_err(|e| e.to_string())
+                .and_then(|b| record_len(b, crc, (last + 1).saturating_sub(first)));
             match parsed {
                 Err(detail) => return Err(damaged(first, last, detail)),
-                Ok(v) if first != next || last < first || v.len() as u64 != last - first + 1 => {
+                Ok(n) if first != next || last < first || n != (last + 1).saturating_sub(first) => {
                     return Err(damaged(
                         first,
                         last,
                         format!(
-                            "the record holds {} events where its numbers say {}; event {next} was expected first",
-                            v.len(),
+                            "the record holds {n} events where its numbers say {}; event {next} was expected first",
                             (last + 1).saturating_sub(first)
                         ),
                     ));
@@ -894,6 +971,23 @@ impl Store {
     }
 }
 
+/// How many events a stored record holds, checked: with a checksum, the
+/// bytes must be the ones written (and then hold the `numbered` events
+/// they were written with); without one (written before schema 3), the
+/// body is parsed as a JSON array.
+fn record_len(body: &[u8], crc: Option<u32>, numbered: u64) -> Result<u64, String> {
+    match crc {
+        Some(crc) if crc32fast::hash(body) == crc => Ok(numbered),
+        Some(crc) => Err(format!(
+            "its checksum is {:08x} where {crc:08x} was written",
+            crc32fast::hash(body)
+        )),
+        None => serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(body)
+            .map(|v| v.len() as u64)
+            .map_err(|e| e.to_string()),
+    }
+}
+
 /// How many of `quick_check`'s findings an error quotes.
 const QUICK_CHECK_FINDINGS: u32 = 3;
 
@@ -936,8 +1030,10 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
 fn configure(conn: &mut Connection, synchronous: Synchronous) -> rusqlite::Result<String> {
     conn.busy_handler(Some(retry_soon))?;
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    // Under `Effects` the store's commits start at NORMAL and switch per
+    // commit (`Store::commit`).
     let sync = match synchronous {
-        Synchronous::Normal => "NORMAL",
+        Synchronous::Normal | Synchronous::Effects => "NORMAL",
         Synchronous::Full => "FULL",
     };
     conn.execute_batch(&format!(

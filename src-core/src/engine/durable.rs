@@ -385,7 +385,11 @@ impl Engine {
             let written = if changed {
                 self.commit()
             } else {
-                d.guard.as_ref().map_or(Ok(()), FileGuard::check)
+                let checked = d.guard.as_ref().map_or(Ok(()), FileGuard::check);
+                if let Some(d) = self.durable.as_mut() {
+                    d.store.sync_if_due();
+                }
+                checked
             };
             if let Err(e) = written {
                 let message = e.to_string();
@@ -473,6 +477,19 @@ impl Engine {
             }
         }
         let has_checkpoint = checkpoint.is_some();
+        // What leaves the brain with this tick, or already left: requests
+        // to the robot, ledger changes, approvals asked or answered,
+        // device writes. Their record is synced before they go
+        // (`Synchronous::Effects`).
+        let outward = self.held.requests().iter().any(changes_the_world)
+            || !d.sent.is_empty()
+            || !d.updates.is_empty()
+            || self.outbox.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Approval { .. } | EventKind::Device { .. }
+                )
+            });
         d.store.commit(&Commit {
             thread: &thread,
             step: self.state.step,
@@ -482,6 +499,7 @@ impl Engine {
             started: &started,
             updates: &d.updates,
             row,
+            outward,
         })?;
         for l in started {
             d.open.insert(l.goal_id, l.request);
@@ -503,6 +521,18 @@ impl Engine {
 
     fn is_settled_now(&self) -> bool {
         self.runner.running().is_empty() && self.state.queue.best_runnable().is_none()
+    }
+}
+
+/// Whether a request to the robot changes something there (a goal, a
+/// cancel, a fault injected), as a question about a goal or a heartbeat
+/// does not.
+fn changes_the_world(request: &LinkRequest) -> bool {
+    match request {
+        LinkRequest::SendGoal { .. } | LinkRequest::Cancel { .. } | LinkRequest::Inject { .. } => {
+            true
+        }
+        LinkRequest::QueryGoal { .. } | LinkRequest::Heartbeat => false,
     }
 }
 

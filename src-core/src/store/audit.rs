@@ -133,6 +133,12 @@ impl AuditLog {
         // The audit rows go into the run's database during a tick: the
         // same settings as the store's connection, so they meet the WAL
         // checkpointer as its commits do and never checkpoint in a tick.
+        // Each audit row records a home tool call, an effect: under
+        // `Effects` it is synced as the store's commits of effects are.
+        let synchronous = match synchronous {
+            Synchronous::Effects => Synchronous::Full,
+            other => other,
+        };
         super::configure(&mut conn, synchronous).map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         let has_origin = conn
@@ -303,15 +309,20 @@ mod tests {
     }
 
     /// The audit connection writes the run's database with the store's
-    /// settings: WAL, `synchronous` as the store's, and no checkpoint inside
-    /// a commit (SQLite's default would fsync every audit row and copy the
-    /// WAL on the tick thread).
+    /// settings: WAL, `synchronous` as the store's (under `effects` every
+    /// audit row, the record of a home tool call, is synced), and no
+    /// checkpoint inside a commit (SQLite's default would copy the WAL on
+    /// the tick thread).
     #[test]
     fn the_log_writes_with_the_stores_settings() {
         let dir = std::env::temp_dir().join(format!("rb-audit-settings-{}", std::process::id()));
         let path = dir.join("a.db");
         let _ = std::fs::remove_dir_all(&dir);
-        for (synchronous, level) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+        for (synchronous, level) in [
+            (Synchronous::Normal, 1),
+            (Synchronous::Full, 2),
+            (Synchronous::Effects, 2),
+        ] {
             let store = crate::store::Store::open(&path, synchronous).unwrap();
             let log = AuditLog::open_with(store.path(), store.synchronous()).unwrap();
             let pragma = |name: &str| -> String {

@@ -50,7 +50,15 @@ impl Schedule {
     /// Counts a commit to `path`; every [`EVERY`] asks for a checkpoint.
     pub(super) fn after_commit(&mut self, path: &Path) {
         self.since += 1;
-        if self.since < EVERY || path == Path::new(":memory:") {
+        if self.since < EVERY {
+            return;
+        }
+        self.now(path);
+    }
+
+    /// Asks for a checkpoint now (it syncs the WAL before copying it).
+    pub(super) fn now(&mut self, path: &Path) {
+        if path == Path::new(":memory:") {
             return;
         }
         self.since = 0;

@@ -103,6 +103,11 @@ pub const MIGRATIONS: &[&str] = &[
         SELECT goal_id, thread_id, step, op, skill, request, status, result, updated_ms FROM ledger;
     DROP TABLE ledger;
     ALTER TABLE ledger_by_goal RENAME TO ledger;",
+    // 3: each event record's CRC-32 (of its body's bytes), so that a
+    // resume verifies a thread's whole history by checksum instead of
+    // parsing every record; records written before have none and are
+    // parsed as before.
+    "ALTER TABLE event_batches ADD COLUMN crc INTEGER;",
 ];
 
 /// The schema version this build writes.

@@ -45,6 +45,7 @@ fn commit(store: &mut Store, seq: u64, body: Option<CheckpointBody>) {
             started: &[],
             updates: &[],
             row: row(),
+            outward: false,
         })
         .unwrap();
 }
@@ -106,6 +107,7 @@ fn the_ledger_moves_from_started_to_done_in_commits() {
         started: std::slice::from_ref(&entry),
         updates: &[],
         row: row(),
+        outward: true,
     };
     store.commit(&c).unwrap();
     assert_eq!(store.open_ledger("t").unwrap(), vec![entry.clone()]);
@@ -174,7 +176,7 @@ fn a_database_from_a_newer_robobrain_is_refused() {
     assert_eq!(
         e.to_string(),
         format!(
-            "{}: schema version 99 is newer than this robobrain supports (2); upgrade robobrain or use another --db",
+            "{}: schema version 99 is newer than this robobrain supports (3); upgrade robobrain or use another --db",
             path.display()
         )
     );
@@ -272,6 +274,7 @@ fn a_locked_database_is_a_clear_error_and_nothing_is_half_written() {
             started: &[],
             updates: &[],
             row: row(),
+            outward: false,
         })
         .unwrap_err();
     assert!(matches!(e, StoreError::Locked { .. }), "{e:?}");
@@ -391,4 +394,104 @@ fn a_busy_store_retries_in_small_steps_then_gives_up() {
     assert!(retry_soon(attempts - 1));
     assert!(!retry_soon(attempts));
     assert!(!retry_soon(i32::MAX));
+}
+
+/// Under `effects` (the default) a commit that records an outward effect
+/// is made with SQLite's `synchronous=FULL` (synced before it returns),
+/// one without it with `NORMAL`, and the first one after the group window
+/// with `FULL` again, which syncs those before it.
+#[test]
+fn under_effects_a_commit_syncs_when_it_records_an_effect_or_the_window_ran_out() {
+    let path = temp("effects");
+    let mut store = Store::open(&path, Synchronous::default()).unwrap();
+    assert_eq!(store.synchronous(), Synchronous::Effects);
+    store.create_thread("t", "IDLE").unwrap();
+    let level = |store: &Store| -> i64 {
+        store
+            .conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap()
+    };
+    let at = |store: &mut Store, seq: u64, outward: bool| {
+        store
+            .commit(&Commit {
+                thread: "t",
+                step: seq,
+                seq,
+                checkpoint: None,
+                events: &[event(seq, seq)],
+                started: &[],
+                updates: &[],
+                row: row(),
+                outward,
+            })
+            .unwrap();
+        level(store)
+    };
+    assert_eq!(at(&mut store, 1, false), 1, "NORMAL");
+    assert!(store.unsynced_since.is_some());
+    assert_eq!(at(&mut store, 2, true), 2, "FULL");
+    assert!(
+        store.unsynced_since.is_none(),
+        "the effect's sync covers all before it"
+    );
+    assert_eq!(at(&mut store, 3, false), 1);
+    std::thread::sleep(GROUP_WINDOW);
+    assert_eq!(at(&mut store, 4, false), 2, "the window ran out");
+    assert!(store.unsynced_since.is_none());
+    // `normal` and `full` never switch.
+    drop(store);
+    for (synchronous, want) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+        let mut store = Store::open(&path, synchronous).unwrap();
+        assert_eq!(at(&mut store, 10 + want as u64 * 2, true), want);
+        assert_eq!(at(&mut store, 11 + want as u64 * 2, false), want);
+    }
+}
+
+/// A record whose bytes changed after it was written — even into other
+/// valid JSON, which parsing would take — is refused by its checksum,
+/// naming its thread and events; a record from before schema 3 (no
+/// checksum) is parsed as before.
+#[test]
+fn a_record_changed_after_it_was_written_fails_its_checksum() {
+    let path = temp("crc");
+    let mut store = Store::open(&path, Synchronous::Normal).unwrap();
+    store.create_thread("t", "IDLE").unwrap();
+    for seq in 1..=3 {
+        commit(&mut store, seq, None);
+    }
+    store.check_events("t").unwrap();
+    store
+        .conn
+        .execute(
+            "UPDATE event_batches SET body = replace(body, 'event 2', 'event 9') WHERE first_seq = 2",
+            [],
+        )
+        .unwrap();
+    let e = store.check_events("t").unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("events 2 to 2 of thread `t` cannot be decoded: its checksum is"),
+        "{text}"
+    );
+    store
+        .conn
+        .execute(
+            "UPDATE event_batches SET crc = NULL WHERE first_seq = 2",
+            [],
+        )
+        .unwrap();
+    store.check_events("t").unwrap();
+    store
+        .conn
+        .execute(
+            "UPDATE event_batches SET body = '[{' WHERE first_seq = 2",
+            [],
+        )
+        .unwrap();
+    let text = store.check_events("t").unwrap_err().to_string();
+    assert!(
+        text.contains("events 2 to 2 of thread `t` cannot be decoded"),
+        "{text}"
+    );
 }
