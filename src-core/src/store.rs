@@ -490,6 +490,12 @@ impl Store {
         self.synchronous
     }
 
+    /// Whether the last commit was synced before it returned.
+    #[cfg(test)]
+    pub(crate) fn synced_last(&self) -> bool {
+        self.syncing
+    }
+
     /// Every thread, most recently updated first.
     pub fn threads(&self) -> Result<Vec<ThreadInfo>, StoreError> {
         let mut stmt = self

@@ -883,6 +883,47 @@ mod tests {
         assert_ne!(version(), before);
     }
 
+    /// Under the default `effects`, the tick that dispatches a goal is
+    /// synced before the goal goes; a tick that only reports (telemetry,
+    /// feedback) is not.
+    #[test]
+    fn under_effects_a_dispatching_tick_syncs_and_a_reporting_one_does_not() {
+        let path = temp_db("effects");
+        let config = Config {
+            thread_id: Some("t".into()),
+            ..Config::default()
+        };
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let store = Store::open(&path, Synchronous::default()).unwrap();
+        engine
+            .attach_store(store, &StoreConfig::default(), false)
+            .unwrap();
+        let synced = |engine: &Engine| engine.durable.as_ref().unwrap().store.synced_last();
+        engine.submit(
+            Command::Say {
+                text: "去厨房".into(),
+            },
+            Origin::console(),
+        );
+        let (mut dispatches, mut unsynced) = (0, 0);
+        for _ in 0..400 {
+            let mut events = Vec::new();
+            engine.tick(&mut events);
+            if events.iter().any(dispatched) {
+                dispatches += 1;
+                assert!(synced(&engine), "a dispatch went out unsynced: {events:?}");
+            } else if !events.is_empty()
+                && events
+                    .iter()
+                    .all(|e| matches!(e.kind, EventKind::Telemetry { .. }))
+                && !synced(&engine)
+            {
+                unsynced += 1;
+            }
+        }
+        assert!(dispatches > 0 && unsynced > 0, "{dispatches} {unsynced}");
+    }
+
     /// A resumed brain holds each goal the ledger left open once, until the
     /// robot has answered about it (a stop cancels each of them).
     #[test]
