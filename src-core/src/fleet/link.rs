@@ -16,6 +16,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::bridge::{Bridge, Effect, Identity, Publish, Qos};
 use super::topics::Topics;
 use super::{FleetSettings, wall_ms};
+use crate::devices::mqtt::discovery::Echo;
 use crate::devices::mqtt::{Net, Running, Subscriptions, disconnect, spawn_poll};
 use crate::protocol::{Command, Door, Event, Hello, Origin, Snapshot};
 use crate::world::World;
@@ -53,17 +54,21 @@ enum Input {
     Event(Result<Box<Event>, RecvError>),
     Publish,
     CutOff,
+    EchoDue,
     Stop,
 }
+
+/// How long the link waits to hear its ONLINE back before it says the
+/// broker did not take it.
+const ECHO_WAIT: Duration = crate::devices::mqtt::ECHO_WAIT;
 
 impl FleetLink {
     /// Starts the link on the current tokio runtime: it connects (and keeps
     /// reconnecting) to the broker `settings` name, as the robot in `world`.
     pub fn start(settings: &FleetSettings, world: World, feed: RunFeed) -> Self {
-        let mut bridge = Bridge::new(Identity {
-            topics: Topics::new(&settings.manufacturer, &settings.robot_id),
-            world,
-        });
+        let topics = Topics::new(&settings.manufacturer, &settings.robot_id);
+        let echo = Echo::watching(vec![topics.of(super::topics::Kind::Connection)]);
+        let mut bridge = Bridge::new(Identity { topics, world });
         let mut options = settings.mqtt.options(&settings.mqtt.client_id);
         let will = bridge.will(wall_ms());
         options.set_last_will(LastWill::new(
@@ -89,6 +94,8 @@ impl FleetLink {
             cutoff_pause: settings.cutoff_pause,
             down_since: None,
             paused_for_cutoff: false,
+            echo,
+            echo_due: None,
         };
         let task = tokio::spawn(worker.run(net, feed.snapshots, feed.events, stopped, poller));
         Self {
@@ -114,6 +121,10 @@ struct Worker {
     cutoff_pause: Duration,
     down_since: Option<Instant>,
     paused_for_cutoff: bool,
+    /// The ONLINE published and not yet heard back.
+    echo: Echo,
+    /// When what is not heard back by then is reported.
+    echo_due: Option<Instant>,
 }
 
 impl Worker {
@@ -138,6 +149,7 @@ impl Worker {
                 e = events.recv(), if events_open => Input::Event(e.map(Box::new)),
                 _ = publish.tick() => Input::Publish,
                 () = sleep_until(cutoff) => Input::CutOff,
+                () = sleep_until(self.echo_due) => Input::EchoDue,
                 _ = &mut stop => Input::Stop,
             };
             match input {
@@ -165,6 +177,7 @@ impl Worker {
                         }
                     }
                 }
+                Input::EchoDue => self.echo_checked(),
                 Input::CutOff => {
                     self.paused_for_cutoff = true;
                     let snapshot = snapshots.borrow().clone();
@@ -191,11 +204,26 @@ impl Worker {
                 self.connected = true;
                 self.down_since = None;
                 self.paused_for_cutoff = false;
-                for topic in self.bridge.subscriptions() {
+                for topic in self
+                    .bridge
+                    .subscriptions()
+                    .into_iter()
+                    .chain(self.echo.subscriptions())
+                {
                     self.subscriptions.subscribe(&self.client, topic);
                 }
                 let snapshot = snapshots.borrow().clone();
-                for p in self.bridge.connected(&self.hello, &snapshot, wall_ms()) {
+                let publishes = self.bridge.connected(&self.hello, &snapshot, wall_ms());
+                let heard_back: Vec<(String, Vec<u8>)> = publishes
+                    .iter()
+                    .filter(|p| self.echo.watches(&p.topic))
+                    .map(|p| (p.topic.clone(), p.payload.clone()))
+                    .collect();
+                self.echo.expect_bytes(heard_back);
+                if self.echo.checking() {
+                    self.echo_due = Some(Instant::now() + ECHO_WAIT);
+                }
+                for p in publishes {
                     self.publish(p);
                 }
             }
@@ -206,9 +234,20 @@ impl Worker {
             Net::Closed => {}
             // Everything the robot subscribes to is a command, an order or
             // an instant action: a retained one is never acted on.
-            Net::Retained(topic, _) => crate::devices::mqtt::ignored_retained(&topic),
+            // (Its own connection message, retained, is heard back.)
+            Net::Retained(topic, payload) => {
+                if self.echo.watches(&topic) {
+                    self.echo.heard(&topic, &payload);
+                } else {
+                    crate::devices::mqtt::ignored_retained(&topic);
+                }
+            }
             // Commands cannot reach the robot: the operator hears of it.
             Net::Refused(filter) => {
+                if self.echo.subscriptions().contains(&filter) {
+                    // Nothing can be heard back: no publish can be checked.
+                    self.echo.give_up();
+                }
                 let message = crate::devices::mqtt::refused_subscription(&filter);
                 let _ = (self.commands)(
                     Command::Report {
@@ -219,6 +258,7 @@ impl Worker {
                 );
             }
             Net::Message(topic, payload) => {
+                self.echo.heard(&topic, &payload);
                 for effect in self.bridge.message(&topic, &payload, wall_ms()) {
                     match effect {
                         Effect::Publish(p) => self.publish(p),
@@ -237,6 +277,30 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// [`ECHO_WAIT`] after an ONLINE: not heard back, the broker did not
+    /// take it (its ACL), and that is said loudly.
+    fn echo_checked(&mut self) {
+        self.echo_due = None;
+        let Some(missing) = self.echo.overdue(self.connected).filter(|m| !m.is_empty()) else {
+            return;
+        };
+        let message = format!(
+            "fleet link: the MQTT broker did not take the robot's connection message within {} s \
+             ({}): its ACL denies publishing (or reading it back) there, and the master control \
+             does not see the robot",
+            ECHO_WAIT.as_secs(),
+            missing.join(", ")
+        );
+        tracing::error!("mqtt: {message}");
+        let _ = (self.commands)(
+            Command::Report {
+                code: Some("mqtt_refused".into()),
+                message,
+            },
+            Origin::new(Door::Fleet, "the broker's answers"),
+        );
     }
 
     /// Where a command on `topic` came from. MQTT does not tell a

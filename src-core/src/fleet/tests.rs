@@ -729,3 +729,41 @@ async fn an_approval_answered_from_two_consoles_is_given_once() {
     b.close().await;
     session.stop().await.unwrap();
 }
+
+/// A broker whose ACL does not let the robot publish its connection
+/// message: mosquitto drops the ONLINE without a word, and robobrain says
+/// so — an `mqtt_refused` error naming the topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_message_the_acl_denies_is_reported_not_silent() {
+    let broker = fleet_broker("acl-conn", &["r1"], |dir| {
+        let acl = std::fs::read_to_string(dir.join("acl")).unwrap();
+        let denied = acl.replace(
+            "pattern readwrite uagv/v2/+/%u/connection\n",
+            "pattern read uagv/v2/+/%u/connection\n",
+        );
+        assert_ne!(acl, denied, "the ACL changed: update this test");
+        std::fs::write(dir.join("acl"), denied).unwrap();
+        String::new()
+    });
+    let mut session = robot("acl-conn", "r1", broker.port).await;
+    let mut events = session.take_events();
+    let refused = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let Ok(e) = events.recv().await else {
+                continue;
+            };
+            if let crate::protocol::EventKind::Error { code, message } = e.kind
+                && code == "mqtt_refused"
+            {
+                return message;
+            }
+        }
+    })
+    .await
+    .expect("the refusal is said within 30 s");
+    assert!(
+        refused.contains("uagv/v2/acme/r1/connection"),
+        "the topic is named: {refused}"
+    );
+    session.stop().await.unwrap();
+}

@@ -152,6 +152,9 @@ pub fn mosquitto_acl(operators: &[&str], viewers: &[&str]) -> String {
     for kind in Kind::ALL {
         let access = match kind {
             Kind::Command | Kind::Order | Kind::InstantActions => "read",
+            // Read too: the robot hears its ONLINE back, for a publish the
+            // broker refuses is otherwise dropped without a word.
+            Kind::Connection => "readwrite",
             _ => "write",
         };
         let topic = if kind.is_vda() {
@@ -209,7 +212,7 @@ mod tests {
         );
         assert!(acl.contains("pattern read robobrain/%u/command\n"), "{acl}");
         assert!(
-            acl.contains("pattern write uagv/v2/+/%u/connection\n"),
+            acl.contains("pattern readwrite uagv/v2/+/%u/connection\n"),
             "{acl}"
         );
         assert!(acl.contains("pattern read uagv/v2/+/%u/order\n"), "{acl}");
