@@ -8,14 +8,14 @@
 //! the fleet ACL, Home Assistant's button topics on mosquitto, and a model
 //! (`robobrain mock-llm`) whose decision asks for it. Every one waits for
 //! an operator's approval — an `approval` event naming where it would go or
-//! what it would switch, with nothing dispatched before it — or is refused.
+//! what it would switch, and the door that asked (`requested_by`), with
+//! nothing dispatched before it — or is refused.
 //!
-//! Not here yet, because they cannot pass today (issue 35 items 2, 3, 5):
-//! moving after an E-stop reset (`resume` on the console, the page and
-//! headless, Home Assistant's Resume button, VDA 5050's `eStopRelease`:
-//! releasing the latch restarts the set-aside task); Home Assistant's
-//! Patrol and Dock buttons (they move the robot without asking); and the
-//! origin of each request on record.
+//! Two more rows: moving after an E-stop reset (a reset through the
+//! operator's lines, the page and VDA 5050's `eStopRelease` releases the
+//! latch and nothing moves until an operator's `resume`; Home Assistant
+//! offers no reset and no resume), and Home Assistant's Patrol and Dock
+//! buttons, which only ask when the config offers them.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -150,12 +150,14 @@ impl Headless {
         }
     }
 
-    /// Waits for the approval `row` must ask for, checks nothing moved or
-    /// switched before it, and refuses it (so the next row starts clean).
-    fn waits(&mut self, door: &str, row: &Row) {
+    /// Waits for the approval `row` must ask for, checks it names the door
+    /// `origin` that asked and that nothing moved or switched before it,
+    /// and refuses it (so the next row starts clean).
+    fn waits(&mut self, door: &str, origin: &str, row: &Row) {
         let from = self.seen.len();
         let asked = self.until(&format!("{door}: {}", row.what), is_request);
         approval_names(door, row, &asked);
+        asked_from(door, row, origin, &asked);
         nothing_dispatched(door, row, &self.seen[from..]);
         let id = asked["approval_id"].as_str().unwrap();
         self.line(
@@ -193,6 +195,15 @@ fn approval_names(door: &str, row: &Row, asked: &Value) {
             row.what
         );
     }
+}
+
+/// The approval names the door the request came through (`requested_by`).
+fn asked_from(door: &str, row: &Row, origin: &str, asked: &Value) {
+    assert_eq!(
+        asked["requested_by"]["door"], origin,
+        "{door}: {}: the approval does not name who asked: {asked}",
+        row.what
+    );
 }
 
 /// No goal went to the robot and no device was switched among `events`.
@@ -267,7 +278,7 @@ fn headless_operator_lines_wait_for_approval() {
         let mut run = Headless::start(&dir, &config, world.as_deref());
         for (row, line) in rows().iter().filter(|(r, _)| r.world == world) {
             run.line(line);
-            run.waits("headless", row);
+            run.waits("headless", "headless", row);
         }
     }
 }
@@ -293,6 +304,7 @@ async fn the_pages_websocket_waits_for_approval() {
             )
             .await;
             approval_names("page", row, &asked);
+            asked_from("page", row, "web", &asked);
             nothing_dispatched("page", row, &seen[from..]);
             let id = asked["approval_id"].as_str().unwrap().to_string();
             ws.send(Message::text(
@@ -456,6 +468,11 @@ async fn mcp_tool_calls_wait_for_approval() {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect();
         nothing_dispatched("mcp", row, &events);
+        let asked = events
+            .iter()
+            .find(|e| is_request(e))
+            .unwrap_or_else(|| panic!("mcp: {}: no approval in the events", row.what));
+        asked_from("mcp", row, "mcp", asked);
         client.cancel().await.unwrap();
     }
 }
@@ -547,7 +564,7 @@ async fn vda5050_orders_wait_for_approval_and_other_actions_are_refused() {
                 )
                 .await
                 .unwrap();
-            run.waits("vda5050", row);
+            run.waits("vda5050", "vda5050", row);
             // Refused by the operator, the order has failed: the next may come.
             let id = order["orderId"].clone();
             master
@@ -564,16 +581,7 @@ async fn vda5050_orders_wait_for_approval_and_other_actions_are_refused() {
             m["actions"] =
                 json!([{"actionType": "unlockDoor", "actionId": "u1", "blockingType": "HARD"}]);
             master.mark();
-            master
-                .client
-                .publish(
-                    "uagv/v2/acme/r1/instantActions",
-                    QoS::AtLeastOnce,
-                    false,
-                    m.to_string(),
-                )
-                .await
-                .unwrap();
+            instant_actions(&master, &m).await;
             master
                 .until("uagv/v2/acme/r1", "state", |v| {
                     v["actionStates"].as_array().is_some_and(|a| {
@@ -594,6 +602,20 @@ async fn vda5050_orders_wait_for_approval_and_other_actions_are_refused() {
     }
 }
 
+/// A master control's instant actions `m` for robot `r1`.
+async fn instant_actions(master: &Observer, m: &Value) {
+    master
+        .client
+        .publish(
+            "uagv/v2/acme/r1/instantActions",
+            QoS::AtLeastOnce,
+            false,
+            m.to_string(),
+        )
+        .await
+        .unwrap();
+}
+
 /// The `[fleet]` section of robot `r1` on the broker at `port`.
 fn fleet_section(port: u16, secret_dir: &Path) -> String {
     let password = secret_dir.join("password");
@@ -609,25 +631,35 @@ fn fleet_section(port: u16, secret_dir: &Path) -> String {
     )
 }
 
+/// A mosquitto, and a `headless` run whose `[home]` is on it with `extra`.
+fn home_run(name: &str, extra: &str) -> (Mosquitto, Headless) {
+    let broker = Mosquitto::start(&format!("doors-{name}"));
+    let (dir, config) = config(
+        name,
+        &format!("[home]\nmqtt = \"127.0.0.1:{}\"\n{extra}", broker.port),
+    );
+    let run = Headless::start(&dir, &config, None);
+    (broker, run)
+}
+
+/// A Home Assistant user's connection to `broker`, as client `id`.
+fn home_user(broker: &Mosquitto, id: &str) -> (rumqttc::AsyncClient, rumqttc::EventLoop) {
+    let mut options = rumqttc::MqttOptions::new(id, "127.0.0.1", broker.port);
+    options.set_keep_alive(Duration::from_secs(5));
+    rumqttc::AsyncClient::new(options, 64)
+}
+
 /// Home Assistant: its buttons cannot name a place or a lock. A command,
 /// a zone or an unlock sent on the button topics (or a made-up one) does
-/// nothing: no task, no approval, nothing dispatched — the E-stop pressed
-/// after them is the first thing the run does.
+/// nothing, and by default (only the E-stop offered) neither does a
+/// `PRESS` of Patrol, Dock or the old Resume: no task, no approval,
+/// nothing dispatched — the E-stop pressed after them is the first thing
+/// the run does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn home_assistant_button_topics_take_no_place_and_no_lock() {
-    let broker = Mosquitto::start("doors-ha");
-    let (dir, config) = config(
-        "ha",
-        &format!(
-            "[home]\nmqtt = \"127.0.0.1:{}\"\ndiscovery = true\n",
-            broker.port
-        ),
-    );
-    let mut run = Headless::start(&dir, &config, None);
+    let (broker, mut run) = home_run("ha", "discovery = true\n");
     let discovery = Discovery::new("homeassistant", "robobrain");
-    let mut options = rumqttc::MqttOptions::new("doors-ha-user", "127.0.0.1", broker.port);
-    options.set_keep_alive(Duration::from_secs(5));
-    let (client, mut eventloop) = rumqttc::AsyncClient::new(options, 64);
+    let (client, mut eventloop) = home_user(&broker, "doors-ha-user");
     let (tx, mut configs) = tokio::sync::mpsc::unbounded_channel();
     let poller = tokio::spawn(async move {
         loop {
@@ -663,14 +695,19 @@ async fn home_assistant_button_topics_take_no_place_and_no_lock() {
         "go to the study".to_string(),
         "unlock the front door".to_string(),
     ];
+    let base = discovery.command_subscription();
+    let base = base.trim_end_matches("/+");
     let mut topics: Vec<String> = Button::ALL
         .iter()
         .map(|b| discovery.command_topic(*b))
         .collect();
-    topics.push(format!(
-        "{}/study",
-        discovery.command_subscription().trim_end_matches("/+")
-    ));
+    topics.push(format!("{base}/study"));
+    for off in ["patrol", "dock", "resume"] {
+        client
+            .publish(format!("{base}/{off}"), QoS::AtLeastOnce, false, "PRESS")
+            .await
+            .unwrap();
+    }
     for topic in &topics {
         for payload in &smuggled {
             client
@@ -704,6 +741,161 @@ async fn home_assistant_button_topics_take_no_place_and_no_lock() {
         "home assistant: something was acted on before the E-stop: {acted:?}"
     );
     poller.abort();
+}
+
+/// Home Assistant with Patrol and Dock offered (`[home] buttons`): a press
+/// only asks. Each waits for an approval that names the door and says why,
+/// with nothing dispatched before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn home_assistant_patrol_and_dock_presses_only_ask() {
+    let (broker, mut run) = home_run("ha-ask", "buttons = [\"estop\", \"patrol\", \"dock\"]\n");
+    let discovery = Discovery::new("homeassistant", "robobrain");
+    let (client, mut eventloop) = home_user(&broker, "doors-ha-ask-user");
+    let poller = tokio::spawn(async move { while eventloop.poll().await.is_ok() {} });
+    // The run is on the broker once it says the broker took its configs.
+    run.until("home assistant: the robot announced", |e| {
+        e["kind"] == "log"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("took every config"))
+    });
+    let only_asks = Row {
+        what: "a press",
+        world: None,
+        reason: &["only asks", "home_assistant"],
+    };
+    for button in [Button::Patrol, Button::Dock] {
+        client
+            .publish(
+                discovery.command_topic(button),
+                QoS::AtLeastOnce,
+                false,
+                "PRESS",
+            )
+            .await
+            .unwrap();
+        run.waits("home assistant", "home_assistant", &only_asks);
+        // The refused task is cancelled: the next press starts clean.
+        run.line(r#"{"cmd":"stop"}"#);
+    }
+    poller.abort();
+}
+
+/// Moving after an E-stop reset (ISO 13850: a reset is not a start): a
+/// patrol under way is stopped, the latch released through the door —
+/// the operator's lines, the page, VDA 5050's `eStopRelease` — and
+/// nothing moves until an operator's deliberate `resume`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_moves_after_an_estop_reset_until_a_deliberate_start() {
+    let moving = |e: &Value| {
+        e["kind"] == "skill"
+            && e["status"] == "dispatched"
+            && matches!(e["skill"].as_str(), Some("navigate_to" | "dock"))
+    };
+    let is_mode = |to: &'static str| move |e: &Value| e["kind"] == "mode" && e["to"] == to;
+    let released = |e: &Value| {
+        e["kind"] == "log"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("E-stop reset by the operator"))
+    };
+    // A stretch of sim time: the telemetry of 30 ticks.
+    let ticks = |n: usize| {
+        let count = std::cell::Cell::new(0);
+        move |e: &Value| {
+            if e["kind"] == "telemetry" {
+                count.set(count.get() + 1);
+            }
+            count.get() >= n
+        }
+    };
+
+    // The operator's lines (the console's and the page's command path).
+    let (dir, cfg) = config("reset-headless", "");
+    let mut run = Headless::start(&dir, &cfg, None);
+    run.line(r#"{"cmd":"start_patrol"}"#);
+    run.until("headless: the patrol moves", moving);
+    run.line(r#"{"cmd":"estop"}"#);
+    run.until("headless: the E-stop", is_mode("SAFE"));
+    run.line(r#"{"cmd":"reset_estop"}"#);
+    run.until("headless: the reset", released);
+    let from = run.seen.len();
+    run.until("headless: a while after the reset", ticks(30));
+    let moved: Vec<&Value> = run.seen[from..].iter().filter(|e| moving(e)).collect();
+    assert!(moved.is_empty(), "headless: moved after a reset: {moved:?}");
+    run.line(r#"{"cmd":"resume"}"#);
+    run.until("headless: the deliberate start", moving);
+    drop(run);
+
+    // The page's WebSocket.
+    let (_dir, cfg) = config("reset-serve", "");
+    let server = serve_in(&cfg, None);
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr))
+        .await
+        .unwrap();
+    let mut seen: Vec<Value> = Vec::new();
+    for (line, what, want) in [
+        (r#"{"cmd":"start_patrol"}"#, "page: the patrol moves", 0),
+        (r#"{"cmd":"estop"}"#, "page: the E-stop", 1),
+        (r#"{"cmd":"reset_estop"}"#, "page: the reset", 2),
+    ] {
+        ws.send(Message::text(line)).await.unwrap();
+        ws_until(&mut ws, &mut seen, what, |e| match want {
+            0 => moving(e),
+            1 => is_mode("SAFE")(e),
+            _ => released(e),
+        })
+        .await;
+    }
+    let from = seen.len();
+    ws_until(
+        &mut ws,
+        &mut seen,
+        "page: a while after the reset",
+        ticks(30),
+    )
+    .await;
+    let moved: Vec<&Value> = seen[from..].iter().filter(|e| moving(e)).collect();
+    assert!(moved.is_empty(), "page: moved after a reset: {moved:?}");
+    ws.send(Message::text(r#"{"cmd":"resume"}"#)).await.unwrap();
+    ws_until(&mut ws, &mut seen, "page: the deliberate start", moving).await;
+    drop(ws);
+    drop(server);
+
+    // VDA 5050: eStop, then eStopRelease, from a master control.
+    let broker = fleet_broker("doors-reset-vda", &["r1"], |_| String::new());
+    let mut master = Observer::start(broker.port, "reset-master", OPERATOR.0, OPERATOR.1).await;
+    let (dir, cfg) = config(
+        "reset-vda",
+        &fleet_section(broker.port, &temp_dir("doors-reset-vda-secret")),
+    );
+    let mut run = Headless::start(&dir, &cfg, None);
+    master
+        .until("uagv/v2/acme/r1", "connection", |v| {
+            v["connectionState"] == "ONLINE"
+        })
+        .await;
+    run.line(r#"{"cmd":"start_patrol"}"#);
+    run.until("vda5050: the patrol moves", moving);
+    for (n, action) in [(1, "eStop"), (2, "eStopRelease")] {
+        let m = json!({"headerId": n, "timestamp": "2026-11-28T08:00:00.000Z", "version": "2.1.0",
+                       "manufacturer": "acme", "serialNumber": "r1",
+                       "actions": [{"actionType": action, "actionId": format!("x{n}"),
+                                    "blockingType": "HARD"}]});
+        instant_actions(&master, &m).await;
+        let e = if n == 1 {
+            run.until("vda5050: the E-stop", is_mode("SAFE"))
+        } else {
+            run.until("vda5050: the reset", released)
+        };
+        assert_eq!(e["origin"]["door"], "vda5050", "{e}");
+    }
+    let from = run.seen.len();
+    run.until("vda5050: a while after the reset", ticks(30));
+    let moved: Vec<&Value> = run.seen[from..].iter().filter(|e| moving(e)).collect();
+    assert!(moved.is_empty(), "vda5050: moved after a reset: {moved:?}");
+    run.line(r#"{"cmd":"resume"}"#);
+    run.until("vda5050: the deliberate start", moving);
 }
 
 /// A model's decision: `robobrain mock-llm` answers the run's decision with
@@ -793,7 +985,8 @@ fn a_models_decision_waits_for_approval() {
         run.line(&format!(
             r#"{{"cmd":"call","call_id":"m{i}","skill":"navigate_to","args":{{"zone":"{place}"}}}}"#
         ));
-        run.waits("model", row);
+        // The model decides for the task the operator's line asked for.
+        run.waits("model", "headless", row);
         drop(run);
         let _ = mock.kill();
         let _ = mock.wait();

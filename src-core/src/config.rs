@@ -132,6 +132,21 @@ pub struct HomeConfig {
     /// With `mqtt`: publish the robot to Home Assistant through MQTT
     /// discovery (sensors, buttons, the last watch frame).
     pub discovery: bool,
+    /// The broker user the discovery publisher logs in as; unset: the
+    /// home's (`mqtt_username`). A broker that ties a client's id to its
+    /// user (`use_username_as_clientid`) needs one of its own, or the
+    /// home's two connections close each other.
+    pub discovery_username: Option<String>,
+    /// The environment variable holding `discovery_username`'s password.
+    pub discovery_password_env: Option<String>,
+    /// The file holding `discovery_username`'s password (one line, mode 0600).
+    pub discovery_password_file: Option<PathBuf>,
+    /// The buttons Home Assistant is shown (`["estop"]` by default). The
+    /// E-stop acts at once; `patrol` and `dock` start motion, so a press of
+    /// either only *asks*: the task it queues waits for an operator's
+    /// approval before the robot moves (docs/home-io.md). Nothing that
+    /// releases the E-stop or resumes tasks is ever offered.
+    pub buttons: Vec<HaButton>,
     /// Home Assistant's discovery prefix.
     pub discovery_prefix: String,
     /// The robot's node id in discovery topics (letters, digits, `_`, `-`).
@@ -148,6 +163,21 @@ pub struct HomeConfig {
     pub summary: String,
 }
 
+/// A button the robot shows Home Assistant (`[home] buttons`); what a press
+/// does is `devices::mqtt::discovery`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HaButton {
+    /// The E-stop: acts at once, from any press.
+    #[serde(rename = "estop")]
+    EStop,
+    /// A patrol of the world's default route — asked for, not started: the
+    /// operator approves it before the robot moves.
+    Patrol,
+    /// Go and charge — asked for, not started, as `Patrol`.
+    Dock,
+}
+
 /// A broker address, `HOST:PORT` (`[home] mqtt`) → its parts; `None` when
 /// it is not that.
 pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
@@ -159,25 +189,50 @@ pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
 impl HomeConfig {
     /// The first `[home]` MQTT key that is refused, with why.
     fn mqtt_problem(&self) -> Option<(&'static str, String)> {
-        if self.mqtt_password_env.is_some() && self.mqtt_password_file.is_some() {
-            return Some((
-                "home.mqtt_password_env",
-                "expected one of mqtt_password_env, mqtt_password_file".into(),
-            ));
-        }
-        if self.mqtt_username.is_none() {
-            let key = if self.mqtt_password_env.is_some() {
-                Some("home.mqtt_password_env")
-            } else if self.mqtt_password_file.is_some() {
-                Some("home.mqtt_password_file")
-            } else {
-                None
-            };
-            if let Some(key) = key {
+        let logins = [
+            (
+                &self.mqtt_username,
+                &self.mqtt_password_env,
+                &self.mqtt_password_file,
+                [
+                    "mqtt_username",
+                    "home.mqtt_password_env",
+                    "home.mqtt_password_file",
+                ],
+            ),
+            (
+                &self.discovery_username,
+                &self.discovery_password_env,
+                &self.discovery_password_file,
+                [
+                    "discovery_username",
+                    "home.discovery_password_env",
+                    "home.discovery_password_file",
+                ],
+            ),
+        ];
+        for (user, env, file, [user_key, env_key, file_key]) in logins {
+            if env.is_some() && file.is_some() {
+                let short = |k: &str| k.trim_start_matches("home.").to_string();
                 return Some((
-                    key,
-                    "a password goes with mqtt_username, which is unset".into(),
+                    env_key,
+                    format!("expected one of {}, {}", short(env_key), short(file_key)),
                 ));
+            }
+            if user.is_none() {
+                let key = if env.is_some() {
+                    Some(env_key)
+                } else if file.is_some() {
+                    Some(file_key)
+                } else {
+                    None
+                };
+                if let Some(key) = key {
+                    return Some((
+                        key,
+                        format!("a password goes with {user_key}, which is unset"),
+                    ));
+                }
             }
         }
         let id_like = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
@@ -227,6 +282,10 @@ impl Default for HomeConfig {
             mqtt_names: std::collections::BTreeMap::new(),
             mqtt_bridge_names: false,
             discovery: true,
+            discovery_username: None,
+            discovery_password_env: None,
+            discovery_password_file: None,
+            buttons: vec![HaButton::EStop],
             discovery_prefix: "homeassistant".into(),
             node_id: "robobrain".into(),
             intents: None,
@@ -1122,6 +1181,19 @@ mod tests {
         );
         let e = refusal("[home]\ndiscovery_prefix = \"ha/#\"\n");
         assert!(e.contains("`home.discovery_prefix`"), "{e}");
+        // No button resumes: asking for one is refused, naming what may be.
+        let e = refusal("[home]\nbuttons = [\"estop\", \"resume\"]\n");
+        assert!(
+            e.contains("unknown variant `resume`") && e.contains("`estop`, `patrol`, `dock`"),
+            "{e}"
+        );
+        let c = Config::from_toml_str(
+            "[home]\nbuttons = [\"estop\", \"dock\"]\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.home.buttons, [HaButton::EStop, HaButton::Dock]);
+        assert_eq!(Config::default().home.buttons, [HaButton::EStop]);
     }
 
     #[test]

@@ -708,24 +708,17 @@ mod tests {
         // that names who asked, wherever it is shown.
         let page = Origin::new(Door::Web, "ws#3 127.0.0.1:40001");
         engine.submit(study(), page.clone());
-        let requested = (0..400)
-            .find_map(|_| {
-                let mut tick = Vec::new();
-                engine.tick(&mut tick);
-                let found = tick.iter().find_map(|e| match &e.kind {
-                    EventKind::Approval {
-                        approval_id,
-                        status: ApprovalStatus::Requested,
-                        requested_by,
-                        ..
-                    } => Some((approval_id.clone(), requested_by.clone(), e.origin.clone())),
-                    _ => None,
-                });
-                events.extend(tick);
-                found
-            })
-            .expect("the study waits for an approval");
-        let (id, requested_by, during) = requested;
+        let requested =
+            first_approval(&mut engine, &mut events).expect("the study waits for an approval");
+        let EventKind::Approval {
+            approval_id: id,
+            requested_by,
+            ..
+        } = requested.kind
+        else {
+            unreachable!("an approval")
+        };
+        let during = requested.origin;
         assert_eq!(requested_by.as_ref(), Some(&page));
         assert_eq!(
             during, None,
@@ -759,6 +752,94 @@ mod tests {
         assert!(
             matches!(&approved.kind, EventKind::Approval { requested_by: Some(o), .. } if *o == page)
         );
+    }
+
+    /// The first approval requested within 400 ticks (every event seen
+    /// goes to `events`).
+    fn first_approval(engine: &mut Engine, events: &mut Vec<Event>) -> Option<Event> {
+        (0..400).find_map(|_| {
+            let mut tick = Vec::new();
+            engine.tick(&mut tick);
+            let found = tick
+                .iter()
+                .find(|e| {
+                    matches!(
+                        &e.kind,
+                        EventKind::Approval {
+                            status: ApprovalStatus::Requested,
+                            ..
+                        }
+                    )
+                })
+                .cloned();
+            events.extend(tick);
+            found
+        })
+    }
+
+    #[test]
+    fn a_home_assistant_press_only_asks_and_the_approving_operator_owns_the_task() {
+        let config = Config {
+            thread_id: Some("test".into()),
+            ..Config::default()
+        };
+        let press = Origin::new(
+            Door::HomeAssistant,
+            "topic robobrain/robobrain/command/patrol",
+        );
+        for command in [
+            Command::StartPatrol { route: None },
+            Command::Say {
+                text: "go charge".into(),
+            },
+        ] {
+            let mut engine =
+                Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+            let mut events = Vec::new();
+            engine.submit(command.clone(), press.clone());
+            let asked = first_approval(&mut engine, &mut events)
+                .unwrap_or_else(|| panic!("{command:?} from Home Assistant waits for an approval"));
+            let EventKind::Approval {
+                approval_id: id,
+                reason,
+                ..
+            } = asked.kind
+            else {
+                unreachable!("an approval")
+            };
+            assert!(reason.contains("only asks"), "{reason}");
+            let moved = events.iter().any(|e| {
+                matches!(&e.kind, EventKind::Skill { skill, status: crate::protocol::SkillStatus::Dispatched, .. }
+                    if skill == "navigate_to" || skill == "dock")
+            });
+            assert!(!moved, "{command:?}: nothing moved before the approval");
+            // The console approves: the task is the operator's from now on.
+            engine.take_in(
+                Command::Approve { approval_id: id },
+                Origin::console(),
+                &mut events,
+            );
+            let task = engine.state().queue.tasks()[0].clone();
+            assert_eq!(task.origin.as_ref(), Some(&press));
+            assert_eq!(task.vouched_by, Some(Origin::console()));
+            assert!(task.only_asked().is_none());
+            if matches!(command, Command::StartPatrol { .. }) {
+                // The patrol's later legs (none restricted) run without asking again.
+                let mut later = Vec::new();
+                let again = first_approval(&mut engine, &mut later);
+                assert!(again.is_none(), "asked again: {again:?}");
+                let legs = later
+                    .iter()
+                    .filter(|e| matches!(&e.kind, EventKind::Skill { skill, status: crate::protocol::SkillStatus::Dispatched, .. } if skill == "navigate_to"))
+                    .count();
+                assert!(legs >= 2, "the patrol went on: {legs} legs");
+            }
+        }
+        // The E-stop from the same door acts at once.
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        let mut events = Vec::new();
+        engine.take_in(Command::EStop, press, &mut events);
+        assert_eq!(engine.state().mode, crate::protocol::Mode::Safe);
     }
 
     pub(crate) fn run(commands: &[(f64, Command)], until: f64) -> (Engine, Vec<Event>) {

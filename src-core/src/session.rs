@@ -548,8 +548,9 @@ fn home_discovery(config: &Config) -> Result<Option<(MqttConfig, Discovery)>, Se
     if !config.home.discovery {
         return Ok(None);
     }
-    Ok(MqttConfig::from_home(&config.home)?.map(|mqtt| {
-        let discovery = Discovery::new(&config.home.discovery_prefix, &config.home.node_id);
+    Ok(MqttConfig::for_discovery(&config.home)?.map(|mqtt| {
+        let discovery = Discovery::new(&config.home.discovery_prefix, &config.home.node_id)
+            .with_buttons(&config.home.buttons);
         (mqtt, discovery)
     }))
 }

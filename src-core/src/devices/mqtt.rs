@@ -40,7 +40,7 @@ use crate::llm::Secret;
 pub use backend::{MqttBackend, from_z2m, to_z2m};
 pub(crate) use connection::{Net, Subscriptions, spawn_poll};
 pub use discovery::Discovery;
-pub use publisher::HaPublisher;
+pub use publisher::{ECHO_WAIT, HaPublisher};
 pub(crate) use running::{Running, disconnect};
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
@@ -108,6 +108,25 @@ impl MqttConfig {
             home.mqtt_password_file.as_deref(),
             home.mqtt_ca.as_deref(),
         )?;
+        Ok(Some(mqtt))
+    }
+
+    /// The broker of `[home] mqtt` as Home Assistant's discovery publisher
+    /// logs in to it: as `[home] discovery_username` when set (a broker
+    /// that ties client ids to users needs the two home connections under
+    /// two users), else as the home's user; `None` without `mqtt`.
+    pub fn for_discovery(home: &HomeConfig) -> Result<Option<Self>, MqttError> {
+        let Some(mut mqtt) = Self::from_home(home)? else {
+            return Ok(None);
+        };
+        if home.discovery_username.is_some() {
+            mqtt.log_in(
+                home.discovery_username.as_deref(),
+                home.discovery_password_env.as_deref(),
+                home.discovery_password_file.as_deref(),
+                None,
+            )?;
+        }
         Ok(Some(mqtt))
     }
 

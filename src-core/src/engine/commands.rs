@@ -423,11 +423,15 @@ impl Engine {
         }
         self.state.estop = false;
         let held = self.hold_runnable("queued while the E-stop was latched", &[]);
+        let by = self
+            .cause
+            .as_ref()
+            .map_or_else(String::new, |o| format!(" ({o})"));
         let message = if held == 0 {
-            "E-stop reset by the operator: nothing restarts".to_string()
+            format!("E-stop reset by the operator{by}: nothing restarts")
         } else {
             format!(
-                "E-stop reset by the operator: nothing restarts; {held} paused task(s) go on \
+                "E-stop reset by the operator{by}: nothing restarts; {held} paused task(s) go on \
                  only on `resume`"
             )
         };

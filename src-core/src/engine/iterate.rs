@@ -286,6 +286,11 @@ impl Engine {
                 at: self.state.telemetry.pose.point(),
                 blocked: &self.state.telemetry.blocked_passages,
             },
+            only_asked: self
+                .state
+                .queue
+                .get(id)
+                .and_then(crate::kernel::Task::only_asked),
         };
         judge(ops, &ctx, approved)
     }
@@ -489,6 +494,13 @@ impl Engine {
             requested_by: pending.requested_by.clone(),
         });
         let task_id = pending.task_id.clone();
+        // A task only asked for (a Home Assistant press) is the approving
+        // operator's from now on.
+        if let Some(task) = self.state.queue.get_mut(&task_id)
+            && task.only_asked().is_some()
+        {
+            task.vouched_by.clone_from(&self.cause);
+        }
         // An edit of the step's own skill changes the plan, so success means the edited goal.
         if let (Op::Dispatch { skill, args }, Some(task)) =
             (&op, self.state.queue.get_mut(&task_id))

@@ -133,6 +133,11 @@ pub struct Task {
     /// own tasks: a charge, a patrol round).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<crate::protocol::Origin>,
+    /// The operator who approved a step of a task asked for from a door
+    /// that only asks ([`crate::protocol::Door::only_asks`]): from then on
+    /// the task is theirs, and its motions are judged as an operator's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vouched_by: Option<crate::protocol::Origin>,
 }
 
 impl Task {
@@ -151,7 +156,16 @@ impl Task {
             failures: BTreeMap::new(),
             react: ReactState::default(),
             origin: None,
+            vouched_by: None,
         }
+    }
+
+    /// The door-that-only-asks this task came from, while no operator has
+    /// approved a step of it: its motions wait for an approval.
+    pub fn only_asked(&self) -> Option<&crate::protocol::Origin> {
+        self.origin
+            .as_ref()
+            .filter(|o| o.door.only_asks() && self.vouched_by.is_none())
     }
 
     /// The step it is on, if the plan is not done.

@@ -80,6 +80,17 @@ impl Door {
     }
 }
 
+impl Door {
+    /// Whether a command from this door only *asks*: a task it queues
+    /// waits for an operator's approval before the robot first moves for
+    /// it (issue 35 item 2). Home Assistant's buttons are such a door: any
+    /// user of the home's broker (or an automation) can press them, and a
+    /// press is not an operator's deliberate act.
+    pub fn only_asks(self) -> bool {
+        matches!(self, Self::HomeAssistant)
+    }
+}
+
 impl std::fmt::Display for Door {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

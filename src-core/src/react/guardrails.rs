@@ -28,6 +28,10 @@ pub struct GuardContext<'a> {
     pub home: Option<&'a crate::policy::HomeGate<'a>>,
     /// Where the robot is: a motion is judged from here.
     pub start: policy::motion::Start<'a>,
+    /// Set when the task was only asked for (a Home Assistant press) and
+    /// no operator has approved a step of it yet: every motion waits for
+    /// an approval ([`crate::kernel::Task::only_asked`]).
+    pub only_asked: Option<&'a crate::protocol::Origin>,
 }
 
 /// The verdict on one op.
@@ -115,6 +119,17 @@ fn judge_one(op: &Op, all: &[Op], ctx: &GuardContext<'_>, approved: bool) -> Jud
                     .registry
                     .motion(skill, args, ctx.world)
                     .unwrap_or(Motion::Unknown);
+                if let Some(origin) = ctx.only_asked
+                    && motion != Motion::Still
+                {
+                    return judged(
+                        Verdict::NeedsApproval,
+                        format!(
+                            "asked for from {origin}: a press there only asks, and the robot \
+                             moves when an operator approves"
+                        ),
+                    );
+                }
                 if let Some(reason) = policy::approval_reason(
                     ctx.policy, spec, args, &motion, ctx.world, &ctx.start, ctx.home,
                 ) {
@@ -181,6 +196,7 @@ mod tests {
                 at: world.start_pose.point(),
                 blocked: &[],
             },
+            only_asked: None,
         };
         judge(ops, &ctx, approved)
             .into_iter()

@@ -99,6 +99,11 @@ impl Mosquitto {
         let _ = child.wait();
     }
 
+    /// What it has logged so far (connections, refusals, takeovers).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("mosquitto.log")).unwrap_or_default()
+    }
+
     /// Starts it again on the same port, with the same stored messages.
     pub fn restart(&mut self) {
         self.stop();

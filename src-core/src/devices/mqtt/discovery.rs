@@ -61,22 +61,12 @@ impl Message {
     }
 }
 
-/// The robot's buttons: what a press asks of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Button {
-    /// The E-stop command.
-    EStop,
-    /// A patrol of the world's default route (the policy may ask for approval).
-    Patrol,
-    /// Go and charge, as an operator says it.
-    Dock,
-    /// Resume the paused tasks (refused while the E-stop is latched).
-    Resume,
-}
+/// The robot's buttons (`[home] buttons`): what a press asks of the run.
+pub use crate::config::HaButton as Button;
 
 impl Button {
-    /// Every button, in the order they are announced.
-    pub const ALL: [Self; 4] = [Self::EStop, Self::Patrol, Self::Dock, Self::Resume];
+    /// Every button there is, in the order they are announced.
+    pub const ALL: [Self; 3] = [Self::EStop, Self::Patrol, Self::Dock];
 
     /// Its object id (the last topic level).
     pub fn object_id(self) -> &'static str {
@@ -84,7 +74,6 @@ impl Button {
             Self::EStop => "estop",
             Self::Patrol => "patrol",
             Self::Dock => "dock",
-            Self::Resume => "resume",
         }
     }
 
@@ -93,7 +82,6 @@ impl Button {
             Self::EStop => "E-stop",
             Self::Patrol => "Patrol",
             Self::Dock => "Dock",
-            Self::Resume => "Resume",
         }
     }
 
@@ -102,11 +90,13 @@ impl Button {
             Self::EStop => "mdi:alert-octagon",
             Self::Patrol => "mdi:routes",
             Self::Dock => "mdi:battery-charging",
-            Self::Resume => "mdi:play",
         }
     }
 
     /// The command a press sends — the same an operator's console sends.
+    /// Sent from Home Assistant's door, a command that moves the robot
+    /// only asks: its task waits for an operator's approval
+    /// ([`crate::protocol::Door::only_asks`]).
     pub fn command(self) -> Command {
         match self {
             Self::EStop => Command::EStop,
@@ -114,10 +104,14 @@ impl Button {
             Self::Dock => Command::Say {
                 text: "go charge".into(),
             },
-            Self::Resume => Command::Resume,
         }
     }
 }
+
+/// Object ids that earlier versions announced and no button has now
+/// (`resume` released the E-stop's tasks from Home Assistant): their
+/// configs are removed, so Home Assistant drops the entities.
+const RETIRED: [&str; 1] = ["resume"];
 
 /// The robot's sensors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +159,9 @@ pub struct Discovery {
     pub name: String,
     /// The software version shown on the device page.
     pub sw_version: String,
+    /// The buttons offered (`[home] buttons`); the others' configs are
+    /// removed.
+    pub buttons: Vec<Button>,
 }
 
 impl Discovery {
@@ -175,7 +172,19 @@ impl Discovery {
             node_id: node_id.to_string(),
             name: format!("robobrain {node_id}"),
             sw_version: env!("CARGO_PKG_VERSION").to_string(),
+            buttons: vec![Button::EStop],
         }
+    }
+
+    /// The same discovery offering `buttons` (in [`Button::ALL`]'s order,
+    /// each once).
+    #[must_use]
+    pub fn with_buttons(mut self, buttons: &[Button]) -> Self {
+        self.buttons = Button::ALL
+            .into_iter()
+            .filter(|b| buttons.contains(b))
+            .collect();
+        self
     }
 
     fn base(&self) -> String {
@@ -211,6 +220,20 @@ impl Discovery {
     /// Where a button's presses arrive.
     pub fn command_topic(&self, button: Button) -> String {
         format!("{}/command/{}", self.base(), button.object_id())
+    }
+
+    /// A message on the robot's own command topics that no button takes
+    /// (`…/command/probe`, not retained): heard back, the broker lets the
+    /// robot read the presses. mosquitto's ACL does not refuse a
+    /// subscription it will never deliver to (MQTT 3.1.1 grants it), so
+    /// this is how a denied read of the buttons — the E-stop's among them
+    /// — is found.
+    pub fn probe(&self) -> Message {
+        Message {
+            topic: format!("{}/command/probe", self.base()),
+            payload: Payload::Text("probe".into()),
+            retain: false,
+        }
     }
 
     /// What to subscribe to for the buttons.
@@ -252,8 +275,16 @@ impl Discovery {
         Message::text(self.config_topic(component, object_id), body.to_string())
     }
 
+    /// An empty retained config: Home Assistant removes the entity, the
+    /// broker forgets the config it kept.
+    fn removal(&self, component: &str, object_id: &str) -> Message {
+        Message::text(self.config_topic(component, object_id), "")
+    }
+
     /// Every entity's discovery config (retained): four sensors, the alert
-    /// binary sensor, four buttons and the last watch frame's image.
+    /// binary sensor, the buttons offered and the last watch frame's image
+    /// — and an empty retained config for every button not offered (and
+    /// every retired one), which removes it from Home Assistant.
     pub fn configs(&self) -> Vec<Message> {
         let mut out = Vec::new();
         for sensor in Sensor::ALL {
@@ -290,6 +321,10 @@ impl Discovery {
             }),
         ));
         for button in Button::ALL {
+            if !self.buttons.contains(&button) {
+                out.push(self.removal("button", button.object_id()));
+                continue;
+            }
             out.push(self.config(
                 "button",
                 button.object_id(),
@@ -300,6 +335,9 @@ impl Discovery {
                     "icon": button.icon(),
                 }),
             ));
+        }
+        for id in RETIRED {
+            out.push(self.removal("button", id));
         }
         out.push(self.config(
             "image",
@@ -346,14 +384,28 @@ impl Discovery {
         out
     }
 
-    /// The command a publish on `topic` asks for: a button's
+    /// The command a publish on `topic` asks for: an offered button's
     /// [`Button::command`] when the payload is `PRESS`; `None` for any
-    /// other topic or payload.
+    /// other topic or payload (a button not offered is not pressed).
     pub fn command(&self, topic: &str, payload: &[u8]) -> Option<Command> {
-        let button = Button::ALL
-            .into_iter()
+        let button = self
+            .buttons
+            .iter()
+            .copied()
             .find(|b| self.command_topic(*b) == topic)?;
         (payload == PAYLOAD_PRESS.as_bytes()).then(|| button.command())
+    }
+
+    /// The object id of a `PRESS` on a command topic that no offered
+    /// button has (`resume`, or `patrol` when `[home] buttons` leaves it
+    /// out): ignored, and said, for someone pressed something.
+    pub fn not_offered<'t>(&self, topic: &'t str, payload: &[u8]) -> Option<&'t str> {
+        let base = format!("{}/command/", self.base());
+        let object = topic.strip_prefix(base.as_str())?;
+        (payload == PAYLOAD_PRESS.as_bytes()
+            && !object.contains('/')
+            && self.command(topic, payload).is_none())
+        .then_some(object)
     }
 
     /// Whether `topic`/`payload` is Home Assistant saying it (re)started.
@@ -380,11 +432,17 @@ pub struct Echo {
 impl Echo {
     /// The check for `discovery`'s announcements.
     pub fn new(discovery: &Discovery) -> Self {
+        Self::watching(vec![
+            format!("{}/+/{}/+/config", discovery.prefix, discovery.node_id),
+            discovery.availability_topic(),
+        ])
+    }
+
+    /// A check that hears back what is published under `filters` (the
+    /// fleet link's connection topic, say).
+    pub fn watching(filters: Vec<String>) -> Self {
         Self {
-            filters: vec![
-                format!("{}/+/{}/+/config", discovery.prefix, discovery.node_id),
-                discovery.availability_topic(),
-            ],
+            filters,
             waiting: BTreeMap::new(),
             checking: true,
         }
@@ -400,13 +458,24 @@ impl Echo {
         if !self.checking {
             return;
         }
-        self.waiting = messages
-            .iter()
-            .filter_map(|m| match &m.payload {
-                Payload::Text(t) => Some((m.topic.clone(), t.clone().into_bytes())),
-                Payload::File(_) => None,
-            })
-            .collect();
+        self.expect_bytes(messages.iter().filter_map(|m| match &m.payload {
+            // A removal clears the retained config: nothing to hear back.
+            Payload::Text(t) if t.is_empty() => None,
+            Payload::Text(t) => Some((m.topic.clone(), t.clone().into_bytes())),
+            Payload::File(_) => None,
+        }));
+    }
+
+    /// Expects to hear these topics back with these bytes.
+    pub fn expect_bytes(&mut self, published: impl IntoIterator<Item = (String, Vec<u8>)>) {
+        if self.checking {
+            self.waiting = published.into_iter().collect();
+        }
+    }
+
+    /// Whether `topic` is one this check watches (exactly, not by a wildcard).
+    pub fn watches(&self, topic: &str) -> bool {
+        self.filters.iter().any(|f| f == topic)
     }
 
     /// A message heard on `topic`: the announcement it echoes is taken.
@@ -426,6 +495,13 @@ impl Echo {
     pub fn give_up(&mut self) {
         self.checking = false;
         self.waiting.clear();
+    }
+
+    /// What was not heard back when the wait is over: `None` when nothing
+    /// can be told (not `connected`, or not checking — that refusal was
+    /// said when it came).
+    pub fn overdue(&self, connected: bool) -> Option<Vec<String>> {
+        (connected && self.checking).then(|| self.missing())
     }
 
     /// Whether announcements are being checked.
@@ -519,6 +595,27 @@ mod tests {
         let estop: Value = serde_json::from_str(text(&configs[5])).unwrap();
         assert_eq!(estop["command_topic"], "robobrain/rb1/command/estop");
         assert_eq!(estop["payload_press"], "PRESS");
+        // By default only the E-stop is a button: patrol, dock and the
+        // retired resume are removed (an empty retained config).
+        let empty: Vec<&str> = configs
+            .iter()
+            .filter(|m| text(m).is_empty())
+            .map(|m| m.topic.as_str())
+            .collect();
+        assert_eq!(
+            empty,
+            [
+                "homeassistant/button/rb1/patrol/config",
+                "homeassistant/button/rb1/dock/config",
+                "homeassistant/button/rb1/resume/config",
+            ]
+        );
+        // Turned on, patrol and dock are announced; resume never is.
+        let on = d.with_buttons(&[Button::Dock, Button::Patrol, Button::EStop]);
+        let configs = on.configs();
+        let dock: Value = serde_json::from_str(text(&configs[7])).unwrap();
+        assert_eq!(dock["command_topic"], "robobrain/rb1/command/dock");
+        assert_eq!(text(&configs[8]), "");
     }
 
     #[test]
@@ -590,7 +687,8 @@ mod tests {
         let mut all = d.configs();
         all.push(d.availability(true));
         echo.expect(&all);
-        assert_eq!(echo.missing().len(), 11);
+        // Removals (empty configs) clear the broker's copy: nothing to hear.
+        assert_eq!(echo.missing().len(), 8);
         for m in &all[..10] {
             echo.heard(&m.topic, text(m).as_bytes());
         }
@@ -607,10 +705,17 @@ mod tests {
     #[test]
     fn a_press_is_the_operators_command_and_anything_else_is_nothing() {
         let d = Discovery::new("homeassistant", "rb1");
-        let press = |b: &str| d.command(&format!("robobrain/rb1/command/{b}"), b"PRESS");
-        assert_eq!(press("estop"), Some(Command::EStop));
+        let press =
+            |d: &Discovery, b: &str| d.command(&format!("robobrain/rb1/command/{b}"), b"PRESS");
+        // By default only the E-stop is pressed; nothing resumes, ever.
+        assert_eq!(press(&d, "estop"), Some(Command::EStop));
+        for b in ["patrol", "dock", "resume", "reset_estop"] {
+            assert_eq!(press(&d, b), None, "{b}");
+        }
+        let d = d.with_buttons(&Button::ALL);
+        let press = |b: &str| press(&d, b);
+        assert_eq!(press("resume"), None);
         assert_eq!(press("patrol"), Some(Command::StartPatrol { route: None }));
-        assert_eq!(press("resume"), Some(Command::Resume));
         assert_eq!(
             press("dock"),
             Some(Command::Say {
@@ -618,6 +723,19 @@ mod tests {
             })
         );
         assert_eq!(press("launch"), None);
+        assert_eq!(
+            d.not_offered("robobrain/rb1/command/launch", b"PRESS"),
+            Some("launch")
+        );
+        assert_eq!(
+            d.not_offered("robobrain/rb1/command/patrol", b"PRESS"),
+            None
+        );
+        assert_eq!(d.not_offered("robobrain/rb1/command/launch", b"go"), None);
+        assert_eq!(
+            d.not_offered("robobrain/rb2/command/launch", b"PRESS"),
+            None
+        );
         assert_eq!(d.command("robobrain/rb1/command/estop", b"press"), None);
         assert_eq!(d.command("robobrain/rb2/command/estop", b"PRESS"), None);
         assert!(d.is_birth("homeassistant/status", b"online"));

@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::broker::{Mosquitto, certificates, password_file, users};
 use super::fake::FakeDevice;
 use super::*;
-use crate::config::{Config, HomeConfig};
+use crate::config::{Config, HaButton, HomeConfig};
 use crate::protocol::{ApprovalStatus, Event, EventKind, Mode, Op, Risk};
 use crate::runtime::Pace;
 use crate::session::{Session, SessionOptions};
@@ -150,7 +150,10 @@ impl HaClient {
         let configs =
             |last: &BTreeMap<String, (Vec<u8>, bool)>| -> BTreeMap<String, (Value, bool)> {
                 last.iter()
-                    .filter(|(t, _)| t.starts_with("homeassistant/") && t.ends_with("/config"))
+                    // An empty config removes the entity: not one.
+                    .filter(|(t, (p, _))| {
+                        t.starts_with("homeassistant/") && t.ends_with("/config") && !p.is_empty()
+                    })
                     .map(|(t, (p, r))| {
                         (
                             t.clone(),
@@ -202,6 +205,17 @@ async fn next_event(
     .expect("the event came within 20 s")
 }
 
+/// An approval asked for.
+fn is_request(e: &Event) -> bool {
+    matches!(
+        &e.kind,
+        EventKind::Approval {
+            status: ApprovalStatus::Requested,
+            ..
+        }
+    )
+}
+
 /// A run with the home on the broker at `port`, every write needing approval.
 fn config(name: &str, port: u16) -> Config {
     let dir = std::env::temp_dir().join(format!("rb-ha-{name}-{}", std::process::id()));
@@ -222,7 +236,17 @@ fn config(name: &str, port: u16) -> Config {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     let broker = Mosquitto::start("ha");
-    let config = config("discovery", broker.port);
+    // An older robobrain's Resume button, kept by the broker: removed.
+    retain(
+        broker.port,
+        "old-robot",
+        "homeassistant/button/rb_test/resume/config",
+        r#"{"name":"Resume","command_topic":"robobrain/rb_test/command/resume"}"#,
+    )
+    .await;
+    let mut config = config("discovery", broker.port);
+    // Patrol and Dock turned on: a press of either only asks.
+    config.home.buttons = vec![HaButton::EStop, HaButton::Patrol, HaButton::Dock];
     let options = SessionOptions {
         pace: Pace::RealTime { speed: 5.0 },
         ..SessionOptions::new("ha")
@@ -232,11 +256,14 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     let mut ha = HaClient::start(MqttOptions::new("ha-stand-in", "127.0.0.1", broker.port));
 
     // Every config is where discovery wants it and valid for its component.
-    ha.until_configs(10).await;
-    // …and retained: a client that comes later gets them from the broker's store.
+    ha.until_configs(9).await;
+    // …and retained: a client that comes later gets them from the broker's
+    // store — and not the removed Resume.
     let mut late = HaClient::start(MqttOptions::new("ha-late", "127.0.0.1", broker.port));
-    let configs = late.until_configs(10).await;
+    late.until_configs(9).await;
     late.until("robobrain/rb_test/availability", "online").await;
+    // Every retained config has come by now (before the states).
+    let configs = late.until_configs(9).await;
     assert!(
         late.last["robobrain/rb_test/availability"].1,
         "availability is retained"
@@ -280,7 +307,6 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
             ("frame", "image"),
             ("mode", "sensor"),
             ("patrol", "button"),
-            ("resume", "button"),
             ("zone", "sensor"),
         ]
     );
@@ -300,20 +326,14 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     let zone = zone.unwrap_or_else(|| "None".into());
     ha.until("robobrain/rb_test/zone", &zone).await;
 
-    // Patrol is a write the policy wants approved: the press waits for the operator.
+    // A press only asks: the patrol waits for the operator before it moves.
     ha.press(&by_id["patrol"].1).await;
-    let asked = next_event(&mut events, |e| {
-        matches!(
-            &e.kind,
-            EventKind::Approval {
-                status: ApprovalStatus::Requested,
-                ..
-            }
-        )
-    })
-    .await;
+    let asked = next_event(&mut events, is_request).await;
     let EventKind::Approval {
-        op, requested_by, ..
+        op,
+        requested_by,
+        reason,
+        ..
     } = &asked.kind
     else {
         unreachable!("matched above")
@@ -322,6 +342,7 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
         matches!(op, Op::Dispatch { skill, .. } if skill == "navigate_to"),
         "{asked:?}"
     );
+    assert!(reason.contains("only asks"), "{asked:?}");
     // The card says who asked: MQTT names no broker user, so the topic
     // the press came on (its ACL says who may write to it).
     let pressed = |object: &str| {
@@ -348,13 +369,29 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     assert!(session.runtime().snapshot().estop);
     ha.until("robobrain/rb_test/mode", "SAFE").await;
 
-    // Resume does not release it: a reset is the operator's own act.
-    ha.press(&by_id["resume"].1).await;
-    next_event(
+    // Nothing releases it from Home Assistant: a press on the old Resume
+    // topic is ignored, and said.
+    ha.client
+        .publish(
+            "robobrain/rb_test/command/resume",
+            QoS::AtLeastOnce,
+            false,
+            "PRESS",
+        )
+        .await
+        .unwrap();
+    let ignored = next_event(
         &mut events,
-        |e| matches!(&e.kind, EventKind::Error { code, .. } if code == "estop_latched"),
+        |e| matches!(&e.kind, EventKind::Error { code, .. } if code == "button_not_offered"),
     )
     .await;
+    assert_eq!(
+        ignored.origin,
+        Some(crate::protocol::Origin::new(
+            crate::protocol::Door::HomeAssistant,
+            "topic robobrain/rb_test/command/resume"
+        ))
+    );
     assert!(session.runtime().snapshot().estop);
     session
         .runtime()
@@ -376,12 +413,19 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
     .await;
     assert!(!session.runtime().snapshot().estop);
 
-    // Dock is what an operator says for it: the kernel hears `charge`.
+    // Dock is what an operator says for it: the kernel hears `charge`,
+    // and the way to the dock waits for the operator too.
     ha.press(&by_id["dock"].1).await;
     let heard = next_event(&mut events, |e| matches!(&e.kind, EventKind::Intent { .. })).await;
     assert!(
         matches!(&heard.kind, EventKind::Intent { intent, processed_locally: true, .. } if intent == "charge"),
         "{heard:?}"
+    );
+    let asked = next_event(&mut events, is_request).await;
+    assert!(
+        matches!(&asked.kind, EventKind::Approval { reason, requested_by, .. }
+            if reason.contains("only asks") && *requested_by == pressed("dock")),
+        "{asked:?}"
     );
 
     // Stopped, the robot says it is offline.
@@ -485,7 +529,7 @@ async fn a_retained_press_is_never_acted_on_and_a_live_one_is() {
         let (sink, mut pressed) = mpsc::unbounded_channel();
         let publisher = HaPublisher::start(
             &MqttConfig::new("127.0.0.1", broker.port),
-            Discovery::new("homeassistant", "ret"),
+            Discovery::new("homeassistant", "ret").with_buttons(&HaButton::ALL),
             snapshots,
             Box::new(move |command, _| sink.send(command).map_err(|e| e.to_string())),
         );
@@ -862,8 +906,8 @@ async fn the_documented_home_acl_serves_discovery_next_to_a_home_assistant_user(
     let broker = broker_with_acl("acl-ok", HOME_ACL);
     let (publisher, (_run, mut commands)) = publisher(&robot_login(broker.port));
     let mut ha = home_assistant(broker.port, "ha-acl");
-    let n = Discovery::new("homeassistant", "robobrain").configs().len();
-    let configs = ha.until_configs(n).await;
+    // Four sensors, the alert, the E-stop (the one button by default), the frame.
+    let configs = ha.until_configs(7).await;
     ha.until("robobrain/robobrain/availability", "online").await;
     let (code, message) = next_report(&mut commands).await;
     assert_eq!(code, None, "{message}");
@@ -897,6 +941,17 @@ async fn the_documented_home_acl_serves_discovery_next_to_a_home_assistant_user(
         .await;
 }
 
+/// A broker with `acl` (the documented one, changed), the robot's
+/// publisher on it, and the refusal it reports (`mqtt_refused`).
+async fn refused_under(name: &str, acl: &str) -> (Mosquitto, HaPublisher, String) {
+    assert_ne!(acl, HOME_ACL, "the documented ACL changed: update the test");
+    let broker = broker_with_acl(name, acl);
+    let (publisher, (_run, mut commands)) = publisher(&robot_login(broker.port));
+    let (code, message) = next_report(&mut commands).await;
+    assert_eq!(code.as_deref(), Some("mqtt_refused"), "{message}");
+    (broker, publisher, message)
+}
+
 /// The issue's broker: the robot may read Home Assistant's configs but not
 /// write them. mosquitto drops each publish in silence; robobrain says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -905,11 +960,7 @@ async fn a_discovery_publish_the_acl_denies_is_reported_not_silent() {
         "topic readwrite homeassistant/+/robobrain/+/config",
         "topic read homeassistant/+/robobrain/+/config",
     );
-    assert_ne!(acl, HOME_ACL);
-    let broker = broker_with_acl("acl-pub", &acl);
-    let (publisher, (_run, mut commands)) = publisher(&robot_login(broker.port));
-    let (code, message) = next_report(&mut commands).await;
-    assert_eq!(code.as_deref(), Some("mqtt_refused"), "{message}");
+    let (_broker, publisher, message) = refused_under("acl-pub", &acl).await;
     assert!(
         message.contains("homeassistant/button/robobrain/estop/config")
             && message.contains("did not take"),
@@ -918,4 +969,102 @@ async fn a_discovery_publish_the_acl_denies_is_reported_not_silent() {
     // Its availability went through (the ACL allows that): not named.
     assert!(!message.contains("availability"), "{message}");
     publisher.stop().await;
+}
+
+/// A broker that ties each client's id to its user
+/// (`use_username_as_clientid`): the home's two connections — the
+/// zigbee2mqtt adapter and the discovery publisher — log in as two users
+/// (`[home] discovery_username`), so neither closes the other; the robot
+/// is announced, a press reaches the run, and the broker never closed a
+/// connection for a takeover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_home_s_two_connections_log_in_as_two_users_on_a_broker_that_ties_ids_to_users() {
+    let acl = HOME_ACL.replace(
+        "topic readwrite homeassistant/+/robobrain/+/config\ntopic read homeassistant/status\ntopic readwrite robobrain/robobrain/#\n",
+        "\nuser robobrain-ha\ntopic readwrite homeassistant/+/robobrain/+/config\ntopic read homeassistant/status\ntopic readwrite robobrain/robobrain/#\n",
+    );
+    assert_ne!(
+        acl, HOME_ACL,
+        "the documented ACL changed: update this test"
+    );
+    let broker = Mosquitto::start_with("two-users", move |dir| {
+        std::fs::write(dir.join("acl"), acl).unwrap();
+        format!(
+            "{}acl_file {}/acl\nuse_username_as_clientid true\n",
+            users(
+                dir,
+                &[
+                    ("robobrain", "robot-pw"),
+                    ("robobrain-ha", "robot-ha-pw"),
+                    ("homeassistant", "ha-pw"),
+                ]
+            ),
+            dir.display()
+        )
+    });
+    let mut config = config("two-users", broker.port);
+    config.home.node_id = "robobrain".into();
+    let secrets = config.runs_dir.join("secrets");
+    std::fs::create_dir_all(&secrets).unwrap();
+    for (file, password) in [("home", "robot-pw"), ("ha", "robot-ha-pw")] {
+        std::fs::write(secrets.join(file), password).unwrap();
+    }
+    config.home.mqtt_username = Some("robobrain".into());
+    config.home.mqtt_password_file = Some(secrets.join("home"));
+    config.home.discovery_username = Some("robobrain-ha".into());
+    config.home.discovery_password_file = Some(secrets.join("ha"));
+    let options = SessionOptions {
+        pace: Pace::RealTime { speed: 5.0 },
+        ..SessionOptions::new("two-users")
+    };
+    let mut session = Session::open(&config, options).await.unwrap();
+    let mut events = session.take_events();
+    let taken = next_event(&mut events, |e| {
+        matches!(&e.kind, EventKind::Log { message, .. } if message.contains("took every config"))
+            || matches!(&e.kind, EventKind::Error { code, .. } if code == "mqtt_refused")
+    })
+    .await;
+    assert!(
+        matches!(&taken.kind, EventKind::Log { .. }),
+        "{taken:?}\n{}",
+        broker.log()
+    );
+    let mut ha = home_assistant(broker.port, "homeassistant");
+    let configs = ha.until_configs(7).await;
+    ha.press(&configs["homeassistant/button/robobrain/estop/config"].0)
+        .await;
+    next_event(&mut events, |e| {
+        matches!(&e.kind, EventKind::Mode { to: Mode::Safe, .. })
+    })
+    .await;
+    session.stop().await.unwrap();
+    let log = broker.log();
+    assert!(
+        log.contains("as robobrain-ha") || log.contains("u'robobrain-ha'"),
+        "the publisher logged in as its own user:\n{log}"
+    );
+    assert!(
+        !log.contains("already connected"),
+        "a connection was closed for another with its id:\n{log}"
+    );
+}
+
+/// A broker whose ACL lets the robot publish on its own topics but not
+/// read its button presses. mosquitto grants the subscription (its SUBACK
+/// says nothing) and never delivers a press; robobrain's probe on its own
+/// command topics is not heard back, and it says so — the buttons, the
+/// E-stop among them, do not reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_button_topic_the_robot_may_not_read_is_reported_not_silent() {
+    let acl = HOME_ACL.replace(
+        "topic readwrite robobrain/robobrain/#",
+        "topic write robobrain/robobrain/#\ntopic read robobrain/robobrain/availability",
+    );
+    let (_broker, _publisher, message) = refused_under("acl-sub", &acl).await;
+    assert!(
+        message.contains("(robobrain/robobrain/command/probe)")
+            && message.contains("cannot read robobrain/robobrain/command/+")
+            && message.contains("the E-stop among them"),
+        "the unread presses are named, and only they: {message}"
+    );
 }

@@ -195,6 +195,17 @@ impl Worker {
                     // topic is what is known (its ACL decides who may write).
                     let origin = Origin::new(Door::HomeAssistant, format!("topic {topic}"));
                     let _ = (self.commands)(command, origin);
+                } else if let Some(object) = self.discovery.not_offered(&topic, &payload) {
+                    let _ = (self.commands)(
+                        Command::Report {
+                            code: Some("button_not_offered".into()),
+                            message: format!(
+                                "Home Assistant: a press of `{object}` (topic {topic}) was \
+                                 ignored: `[home] buttons` does not offer it"
+                            ),
+                        },
+                        Origin::new(Door::HomeAssistant, format!("topic {topic}")),
+                    );
                 } else if self.discovery.is_birth(&topic, &payload) {
                     self.announce();
                 }
@@ -208,10 +219,9 @@ impl Worker {
     /// it came), nothing.
     fn echo_checked(&mut self) {
         self.echo_due = None;
-        if !self.connected || !self.echo.checking() {
+        let Some(missing) = self.echo.overdue(self.connected) else {
             return;
-        }
-        let missing = self.echo.missing();
+        };
         if missing.is_empty() {
             let _ = (self.commands)(
                 Command::Report {
@@ -224,21 +234,31 @@ impl Worker {
             );
             return;
         }
+        let presses = if missing.contains(&self.discovery.probe().topic) {
+            format!(
+                "; the robot cannot read {}: Home Assistant's buttons, the E-stop among them, \
+                 do not reach it",
+                self.discovery.command_subscription()
+            )
+        } else {
+            String::new()
+        };
         self.report(&format!(
             "the MQTT broker did not take {} of the robot's Home Assistant publishes within {} s \
              ({}): its ACL denies publishing (or reading back) there, and Home Assistant does \
-             not see the robot",
+             not see the robot{presses}",
             missing.len(),
             ECHO_WAIT.as_secs(),
             missing.join(", ")
         ));
     }
 
-    /// The configs, then `online`; each is to be heard back within
-    /// [`ECHO_WAIT`].
+    /// The configs, then `online`, then a probe on the command topics;
+    /// each is to be heard back within [`ECHO_WAIT`].
     fn announce(&mut self) {
         let mut all = self.discovery.configs();
         all.push(self.discovery.availability(true));
+        all.push(self.discovery.probe());
         self.echo.expect(&all);
         if self.echo.checking() {
             self.echo_due = Some(Instant::now() + ECHO_WAIT);
