@@ -456,23 +456,39 @@ async fn mcp_tool_calls_wait_for_approval() {
             row.what
         );
         approval_names("mcp", row, &v);
-        let text = client
-            .read_resource(ReadResourceRequestParams::new(EVENTS_URI))
-            .await
-            .unwrap();
-        let ResourceContents::TextResourceContents { text, .. } = &text.contents[0] else {
-            panic!("the events resource is not text")
+        // The events resource is kept apart from the call's answer: read
+        // it until the approval is in (the call saw it first).
+        let deadline = Instant::now() + PATIENCE;
+        let (events, asked) = loop {
+            let text = client
+                .read_resource(ReadResourceRequestParams::new(EVENTS_URI))
+                .await
+                .unwrap();
+            let ResourceContents::TextResourceContents { text, .. } = &text.contents[0] else {
+                panic!("the events resource is not text")
+            };
+            let events: Vec<Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            if let Some(asked) = events.iter().find(|e| is_request(e)).cloned() {
+                break (events, asked);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "mcp: {}: no approval in the events",
+                row.what
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        let events: Vec<Value> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
         nothing_dispatched("mcp", row, &events);
-        let asked = events
-            .iter()
-            .find(|e| is_request(e))
-            .unwrap_or_else(|| panic!("mcp: {}: no approval in the events", row.what));
-        asked_from("mcp", row, "mcp", asked);
+        asked_from("mcp", row, "mcp", &asked);
+        let detail = asked["requested_by"]["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.starts_with("stdio mcp-1, client "),
+            "mcp: {}: the card names the transport, the call and the client: {asked}",
+            row.what
+        );
         client.cancel().await.unwrap();
     }
 }

@@ -136,9 +136,17 @@ impl McpServer {
     }
 
     /// Runs tool `name` with `args` through the kernel and waits for its
-    /// outcome (at most the call timeout). Unknown tools and arguments that
-    /// break the schema are JSON-RPC `invalid params` errors.
-    pub async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+    /// outcome (at most the call timeout), for the MCP client that named
+    /// itself `client` when it connected (its `clientInfo.name`: on the
+    /// command's origin, so the approval card says which client asked).
+    /// Unknown tools and arguments that break the schema are JSON-RPC
+    /// `invalid params` errors.
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        client: Option<&str>,
+    ) -> Result<CallToolResult, ErrorData> {
         self.shared
             .tools
             .check(name, &args)
@@ -147,10 +155,14 @@ impl McpServer {
         let call_id = format!("mcp-{n}");
         // Subscribed before the command goes, so no event of the call is missed.
         let mut events = self.runtime().subscribe();
-        let origin = Origin::new(
-            Door::Mcp,
-            format!("{} {call_id}", self.shared.options.transport),
-        );
+        let detail = match client {
+            Some(client) => format!(
+                "{} {call_id}, client {client}",
+                self.shared.options.transport
+            ),
+            None => format!("{} {call_id}", self.shared.options.transport),
+        };
+        let origin = Origin::new(Door::Mcp, detail);
         self.runtime()
             .send(
                 Command::Call {
@@ -279,10 +291,15 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        self.call(&request.name, args).await.map(Into::into)
+        // What the client called itself (`clientInfo`): its word, not a
+        // proof — the transport and its token say who may connect.
+        let client = context.peer.peer_info().map(|p| p.client_info.name.clone());
+        self.call(&request.name, args, client.as_deref())
+            .await
+            .map(Into::into)
     }
 
     async fn list_resources(
