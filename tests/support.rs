@@ -152,3 +152,25 @@ pub fn after_stderr_line(
     });
     (found, rest)
 }
+
+/// The JSON objects a child writes on `stdout`, one a line, as they come
+/// (read on a thread of their own; lines that are not JSON are skipped).
+pub fn json_lines(
+    stdout: std::process::ChildStdout,
+) -> std::sync::mpsc::Receiver<serde_json::Value> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Ok(v) = serde_json::from_str(&line)
+                && tx.send(v).is_err()
+            {
+                return;
+            }
+        }
+    });
+    rx
+}
