@@ -40,7 +40,7 @@ use crate::llm::Secret;
 pub use backend::{MqttBackend, from_z2m, to_z2m};
 pub(crate) use connection::{Net, Subscriptions, spawn_poll};
 pub use discovery::Discovery;
-pub use publisher::{ECHO_WAIT, HaPublisher};
+pub use publisher::{CommandSink, ECHO_WAIT, HaPublisher};
 pub(crate) use running::{Running, disconnect};
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};

@@ -16,14 +16,11 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::bridge::{Bridge, Effect, Identity, Publish, Qos};
 use super::topics::Topics;
 use super::{FleetSettings, wall_ms};
+pub use crate::devices::mqtt::CommandSink;
 use crate::devices::mqtt::discovery::Echo;
 use crate::devices::mqtt::{Net, Running, Subscriptions, disconnect, spawn_poll};
 use crate::protocol::{Command, Door, Event, Hello, Origin, Snapshot};
 use crate::world::World;
-
-/// Where the bridge's commands go, with their origin: the run's queue
-/// (`Err` says why it refused).
-pub type CommandSink = Box<dyn Fn(Command, Origin) -> Result<(), String> + Send + Sync>;
 
 /// A running fleet link (one robot on the broker). Dropped without
 /// [`FleetLink::stop`], the broker's last will says CONNECTIONBROKEN.

@@ -30,8 +30,9 @@ use crate::protocol::{Command, Door, Origin, Snapshot};
 /// broker before it says the broker did not take it.
 pub const ECHO_WAIT: Duration = Duration::from_secs(5);
 
-/// Where presses go, with their origin: the run's command queue (`Err`
-/// says why it refused).
+/// Where an MQTT door's commands go, with their origin: the run's command
+/// queue (`Err` says why it refused). The Home Assistant publisher and the
+/// fleet link both hand theirs over through one.
 pub type CommandSink = Box<dyn Fn(Command, Origin) -> Result<(), String> + Send + Sync>;
 
 /// A running Home Assistant discovery publisher. Dropped without
