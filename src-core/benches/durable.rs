@@ -118,10 +118,7 @@ fn react_iteration_durable(c: &mut Criterion) {
             run_iterations(&mut engine, iters)
         });
     });
-    // An fdatasync per iteration: a few milliseconds each, so fewer samples.
-    let mut group = c.benchmark_group("react_iteration");
-    group.sample_size(20);
-    group.bench_function("rule_brain_durable_effects", |b| {
+    c.bench_function("react_iteration/rule_brain_durable_effects", |b| {
         b.iter_custom(|iters| {
             let path = db("effects");
             let mut engine =
@@ -129,7 +126,6 @@ fn react_iteration_durable(c: &mut Criterion) {
             run_iterations(&mut engine, iters)
         });
     });
-    group.finish();
 }
 
 /// Checkpoint bytes per iteration, and resume time of a 1 000-step thread.

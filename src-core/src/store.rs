@@ -237,7 +237,8 @@ pub struct ThreadInfo {
     pub last_seq: u64,
     /// The approval it waits for, if any.
     pub pending_approval: Option<String>,
-    /// Wall ms of the last commit.
+    /// Wall ms of the last commit that rewrote the thread's row: the last
+    /// commit's, or at most a second older while the thread runs.
     pub updated_ms: u64,
 }
 
@@ -322,6 +323,12 @@ pub struct Store {
     /// When the oldest commit not yet synced was made (under
     /// [`Synchronous::Effects`]).
     unsynced_since: Option<std::time::Instant>,
+    /// The thread row this store last wrote, and when: a commit with a
+    /// checkpoint rewrites it only when its status, mode or pending
+    /// approval changed, or [`ROW_EVERY`] after the last time
+    /// ([`Store::threads`] reads the step and `seq` from the newest
+    /// checkpoint), which saves a page per tick.
+    row_written: Option<(String, ThreadRow, std::time::Instant)>,
 }
 
 impl std::fmt::Debug for Store {
@@ -370,6 +377,7 @@ impl Store {
             next_checkpoint: None,
             syncing: synchronous == Synchronous::Full,
             unsynced_since: None,
+            row_written: None,
         };
         store
             .conn
@@ -519,6 +527,26 @@ impl Store {
             })
             .and_then(Iterator::collect)
             .map_err(|e| self.err(e))?;
+        // A commit rewrites the row only now and then; the newest
+        // checkpoint has the step and `seq` of the last commit (every
+        // commit that moves them writes one).
+        let mut newest = self
+            .conn
+            .prepare_cached(
+                "SELECT step, seq FROM checkpoints WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows: Vec<ThreadInfo> = rows;
+        for t in &mut rows {
+            let last: Option<(u64, u64)> = newest
+                .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if let Some((step, seq)) = last {
+                t.last_step = t.last_step.max(step);
+                t.last_seq = t.last_seq.max(seq);
+            }
+        }
         Ok(rows)
     }
 
@@ -579,6 +607,12 @@ impl Store {
         }
         let now = wall_ms();
         let mut written = None;
+        // A commit without a checkpoint has nothing else that says its step
+        // and `seq`: it writes the row.
+        let write_row = c.checkpoint.is_none()
+            || !self.row_written.as_ref().is_some_and(|(thread, row, at)| {
+                thread == c.thread && *row == c.row && at.elapsed() < ROW_EVERY
+            });
         let tx = self.conn.transaction().map_err(map)?;
         {
             if let (Some(first), Some(last)) = (c.events.first(), c.events.last()) {
@@ -673,24 +707,33 @@ impl Store {
                 .and_then(|mut upd| upd.execute(params![goal_id, status.as_str(), result, now]))
                 .map_err(map)?;
             }
-            tx.prepare_cached(
-                "UPDATE threads SET status = ?2, mode = ?3, last_step = ?4, last_seq = ?5,
-                   pending_approval = ?6, updated_ms = ?7 WHERE id = ?1",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    c.thread,
-                    c.row.status,
-                    c.row.mode,
-                    c.step,
-                    c.seq,
-                    c.row.pending_approval,
-                    now
-                ])
-            })
-            .map_err(map)?;
+            if write_row {
+                tx.prepare_cached(
+                    "UPDATE threads SET status = ?2, mode = ?3, last_step = ?4, last_seq = ?5,
+                       pending_approval = ?6, updated_ms = ?7 WHERE id = ?1",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        c.thread,
+                        c.row.status,
+                        c.row.mode,
+                        c.step,
+                        c.seq,
+                        c.row.pending_approval,
+                        now
+                    ])
+                })
+                .map_err(map)?;
+            }
         }
         tx.commit().map_err(map)?;
+        if write_row {
+            self.row_written = Some((
+                c.thread.to_string(),
+                c.row.clone(),
+                std::time::Instant::now(),
+            ));
+        }
         if let Some(n) = written {
             self.next_checkpoint = Some((c.thread.to_string(), n + 1));
         }
@@ -946,6 +989,7 @@ impl Store {
     /// (the newest is always full, so the thread can still be resumed).
     pub fn finish(&mut self, thread: &str, full: &Value, keep: u32) -> Result<(), StoreError> {
         self.next_checkpoint = None;
+        self.row_written = None;
         let path = self.path.clone();
         let map = |e| StoreError::from_sqlite(&path, e);
         let tx = self.conn.transaction().map_err(map)?;
@@ -1012,6 +1056,10 @@ fn record_len(body: &[u8], crc: Option<u32>, numbered: u64) -> Result<u64, Strin
 /// How much of the file `quick_check` reads through a memory map (SQLite
 /// maps at most the file's size).
 const CHECK_MMAP_BYTES: u64 = 1 << 30;
+
+/// How often a thread's row is rewritten while nothing in it but the step,
+/// the `seq` and the time changes (its `updated_ms` is at most this old).
+const ROW_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How many of `quick_check`'s findings an error quotes.
 const QUICK_CHECK_FINDINGS: u32 = 3;

@@ -495,3 +495,53 @@ fn a_record_changed_after_it_was_written_fails_its_checksum() {
         "{text}"
     );
 }
+
+/// A tick whose thread row would change only in its step, `seq` and time
+/// does not rewrite it (a page less per commit); the thread still reads
+/// its last step and `seq`, from the newest checkpoint. A change of status
+/// rewrites it.
+#[test]
+fn the_thread_row_is_rewritten_only_when_it_changes_and_still_reads_current() {
+    let path = temp("row");
+    let mut store = Store::open(&path, Synchronous::Normal).unwrap();
+    store.create_thread("t", "IDLE").unwrap();
+    let v0 = json!({"state": {"seq": 1}});
+    let v1 = json!({"state": {"seq": 2}});
+    commit(&mut store, 1, Some(CheckpointBody::Full(v0.clone())));
+    commit(
+        &mut store,
+        2,
+        Some(CheckpointBody::Delta(delta::diff(&v0, &v1))),
+    );
+    let stored = |store: &Store| -> (u64, String) {
+        store
+            .conn
+            .query_row(
+                "SELECT last_seq, status FROM threads WHERE id = 't'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+    };
+    assert_eq!(stored(&store).0, 1, "the second commit left the row alone");
+    let t = store.thread("t").unwrap();
+    assert_eq!((t.last_step, t.last_seq), (4, 2));
+    store
+        .commit(&Commit {
+            thread: "t",
+            step: 6,
+            seq: 3,
+            checkpoint: Some(CheckpointBody::Delta(vec![("/state/seq".into(), json!(3))])),
+            events: &[event(3, 6)],
+            started: &[],
+            updates: &[],
+            row: ThreadRow {
+                status: "idle".into(),
+                ..row()
+            },
+            outward: false,
+        })
+        .unwrap();
+    assert_eq!(stored(&store), (3, "idle".to_string()));
+    assert_eq!(store.events("t").unwrap().len(), 3);
+}
