@@ -134,6 +134,10 @@ pub struct KernelState {
 pub struct Engine {
     config: Config,
     world: World,
+    /// The world's grid with every passage open, built once: the policy
+    /// plans each motion it judges on it (building it costs more than the
+    /// plan).
+    grid: crate::world::grid::Grid,
     link: Box<dyn RobotLink>,
     /// Requests a tick wants sent, held until the tick is on record.
     held: Outbox,
@@ -205,6 +209,7 @@ impl Engine {
         }
         let mut engine = Self {
             config: config.clone(),
+            grid: crate::world::grid::Grid::new(&world),
             world,
             link,
             held: Outbox::default(),

@@ -320,6 +320,7 @@ mod tests {
         let start = motion::Start {
             at: world.start_pose.point(),
             blocked: &[],
+            open: None,
         };
         let reason = |policy: &PolicyConfig, spec: &SkillSpec, args: &Value| {
             let motion = registry

@@ -285,6 +285,7 @@ impl Engine {
             start: crate::policy::motion::Start {
                 at: self.state.telemetry.pose.point(),
                 blocked: &self.state.telemetry.blocked_passages,
+                open: Some(&self.grid),
             },
             only_asked: self
                 .state

@@ -31,6 +31,9 @@ pub struct Start<'a> {
     pub at: Point,
     /// The passages the kernel last heard are blocked.
     pub blocked: &'a [String],
+    /// The world's grid with every passage open, when the caller keeps
+    /// one (the engine builds it once); `None`: built for each motion.
+    pub open: Option<&'a Grid>,
 }
 
 /// Why a place is flagged.
@@ -78,16 +81,29 @@ fn flag(zone: &Zone) -> Option<Flag> {
 /// grid with the blocked passages, else with every passage open; `None`
 /// when the target is off the map or in a wall.
 pub fn path(world: &World, start: &Start<'_>, target: Point) -> Option<Path> {
-    let open = Grid::new(world);
-    let mut grid = open.clone();
-    for name in start.blocked {
-        if let Some(p) = world.passage(name) {
-            grid.set_blocked(&world.passage_cells(p), true);
-        }
-    }
-    match plan(&grid, start.at, target) {
+    let built;
+    let open = if let Some(grid) = start.open {
+        grid
+    } else {
+        built = Grid::new(world);
+        &built
+    };
+    let blocked: Vec<usize> = start
+        .blocked
+        .iter()
+        .filter_map(|name| world.passage(name))
+        .flat_map(|p| world.passage_cells(p))
+        .collect();
+    let planned = if blocked.is_empty() {
+        plan(open, start.at, target)
+    } else {
+        let mut grid = open.clone();
+        grid.set_blocked(&blocked, true);
+        plan(&grid, start.at, target)
+    };
+    match planned {
         Ok(path) => Some(path),
-        Err(PlanError::NoPath) => plan(&open, start.at, target).ok(),
+        Err(PlanError::NoPath) => plan(open, start.at, target).ok(),
         Err(_) => None,
     }
 }
@@ -240,6 +256,7 @@ mod tests {
         let home = Start {
             at: world.start_pose.point(),
             blocked: &[],
+            open: None,
         };
         let why = |m: &Motion| reason(&policy, "navigate_to", m, &world, &home);
         assert_eq!(why(&to(8.25, 2.0)), None, "the kitchen");
@@ -277,6 +294,7 @@ mod tests {
         let west = Start {
             at: Point::new(1.25, 1.25),
             blocked: &[],
+            open: None,
         };
         assert_eq!(
             reason(&policy, "navigate_to", &to(5.25, 1.25), &world, &west).as_deref(),
@@ -288,6 +306,7 @@ mod tests {
         let round = Start {
             at: west.at,
             blocked: &blocked,
+            open: None,
         };
         let r = reach(&world, &round, Point::new(5.25, 1.25));
         assert!(r.path.is_some());
@@ -305,6 +324,7 @@ mod tests {
         let in_study = Start {
             at: Point::new(3.0, 2.0),
             blocked: &[],
+            open: None,
         };
         assert_eq!(
             reason(&policy, "navigate_to", &to(8.25, 2.0), &world, &in_study),
@@ -317,6 +337,7 @@ mod tests {
         let in_vault = Start {
             at: Point::new(3.25, 1.25),
             blocked: &[],
+            open: None,
         };
         assert_eq!(
             reason(&policy, "navigate_to", &to(5.25, 1.25), &world, &in_vault),
@@ -333,6 +354,7 @@ mod tests {
         let start = Start {
             at: world.start_pose.point(),
             blocked: &blocked,
+            open: None,
         };
         let r = reach(&world, &start, Point::new(3.0, 2.0));
         assert!(r.path.is_some());

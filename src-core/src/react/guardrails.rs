@@ -195,6 +195,7 @@ mod tests {
             start: policy::motion::Start {
                 at: world.start_pose.point(),
                 blocked: &[],
+                open: None,
             },
             only_asked: None,
         };
