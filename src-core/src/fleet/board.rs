@@ -295,6 +295,16 @@ impl FleetRequest {
         })
     }
 
+    /// Its `op`, as the page writes it.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Self::Open { .. } => "open",
+            Self::Close => "close",
+            Self::Send { .. } => "send",
+            Self::EstopAll => "estop_all",
+        }
+    }
+
     /// Whether a viewer may ask for it (watching only).
     pub fn allowed(&self, role: Role) -> bool {
         role == Role::Operator || matches!(self, Self::Open { .. } | Self::Close)

@@ -374,8 +374,12 @@ impl FleetPage {
             Err(refused) => return vec![FleetMessage::error(refused.code, refused.why)],
         };
         if !request.allowed(self.role) {
+            // Worded as every door words it (`… may only watch: … was refused`).
             return vec![FleetMessage::Refused {
-                reason: "this page is a read-only viewer: it cannot command or approve".into(),
+                reason: format!(
+                    "this fleet page (a viewer) may only watch: `{}` was refused",
+                    request.op()
+                ),
             }];
         }
         let stopped = |e: FleetError| vec![FleetMessage::error("not_sent", e.to_string())];
@@ -459,11 +463,14 @@ mod tests {
             r#"{"op":"estop_all"}"#,
             r#"{"op":"send","robot":"r1","line":"{\"cmd\":\"approve\",\"approval_id\":\"a1\"}"}"#,
         ] {
-            assert!(
-                matches!(
-                    &page.request(request).await[..],
-                    [FleetMessage::Refused { .. }]
-                ),
+            let op = FleetRequest::parse(request).unwrap().op();
+            assert_eq!(
+                page.request(request).await,
+                vec![FleetMessage::Refused {
+                    reason: format!(
+                        "this fleet page (a viewer) may only watch: `{op}` was refused"
+                    )
+                }],
                 "{request}"
             );
         }
