@@ -8,7 +8,7 @@
 #   kernel     src-core/src/kernel/ (modes, arbitration, the task queue)
 #   react      src-core/src/react/ (guardrails, loop guards, progress)
 #   policy     src-core/src/policy.rs (what needs approval)
-#   ledger     src-core/src/engine/durable.rs, src-core/src/store/ledger.rs
+#   ledger     src-core/src/engine/durable.rs, src-store/src/store/ledger.rs
 #              (the ledger around dispatch, resume and reconcile)
 #
 # One job at a time (the machine is shared), in a build folder of its own
@@ -40,7 +40,7 @@ files() {
     kernel) set -- src-core/src/kernel.rs src-core/src/kernel/*.rs ;;
     react) set -- src-core/src/react.rs src-core/src/react/*.rs ;;
     policy) set -- src-core/src/policy.rs ;;
-    ledger) set -- src-core/src/engine/durable.rs src-core/src/store/ledger.rs ;;
+    ledger) set -- src-core/src/engine/durable.rs src-store/src/store/ledger.rs ;;
     *) return ;;
   esac
   for f in "$@"; do printf -- '--file %s ' "$f"; done

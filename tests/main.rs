@@ -13,6 +13,7 @@ mod assist;
 mod bench_docs;
 mod channel;
 mod console;
+mod crates;
 mod doors;
 mod durable;
 mod faces;

@@ -13,8 +13,6 @@ pub mod scripted;
 use std::sync::Arc;
 use std::time::Duration;
 
-use thiserror::Error;
-
 use crate::protocol::{BrainKind, EventKind};
 use crate::react::{Decision, Observation};
 use crate::skills::SkillRegistry;
@@ -27,17 +25,9 @@ pub use scripted::ScriptedBrain;
 
 use crate::config::Config;
 
-/// Why a brain could not decide.
-#[derive(Debug, Error, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum BrainError {
-    /// The brain's answer was unusable.
-    #[error("invalid decision: {0}")]
-    Invalid(String),
-    /// The brain is not reachable.
-    #[error("brain unavailable: {0}")]
-    Unavailable(String),
-}
+/// Why a brain could not decide (it lives beside the decision it stands in for,
+/// so the ReAct step takes a brain's answer without importing the brains).
+pub use crate::react::BrainError;
 
 /// A brain's answer, now or later.
 #[derive(Debug, Clone, PartialEq)]

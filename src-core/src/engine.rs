@@ -15,9 +15,12 @@
 //!   "定时10分钟"), kept on the sim clock and announced when they end.
 //! - `durable.rs`: the per-tick commit, the side-effect ledger, resume and
 //!   reconciliation with the robot (only with a [`crate::store::Store`] attached).
+//! - [`assist`]: the assist dataset runner's assistant through the whole
+//!   engine (`robobrain assist`): a tool over the engine, not part of a tick.
 //! - `rest.rs`: the E-stop and bringing the robot to rest when the brain
 //!   stops thinking (store failure, shutdown, panic) — sent before any commit.
 
+pub mod assist;
 mod checkpoint;
 mod commands;
 mod durable;

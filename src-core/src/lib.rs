@@ -36,7 +36,6 @@
 //! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
 //! - `testing` (feature `test-utils`): the test suite's prerequisites — required, or a skip that is said.
 
-pub mod audio;
 pub mod brain;
 pub mod config;
 pub mod devices;
@@ -44,38 +43,33 @@ pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
 pub mod fleet;
-pub mod geometry;
 pub mod hci;
-pub mod intents;
 pub mod kernel;
-pub mod lines;
-pub mod link;
-pub mod llm;
-pub mod mapview;
 pub mod mcap;
 pub mod mcp;
-pub mod memory;
 pub mod metrics;
 pub mod offload;
 pub mod perception;
-pub mod places;
 pub mod policy;
-pub mod progress;
-pub mod protocol;
 pub mod react;
-pub mod rng;
 pub mod runtime;
 pub mod scenario;
-pub mod secrets;
 pub mod session;
-pub mod sim;
 pub mod skills;
-pub mod source;
-pub mod store;
-#[cfg(any(test, feature = "test-utils"))]
-pub mod testing;
-pub mod text;
-pub mod timezone;
 pub mod voice;
 pub mod webhook;
-pub mod world;
+
+// The layers below the core, each its own crate (ARCHITECTURE.md, "Crates"),
+// re-exported so that `robobrain_core::protocol::…` and `crate::protocol::…`
+// name the same items as before the split.
+pub use robobrain_intents::intents;
+pub use robobrain_link::{link, sim};
+pub use robobrain_llm::{audio, llm};
+pub use robobrain_memory::memory;
+pub use robobrain_store::store;
+#[cfg(any(test, feature = "test-utils"))]
+pub use robobrain_wire::testing;
+pub use robobrain_wire::{
+    geometry, lines, mapview, places, progress, protocol, rng, secrets, source, text, timezone,
+    world,
+};

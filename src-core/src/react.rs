@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::protocol::Op;
 
-pub use decision::{Decision, PlanPatch};
+pub use decision::{BrainError, Decision, PlanPatch};
 pub use observation::{LastResult, Observation};
 pub use progress::ProgressTracker;
 

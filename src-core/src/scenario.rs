@@ -21,7 +21,7 @@
 //! ```
 
 pub mod format;
-pub mod matcher;
+pub use robobrain_wire::matcher;
 pub mod report;
 pub mod runner;
 

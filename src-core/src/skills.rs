@@ -6,7 +6,7 @@
 //! their time limits. Registering a skill needs no change to the kernel.
 
 pub mod builtin;
-pub mod model_name;
+pub use crate::llm::model_name;
 pub mod registry;
 pub mod runner;
 pub mod spec;

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use robobrain_core::devices::home_assistant::engine_path::EngineAssistant;
 use robobrain_core::devices::home_assistant::{load_dataset, runner};
+use robobrain_core::engine::assist::EngineAssistant;
 
 /// Arguments of `robobrain assist`.
 #[derive(Debug, ClapArgs)]

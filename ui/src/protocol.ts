@@ -18,7 +18,7 @@ export interface MapView {
 
 export interface Op { op: "dispatch" | "cancel" | "wait"; skill?: string; args?: unknown; goal_id?: string; seconds?: number }
 export interface TaskView { id: string; title: string; kind: string; priority: string; status: string; step: number; steps: number }
-/** Where a command came from, stamped by its door (`Origin` in src-core/src/protocol/origin.rs; docs/protocol.md). */
+/** Where a command came from, stamped by its door (`Origin` in src-wire/src/protocol/origin.rs; docs/protocol.md). */
 export interface Origin { door: string; role: "operator" | "viewer"; detail?: string }
 /** An origin in words, as the core says it: `console`, `web: ws#3 127.0.0.1:51234`, `web viewer: ws#4 …`. */
 export function originWords(o: Origin): string {
@@ -36,7 +36,7 @@ export interface MemoryUse { id: number; score: number; bm25?: number; dense?: n
 export interface Incident { zone: string; kind: string }
 export interface IncidentRecord { id: string; time: number; zone: string; kinds: string[]; description: string; status: string; acknowledged_by?: string | null }
 
-/** What a run is made of (`RunInfo` in src-core/src/protocol/run.rs): every face shows it the same way. */
+/** What a run is made of (`RunInfo` in src-wire/src/protocol/run.rs): every face shows it the same way. */
 export interface RunInfo {
   brain: { kind: "rules" | "model" | "scripted"; model?: string; endpoint?: string };
   memory: { mode: "off" | "bm25" | "dense" | "hybrid"; note?: string };

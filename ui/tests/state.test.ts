@@ -147,7 +147,7 @@ test("what the run is made of comes from hello, the run event and snapshots, in 
     services: [{ name: "time", tools: 2 }, { name: "ghost", tools: 0, error: "no such program" }],
     robot: "sim:",
   };
-  // The same line as RunInfo::summary's test in src-core/src/protocol/run.rs.
+  // The same line as RunInfo::summary's test in src-wire/src/protocol/run.rs.
   assert.equal(runSummary(run), "brain model qwen-max · memory bm25 · mcp time(2), ghost(failed)");
   assert.equal(runSummary({ brain: { kind: "rules" }, memory: { mode: "off" }, services: [], robot: "sim:" }), "brain rules · memory off · mcp none");
   let s = apply(empty(), { type: "snapshot", snapshot });

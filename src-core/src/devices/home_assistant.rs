@@ -2,7 +2,7 @@
 //! benchmark of understanding.
 //!
 //! - [`command`]: rule parsing of device commands (English and Chinese) against a device world.
-//! - [`engine_path`]: the runner's assistant through the whole engine (rule brain, no model).
+//! - the runner's assistant through the whole engine is `crate::engine::assist` (it drives an engine, which sits above the devices).
 //! - [`fixture`]: a home description (areas, devices, entities with state).
 //! - [`dataset`]: the test files (sentences, setup, expected changes).
 //! - [`runner`]: the dataset runner: pass rates per category, language and locale.
@@ -11,7 +11,6 @@
 
 pub mod command;
 pub mod dataset;
-pub mod engine_path;
 pub mod fixture;
 pub mod runner;
 pub mod world;

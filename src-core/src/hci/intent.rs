@@ -451,7 +451,7 @@ fn names(world: &DeviceWorld, ids: &[String], lang: Lang) -> String {
     let names: Vec<String> = ids
         .iter()
         .map(|id| {
-            let name = super::summary::name_of(world, id, lang);
+            let name = super::verb::name_of(world, id, lang);
             lines::line(lang, "the", &[("name", &name)])
         })
         .collect();
@@ -639,7 +639,7 @@ pub fn cannot(d: &Device, lang: Lang) -> String {
         .capabilities
         .iter()
         .map(|c| {
-            super::summary::verb(&c.name).map_or_else(
+            super::verb::verb(&c.name).map_or_else(
                 || c.name.replace('_', " "),
                 |v| lines::line(lang, &format!("base_{v}"), &[]),
             )

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 use super::Home;
 use super::intent::Step;
+pub use super::verb::name_of;
+use super::verb::verb;
 use crate::devices::{Device, DeviceWorld};
 use crate::lines::{self, Lang, line};
 use crate::llm::{LlmClient, LlmError};
@@ -55,22 +57,6 @@ pub fn facts(value: &Value) -> Value {
     }
 }
 
-/// The verbs the lines name (`past_turn_on`, `base_turn_on`); other
-/// capabilities are said as "set … to …".
-pub(super) fn verb(action: &str) -> Option<&'static str> {
-    Some(match action {
-        "turn_on" => "turn_on",
-        "turn_off" => "turn_off",
-        "open" => "open",
-        "close" => "close",
-        "lock" => "lock",
-        "unlock" => "unlock",
-        "arm" => "arm",
-        "disarm" => "disarm",
-        _ => return None,
-    })
-}
-
 fn arg_text(args: &Value, lang: Lang) -> String {
     args.as_object()
         .map(|m| {
@@ -87,14 +73,6 @@ fn arg_text(args: &Value, lang: Lang) -> String {
                 .join(&line(lang, "list_sep", &[]))
         })
         .unwrap_or_default()
-}
-
-/// A device's name in `lang` (its Chinese alias for Chinese, when it has one).
-pub fn name_of(world: &DeviceWorld, device: &str, lang: Lang) -> String {
-    world.get(device).map_or_else(
-        || device.to_string(),
-        |d| lines::name_in(lang, &d.name, &d.aliases),
-    )
 }
 
 /// What a call did (`did`) or is to do (`do`), in `lang`: "turned on the

@@ -5,6 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::devices::DeviceWorld;
+use crate::lines::{self, Lang};
+
 /// What a clause asks to be done.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "verb", rename_all = "snake_case")]
@@ -43,4 +46,28 @@ pub enum Verb {
         /// Its arguments.
         args: Value,
     },
+}
+
+/// The verbs the lines name (`past_turn_on`, `base_turn_on`); other
+/// capabilities are said as "set … to …".
+pub(super) fn verb(action: &str) -> Option<&'static str> {
+    Some(match action {
+        "turn_on" => "turn_on",
+        "turn_off" => "turn_off",
+        "open" => "open",
+        "close" => "close",
+        "lock" => "lock",
+        "unlock" => "unlock",
+        "arm" => "arm",
+        "disarm" => "disarm",
+        _ => return None,
+    })
+}
+
+/// A device's name in `lang` (its Chinese alias for Chinese, when it has one).
+pub fn name_of(world: &DeviceWorld, device: &str, lang: Lang) -> String {
+    world.get(device).map_or_else(
+        || device.to_string(),
+        |d| lines::name_in(lang, &d.name, &d.aliases),
+    )
 }

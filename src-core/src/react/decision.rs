@@ -51,3 +51,15 @@ impl Decision {
         self
     }
 }
+
+/// Why a brain could not decide.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum BrainError {
+    /// The brain's answer was unusable.
+    #[error("invalid decision: {0}")]
+    Invalid(String),
+    /// The brain is not reachable.
+    #[error("brain unavailable: {0}")]
+    Unavailable(String),
+}

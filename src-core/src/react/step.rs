@@ -16,9 +16,9 @@
 //! that asks for the outcome, so the machine keeps nothing between inputs
 //! but the task's own state.
 
-use crate::brain::BrainError;
 use crate::config::KernelConfig;
 use crate::protocol::{BrainKind, DecisionType, Node, Op, TaskStatus, Verdict};
+use crate::react::BrainError;
 use crate::react::guardrails::Judged;
 use crate::react::{Decision, LastResult, Observation, Phase, ReactState, guards};
 

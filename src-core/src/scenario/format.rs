@@ -966,6 +966,15 @@ fn task_expect(v: &toml::Value) -> Result<TaskExpect, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_event_kind_the_matcher_knows_is_a_kind_scenarios_may_name() {
+        let table: Vec<&str> = crate::scenario::matcher::EVENT_FIELDS
+            .iter()
+            .map(|(k, _)| *k)
+            .collect();
+        assert_eq!(table, super::EVENT_KINDS);
+    }
     use super::*;
 
     fn p(text: &str) -> Result<Scenario, String> {

@@ -516,6 +516,50 @@ pub const ASSIST_MINI_FLOORS: &[(&str, usize, usize)] = &[
 /// `todo` sentences need to-do lists, which the device model lacks).
 pub const ASSIST_MINI_OVERALL: (usize, usize) = (50, 46);
 
+/// The floors assist-mini must hold (`ASSIST_MINI_OVERALL`, `ASSIST_MINI_FLOORS`),
+/// and the lock rule: every lock sentence that acted asked first, once.
+#[cfg(test)]
+pub(crate) fn assert_floors(report: &AssistReport) {
+    let failures = render_failures(report);
+    let (total, floor) = ASSIST_MINI_OVERALL;
+    assert_eq!(report.overall.total, total, "the dataset changed");
+    assert!(
+        report.overall.passed >= floor,
+        "{}: {} of {total} passed, the floor is {floor}\n{failures}",
+        report.assistant,
+        report.overall.passed
+    );
+    assert_eq!(report.by_category.len(), ASSIST_MINI_FLOORS.len());
+    for &(category, total, floor) in ASSIST_MINI_FLOORS {
+        let t = report.by_category[category];
+        assert_eq!(t.total, total, "{category}: the dataset changed");
+        assert!(
+            t.passed >= floor,
+            "{} {category}: {} of {total} passed, the floor is {floor}\n{failures}",
+            report.assistant,
+            t.passed
+        );
+    }
+    // Locks are high risk: every lock sentence that acted asked first,
+    // once, and nothing changed before the answer.
+    let lock = report.by_category["lock"];
+    assert_eq!(lock.confirmations, lock.passed, "{}", report.assistant);
+    for r in report
+        .results
+        .iter()
+        .filter(|r| r.category == "lock" && r.passed)
+    {
+        assert_eq!(r.turn.confirmations, 1, "{}: {r:?}", report.assistant);
+    }
+    for r in &report.results {
+        assert!(
+            r.turn.changed_before_confirmation.is_empty(),
+            "{}: changed before the confirmation: {r:?}",
+            report.assistant
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -605,86 +649,14 @@ mod tests {
         );
     }
 
-    /// With Home Assistant's grammar first (the engine path's default):
-    /// overall, and the to-do sentences (the one Home Assistant's English
-    /// grammar has); every other category as with the rules.
-    const ASSIST_MINI_WITH_GRAMMAR: (usize, usize) = (47, 1);
-
-    fn assert_floors(report: &AssistReport) {
-        let failures = render_failures(report);
-        let (total, floor) = ASSIST_MINI_OVERALL;
-        assert_eq!(report.overall.total, total, "the dataset changed");
-        assert!(
-            report.overall.passed >= floor,
-            "{}: {} of {total} passed, the floor is {floor}\n{failures}",
-            report.assistant,
-            report.overall.passed
-        );
-        assert_eq!(report.by_category.len(), ASSIST_MINI_FLOORS.len());
-        for &(category, total, floor) in ASSIST_MINI_FLOORS {
-            let t = report.by_category[category];
-            assert_eq!(t.total, total, "{category}: the dataset changed");
-            assert!(
-                t.passed >= floor,
-                "{} {category}: {} of {total} passed, the floor is {floor}\n{failures}",
-                report.assistant,
-                t.passed
-            );
-        }
-        // Locks are high risk: every lock sentence that acted asked first,
-        // once, and nothing changed before the answer.
-        let lock = report.by_category["lock"];
-        assert_eq!(lock.confirmations, lock.passed, "{}", report.assistant);
-        for r in report
-            .results
-            .iter()
-            .filter(|r| r.category == "lock" && r.passed)
-        {
-            assert_eq!(r.turn.confirmations, 1, "{}: {r:?}", report.assistant);
-        }
-        for r in &report.results {
-            assert!(
-                r.turn.changed_before_confirmation.is_empty(),
-                "{}: changed before the confirmation: {r:?}",
-                report.assistant
-            );
-        }
-    }
-
     #[test]
-    fn assist_mini_holds_todays_pass_rates_with_and_without_the_grammar() {
+    fn assist_mini_holds_todays_pass_rates_through_the_command_parser() {
         let homes = load_dataset(&assist_mini_dir()).unwrap();
-        let engine = run(
-            &homes,
-            &mut super::super::engine_path::EngineAssistant::default(),
-            &crate::progress::Silent,
-        );
-        assert_floors(&engine);
-        let (overall, todo) = ASSIST_MINI_WITH_GRAMMAR;
-        assert!(
-            engine.overall.passed >= overall && engine.by_category["todo"].passed >= todo,
-            "with the grammar: {} of 50, todo {}\n{}",
-            engine.overall.passed,
-            engine.by_category["todo"].passed,
-            render_failures(&engine)
-        );
         let commands = run(
             &homes,
             &mut CommandAssistant::default(),
             &crate::progress::Silent,
         );
         assert_floors(&commands);
-        // The rules alone, through the engine: the floors as they were.
-        let rules = run(
-            &homes,
-            &mut super::super::engine_path::EngineAssistant::with_grammar(
-                &crate::config::HomeConfig {
-                    grammar: false,
-                    ..crate::config::HomeConfig::default()
-                },
-            ),
-            &crate::progress::Silent,
-        );
-        assert_floors(&rules);
     }
 }

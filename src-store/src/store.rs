@@ -498,9 +498,9 @@ impl Store {
         self.synchronous
     }
 
-    /// Whether the last commit was synced before it returned.
-    #[cfg(test)]
-    pub(crate) fn synced_last(&self) -> bool {
+    /// Whether the last commit was synced before it returned (the engine's
+    /// tests check that a tick with an outward effect synced).
+    pub fn synced_last(&self) -> bool {
         self.syncing
     }
 

@@ -13,7 +13,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use super::matcher::ListUse;
 use super::slots::{SlotList, parse_list};
 use super::template::{Expr, Names, parse_sentence};
 
@@ -449,6 +448,17 @@ impl Grammar {
             .sum();
         (self.intents.len(), blocks, templates)
     }
+}
+
+/// A list a block of a grammar uses, directly or through rules (the matcher
+/// works these out once per grammar and caches them here).
+#[derive(Debug, Clone)]
+pub(super) struct ListUse {
+    pub(super) intent: usize,
+    pub(super) block: usize,
+    pub(super) list_id: usize,
+    pub(super) list: String,
+    pub(super) inline_range: Option<(i64, i64, i64)>,
 }
 
 #[cfg(test)]

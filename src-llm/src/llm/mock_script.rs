@@ -37,7 +37,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::scenario::matcher::{FieldTest, field_tests, lookup};
+use crate::matcher::{FieldTest, field_tests, lookup};
 use crate::source::SourceError;
 
 /// What a reply says.

@@ -292,7 +292,7 @@ fn bad_function_name(request: &Value) -> Option<String> {
     let tools = request.get("tools")?.as_array()?;
     tools.iter().enumerate().find_map(|(i, tool)| {
         let name = tool.pointer("/function/name").and_then(Value::as_str)?;
-        (!crate::skills::model_name::is_valid(name)).then(|| {
+        (!crate::llm::model_name::is_valid(name)).then(|| {
             format!(
                 "Invalid 'tools[{i}].function.name': string does not match pattern. \
                  Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$' \

@@ -13,12 +13,14 @@
 //! - [`mock_server`] and [`mock_script`]: `robobrain mock-llm`, a real HTTP
 //!   server speaking the chat-completions protocol from a script, for tests,
 //!   benchmarks and offline demos.
+//! - [`model_name`]: skill names as a model may see them (OpenAI's function-name rule).
 
 pub mod accumulate;
 pub mod client;
 pub mod config;
 pub mod mock_script;
 pub mod mock_server;
+pub mod model_name;
 pub mod prompt;
 pub mod retry;
 pub mod worker;

@@ -90,8 +90,8 @@ pub fn test_data(rel: &str) -> PathBuf {
 /// `./x setup` downloads it into); the test fails when it holds no model.
 #[track_caller]
 pub fn embedding_model() -> PathBuf {
-    let dir = std::env::var_os(crate::memory::MODEL_ENV)
-        .map_or_else(crate::memory::default_model_dir, PathBuf::from);
+    let dir = std::env::var_os(crate::places::EMBED_MODEL_ENV)
+        .map_or_else(crate::places::default_embed_model_dir, PathBuf::from);
     let found = dir
         .join("model.safetensors")
         .is_file()

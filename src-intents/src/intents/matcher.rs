@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use super::grammar::{Grammar, IntentData};
+use super::grammar::{Grammar, IntentData, ListUse};
 use super::slots::{NumberWords, RangeList, SlotList, TextList, ValueInput};
 use super::template::{Chunk, Expr, ListRef};
 use super::text::{self, Skip, fold, is_punct, is_word};
@@ -229,16 +229,6 @@ fn lists_used<'a>(
         }
     }
     used
-}
-
-/// A list a block of a grammar uses, directly or through rules.
-#[derive(Debug, Clone)]
-pub(super) struct ListUse {
-    intent: usize,
-    block: usize,
-    list_id: usize,
-    list: String,
-    inline_range: Option<(i64, i64, i64)>,
 }
 
 /// The lists each block of `g` uses, once each (each rule walked once).

@@ -47,12 +47,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use crate::places::{
+    EMBED_MODEL_ENV as MODEL_ENV, default_embed_model_dir as default_model_dir,
+};
+
 pub use manager::MemoryManager;
 pub use retriever::{Hit, HybridRetriever};
 pub use service::MemoryHandle;
-
-/// Environment variable naming the embedding model's folder.
-pub const MODEL_ENV: &str = "ROBOBRAIN_EMBED_MODEL";
 
 /// How memories are looked up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -190,19 +191,6 @@ impl MemoryConfig {
         }
         None
     }
-}
-
-/// `~/.cache/robobrain/models/all-MiniLM-L6-v2` (`$XDG_CACHE_HOME` when set).
-pub fn default_model_dir() -> PathBuf {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"));
-    cache
-        .join("robobrain")
-        .join("models")
-        .join("all-MiniLM-L6-v2")
 }
 
 /// Why memory refused.

@@ -80,6 +80,22 @@ pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Environment variable naming the embedding model's folder.
+pub const EMBED_MODEL_ENV: &str = "ROBOBRAIN_EMBED_MODEL";
+
+/// `~/.cache/robobrain/models/all-MiniLM-L6-v2` (`$XDG_CACHE_HOME` when set).
+pub fn default_embed_model_dir() -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"));
+    cache
+        .join("robobrain")
+        .join("models")
+        .join("all-MiniLM-L6-v2")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,453 @@
+//! The crate graph is the one ARCHITECTURE.md draws ("Crates"): the table
+//! there is read, `cargo metadata` is asked what the manifests say, and the
+//! two must agree — every workspace crate listed once, in its folder, with
+//! exactly the robobrain crates it depends on, each of a lower layer; a
+//! development dependency reaching no higher than a normal one may; the
+//! modules column is the crate's `lib.rs`. And inside every crate the
+//! folders (top-level modules) import one another in one direction only.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::root;
+
+/// One row of ARCHITECTURE.md's crate table.
+#[derive(Debug)]
+struct Row {
+    layer: u32,
+    folder: String,
+    modules: BTreeSet<String>,
+    depends_on: BTreeSet<String>,
+}
+
+/// The names in backticks in a table cell (`—` is none).
+fn names(cell: &str) -> BTreeSet<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The crate table under "## Crates", by crate name.
+fn table() -> BTreeMap<String, Row> {
+    let path = root().join("ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let section = text
+        .split("\n## Crates\n")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a `## Crates` section");
+    let section = section.split("\n## ").next().unwrap();
+    let mut rows = BTreeMap::new();
+    let mut header_seen = false;
+    for (n, line) in section.lines().enumerate() {
+        if !line.starts_with('|') {
+            continue;
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        if !header_seen {
+            assert_eq!(
+                cells,
+                ["layer", "crate", "folder", "modules", "depends on"],
+                "ARCHITECTURE.md, Crates: the table's header"
+            );
+            header_seen = true;
+            continue;
+        }
+        if cells.iter().all(|c| c.chars().all(|ch| ch == '-')) {
+            continue;
+        }
+        assert_eq!(
+            cells.len(),
+            5,
+            "ARCHITECTURE.md, Crates, row {n}: five cells: {line}"
+        );
+        let name = names(cells[1]).into_iter().next().unwrap();
+        let row = Row {
+            layer: cells[0].parse().unwrap_or_else(|_| {
+                panic!(
+                    "ARCHITECTURE.md, Crates, {name}: layer `{}` is not a number",
+                    cells[0]
+                )
+            }),
+            folder: names(cells[2]).into_iter().next().unwrap(),
+            modules: names(cells[3]),
+            depends_on: names(cells[4]),
+        };
+        assert!(
+            rows.insert(name.clone(), row).is_none(),
+            "{name} listed twice"
+        );
+    }
+    assert!(!rows.is_empty(), "ARCHITECTURE.md, Crates: no table");
+    rows
+}
+
+/// A workspace crate as its manifest says it.
+#[derive(Debug)]
+struct Package {
+    folder: String,
+    normal: BTreeSet<String>,
+    dev: BTreeSet<String>,
+}
+
+fn metadata() -> BTreeMap<String, Package> {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut packages = BTreeMap::new();
+    for p in meta["packages"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap().to_string();
+        let manifest = PathBuf::from(p["manifest_path"].as_str().unwrap());
+        let folder = manifest
+            .parent()
+            .and_then(|d| d.strip_prefix(root()).ok())
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap();
+        let (mut normal, mut dev) = (BTreeSet::new(), BTreeSet::new());
+        for d in p["dependencies"].as_array().unwrap() {
+            let dep = d["name"].as_str().unwrap();
+            if !dep.starts_with("robobrain-") {
+                continue;
+            }
+            if d["kind"].as_str() == Some("dev") {
+                dev.insert(dep.to_string());
+            } else {
+                normal.insert(dep.to_string());
+            }
+        }
+        packages.insert(
+            name,
+            Package {
+                folder,
+                normal,
+                dev,
+            },
+        );
+    }
+    packages
+}
+
+/// The top-level modules a `lib.rs` declares (`mod x;`, `pub mod x;`,
+/// `pub mod x {`), its tests (`#[cfg(test)]`) left out.
+fn lib_modules(lib: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(lib).unwrap();
+    let mut previous = "";
+    let mut modules = BTreeSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line
+            .strip_prefix("pub mod ")
+            .or_else(|| line.strip_prefix("mod "))
+            && previous.trim() != "#[cfg(test)]"
+        {
+            let name = rest.trim_end_matches(';').trim_end_matches('{').trim();
+            modules.insert(name.to_string());
+        }
+        previous = line;
+    }
+    modules
+}
+
+#[test]
+fn the_crate_graph_is_the_one_architecture_md_draws() {
+    let table = table();
+    let packages = metadata();
+    let listed: BTreeSet<&String> = table.keys().collect();
+    let built: BTreeSet<&String> = packages.keys().collect();
+    assert_eq!(
+        listed, built,
+        "ARCHITECTURE.md's crate table and the workspace's members differ"
+    );
+    for (name, p) in &packages {
+        let row = &table[name];
+        assert_eq!(row.folder, p.folder, "{name}: the folder");
+        assert_eq!(
+            row.depends_on, p.normal,
+            "{name}: the robobrain crates it depends on (ARCHITECTURE.md's last column against {}/Cargo.toml)",
+            p.folder
+        );
+        for dep in p.normal.iter().chain(&p.dev) {
+            let below = table[dep].layer;
+            assert!(
+                below < row.layer,
+                "{name} (layer {}) depends on {dep} (layer {below}): a crate may only depend on lower layers",
+                row.layer
+            );
+        }
+        let lib = root().join(&p.folder).join("src/lib.rs");
+        assert_eq!(
+            row.modules,
+            lib_modules(&lib),
+            "{name}: the modules column against {}",
+            lib.display()
+        );
+    }
+}
+
+/// `src` with the test modules cut out: a `#[cfg(test)]` item and the
+/// files only tests compile (declared `#[cfg(test)] mod x;`).
+fn production_sources(src: &Path) -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(src, &mut files);
+    files.sort();
+    let mut test_only = BTreeSet::new();
+    let mut texts = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let dir = if f
+            .file_name()
+            .is_some_and(|n| n == "lib.rs" || n == "mod.rs")
+        {
+            f.parent().unwrap().to_path_buf()
+        } else {
+            f.with_extension("")
+        };
+        let mut lines = text.lines().peekable();
+        let mut kept = String::new();
+        while let Some(line) = lines.next() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                // The item that follows (attributes first) is test code.
+                while let Some(next) = lines.peek() {
+                    let attr = next.trim_start();
+                    if let Some(path) = attr
+                        .strip_prefix("#[path = \"")
+                        .and_then(|r| r.strip_suffix("\"]"))
+                    {
+                        test_only.insert(f.parent().unwrap().join(path));
+                    }
+                    if attr.starts_with("#[") {
+                        lines.next();
+                    } else {
+                        break;
+                    }
+                }
+                let Some(item) = lines.next() else { break };
+                let item = item.trim_start();
+                if let Some(name) = item
+                    .strip_prefix("mod ")
+                    .or_else(|| item.strip_prefix("pub mod "))
+                    .and_then(|r| r.strip_suffix(';'))
+                {
+                    test_only.insert(dir.join(format!("{name}.rs")));
+                    test_only.insert(dir.join(name));
+                    continue;
+                }
+                // Skip to the end of the item's braces (or its `;`).
+                let mut depth = item.matches('{').count() as i64 - item.matches('}').count() as i64;
+                if depth == 0 && item.ends_with(';') {
+                    continue;
+                }
+                while depth > 0 || !item.contains('{') && depth == 0 {
+                    let Some(l) = lines.next() else { break };
+                    depth += l.matches('{').count() as i64 - l.matches('}').count() as i64;
+                    if depth <= 0 && l.contains('}') {
+                        break;
+                    }
+                }
+                continue;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            kept.push_str(code);
+            kept.push('\n');
+        }
+        texts.push((f.clone(), kept));
+    }
+    texts
+        .into_iter()
+        .filter(|(f, _)| !test_only.iter().any(|t| f == t || f.starts_with(t)))
+        .collect()
+}
+
+/// The crate's top-level module a file belongs to.
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel
+        .components()
+        .next()?
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned();
+    let name = first.trim_end_matches(".rs").to_string();
+    (name != "lib").then_some(name)
+}
+
+/// The modules of the crate `code` names as `crate::x`.
+fn crate_refs(code: &str) -> BTreeSet<String> {
+    let mut refs = BTreeSet::new();
+    for (i, _) in code.match_indices("crate::") {
+        let before = code[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // e.g. `robobrain_crate::`
+        }
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a, b::c, d}`: the first name of each element.
+            let mut depth = 0;
+            let mut element_start = true;
+            let mut word = String::new();
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => element_start = true,
+                    c if c.is_alphanumeric() || c == '_' => {
+                        if element_start {
+                            word.push(c);
+                        }
+                    }
+                    _ => {
+                        if !word.is_empty() {
+                            refs.insert(std::mem::take(&mut word));
+                            element_start = false;
+                        }
+                    }
+                }
+            }
+            if !word.is_empty() {
+                refs.insert(word);
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                refs.insert(name);
+            }
+        }
+    }
+    refs
+}
+
+/// A cycle in `graph`, if it has one.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        stack.push(n.to_string());
+        for m in graph.get(n).into_iter().flatten() {
+            match state.get(m.as_str()) {
+                Some(1) => {
+                    let at = stack.iter().position(|s| s == m).unwrap();
+                    let mut cycle = stack[at..].to_vec();
+                    cycle.push(m.clone());
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(m, graph, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in graph.keys() {
+        if !state.contains_key(n.as_str()) {
+            let mut stack = Vec::new();
+            if let Some(c) = visit(n, graph, &mut state, &mut stack) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// The top-level modules of the crate in `folder`, and which of them each
+/// imports (outside its tests).
+fn module_graph(folder: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = root().join(folder).join("src");
+    let sources = production_sources(&src);
+    let modules: BTreeSet<String> = sources
+        .iter()
+        .filter_map(|(f, _)| top_module(&src, f))
+        .collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, code) in &sources {
+        let Some(from) = top_module(&src, file) else {
+            continue;
+        };
+        let entry = graph.entry(from.clone()).or_default();
+        for to in crate_refs(code) {
+            if to != from && modules.contains(&to) {
+                entry.insert(to);
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn inside_every_crate_the_modules_import_one_another_one_way() {
+    for row in table().values() {
+        let graph = module_graph(&row.folder);
+        if let Some(cycle) = find_cycle(&graph) {
+            panic!(
+                "{}: the modules import each other in a circle: {} (ARCHITECTURE.md, Layers)",
+                row.folder,
+                cycle.join(" → ")
+            );
+        }
+    }
+}
+
+#[test]
+fn the_reader_of_imports_sees_what_the_compiler_sees() {
+    // The checks above are only as good as this reader.
+    let code = "use crate::{protocol::Event, world::{self, World}, text};\nlet x = crate::engine::Engine::new();\nrobobrain_crate::nope;";
+    let refs = crate_refs(code);
+    assert_eq!(
+        refs,
+        ["engine", "protocol", "text", "world"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
+    let mut g = BTreeMap::new();
+    g.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
+    g.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
+    assert_eq!(
+        find_cycle(&g),
+        Some(vec!["a".into(), "b".into(), "a".into()])
+    );
+    // The core's graph is read, and holds what the table says it does.
+    let core = module_graph("src-core");
+    assert!(core["engine"].contains("kernel"), "{core:?}");
+    assert!(!core["react"].contains("brain"), "{core:?}");
+}
