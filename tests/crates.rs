@@ -285,28 +285,22 @@ fn production_sources(src: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// The crate's top-level module a file belongs to.
-fn top_module(src: &Path, file: &Path) -> Option<String> {
-    let rel = file.strip_prefix(src).ok()?;
-    let first = rel
-        .components()
-        .next()?
-        .as_os_str()
-        .to_string_lossy()
-        .into_owned();
-    let name = first.trim_end_matches(".rs").to_string();
-    (name != "lib").then_some(name)
-}
-
 /// The modules of the crate `code` names as `crate::x`.
 fn crate_refs(code: &str) -> BTreeSet<String> {
+    refs_after(code, "crate::")
+}
+
+/// The names `code` reaches through `prefix` (`crate::`, `crate::hci::`,
+/// `super::`): the first name after it, or each element's first name in a
+/// `prefix{a, b::c}` group.
+fn refs_after(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut refs = BTreeSet::new();
-    for (i, _) in code.match_indices("crate::") {
+    for (i, _) in code.match_indices(prefix) {
         let before = code[..i].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue; // e.g. `robobrain_crate::`
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue; // e.g. `robobrain_crate::`, `super::super::`
         }
-        let rest = &code[i + "crate::".len()..];
+        let rest = &code[i + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             // `crate::{a, b::c, d}`: the first name of each element.
             let mut depth = 0;
@@ -389,40 +383,81 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
     None
 }
 
+/// For every folder of the crate in `folder` (its `src` and each module's
+/// folder below it), the modules the folder holds and which of them each
+/// imports (outside its tests): `crate::path::to::folder::x` from anywhere
+/// inside a sibling, `super::x` from a sibling's own file.
+fn folder_graphs(folder: &str) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let src = root().join(folder).join("src");
+    let sources = production_sources(&src);
+    let mut graphs: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    // Each file, as the path of folders from `src` to it.
+    for (file, code) in &sources {
+        let rel = file.strip_prefix(&src).unwrap();
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| {
+                c.as_os_str()
+                    .to_string_lossy()
+                    .trim_end_matches(".rs")
+                    .to_string()
+            })
+            .collect();
+        // The file is inside the sibling `parts[depth]` of the folder `parts[..depth]`.
+        for depth in 0..parts.len() {
+            let sibling = &parts[depth];
+            if depth + 1 == parts.len()
+                && (sibling == "lib" || sibling == "main" || sibling == "mod")
+            {
+                continue;
+            }
+            let folder_path = parts[..depth].join("::");
+            let prefix = if folder_path.is_empty() {
+                "crate::".to_string()
+            } else {
+                format!("crate::{folder_path}::")
+            };
+            let mut refs = refs_after(code, &prefix);
+            if depth + 1 == parts.len() {
+                refs.extend(refs_after(code, "super::"));
+            }
+            let graph = graphs.entry(folder_path).or_default();
+            let entry = graph.entry(sibling.clone()).or_default();
+            entry.extend(refs.into_iter().filter(|r| r != sibling));
+        }
+    }
+    // Only edges to modules the folder holds.
+    for graph in graphs.values_mut() {
+        let modules: BTreeSet<String> = graph.keys().cloned().collect();
+        for targets in graph.values_mut() {
+            targets.retain(|t| modules.contains(t));
+        }
+    }
+    graphs
+}
+
 /// The top-level modules of the crate in `folder`, and which of them each
 /// imports (outside its tests).
 fn module_graph(folder: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let src = root().join(folder).join("src");
-    let sources = production_sources(&src);
-    let modules: BTreeSet<String> = sources
-        .iter()
-        .filter_map(|(f, _)| top_module(&src, f))
-        .collect();
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (file, code) in &sources {
-        let Some(from) = top_module(&src, file) else {
-            continue;
-        };
-        let entry = graph.entry(from.clone()).or_default();
-        for to in crate_refs(code) {
-            if to != from && modules.contains(&to) {
-                entry.insert(to);
-            }
-        }
-    }
-    graph
+    folder_graphs(folder).remove("").unwrap_or_default()
 }
 
 #[test]
 fn inside_every_crate_the_modules_import_one_another_one_way() {
     for row in table().values() {
-        let graph = module_graph(&row.folder);
-        if let Some(cycle) = find_cycle(&graph) {
-            panic!(
-                "{}: the modules import each other in a circle: {} (ARCHITECTURE.md, Layers)",
-                row.folder,
-                cycle.join(" → ")
-            );
+        for (path, graph) in folder_graphs(&row.folder) {
+            if let Some(cycle) = find_cycle(&graph) {
+                let at = if path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in `{path}`")
+                };
+                panic!(
+                    "{}{at}: the modules import each other in a circle: {} (ARCHITECTURE.md, Layers)",
+                    row.folder,
+                    cycle.join(" → ")
+                );
+            }
         }
     }
 }
@@ -450,4 +485,8 @@ fn the_reader_of_imports_sees_what_the_compiler_sees() {
     let core = module_graph("src-core");
     assert!(core["engine"].contains("kernel"), "{core:?}");
     assert!(!core["react"].contains("brain"), "{core:?}");
+    // A folder's own modules are read too: `hci::intent` names `verb`.
+    let hci = &folder_graphs("src-core")["hci"];
+    assert!(hci["intent"].contains("verb"), "{hci:?}");
+    assert!(!hci["intent"].contains("summary"), "{hci:?}");
 }

@@ -134,57 +134,90 @@ pub struct KernelState {
 }
 
 /// The brain, its robot link and its state, advanced one tick at a time.
+///
+/// Its state is grouped by what it is for, each part owned by the engine
+/// and named where a method uses it: what the run is ([`Setup`]), what a
+/// checkpoint keeps ([`KernelState`]), the robot's side ([`RobotIo`]), the
+/// deciding side ([`Mind`]), commands in and events and speech out
+/// ([`Traffic`]), the store (when recording) and the smart home
+/// ([`HomeParts`]).
 pub struct Engine {
+    setup: Setup,
+    state: KernelState,
+    robot: RobotIo,
+    mind: Mind,
+    traffic: Traffic,
+    durable: Option<durable::Durable>,
+    home: HomeParts,
+}
+
+/// What the run is: fixed when the engine is made (the run's description
+/// is filled in once by the session builder).
+struct Setup {
     config: Config,
     world: World,
     /// The world's grid with every passage open, built once: the policy
     /// plans each motion it judges on it (building it costs more than the
     /// plan).
     grid: crate::world::grid::Grid,
+    thread_id: String,
+    /// Unique to this engine (its start time, µs): stop goal ids carry it.
+    nonce: u64,
+    /// What the run is made of, as the session builder assembled it.
+    run: Option<crate::protocol::RunInfo>,
+}
+
+/// The robot's side: the link, what waits to go to it, what came back.
+struct RobotIo {
     link: Box<dyn RobotLink>,
     /// Requests a tick wants sent, held until the tick is on record.
     held: Outbox,
-    brain: Box<dyn Brain>,
-    registry: SkillRegistry,
-    runner: SkillRunner,
-    state: KernelState,
-    pending: Vec<(Command, Origin)>,
-    /// Where the command being taken in came from: every event emitted
-    /// meanwhile carries it.
-    cause: Option<Origin>,
-    /// Utterances a model is recognising, with where each came from: what
-    /// it understood later is carried out as from there.
-    recognizing: Vec<(String, Origin)>,
-    outbox: Vec<Event>,
-    /// Events on record (or with no store), ready for the face.
-    ready: Vec<Event>,
     replies: Vec<LinkReply>,
-    thread_id: String,
-    durable: Option<durable::Durable>,
-    /// Voices what the robot says.
-    speaker: crate::voice::Speaker,
     /// Goals asked about after a resume or a reconnect, with the request
     /// to send if the robot never heard of them.
     reconciling: BTreeMap<String, Option<LinkRequest>>,
-    /// The smart home, shared with the home tools in the registry.
-    home: crate::hci::HomeHandle,
-    /// With `[home] summary = "model"`: the model that writes turn summaries,
-    /// and the turns waiting for one (request id → forged results).
-    summarizer: Option<home::Summarizer>,
-    /// The run's memory (what was said), when attached.
-    memory: Option<crate::memory::MemoryHandle>,
-    /// What the run is made of, as the session builder assembled it.
-    run: Option<crate::protocol::RunInfo>,
     /// Times the robot was brought to rest (stop goal ids count from it).
     rests: u64,
-    /// Unique to this engine (its start time, µs): stop goal ids carry it.
-    nonce: u64,
     /// Whether [`Engine::close`] ran (a dropped engine that ran but did
     /// not close still stops the robot).
     closed: bool,
     /// Whether a tick ran: an engine dropped before its first (a run that
     /// could not start) has sent nothing and stops nothing.
     ticked: bool,
+}
+
+/// The deciding side: the brain, the skills it may use, what it remembers.
+struct Mind {
+    brain: Box<dyn Brain>,
+    registry: SkillRegistry,
+    runner: SkillRunner,
+    /// Utterances a model is recognising, with where each came from: what
+    /// it understood later is carried out as from there.
+    recognizing: Vec<(String, Origin)>,
+    /// The run's memory (what was said), when attached.
+    memory: Option<crate::memory::MemoryHandle>,
+}
+
+/// Commands in; events and speech out.
+struct Traffic {
+    pending: Vec<(Command, Origin)>,
+    /// Where the command being taken in came from: every event emitted
+    /// meanwhile carries it.
+    cause: Option<Origin>,
+    outbox: Vec<Event>,
+    /// Events on record (or with no store), ready for the face.
+    ready: Vec<Event>,
+    /// Voices what the robot says.
+    speaker: crate::voice::Speaker,
+}
+
+/// The smart home, shared with the home tools in the registry, and the
+/// model that writes its turn summaries.
+struct HomeParts {
+    handle: crate::hci::HomeHandle,
+    /// With `[home] summary = "model"`: the model that writes turn summaries,
+    /// and the turns waiting for one (request id → forged results).
+    summarizer: Option<home::Summarizer>,
 }
 
 impl Engine {
@@ -211,58 +244,69 @@ impl Engine {
             registry.register(tool, &serde_json::Value::Null)?;
         }
         let mut engine = Self {
-            config: config.clone(),
-            grid: crate::world::grid::Grid::new(&world),
-            world,
-            link,
-            held: Outbox::default(),
-            brain: Box::new(RuleBrain::new()),
-            registry,
-            runner: SkillRunner::new(),
+            setup: Setup {
+                config: config.clone(),
+                grid: crate::world::grid::Grid::new(&world),
+                world,
+                thread_id,
+                nonce: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64),
+                run: None,
+            },
             state: KernelState {
                 mode_reason: "starting".into(),
                 ..KernelState::default()
             },
-            pending: Vec::new(),
-            cause: None,
-            recognizing: Vec::new(),
-            outbox: Vec::new(),
-            ready: Vec::new(),
-            replies: Vec::new(),
-            thread_id,
-            durable: None,
-            speaker: {
-                let mut speaker = crate::voice::Speaker::new(config.speech.voice, &audio_dir);
-                if config.speech.voice == crate::voice::VoiceChoice::Model {
-                    speaker = speaker.speaking_with(&config.llm, &config.speech.model_voice);
-                }
-                if config.speech.play {
-                    speaker.playing()
-                } else {
-                    speaker
-                }
+            robot: RobotIo {
+                link,
+                held: Outbox::default(),
+                replies: Vec::new(),
+                reconciling: BTreeMap::new(),
+                rests: 0,
+                closed: false,
+                ticked: false,
             },
-            reconciling: BTreeMap::new(),
-            home,
-            summarizer: home::Summarizer::for_config(config),
-            memory: None,
-            run: None,
-            rests: 0,
-            nonce: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros() as u64),
-            closed: false,
-            ticked: false,
+            mind: Mind {
+                brain: Box::new(RuleBrain::new()),
+                registry,
+                runner: SkillRunner::new(),
+                recognizing: Vec::new(),
+                memory: None,
+            },
+            traffic: Traffic {
+                pending: Vec::new(),
+                cause: None,
+                outbox: Vec::new(),
+                ready: Vec::new(),
+                speaker: {
+                    let mut speaker = crate::voice::Speaker::new(config.speech.voice, &audio_dir);
+                    if config.speech.voice == crate::voice::VoiceChoice::Model {
+                        speaker = speaker.speaking_with(&config.llm, &config.speech.model_voice);
+                    }
+                    if config.speech.play {
+                        speaker.playing()
+                    } else {
+                        speaker
+                    }
+                },
+            },
+            durable: None,
+            home: HomeParts {
+                handle: home,
+                summarizer: home::Summarizer::for_config(config),
+            },
         };
-        engine.state.telemetry.battery_pct = engine.world.battery.initial_pct;
-        if let Some(why) = engine.speaker.notice().map(str::to_string) {
+
+        engine.state.telemetry.battery_pct = engine.setup.world.battery.initial_pct;
+        if let Some(why) = engine.traffic.speaker.notice().map(str::to_string) {
             engine.log("warn", &why);
         }
-        let heard = crate::hci::lock(&engine.home).hearing_notice.clone();
+        let heard = crate::hci::lock(&engine.home.handle).hearing_notice.clone();
         if let Some(why) = heard {
             engine.log("warn", &why);
         }
-        engine.state.telemetry.pose = engine.world.start_pose;
+        engine.state.telemetry.pose = engine.setup.world.start_pose;
         let snapshot = engine.snapshot();
         engine.emit(EventKind::Snapshot {
             snapshot: Box::new(snapshot),
@@ -278,9 +322,9 @@ impl Engine {
 
     /// Replaces the brain (the rule brain is the default).
     pub fn set_brain(&mut self, brain: Box<dyn Brain>) {
-        self.brain = brain;
-        if let Some(memory) = &self.memory {
-            self.brain.use_memory(memory.clone());
+        self.mind.brain = brain;
+        if let Some(memory) = &self.mind.memory {
+            self.mind.brain.use_memory(memory.clone());
         }
     }
 
@@ -288,14 +332,14 @@ impl Engine {
     /// speech become messages (handed to the memory thread, never waited
     /// for) and the brain may use the memory's context.
     pub fn set_memory(&mut self, memory: crate::memory::MemoryHandle) {
-        self.brain.use_memory(memory.clone());
-        self.memory = Some(memory);
+        self.mind.brain.use_memory(memory.clone());
+        self.mind.memory = Some(memory);
     }
 
     /// Records what the run is made of (the session builder's account of
     /// it) and says so in a `run` event; every snapshot carries it from now on.
     pub fn set_run_info(&mut self, run: crate::protocol::RunInfo) {
-        self.run = Some(run.clone());
+        self.setup.run = Some(run.clone());
         self.emit(EventKind::Run { run });
     }
 
@@ -309,14 +353,14 @@ impl Engine {
 
     /// The skill registry, to register more skills.
     pub fn registry_mut(&mut self) -> &mut SkillRegistry {
-        &mut self.registry
+        &mut self.mind.registry
     }
 
     /// The robot link's E-stop line, if it has one
     /// ([`crate::link::RobotLink::estop_line`]): the runtime gives it to
     /// the faces' command senders.
     pub fn estop_line(&self) -> Option<std::sync::Arc<dyn crate::link::EStopLine>> {
-        self.link.estop_line()
+        self.robot.link.estop_line()
     }
 
     /// Queues a command from `origin`; it is ingested at the start of the
@@ -324,12 +368,12 @@ impl Engine {
     /// stopped before this returns.
     pub fn submit(&mut self, command: Command, origin: Origin) {
         if command == Command::EStop && origin.may_act() {
-            self.cause = Some(origin);
+            self.traffic.cause = Some(origin);
             self.estop_now();
-            self.cause = None;
+            self.traffic.cause = None;
             self.commit_and_flush(false);
         } else {
-            self.pending.push((command, origin));
+            self.traffic.pending.push((command, origin));
         }
     }
 
@@ -339,18 +383,18 @@ impl Engine {
     /// are committed before anything it sends leaves for the robot; a halted
     /// engine (see [`Engine::halted`]) does nothing.
     pub fn tick(&mut self, out: &mut Vec<Event>) {
-        self.ticked = true;
+        self.robot.ticked = true;
         if self.halted().is_some() {
-            out.append(&mut self.ready);
-            out.append(&mut self.outbox);
+            out.append(&mut self.traffic.ready);
+            out.append(&mut self.traffic.outbox);
             return;
         }
-        for (command, origin) in std::mem::take(&mut self.pending) {
+        for (command, origin) in std::mem::take(&mut self.traffic.pending) {
             self.ingest(command, origin);
         }
         self.heard();
-        self.link.advance(self.config.tick_s);
-        self.state.time += self.config.tick_s;
+        self.robot.link.advance(self.setup.config.tick_s);
+        self.state.time += self.setup.config.tick_s;
         self.sync_robot();
         self.update_world();
         self.next_round();
@@ -365,15 +409,15 @@ impl Engine {
 
     /// The smart home the engine and its home tools share.
     pub fn home(&self) -> &crate::hci::HomeHandle {
-        &self.home
+        &self.home.handle
     }
 
     /// Commits what this tick or pump did (with a store) and hands its
     /// events to `out`; requests to the robot leave only after the commit.
     fn deliver(&mut self, out: &mut Vec<Event>) {
         self.commit_and_flush(false);
-        out.append(&mut self.ready);
-        out.append(&mut self.outbox);
+        out.append(&mut self.traffic.ready);
+        out.append(&mut self.traffic.outbox);
     }
 
     /// Takes in what a thinking brain has to say (streamed tokens, the
@@ -400,9 +444,10 @@ impl Engine {
     /// for the brain's understanding, or a skill for a model's answer.
     pub fn is_thinking(&self) -> bool {
         self.deciding_task().is_some()
-            || self.brain.is_recognizing()
-            || self.registry.is_waiting()
+            || self.mind.brain.is_recognizing()
+            || self.mind.registry.is_waiting()
             || self
+                .home
                 .summarizer
                 .as_ref()
                 .is_some_and(home::Summarizer::is_waiting)
@@ -410,10 +455,11 @@ impl Engine {
 
     /// Blocks until the brain has news or `timeout` passes (lockstep drivers).
     pub fn wait_brain(&mut self, timeout: std::time::Duration) {
-        if self.deciding_task().is_some() || self.brain.is_recognizing() {
-            self.brain.wait(timeout);
-        } else if self.registry.is_waiting()
+        if self.deciding_task().is_some() || self.mind.brain.is_recognizing() {
+            self.mind.brain.wait(timeout);
+        } else if self.mind.registry.is_waiting()
             || self
+                .home
                 .summarizer
                 .as_ref()
                 .is_some_and(home::Summarizer::is_waiting)
@@ -426,7 +472,7 @@ impl Engine {
     /// Notified when the brain has news, for async drivers (`None` for
     /// brains that answer at once).
     pub fn brain_waker(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
-        self.brain.waker()
+        self.mind.brain.waker()
     }
 
     fn deciding_task(&self) -> Option<String> {
@@ -443,8 +489,8 @@ impl Engine {
     /// Emits what the brain said outside a decision (model calls for intents, notices).
     fn brain_notes(&mut self) {
         let mut notes = Vec::new();
-        self.brain.take_events(&mut notes);
-        if let Some(memory) = &self.memory {
+        self.mind.brain.take_events(&mut notes);
+        if let Some(memory) = &self.mind.memory {
             notes.extend(memory.take_notices().into_iter().map(|n| EventKind::Log {
                 level: "info".into(),
                 message: format!("memory: {n}"),
@@ -460,7 +506,7 @@ impl Engine {
         let s = &self.state;
         let t = &s.telemetry;
         Snapshot {
-            thread_id: self.thread_id.clone(),
+            thread_id: self.setup.thread_id.clone(),
             time: s.time,
             step: s.step,
             seq: s.seq,
@@ -478,7 +524,7 @@ impl Engine {
                 path: t.path.clone(),
             },
             tasks: s.queue.views(),
-            running: self.runner.views(),
+            running: self.mind.runner.views(),
             approvals: s
                 .approvals
                 .iter()
@@ -507,19 +553,20 @@ impl Engine {
                 .and_then(|v| v.get("frame"))
                 .and_then(serde_json::Value::as_str)
                 .map(String::from),
-            brain: Some(self.brain.kind()),
-            world: self.world.name.clone(),
-            run: self.run.clone(),
+            brain: Some(self.mind.brain.kind()),
+            world: self.setup.world.name.clone(),
+            run: self.setup.run.clone(),
             devices: {
-                let home = crate::hci::lock(&self.home);
+                let home = crate::hci::lock(&self.home.handle);
                 if home.devices.devices().is_empty() {
                     serde_json::Value::Null
                 } else {
                     home.devices.states()
                 }
             },
-            link: crate::protocol::LinkState::of(self.link.is_connected()),
+            link: crate::protocol::LinkState::of(self.robot.link.is_connected()),
             memory: self
+                .mind
                 .memory
                 .as_ref()
                 .and_then(crate::memory::MemoryHandle::size),
@@ -533,12 +580,12 @@ impl Engine {
 
     /// The world the engine runs in.
     pub fn world(&self) -> &World {
-        &self.world
+        &self.setup.world
     }
 
     /// The run's thread id.
     pub fn thread_id(&self) -> &str {
-        &self.thread_id
+        &self.setup.thread_id
     }
 
     /// Sim seconds since start.
@@ -548,25 +595,25 @@ impl Engine {
 
     /// Sim seconds per tick.
     pub fn dt(&self) -> f64 {
-        self.config.tick_s
+        self.setup.config.tick_s
     }
 
     /// Whether nothing is left to do: no runnable task, no running skill, no
     /// pending approval, no queued command and no running timer (a paused
     /// one waits for the operator, like an approval answered elsewhere).
     pub fn is_settled(&self) -> bool {
-        self.pending.is_empty()
+        self.traffic.pending.is_empty()
             && !self.state.timers.iter().any(|t| t.paused_left.is_none())
-            && self.outbox.is_empty()
-            && self.ready.is_empty()
-            && self.runner.running().is_empty()
+            && self.traffic.outbox.is_empty()
+            && self.traffic.ready.is_empty()
+            && self.mind.runner.running().is_empty()
             && self.state.approvals.is_empty()
             && self.state.queue.best_runnable().is_none()
     }
 
     /// Which brain decides.
     pub fn brain_kind(&self) -> BrainKind {
-        self.brain.kind()
+        self.mind.brain.kind()
     }
 
     /// Brings the robot to rest, records what is left and cleans up every
@@ -585,14 +632,14 @@ impl Engine {
     ) -> (R, Vec<(String, SpeechTrack)>) {
         let mut speech = Vec::new();
         let mut ctx = SkillContext {
-            world: &self.world,
-            link: &mut self.held,
+            world: &self.setup.world,
+            link: &mut self.robot.held,
             telemetry: &self.state.telemetry,
             speech: &mut speech,
         };
         let result = f(
-            &mut self.runner,
-            &mut self.registry,
+            &mut self.mind.runner,
+            &mut self.mind.registry,
             &mut ctx,
             self.state.time,
         );
@@ -600,17 +647,17 @@ impl Engine {
     }
 
     fn emit(&mut self, kind: EventKind) {
-        if let (Some(memory), EventKind::Speech { text, .. }) = (&self.memory, &kind) {
+        if let (Some(memory), EventKind::Speech { text, .. }) = (&self.mind.memory, &kind) {
             memory.add_message("assistant", text);
         }
         self.state.seq += 1;
-        self.outbox.push(Event {
+        self.traffic.outbox.push(Event {
             seq: self.state.seq,
             time: self.state.time,
             wall_ms: wall_ms(),
-            thread_id: self.thread_id.clone(),
+            thread_id: self.setup.thread_id.clone(),
             step: self.state.step,
-            origin: self.cause.clone(),
+            origin: self.traffic.cause.clone(),
             kind,
         });
     }
@@ -625,9 +672,9 @@ impl Drop for Engine {
     /// An engine that ran and ends without [`Engine::close`] — a panic
     /// unwinding through a driver, a face that forgot — still stops the robot.
     fn drop(&mut self) {
-        if self.ticked && !self.closed {
-            self.rests += 1;
-            let _ = self.send_stop("rest", self.rests);
+        if self.robot.ticked && !self.robot.closed {
+            self.robot.rests += 1;
+            let _ = self.send_stop("rest", self.robot.rests);
         }
     }
 }

@@ -19,7 +19,7 @@ impl Engine {
     /// goes through [`Engine::submit`]). A halted engine keeps it pending.
     pub fn take_in(&mut self, command: Command, origin: Origin, out: &mut Vec<Event>) {
         if self.halted().is_some() {
-            self.pending.push((command, origin));
+            self.traffic.pending.push((command, origin));
             return;
         }
         self.ingest(command, origin);
@@ -31,7 +31,7 @@ impl Engine {
     pub(super) fn ingest(&mut self, command: Command, origin: Origin) {
         let refused = (!origin.may_act())
             .then(|| format!("{origin} may only watch: `{}` was refused", command.name()));
-        self.cause = Some(origin);
+        self.traffic.cause = Some(origin);
         if let Some(message) = refused {
             // A door should not have sent it (the runtime refuses it
             // unqueued); the kernel refuses it whatever drives it.
@@ -43,7 +43,7 @@ impl Engine {
         } else {
             self.ingest_caused(command);
         }
-        self.cause = None;
+        self.traffic.cause = None;
     }
 
     fn ingest_caused(&mut self, command: Command) {
@@ -59,7 +59,7 @@ impl Engine {
         }
         match command {
             Command::Say { text } => {
-                if let Some(memory) = &self.memory {
+                if let Some(memory) = &self.mind.memory {
                     memory.add_message("user", &text);
                 }
                 self.hush("the operator spoke");
@@ -82,7 +82,7 @@ impl Engine {
             }
             Command::Inject { fault } if self.device_fault(&fault) => {}
             Command::Inject { fault } => {
-                if let Err(e) = self.link.send(LinkRequest::Inject { fault }) {
+                if let Err(e) = self.robot.link.send(LinkRequest::Inject { fault }) {
                     self.emit(EventKind::Error {
                         code: "inject_refused".into(),
                         message: e.to_string(),
@@ -112,7 +112,7 @@ impl Engine {
     pub(super) fn say(&mut self, text: &str) {
         // The robot's own commands, as its grammar has them, first (a bare
         // "stop" stops the robot, not a media player).
-        if let Some(intent) = crate::brain::intent::hear(text, &self.world) {
+        if let Some(intent) = crate::brain::intent::hear(text, &self.setup.world) {
             self.act_on(text, intent, true);
             return;
         }
@@ -123,17 +123,22 @@ impl Engine {
         }
         // Local first; a brain that understands more gets what the rules
         // could not parse, and answers later (`heard`).
-        let intent = parse_intent(text, &self.world);
+        let intent = parse_intent(text, &self.setup.world);
         if matches!(intent, Intent::Unknown | Intent::UnknownPlace { .. })
-            && self.brain.recognize(text, &self.world, &self.registry)
+            && self
+                .mind
+                .brain
+                .recognize(text, &self.setup.world, &self.mind.registry)
         {
-            if let Some(origin) = &self.cause {
+            if let Some(origin) = &self.traffic.cause {
                 // Bounded: a recognition the brain never reports back
                 // does not keep its origin for ever.
-                if self.recognizing.len() >= 64 {
-                    self.recognizing.remove(0);
+                if self.mind.recognizing.len() >= 64 {
+                    self.mind.recognizing.remove(0);
                 }
-                self.recognizing.push((text.to_string(), origin.clone()));
+                self.mind
+                    .recognizing
+                    .push((text.to_string(), origin.clone()));
             }
             self.emit(EventKind::Log {
                 level: "info".into(),
@@ -147,8 +152,10 @@ impl Engine {
     /// Keeps what the home's last turn referred to ("it", "there", the
     /// plan) in memory's session state, where the planner's input shows it.
     fn remember_home_session(&self) {
-        let Some(memory) = &self.memory else { return };
-        let home = crate::hci::lock(&self.home);
+        let Some(memory) = &self.mind.memory else {
+            return;
+        };
+        let home = crate::hci::lock(&self.home.handle);
         let session = &home.session;
         let kept = [
             ("last_devices", session.last_devices.join(", ")),
@@ -164,22 +171,27 @@ impl Engine {
     /// Utterances the brain has finished recognising: the model's intent, or
     /// the rule parser's when the model did not understand either.
     pub(super) fn heard(&mut self) {
-        for (text, understood) in self.brain.recognized(&self.world, &self.registry) {
+        for (text, understood) in self
+            .mind
+            .brain
+            .recognized(&self.setup.world, &self.mind.registry)
+        {
             // The model call is accounted before its result.
             self.brain_notes();
             // Carried out as from where it was said.
-            self.cause = self
+            self.traffic.cause = self
+                .mind
                 .recognizing
                 .iter()
                 .position(|(said, _)| *said == text)
-                .map(|i| self.recognizing.remove(i).1);
+                .map(|i| self.mind.recognizing.remove(i).1);
             if let Some(intent) = understood {
                 self.act_on(&text, intent, false);
             } else {
-                let intent = parse_intent(&text, &self.world);
+                let intent = parse_intent(&text, &self.setup.world);
                 self.act_on(&text, intent, true);
             }
-            self.cause = None;
+            self.traffic.cause = None;
         }
     }
 
@@ -215,7 +227,7 @@ impl Engine {
                 self.add_task(TaskKind::Charge, &operator);
             }
             Intent::ComeBack => {
-                let zone = self.world.home_zone.clone();
+                let zone = self.setup.world.home_zone.clone();
                 let name = self.zone_name(&zone, lang);
                 self.say_line(
                     lang,
@@ -232,6 +244,7 @@ impl Engine {
             Intent::Acknowledge => self.acknowledge(None, "operator", lang),
             Intent::UnknownPlace { phrase } => {
                 let known: Vec<String> = self
+                    .setup
                     .world
                     .zones
                     .iter()
@@ -258,7 +271,8 @@ impl Engine {
 
     /// A zone's name in `lang` (its Chinese alias for Chinese).
     fn zone_name(&self, zone: &str, lang: Lang) -> String {
-        self.world
+        self.setup
+            .world
             .zones
             .iter()
             .find(|z| z.name == zone)
@@ -295,8 +309,8 @@ impl Engine {
         };
         let id = self.state.queue.push(kind, priority, self.state.time);
         if let Some(task) = self.state.queue.get_mut(&id) {
-            task.origin.clone_from(&self.cause);
-            if !self.config.patrol.look_around {
+            task.origin.clone_from(&self.traffic.cause);
+            if !self.setup.config.patrol.look_around {
                 // Patrols that only go round: no look at each waypoint.
                 task.plan.retain(|step| step.skill != "watch");
             }
@@ -327,8 +341,14 @@ impl Engine {
 
     fn start_patrol(&mut self, route: Option<&str>, lang: Lang) {
         let name = route.unwrap_or("default");
-        let Some(zones) = self.world.route(name).map(<[String]>::to_vec) else {
-            let known: Vec<&str> = self.world.routes.iter().map(|(n, _)| n.as_str()).collect();
+        let Some(zones) = self.setup.world.route(name).map(<[String]>::to_vec) else {
+            let known: Vec<&str> = self
+                .setup
+                .world
+                .routes
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect();
             self.emit(EventKind::Error {
                 code: "unknown_route".into(),
                 message: format!("no route called `{name}`; routes: {}", known.join(", ")),
@@ -424,6 +444,7 @@ impl Engine {
         self.state.estop = false;
         let held = self.hold_runnable("queued while the E-stop was latched", &[]);
         let by = self
+            .traffic
             .cause
             .as_ref()
             .map_or_else(String::new, |o| format!(" ({o})"));
@@ -588,7 +609,11 @@ impl Engine {
 
     /// Speaks a line (an event; audio comes with the speech skills).
     pub(super) fn speak(&mut self, text: &str, track: SpeechTrack) {
-        let audio = self.speaker.say(text).map(|p| p.display().to_string());
+        let audio = self
+            .traffic
+            .speaker
+            .say(text)
+            .map(|p| p.display().to_string());
         self.emit(EventKind::Speech {
             text: text.to_string(),
             track,
@@ -598,7 +623,7 @@ impl Engine {
 
     /// Barge-in: the operator speaks (or presses the E-stop), the robot stops talking.
     fn hush(&mut self, why: &str) {
-        let cut = self.speaker.interrupt();
+        let cut = self.traffic.speaker.interrupt();
         if !cut.is_empty() {
             let files: Vec<String> = cut.iter().map(|p| p.display().to_string()).collect();
             self.emit(EventKind::Log {

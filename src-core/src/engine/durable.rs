@@ -55,7 +55,7 @@ impl Engine {
         config: &StoreConfig,
         resume: bool,
     ) -> Result<(), StoreError> {
-        let thread = self.thread_id.clone();
+        let thread = self.thread_id().to_string();
         let mut count = 0;
         if resume {
             store.thread(&thread)?;
@@ -74,10 +74,10 @@ impl Engine {
             };
             self.state = serde_json::from_value(r.state["state"].clone())
                 .map_err(|e| decode("the kernel state", e))?;
-            self.runner = serde_json::from_value(r.state["runner"].clone())
+            self.mind.runner = serde_json::from_value(r.state["runner"].clone())
                 .map_err(|e| decode("the running goals", e))?;
             if let Some(home) = r.state.get("home") {
-                crate::hci::lock(&self.home).devices.restore(home);
+                crate::hci::lock(&self.home.handle).devices.restore(home);
             }
             count = r.count;
             // A brain that was thinking when the process died holds no
@@ -107,7 +107,7 @@ impl Engine {
             && let Ok(audit) =
                 crate::store::audit::AuditLog::open_with(store.path(), store.synchronous())
         {
-            crate::hci::lock(&self.home).set_audit(audit);
+            crate::hci::lock(&self.home.handle).set_audit(audit);
         }
         let guard = FileGuard::new(store.path());
         self.durable = Some(Durable {
@@ -124,7 +124,7 @@ impl Engine {
             guard,
         });
         if resume {
-            self.outbox.clear();
+            self.traffic.outbox.clear();
             let snapshot = self.snapshot();
             self.emit(EventKind::Snapshot {
                 snapshot: Box::new(snapshot),
@@ -165,16 +165,17 @@ impl Engine {
     /// marks the thread finished and applies the checkpoint retention.
     /// Closing twice does nothing the second time.
     pub fn close(&mut self) {
-        if self.closed {
+        if self.robot.closed {
             return;
         }
-        self.closed = true;
+        self.robot.closed = true;
         // Whether the thread is done, judged before the stop's own events.
-        let settled =
-            self.pending.is_empty() && self.state.approvals.is_empty() && self.is_settled_now();
+        let settled = self.traffic.pending.is_empty()
+            && self.state.approvals.is_empty()
+            && self.is_settled_now();
         self.rest("the brain is shutting down", !settled);
         let value = self.checkpoint_value();
-        let thread = self.thread_id.clone();
+        let thread = self.thread_id().to_string();
         if let Some(d) = self.durable.as_mut()
             && d.failed.is_none()
             && settled
@@ -182,7 +183,7 @@ impl Engine {
         {
             d.failed = Some(e.to_string());
         }
-        self.registry.cleanup_all();
+        self.mind.registry.cleanup_all();
     }
 
     /// Marks the store failed (nothing more is committed) with `why`.
@@ -196,12 +197,12 @@ impl Engine {
 
     /// Goals the ledger holds open or the brain is asking the robot about.
     pub(super) fn open_goals(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.reconciling.keys().cloned().collect();
+        let mut ids: Vec<String> = self.robot.reconciling.keys().cloned().collect();
         if let Some(d) = &self.durable {
             ids.extend(
                 d.open
                     .keys()
-                    .filter(|id| !self.reconciling.contains_key(*id))
+                    .filter(|id| !self.robot.reconciling.contains_key(*id))
                     .cloned(),
             );
         }
@@ -257,6 +258,7 @@ impl Engine {
     /// open ledger rows. The answers come back as `GoalStatus` replies.
     pub(super) fn reconcile(&mut self) {
         let mut ids: BTreeMap<String, Option<LinkRequest>> = self
+            .mind
             .runner
             .running()
             .iter()
@@ -268,25 +270,30 @@ impl Engine {
             }
         }
         for (goal_id, request) in ids {
-            self.reconciling.insert(goal_id.clone(), request);
-            let _ = self.held.send(LinkRequest::QueryGoal { goal_id });
+            self.robot.reconciling.insert(goal_id.clone(), request);
+            let _ = self.robot.held.send(LinkRequest::QueryGoal { goal_id });
         }
     }
 
     /// Whether the brain asked the robot about `goal_id` and awaits the answer.
     pub(super) fn is_reconciling(&self, goal_id: &str) -> bool {
-        self.reconciling.contains_key(goal_id)
+        self.robot.reconciling.contains_key(goal_id)
     }
 
     /// The robot's answer about a goal this brain asked after.
     pub(super) fn reconciled(&mut self, goal_id: &str, status: &GoalStatus) {
-        let request = self.reconciling.remove(goal_id).flatten();
-        let tracked = self.runner.running().iter().any(|g| g.goal_id == goal_id);
+        let request = self.robot.reconciling.remove(goal_id).flatten();
+        let tracked = self
+            .mind
+            .runner
+            .running()
+            .iter()
+            .any(|g| g.goal_id == goal_id);
         let note = match (status, tracked) {
             (GoalStatus::Unknown, true) => {
                 if let Some(request) = request {
                     // The robot never heard of it: this is its first delivery.
-                    let _ = self.held.send(request);
+                    let _ = self.robot.held.send(request);
                     "never reached the robot; sent now"
                 } else {
                     let result = GoalResult::Failed {
@@ -310,7 +317,7 @@ impl Engine {
                 "still running on the robot"
             }
             (GoalStatus::Running, false) => {
-                let _ = self.held.send(LinkRequest::Cancel {
+                let _ = self.robot.held.send(LinkRequest::Cancel {
                     goal_id: goal_id.to_string(),
                 });
                 self.ledger_update(
@@ -359,8 +366,8 @@ impl Engine {
     pub(super) fn checkpoint_value(&self) -> Value {
         super::checkpoint::whole(
             &self.state,
-            &self.runner,
-            &crate::hci::lock(&self.home).devices,
+            &self.mind.runner,
+            &crate::hci::lock(&self.home.handle).devices,
         )
     }
 
@@ -371,11 +378,11 @@ impl Engine {
     pub(super) fn commit_and_flush(&mut self, force_full: bool) {
         if let Some(d) = &self.durable {
             if d.failed.is_some() {
-                self.held.take();
+                self.robot.held.take();
                 return;
             }
-            let changed = !self.outbox.is_empty()
-                || !self.held.requests().is_empty()
+            let changed = !self.traffic.outbox.is_empty()
+                || !self.robot.held.requests().is_empty()
                 || !d.updates.is_empty()
                 || !d.sent.is_empty()
                 || force_full;
@@ -393,7 +400,7 @@ impl Engine {
             };
             if let Err(e) = written {
                 let message = e.to_string();
-                self.held.take();
+                self.robot.held.take();
                 self.fail_store(&message);
                 self.bring_to_rest("the thread cannot be recorded");
                 self.emit(EventKind::Error {
@@ -405,10 +412,10 @@ impl Engine {
                 return;
             }
         }
-        self.ready.append(&mut self.outbox);
-        for request in self.held.take() {
+        self.traffic.ready.append(&mut self.traffic.outbox);
+        for request in self.robot.held.take() {
             // A request that cannot go is reconciled after the link comes back.
-            let _ = self.link.send(request);
+            let _ = self.robot.link.send(request);
         }
     }
 
@@ -416,7 +423,7 @@ impl Engine {
         if let Some(guard) = self.durable.as_ref().and_then(|d| d.guard.as_ref()) {
             guard.check()?;
         }
-        let thread = self.thread_id.clone();
+        let thread = self.thread_id().to_string();
         let row = ThreadRow {
             status: if self.state.approvals.is_empty() {
                 if self.is_settled_now() {
@@ -431,13 +438,13 @@ impl Engine {
             mode: self.state.mode.as_str().into(),
             pending_approval: self.state.approvals.first().map(|a| a.id.clone()),
         };
-        let home = crate::hci::lock(&self.home);
+        let home = crate::hci::lock(&self.home.handle);
         let Some(d) = self.durable.as_mut() else {
             return Ok(());
         };
         let mut parts = Parts {
             state: &mut self.state,
-            runner: &self.runner,
+            runner: &self.mind.runner,
             home: &home.devices,
         };
         // The first checkpoint of a process (none kept yet) stands alone.
@@ -461,7 +468,7 @@ impl Engine {
         };
         drop(home);
         let mut started = Vec::new();
-        for request in self.held.requests().iter().chain(&d.sent) {
+        for request in self.robot.held.requests().iter().chain(&d.sent) {
             if let LinkRequest::SendGoal { goal_id, .. } = request
                 && let Some((step, op, skill)) = d.dispatched.get(goal_id)
             {
@@ -481,10 +488,10 @@ impl Engine {
         // to the robot, ledger changes, approvals asked or answered,
         // device writes. Their record is synced before they go
         // (`Synchronous::Effects`).
-        let outward = self.held.requests().iter().any(changes_the_world)
+        let outward = self.robot.held.requests().iter().any(changes_the_world)
             || !d.sent.is_empty()
             || !d.updates.is_empty()
-            || self.outbox.iter().any(|e| {
+            || self.traffic.outbox.iter().any(|e| {
                 matches!(
                     e.kind,
                     EventKind::Approval { .. } | EventKind::Device { .. }
@@ -495,7 +502,7 @@ impl Engine {
             step: self.state.step,
             seq: self.state.seq,
             checkpoint,
-            events: &self.outbox,
+            events: &self.traffic.outbox,
             started: &started,
             updates: &d.updates,
             row,
@@ -520,7 +527,7 @@ impl Engine {
     }
 
     fn is_settled_now(&self) -> bool {
-        self.runner.running().is_empty() && self.state.queue.best_runnable().is_none()
+        self.mind.runner.running().is_empty() && self.state.queue.best_runnable().is_none()
     }
 }
 
@@ -586,6 +593,7 @@ mod tests {
         );
         tick_until(engine, events, dispatched);
         engine
+            .mind
             .runner
             .running()
             .iter()
@@ -704,7 +712,7 @@ mod tests {
         assert!(engine.is_reconciling(&nav));
         assert!(!engine.is_reconciling("t/g999"));
         // As if the ledger had no row for it: nothing to send again.
-        engine.reconciling.insert(nav.clone(), None);
+        engine.robot.reconciling.insert(nav.clone(), None);
         let mut after = Vec::new();
         tick_until(
             &mut engine,
@@ -713,7 +721,14 @@ mod tests {
         );
         assert!(after.iter().any(|e| matches!(&e.kind,
             EventKind::Log { message, .. } if message.contains("not in the ledger; reported lost"))));
-        assert!(engine.runner.running().iter().all(|g| g.goal_id != nav));
+        assert!(
+            engine
+                .mind
+                .runner
+                .running()
+                .iter()
+                .all(|g| g.goal_id != nav)
+        );
     }
 
     fn thread_status(path: &std::path::Path) -> String {
@@ -778,7 +793,7 @@ mod tests {
             engine.tick(&mut events);
         }
         assert_eq!(engine.state().approvals.len(), 1, "{events:?}");
-        assert!(engine.pending.is_empty());
+        assert!(engine.traffic.pending.is_empty());
         engine.close();
         drop(engine);
         assert_eq!(thread_status(&path), "awaiting_approval");
@@ -959,7 +974,7 @@ mod tests {
             latency_us: 5,
             origin: "console".into(),
         };
-        crate::hci::lock(&engine.home)
+        crate::hci::lock(&engine.home.handle)
             .audit()
             .unwrap()
             .record(&row)

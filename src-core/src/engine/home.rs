@@ -52,7 +52,7 @@ impl Engine {
     /// track; a failed call falls back to the rule summary (and says why).
     pub(super) fn summaries(&mut self) {
         let mut lines = Vec::new();
-        if let Some(s) = self.summarizer.as_mut() {
+        if let Some(s) = self.home.summarizer.as_mut() {
             while let Some(update) = s.worker.try_recv() {
                 let Update::Done { id, result, .. } = update else {
                     continue;
@@ -82,7 +82,8 @@ impl Engine {
                         "warn",
                         &format!("the summary model failed ({why}); the rule summary stands in"),
                     );
-                    let text = summary::rule_summary(&hci::lock(&self.home).devices, &forged, lang);
+                    let text =
+                        summary::rule_summary(&hci::lock(&self.home.handle).devices, &forged, lang);
                     self.emit(EventKind::Speech {
                         text,
                         track: SpeechTrack::Summary,
@@ -98,6 +99,7 @@ impl Engine {
         // "The lights here": the room the robot is in.
         let pose = self.state.telemetry.pose;
         let here = self
+            .setup
             .world
             .zone_at(crate::geometry::Point {
                 x: pose.x,
@@ -105,8 +107,8 @@ impl Engine {
             })
             .map(|z| z.name.clone());
         let turn = {
-            let mut home = hci::lock(&self.home);
-            home.origin.clone_from(&self.cause);
+            let mut home = hci::lock(&self.home.handle);
+            home.origin.clone_from(&self.traffic.cause);
             home.here = here.and_then(|z| {
                 home.devices
                     .room(&z)
@@ -124,14 +126,14 @@ impl Engine {
             processed_locally: true,
         });
         // A new utterance makes summaries still being written moot (barge-in).
-        if let Some(s) = self.summarizer.as_mut() {
+        if let Some(s) = self.home.summarizer.as_mut() {
             s.waiting.clear();
         }
-        let by_model = self.summarizer.is_some() && !turn.forged.is_empty();
+        let by_model = self.home.summarizer.is_some() && !turn.forged.is_empty();
         for out in turn.out {
             match out {
                 Out::Say(_, SpeechTrack::Summary) if by_model => {
-                    let submitted = self.summarizer.as_mut().map(|s| {
+                    let submitted = self.home.summarizer.as_mut().map(|s| {
                         let body = summary::summary_request(&s.model, &turn.forged, turn.lang);
                         s.worker
                             .submit("summary", body)
@@ -169,7 +171,7 @@ impl Engine {
     /// A `device` event for every device that changed since the last report.
     pub(super) fn report_devices(&mut self) {
         let changed = {
-            let mut home = hci::lock(&self.home);
+            let mut home = hci::lock(&self.home.handle);
             home.poll();
             let changed = home.take_changed();
             changed
@@ -206,7 +208,7 @@ impl Engine {
             _ => return false,
         };
         let result = {
-            let mut home = hci::lock(&self.home);
+            let mut home = hci::lock(&self.home.handle);
             let r = home.devices.set_online(device, online);
             if r.is_ok() {
                 home.mark_changed(device, "fault");
@@ -607,4 +609,5 @@ mod tests {
         assert_eq!(rows.len(), 4, "every call audited: {rows:?}");
         assert_eq!(rows.iter().filter(|r| r.ok).count(), 1);
     }
+
 }

@@ -42,7 +42,7 @@ impl Engine {
         let input = Input::Tick {
             now: self.state.time,
             preempt: self.state.preempt_for.is_some(),
-            limits: &self.config.kernel,
+            limits: &self.setup.config.kernel,
         };
         let (react, effects) = step(std::mem::take(&mut task.react), input);
         task.react = react;
@@ -67,7 +67,7 @@ impl Engine {
     /// feeding each outcome it asked for back in, until it asks for nothing
     /// more. `obs` is the observation of the iteration under way, if any.
     fn drive(&mut self, id: &str, mut effects: Vec<Effect>, obs: Option<&Observation>) {
-        let limits = self.config.kernel.clone();
+        let limits = self.setup.config.kernel.clone();
         let mut approval = None;
         loop {
             let mut next = None;
@@ -78,7 +78,7 @@ impl Engine {
                     Effect::Observe { no_progress } => self.iterate(id, no_progress),
                     Effect::Think => {
                         if let Some(obs) = obs {
-                            next = Some(match self.brain.decide(obs, &self.registry) {
+                            next = Some(match self.mind.brain.decide(obs, &self.mind.registry) {
                                 Thinking::Done(answer) => Input::Answered { obs, answer },
                                 Thinking::Pending => Input::Thinking {
                                     obs: Box::new(obs.clone()),
@@ -174,7 +174,7 @@ impl Engine {
                 "zone": obs.zone,
             }),
         });
-        let limits = self.config.kernel.clone();
+        let limits = self.setup.config.kernel.clone();
         let effects = self.step(
             id,
             Input::Observed {
@@ -188,7 +188,7 @@ impl Engine {
     /// Polls a brain that is still thinking about task `id`.
     pub(super) fn poll_brain(&mut self, id: &str) {
         let mut events = Vec::new();
-        let thinking = self.brain.poll(&mut events);
+        let thinking = self.mind.brain.poll(&mut events);
         for e in events {
             self.emit(e);
         }
@@ -209,7 +209,8 @@ impl Engine {
 
     /// A goal of task `id` still running, if any.
     fn running_goal(&self, id: &str) -> Option<String> {
-        self.runner
+        self.mind
+            .runner
             .running()
             .iter()
             .find(|g| g.task_id.as_deref() == Some(id))
@@ -246,9 +247,10 @@ impl Engine {
             zone: t.zone.clone(),
             battery_pct: t.battery_pct,
             charging: t.charging,
-            battery_resume_pct: self.config.kernel.battery_resume_pct,
+            battery_resume_pct: self.setup.config.kernel.battery_resume_pct,
             distance_to_target: t.distance_to_target,
             running: self
+                .mind
                 .runner
                 .running()
                 .iter()
@@ -266,26 +268,26 @@ impl Engine {
             preempt,
             blocked_passages: t.blocked_passages.clone(),
             incidents: t.incidents_in_view.clone(),
-            replan_wait_s: self.config.kernel.replan_wait_s,
+            replan_wait_s: self.setup.config.kernel.replan_wait_s,
             vision: self.state.shared.get("last_vision_result").cloned(),
         })
     }
 
     fn judge(&self, id: &str, ops: &[Op], approved: bool) -> Vec<Judged> {
-        let home = crate::hci::lock(&self.home);
+        let home = crate::hci::lock(&self.home.handle);
         let gate = home.gate();
         let ctx = GuardContext {
-            registry: &self.registry,
-            world: &self.world,
-            policy: &self.config.policy,
+            registry: &self.mind.registry,
+            world: &self.setup.world,
+            policy: &self.setup.config.policy,
             mode: self.state.mode,
-            runner: &self.runner,
+            runner: &self.mind.runner,
             task_id: id,
             home: Some(&gate),
             start: crate::policy::motion::Start {
                 at: self.state.telemetry.pose.point(),
                 blocked: &self.state.telemetry.blocked_passages,
-                open: Some(&self.grid),
+                open: Some(&self.setup.grid),
             },
             only_asked: self
                 .state
@@ -301,6 +303,7 @@ impl Engine {
         let id = format!("a{}", self.state.approvals_created);
         let risk = match &j.op {
             Op::Dispatch { skill, .. } => self
+                .mind
                 .registry
                 .spec(skill)
                 .map_or("unknown", |s| s.risk.as_str()),
@@ -324,7 +327,7 @@ impl Engine {
                 .get("plan_id")
                 .and_then(Value::as_str)
                 .unwrap_or(task_id);
-            let mut home = crate::hci::lock(&self.home);
+            let mut home = crate::hci::lock(&self.home.handle);
             home.origin.clone_from(&pending.requested_by);
             home.audit_held(skill, args, plan, &j.reason);
         }
@@ -363,9 +366,10 @@ impl Engine {
                 }
                 Op::Dispatch { skill, args } => {
                     let step = self.state.step;
-                    let goal_id = crate::store::ledger::goal_id(&self.thread_id, step, i);
+                    let goal_id = crate::store::ledger::goal_id(&self.setup.thread_id, step, i);
                     self.ledger_dispatch(&goal_id, step, i, skill);
                     let holds_base = self
+                        .mind
                         .registry
                         .spec(skill)
                         .is_some_and(|s| !s.resources.is_empty());
@@ -398,7 +402,7 @@ impl Engine {
     ) -> Dispatched {
         // A home tool audits its call with the task's origin.
         let origin = self.state.queue.get(task_id).and_then(|t| t.origin.clone());
-        crate::hci::lock(&self.home).origin = origin;
+        crate::hci::lock(&self.home.handle).origin = origin;
         let (result, speech) = self.with_skills(|runner, registry, ctx, now| {
             runner.dispatch(registry, ctx, goal_id, skill, args, Some(task_id), now)
         });
@@ -500,7 +504,7 @@ impl Engine {
         if let Some(task) = self.state.queue.get_mut(&task_id)
             && task.only_asked().is_some()
         {
-            task.vouched_by.clone_from(&self.cause);
+            task.vouched_by.clone_from(&self.traffic.cause);
         }
         // An edit of the step's own skill changes the plan, so success means the edited goal.
         if let (Op::Dispatch { skill, args }, Some(task)) =
@@ -526,7 +530,7 @@ impl Engine {
     /// its step's goal (or waits on for its other approvals).
     pub(super) fn dispatch_approved(&mut self, task_id: &str, ops: &[Op]) {
         let step_goal = self.dispatch_ops(task_id, ops);
-        let limits = self.config.kernel.clone();
+        let limits = self.setup.config.kernel.clone();
         let input = Input::Approved {
             step_goal,
             still_waiting: self.state.approvals.iter().any(|a| a.task_id == task_id),

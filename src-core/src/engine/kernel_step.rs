@@ -20,9 +20,9 @@ const KEEP_ACKNOWLEDGED: usize = 20;
 impl Engine {
     /// K2: telemetry, feedback and results from the robot; skill time limits.
     pub(super) fn sync_robot(&mut self) {
-        let mut replies = std::mem::take(&mut self.replies);
-        self.link.drain(&mut replies);
-        if self.link.take_reconnected() {
+        let mut replies = std::mem::take(&mut self.robot.replies);
+        self.robot.link.drain(&mut replies);
+        if self.robot.link.take_reconnected() {
             self.reconcile();
         }
         for reply in replies.drain(..) {
@@ -48,7 +48,7 @@ impl Engine {
                 _ => self.apply_goal_reply(&reply),
             }
         }
-        self.replies = replies;
+        self.robot.replies = replies;
         self.skill_results();
         let (expired, _speech) = self.with_skills(SkillRunner::expire);
         for c in expired {
@@ -59,19 +59,19 @@ impl Engine {
     /// Goals that ended off the robot (a model's answer to `watch`), and
     /// speech lines the model failed to voice.
     pub(super) fn skill_results(&mut self) {
-        for (goal_id, result) in self.registry.poll_all() {
-            if let Some(GoalUpdate::Ended(c)) = self.runner.on_result(&goal_id, result) {
+        for (goal_id, result) in self.mind.registry.poll_all() {
+            if let Some(GoalUpdate::Ended(c)) = self.mind.runner.on_result(&goal_id, result) {
                 self.on_completion(&c);
             }
         }
-        for why in self.speaker.take_failures() {
+        for why in self.traffic.speaker.take_failures() {
             self.log("warn", &why);
         }
     }
 
     /// Feedback or an end for a running goal.
     pub(super) fn apply_goal_reply(&mut self, reply: &LinkReply) {
-        match self.runner.on_reply(reply) {
+        match self.mind.runner.on_reply(reply) {
             Some(GoalUpdate::Feedback(goal)) => {
                 if let Some(f) = &goal.feedback {
                     self.on_feedback(goal.task_id.as_deref(), &goal.goal_id, f);
@@ -91,7 +91,10 @@ impl Engine {
     }
 
     fn on_feedback(&mut self, task_id: Option<&str>, goal_id: &str, f: &NavFeedback) {
-        let (now, keep) = (self.state.time, self.config.kernel.no_progress_window_s);
+        let (now, keep) = (
+            self.state.time,
+            self.setup.config.kernel.no_progress_window_s,
+        );
         if let Some(task) = task_id.and_then(|id| self.state.queue.get_mut(id))
             && matches!(&task.react.phase, Phase::Running { goal_id: g } if g == goal_id)
         {
@@ -200,7 +203,7 @@ impl Engine {
             });
         }
         let due = self.state.last_telemetry_at.is_none_or(|at| {
-            self.state.time - at >= self.config.kernel.telemetry_interval_s - 1e-9
+            self.state.time - at >= self.setup.config.kernel.telemetry_interval_s - 1e-9
         });
         if due {
             self.state.last_telemetry_at = Some(self.state.time);
@@ -224,9 +227,9 @@ impl Engine {
                 let q = &self.state.queue;
                 arbitrate(&ArbitrationInput {
                     estop: self.state.estop,
-                    link_up: self.link.is_connected(),
+                    link_up: self.robot.link.is_connected(),
                     battery_pct: self.state.telemetry.battery_pct,
-                    battery_low_pct: self.config.kernel.battery_low_pct,
+                    battery_low_pct: self.setup.config.kernel.battery_low_pct,
                     has_charge_task: q.has_charge_task(),
                     active: q.active(),
                     best: q.best_runnable(),
@@ -376,6 +379,7 @@ impl Engine {
     /// Cancels a task's running goals.
     pub(super) fn cancel_task_goals(&mut self, id: &str) {
         let goals: Vec<String> = self
+            .mind
             .runner
             .running()
             .iter()
@@ -534,7 +538,7 @@ impl Engine {
             self.state.incidents.remove(oldest);
         }
         self.state.incidents.push(incident.clone());
-        let notify = self.registry.spec("notify").is_some().then(|| {
+        let notify = self.mind.registry.spec("notify").is_some().then(|| {
             (
                 format!("tell the alert service about alert {}", incident.id),
                 serde_json::json!({ "incident": incident }),

@@ -37,7 +37,7 @@ impl Engine {
     /// Remembers that a patrol of `route` started now, to repeat it when
     /// `[patrol] interval_s` is set.
     pub(super) fn schedule_rounds(&mut self, route: &str) {
-        self.state.rounds = self.config.patrol.interval_s.map(|interval| Rounds {
+        self.state.rounds = self.setup.config.patrol.interval_s.map(|interval| Rounds {
             route: route.to_string(),
             first: self.state.time,
             interval,
@@ -52,7 +52,7 @@ impl Engine {
             return;
         };
         // Half a tick of slack: the tick that is closest to the due time starts it.
-        if self.state.time + self.config.tick_s / 2.0 < rounds.next_due() {
+        if self.state.time + self.setup.config.tick_s / 2.0 < rounds.next_due() {
             return;
         }
         let route = rounds.route.clone();
@@ -78,7 +78,7 @@ impl Engine {
         }
         rounds.started += 1;
         let n = rounds.started;
-        let Some(zones) = self.world.route(&route).map(<[String]>::to_vec) else {
+        let Some(zones) = self.setup.world.route(&route).map(<[String]>::to_vec) else {
             self.state.rounds = None;
             return;
         };

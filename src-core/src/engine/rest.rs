@@ -50,8 +50,8 @@ impl Engine {
     /// [`Engine::bring_to_rest`]; `safe`: whether the mode goes SAFE (an
     /// orderly close of a thread with nothing left to do keeps its mode).
     pub(super) fn rest(&mut self, why: &str, safe: bool) {
-        self.rests += 1;
-        let stop = self.send_stop("rest", self.rests);
+        self.robot.rests += 1;
+        let stop = self.send_stop("rest", self.robot.rests);
         if safe {
             self.set_mode(Mode::Safe, format!("robot brought to rest: {why}"));
         }
@@ -68,7 +68,7 @@ impl Engine {
     /// that have not left yet never will. Only the sends happen here, and
     /// the runner's bookkeeping of the cancelled goals.
     pub(super) fn send_stop(&mut self, kind: &str, n: u64) -> Stop {
-        let goal_id = format!("{}/{kind}{n}.{:x}", self.thread_id, self.nonce);
+        let goal_id = format!("{}/{kind}{n}.{:x}", self.setup.thread_id, self.setup.nonce);
         let mut unsent = Vec::new();
         let mut send = |link: &mut Box<dyn crate::link::RobotLink>, request| {
             if let Err(e) = link.send(request) {
@@ -76,7 +76,7 @@ impl Engine {
             }
         };
         send(
-            &mut self.link,
+            &mut self.robot.link,
             LinkRequest::SendGoal {
                 goal_id: goal_id.clone(),
                 kind: GoalKind::StopBase,
@@ -84,10 +84,11 @@ impl Engine {
         );
         // Goals the E-stop line kept from the robot since it held: the
         // robot never heard of them, so there is nothing to cancel there.
-        let never_sent = self.link.take_held_back();
+        let never_sent = self.robot.link.take_held_back();
         // A goal a tick dispatched but has not sent yet must not start
         // after the stop; cancels and queries may still go.
         let held: Vec<LinkRequest> = self
+            .robot
             .held
             .take()
             .into_iter()
@@ -105,6 +106,7 @@ impl Engine {
         // Goals the ledger holds open but the runner no longer tracks (a
         // resumed brain still reconciling them) may run on the robot too.
         let mut cancels: Vec<LinkRequest> = self
+            .robot
             .held
             .take()
             .into_iter()
@@ -123,10 +125,10 @@ impl Engine {
             }
         }
         for request in cancels {
-            send(&mut self.link, request);
+            send(&mut self.robot.link, request);
         }
         for request in held {
-            let _ = self.held.send(request);
+            let _ = self.robot.held.send(request);
         }
         Stop {
             goal_id,
@@ -235,6 +237,7 @@ impl Engine {
         });
         for goal_id in stopped {
             let task = self
+                .mind
                 .runner
                 .running()
                 .iter()
@@ -244,7 +247,8 @@ impl Engine {
                 goal_id: goal_id.clone(),
                 outcome: crate::link::GoalOutcome::Canceled,
             };
-            if let Some(crate::skills::runner::GoalUpdate::Ended(c)) = self.runner.on_reply(&result)
+            if let Some(crate::skills::runner::GoalUpdate::Ended(c)) =
+                self.mind.runner.on_reply(&result)
             {
                 self.completion_event(&c);
             }
@@ -270,8 +274,8 @@ impl Engine {
     /// Moves the events not yet handed out into `out` (after
     /// [`Engine::close`], say, whose stop faces should see).
     pub fn take_events(&mut self, out: &mut Vec<crate::protocol::Event>) {
-        out.append(&mut self.ready);
-        out.append(&mut self.outbox);
+        out.append(&mut self.traffic.ready);
+        out.append(&mut self.traffic.outbox);
     }
 }
 
@@ -405,6 +409,7 @@ mod tests {
         for _ in 0..200 {
             engine.tick(events);
             let nav = engine
+                .mind
                 .runner
                 .running()
                 .iter()
@@ -455,7 +460,7 @@ mod tests {
             sent[1..].contains(&LinkRequest::Cancel { goal_id: nav }),
             "{sent:?}"
         );
-        assert!(engine.runner.running().is_empty());
+        assert!(engine.mind.runner.running().is_empty());
         let task = &engine.state().queue.tasks()[0];
         assert_eq!(task.status, TaskStatus::Preempted);
         assert_eq!(engine.state().mode, Mode::Safe);
@@ -465,7 +470,7 @@ mod tests {
     fn stop_ids_differ_between_processes_of_one_thread() {
         let (mut a, sent_a) = spied("same");
         let (mut b, sent_b) = spied("same");
-        b.nonce = a.nonce + 1;
+        b.setup.nonce = a.setup.nonce + 1;
         a.bring_to_rest("x");
         b.bring_to_rest("x");
         let (a, b) = (
@@ -584,7 +589,7 @@ mod tests {
     fn the_robots_dead_man_notice_is_an_error_and_the_task_resumes_its_step() {
         let (mut engine, _, _, nav) = under_way("m", None);
         let mut events = Vec::new();
-        engine.replies.push(LinkReply::Deadman {
+        engine.robot.replies.push(LinkReply::Deadman {
             silent_s: 2.1,
             time: 12.0,
             stopped: vec![nav.clone()],
@@ -598,6 +603,7 @@ mod tests {
             engine.tick(&mut again);
         }
         let running: Vec<_> = engine
+            .mind
             .runner
             .running()
             .iter()
@@ -767,7 +773,7 @@ mod tests {
         // Paused by the E-stop: it goes on at its step on the operator's resume.
         let task = &engine.state().queue.tasks()[0];
         assert_eq!(task.status, TaskStatus::Paused);
-        assert!(engine.runner.running().is_empty());
+        assert!(engine.mind.runner.running().is_empty());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -294,7 +294,7 @@ impl Engine {
         if self.state.timers.is_empty() {
             return;
         }
-        let now = self.state.time + self.config.tick_s / 2.0;
+        let now = self.state.time + self.setup.config.tick_s / 2.0;
         for t in ended(&mut self.state.timers, now) {
             self.emit(EventKind::Log {
                 level: "info".into(),
