@@ -429,6 +429,11 @@ impl DeviceWorld {
         &self.name
     }
 
+    /// Moves the devices by `backend` from now on (the states kept).
+    pub fn set_backend(&mut self, backend: Box<dyn DeviceBackend>) {
+        self.backend = backend;
+    }
+
     /// The backend's name (`sim`, `mqtt`).
     pub fn backend_name(&self) -> &str {
         self.backend.name()

@@ -37,7 +37,7 @@ use crate::lines::{self, Lang};
 use crate::policy::{self, HomeGate};
 use crate::protocol::SpeechTrack;
 use crate::source::SourceError;
-use crate::store::audit::{AuditLog, AuditRow};
+use crate::store::audit::{self, AuditLog, AuditRow};
 
 pub use intent::{Step, Understood, understand};
 pub use session::Session;
@@ -95,6 +95,9 @@ pub enum ToolError {
     /// The device layer refused or failed.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// The call was not made: its audit row could not be written first.
+    #[error("not carried out: its audit row could not be written first: {0}")]
+    Unrecorded(String),
 }
 
 impl ToolError {
@@ -105,6 +108,7 @@ impl ToolError {
             Self::InvalidArgs { .. } => "invalid_args",
             Self::UnknownScene(_) => "unknown_scene",
             Self::Device(e) => e.code(),
+            Self::Unrecorded(_) => "unrecorded",
         }
     }
 }
@@ -339,16 +343,8 @@ impl Home {
         }
     }
 
-    fn record(
-        &self,
-        ids: &Ids,
-        tool: &str,
-        args: &Value,
-        result: &str,
-        ok: bool,
-        started: Instant,
-    ) {
-        let Some(audit) = &self.audit else { return };
+    /// The audit row of a call of `tool` with `args`, saying `result`.
+    fn audit_row(&self, ids: &Ids, tool: &str, args: &Value, result: &str, ok: bool) -> AuditRow {
         let mut summary = args.to_string();
         if summary.len() > 200 {
             let cut = (0..=200)
@@ -361,9 +357,7 @@ impl Home {
         let at_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
-        // An audit write that fails must not stop the home; the store's
-        // own errors surface through the engine's durable path.
-        let _ = audit.record(&AuditRow {
+        AuditRow {
             id: 0,
             at_ms,
             trace_id: self.trace_id.clone(),
@@ -374,13 +368,31 @@ impl Home {
             args_summary: summary,
             result: result.to_string(),
             ok,
-            latency_us: started.elapsed().as_micros() as i64,
+            latency_us: 0,
             origin: self
                 .origin
                 .as_ref()
                 .map(ToString::to_string)
                 .unwrap_or_default(),
-        });
+        }
+    }
+
+    /// Audits a call that did not go out (no device was asked).
+    fn record(
+        &self,
+        ids: &Ids,
+        tool: &str,
+        args: &Value,
+        result: &str,
+        ok: bool,
+        started: Instant,
+    ) {
+        let Some(audit) = &self.audit else { return };
+        let mut row = self.audit_row(ids, tool, args, result, ok);
+        row.latency_us = started.elapsed().as_micros() as i64;
+        // An audit write that fails must not stop the home; the store's
+        // own errors surface through the engine's durable path.
+        let _ = audit.record(&row);
     }
 
     /// Audits a call the policy held for confirmation (it did not run).
@@ -401,10 +413,24 @@ impl Home {
     }
 
     /// Calls a tool: checks its arguments, carries it out and audits it.
+    ///
+    /// The audit row is written first, saying [`audit::STARTED`], and
+    /// ended with the outcome once the call returns: a device is never
+    /// asked without a record of the asking, and a brain stopped mid-call
+    /// leaves a row its resume settles ([`Home::settle_unfinished`]). A row
+    /// that cannot be written first refuses the call (`unrecorded`).
     pub fn call_tool(&mut self, tool: &str, args: &Value, ids: &Ids) -> Result<Value, ToolError> {
         let started = Instant::now();
+        let row = match &self.audit {
+            Some(audit) => Some(
+                audit
+                    .record(&self.audit_row(ids, tool, args, audit::STARTED, false))
+                    .map_err(|e| ToolError::Unrecorded(e.to_string()))?,
+            ),
+            None => None,
+        };
         let result = self.call_unaudited(tool, args, ids);
-        match &result {
+        let (text, ok) = match &result {
             Ok(v) => {
                 let ok = v.get("ok").and_then(Value::as_bool).unwrap_or(true);
                 let text = if ok {
@@ -412,18 +438,53 @@ impl Home {
                 } else {
                     format!("partial: {}", v.get("failed").cloned().unwrap_or_default())
                 };
-                self.record(ids, tool, args, &text, ok, started);
+                (text, ok)
             }
-            Err(e) => self.record(
-                ids,
-                tool,
-                args,
-                &format!("{}: {e}", e.code()),
-                false,
-                started,
-            ),
+            Err(e) => (format!("{}: {e}", e.code()), false),
+        };
+        if let (Some(audit), Some(id)) = (&self.audit, row) {
+            // A failed ending leaves the row `started`: the resume settles it.
+            let _ = audit.finish(id, &text, ok, started.elapsed().as_micros() as i64);
         }
         result
+    }
+
+    /// After a resume: the calls of this run whose audit row was started
+    /// but never ended (the brain stopped between asking a device and
+    /// hearing back). Each row is ended `interrupted`, with the state its
+    /// device reports now — whether the call reached the device is read
+    /// off the device, never assumed. Returns one line per row settled.
+    pub fn settle_unfinished(&mut self) -> Vec<String> {
+        // What the devices reported meanwhile (a real backend's state topics).
+        self.poll();
+        let Some(audit) = &self.audit else {
+            return Vec::new();
+        };
+        let Ok(rows) = audit.unfinished(&self.trace_id) else {
+            return Vec::new();
+        };
+        let mut settled = Vec::new();
+        for row in rows {
+            let device = serde_json::from_str::<Value>(&row.args_summary)
+                .ok()
+                .and_then(|a| a.get("device").and_then(Value::as_str).map(str::to_string));
+            let now = device
+                .as_deref()
+                .and_then(|d| self.devices.get(d))
+                .map(|d| {
+                    format!(
+                        "; `{}` now reports {}",
+                        d.id,
+                        Value::Object(d.state.clone())
+                    )
+                })
+                .unwrap_or_default();
+            let text = format!("interrupted: the brain stopped before the call ended{now}");
+            if audit.finish(row.id, &text, false, row.latency_us).is_ok() {
+                settled.push(format!("{} {}: {text}", row.tool, row.args_summary));
+            }
+        }
+        settled
     }
 
     fn call_unaudited(&mut self, tool: &str, args: &Value, ids: &Ids) -> Result<Value, ToolError> {

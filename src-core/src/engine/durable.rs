@@ -103,11 +103,22 @@ impl Engine {
             .into_iter()
             .map(|l| (l.goal_id, l.request))
             .collect();
+        // Home calls the last process was cut short in, settled below.
+        let mut settled_calls = Vec::new();
         if store.path() != std::path::Path::new(":memory:")
             && let Ok(audit) =
                 crate::store::audit::AuditLog::open_with(store.path(), store.synchronous())
         {
-            crate::hci::lock(&self.home.handle).set_audit(audit);
+            let settled = {
+                let mut home = crate::hci::lock(&self.home.handle);
+                home.set_audit(audit);
+                if resume {
+                    home.settle_unfinished()
+                } else {
+                    Vec::new()
+                }
+            };
+            settled_calls = settled;
         }
         let guard = FileGuard::new(store.path());
         self.durable = Some(Durable {
@@ -146,6 +157,9 @@ impl Engine {
                     reason: a.reason,
                     requested_by: a.requested_by,
                 });
+            }
+            for line in settled_calls {
+                self.log("warn", &format!("a home call the brain stopped in: {line}"));
             }
             self.reconcile();
         }

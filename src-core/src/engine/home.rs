@@ -610,4 +610,109 @@ mod tests {
         assert_eq!(rows.iter().filter(|r| r.ok).count(), 1);
     }
 
+    /// A backend that, when asked to change a device, reads what the run's
+    /// audit log says at that moment (through its own connection).
+    struct AuditSpy {
+        db: std::path::PathBuf,
+        seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    }
+
+    impl crate::devices::DeviceBackend for AuditSpy {
+        fn name(&self) -> &'static str {
+            "spy"
+        }
+
+        fn apply(
+            &mut self,
+            device: &crate::devices::Device,
+            capability: &crate::devices::Capability,
+            args: &Value,
+        ) -> Result<serde_json::Map<String, Value>, crate::devices::DeviceError> {
+            let conn = rusqlite::Connection::open(&self.db).unwrap();
+            let last: String = conn
+                .query_row(
+                    "SELECT result FROM audit ORDER BY id DESC LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            self.seen.lock().unwrap().push(last);
+            Ok(crate::devices::backend::simulate(device, capability, args))
+        }
+    }
+
+    #[test]
+    fn a_device_is_asked_only_once_its_audit_row_is_on_record_and_a_call_cut_short_is_settled_on_resume()
+     {
+        let dir = std::env::temp_dir().join(format!("rb-home-ledger-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = dir.join("r.db");
+        let mut config = Config {
+            thread_id: Some("home-ledger".into()),
+            ..Config::default()
+        };
+        config.home.hour = Some(12.0);
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        let store = || crate::store::Store::open(&db, crate::store::Synchronous::Effects).unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        {
+            let mut engine =
+                Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+            engine.attach_store(store(), &config.store, false).unwrap();
+            hci::lock(engine.home())
+                .devices
+                .set_backend(Box::new(AuditSpy {
+                    db: db.clone(),
+                    seen: seen.clone(),
+                }));
+            run(
+                &mut engine,
+                vec![Command::Say {
+                    text: "打开客厅灯".into(),
+                }],
+                1.0,
+            );
+        }
+        // The device was asked once, after its row said `started` on disk.
+        assert_eq!(*seen.lock().unwrap(), ["started"]);
+        let audit = crate::store::audit::AuditLog::open(&db).unwrap();
+        let rows = audit.list(&AuditFilter::default()).unwrap();
+        let call = rows.iter().find(|r| r.tool == "devices.invoke").unwrap();
+        assert_eq!((call.result.as_str(), call.ok), ("ok", true), "{rows:?}");
+        assert!(audit.unfinished("home-ledger").unwrap().is_empty());
+        // A brain stopped between asking a device and hearing back leaves
+        // its row `started`; the resume ends it with what the device says.
+        let mut cut = call.clone();
+        cut.result = crate::store::audit::STARTED.into();
+        cut.ok = false;
+        cut.args_summary =
+            json!({"device": "living_room_light", "capability": "turn_off"}).to_string();
+        let id = audit.record(&cut).unwrap();
+        drop(audit);
+        let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
+        engine.attach_store(store(), &config.store, true).unwrap();
+        let mut events = Vec::new();
+        engine.tick(&mut events);
+        assert!(
+            events.iter().any(|e| matches!(&e.kind, EventKind::Log { level, message }
+                if level == "warn" && message.contains("a home call the brain stopped in") && message.contains("living_room_light"))),
+            "{events:?}"
+        );
+        let audit = crate::store::audit::AuditLog::open(&db).unwrap();
+        let row = audit
+            .list(&AuditFilter::default())
+            .unwrap()
+            .into_iter()
+            .find(|r| r.id == id)
+            .unwrap();
+        assert!(
+            row.result.starts_with("interrupted: the brain stopped before the call ended; `living_room_light` now reports {")
+                && row.result.contains("\"on\":true"),
+            "{}",
+            row.result
+        );
+        assert!(audit.unfinished("home-ledger").unwrap().is_empty());
+        drop(engine);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

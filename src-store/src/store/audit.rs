@@ -32,6 +32,12 @@ CREATE INDEX IF NOT EXISTS audit_trace ON audit(trace_id);";
 /// The `origin` column, for a table made before it existed.
 const ADD_ORIGIN: &str = "ALTER TABLE audit ADD COLUMN origin TEXT NOT NULL DEFAULT ''";
 
+/// The `result` of a row written before its call goes out: the call is
+/// under way — or the brain stopped before it ended, and a resume finds the
+/// row with [`AuditLog::unfinished`] and settles it. A row never says a call
+/// ended before it did.
+pub const STARTED: &str = "started";
+
 /// One audited tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRow {
@@ -178,6 +184,36 @@ impl AuditLog {
             .map_err(|e| StoreError::from_sqlite(&self.path, e))?;
         self.checkpoints.borrow_mut().after_commit(&self.path);
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Ends the row `id` (written with the result [`STARTED`] before the call
+    /// went out): what the call did, whether it succeeded, how long it took.
+    pub fn finish(
+        &self,
+        id: i64,
+        result: &str,
+        ok: bool,
+        latency_us: i64,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE audit SET result = ?2, ok = ?3, latency_us = ?4 WHERE id = ?1",
+                params![id, result, ok, latency_us],
+            )
+            .map_err(|e| StoreError::from_sqlite(&self.path, e))?;
+        self.checkpoints.borrow_mut().after_commit(&self.path);
+        Ok(())
+    }
+
+    /// The rows of the run `trace_id` whose call never ended on record
+    /// (still [`STARTED`]), oldest first.
+    pub fn unfinished(&self, trace_id: &str) -> Result<Vec<AuditRow>, StoreError> {
+        let rows = self.list(&AuditFilter {
+            trace_id: Some(trace_id.to_string()),
+            ok: Some(false),
+            ..AuditFilter::default()
+        })?;
+        Ok(rows.into_iter().filter(|r| r.result == STARTED).collect())
     }
 
     /// The rows that pass `filter`, oldest first (the newest `limit` when given).
@@ -342,5 +378,29 @@ mod tests {
             assert_eq!(pragma("wal_autocheckpoint"), "0");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_row_started_before_its_call_is_ended_or_found_unfinished() {
+        let log = AuditLog::in_memory().unwrap();
+        let mut started = row("devices.invoke", false);
+        started.result = STARTED.into();
+        let a = log.record(&started).unwrap();
+        let b = log.record(&started).unwrap();
+        assert_eq!(log.unfinished("t1").unwrap().len(), 2);
+        log.finish(a, "ok", true, 42).unwrap();
+        let open = log.unfinished("t1").unwrap();
+        assert_eq!(open.iter().map(|r| r.id).collect::<Vec<_>>(), [b]);
+        let done = log
+            .list(&AuditFilter {
+                ok: Some(true),
+                ..AuditFilter::default()
+            })
+            .unwrap();
+        assert_eq!(
+            (done[0].id, done[0].result.as_str(), done[0].latency_us),
+            (a, "ok", 42)
+        );
+        assert!(log.unfinished("another run").unwrap().is_empty());
     }
 }
