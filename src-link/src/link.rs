@@ -17,6 +17,7 @@ use thiserror::Error;
 
 use crate::geometry::{Point, Pose, Twist};
 
+use crate::protocol::RobotView;
 pub use crate::protocol::{Fault, Incident, NavFeedback};
 
 /// A goal's id: unique for the life of a thread, chosen by the brain.
@@ -175,6 +176,23 @@ pub struct Telemetry {
     /// Why the camera does not work, when it does not (a fault).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub camera_fault: Option<String>,
+}
+
+/// The fleet's and the faces' view of the robot ([`RobotView`], in every
+/// snapshot) is a part of its telemetry, field for field.
+impl From<&Telemetry> for RobotView {
+    fn from(t: &Telemetry) -> Self {
+        Self {
+            pose: t.pose,
+            twist: t.twist,
+            battery_pct: t.battery_pct,
+            charging: t.charging,
+            zone: t.zone.clone(),
+            distance_to_target: t.distance_to_target,
+            busy: t.busy.clone(),
+            path: t.path.clone(),
+        }
+    }
 }
 
 /// A message from the robot to the brain.
@@ -428,4 +446,47 @@ impl RobotLink for Outbox {
     fn advance(&mut self, _dt: f64) {}
 
     fn drain(&mut self, _out: &mut Vec<LinkReply>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_robot_view_is_the_telemetry_the_faces_see() {
+        let telemetry = Telemetry {
+            time: 12.0,
+            pose: Pose::new(1.0, 2.0, 0.5),
+            twist: Twist {
+                linear: 0.3,
+                angular: -0.1,
+            },
+            battery_pct: 61.5,
+            charging: true,
+            zone: Some("kitchen".into()),
+            distance_to_target: Some(4.2),
+            busy: vec!["base".into()],
+            stalled: true,
+            blocked_passages: vec!["kitchen_door".into()],
+            incidents_in_view: Vec::new(),
+            path: vec![Point::new(1.0, 2.0), Point::new(3.0, 2.0)],
+            camera_fault: Some("unplugged".into()),
+        };
+        // The view is the telemetry without what only the brain reads.
+        let mut json = serde_json::to_value(&telemetry).unwrap();
+        let fields = json.as_object_mut().unwrap();
+        for brain_only in [
+            "time",
+            "stalled",
+            "blocked_passages",
+            "incidents_in_view",
+            "camera_fault",
+        ] {
+            assert!(fields.remove(brain_only).is_some(), "{brain_only}");
+        }
+        assert_eq!(
+            serde_json::to_value(RobotView::from(&telemetry)).unwrap(),
+            json
+        );
+    }
 }
