@@ -1,19 +1,17 @@
 //! The readable event log: one line per event, for a person watching.
 //!
-//! [`render`] is a pure function of one event and a [`Style`]; [`Throttle`]
+//! [`render`] is a pure function of one event and a [`Style`]: the words are
+//! [`describe::text`]'s, the time, the kind's column and the colours are
+//! this face's. [`Throttle`]
 //! decides which of the chatty events (skill feedback, telemetry) are worth a
 //! line. Colours are plain ANSI codes, off when `NO_COLOR` is set or stdout
 //! is not a terminal.
 
-use robobrain_core::store::ledger::short_goal_id;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 
-use robobrain_core::protocol::{
-    DecisionType, Event, EventKind, LlmCallView, Op, SkillStatus, TaskStatus, Verdict,
-};
-use robobrain_core::scenario::runner::fault_words;
-use serde_json::Value;
+use robobrain_core::protocol::describe;
+use robobrain_core::protocol::{DecisionType, Event, EventKind, SkillStatus, TaskStatus, Verdict};
 
 /// Seconds between feedback lines of one goal (unless recoveries change).
 pub const FEEDBACK_EVERY_S: f64 = 5.0;
@@ -58,309 +56,73 @@ const DIM: &str = "2";
 const PLAIN: &str = "";
 
 /// One line for `event`, or `None` for events not worth a line (snapshots,
-/// node updates, debug notes, allowed guardrail verdicts).
+/// node updates, tokens, debug notes, allowed guardrail verdicts): its time,
+/// its kind in capitals and [`describe::text`], coloured by what it says.
 pub fn render(event: &Event, style: Style) -> Option<String> {
-    let (label, color, body) = describe(&event.kind)?;
-    let line = format!("[{:6.1}s] {label:<9} {body}", event.time);
+    let color = color(&event.kind)?;
+    let label = event.kind.name().to_uppercase();
+    let line = format!(
+        "[{:6.1}s] {label:<9} {}",
+        event.time,
+        describe::text(&event.kind)
+    );
     Some(style.paint(color, &line))
 }
 
-fn describe(kind: &EventKind) -> Option<(&'static str, &'static str, String)> {
+/// The colour of an event's line, or `None` for events not worth one.
+fn color(kind: &EventKind) -> Option<&'static str> {
     Some(match kind {
         // Tokens stream too fast for lines; the console shows them as they come.
-        EventKind::Snapshot { .. } | EventKind::Update { .. } | EventKind::Token { .. } => {
-            return None;
-        }
-        EventKind::Intent {
-            utterance,
-            intent,
-            args,
-            processed_locally,
-        } => {
-            let via = if *processed_locally { "" } else { " (model)" };
-            (
-                "INTENT",
-                BLUE,
-                format!("{utterance:?} → {intent}{}{via}", args_text(args)),
-            )
-        }
-        EventKind::Decision {
-            iteration,
-            decision_type,
-            reason,
-            brain,
-            ops,
+        EventKind::Snapshot { .. }
+        | EventKind::Update { .. }
+        | EventKind::Token { .. }
+        | EventKind::Guardrail {
+            verdict: Verdict::Allowed,
             ..
-        } => {
-            let color = match decision_type {
-                DecisionType::Continue => CYAN,
-                DecisionType::Finish => GREEN,
-                DecisionType::Abort => BOLD_RED,
-                _ => BOLD_YELLOW,
-            };
-            let ops: Vec<String> = ops.iter().map(op_text).collect();
-            let ops = if ops.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", ops.join(", "))
-            };
-            let brain = serde_json::to_value(brain)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            (
-                "DECISION",
-                color,
-                format!(
-                    "#{iteration} {} ({brain}){ops}{}",
-                    decision_type.as_str(),
-                    dash(reason)
-                ),
-            )
-        }
-        EventKind::Guardrail {
-            op,
-            verdict,
-            reason,
-            ..
-        } => match verdict {
-            Verdict::Allowed => return None,
-            Verdict::NeedsApproval => (
-                "GUARD",
-                YELLOW,
-                format!("needs approval: {}{}", op_text(op), dash(reason)),
-            ),
-            Verdict::Rejected => (
-                "GUARD",
-                RED,
-                format!("rejected: {}{}", op_text(op), dash(reason)),
-            ),
-        },
-        EventKind::Mode { from, to, reason } => (
-            "MODE",
-            BOLD_MAGENTA,
-            format!("{} → {}   {reason}", from.as_str(), to.as_str()),
-        ),
-        EventKind::Activity { from, to, reason } => (
-            "ACTIVITY",
-            BOLD_MAGENTA,
-            format!("{} → {}   {reason}", from.as_str(), to.as_str()),
-        ),
-        EventKind::Task { task, reason } => {
-            let color = match task.status {
-                TaskStatus::Succeeded => GREEN,
-                TaskStatus::Aborted | TaskStatus::Cancelled => RED,
-                TaskStatus::Preempted | TaskStatus::WaitingHuman | TaskStatus::Paused => YELLOW,
-                TaskStatus::Queued | TaskStatus::Running => PLAIN,
-            };
-            let step = if task.steps > 0 {
-                format!(", step {}/{}", (task.step + 1).min(task.steps), task.steps)
-            } else {
-                String::new()
-            };
-            (
-                "TASK",
-                color,
-                format!(
-                    "{} {} — {} ({}, {}{step}){}",
-                    task.id,
-                    json_word(&task.status),
-                    task.title,
-                    task.kind,
-                    json_word(&task.priority),
-                    dash(reason)
-                ),
-            )
-        }
-        EventKind::Skill {
-            skill,
-            status,
-            args,
-            feedback,
-            error,
-            message,
-            ..
-        } => {
-            let (color, what) = match status {
-                SkillStatus::Dispatched => (PLAIN, format!("dispatched{}", args_text(args))),
-                SkillStatus::Feedback => (
-                    DIM,
-                    feedback.as_ref().map_or_else(
-                        || "feedback".to_string(),
-                        |f| {
-                            let rec = match f.number_of_recoveries {
-                                0 => String::new(),
-                                1 => ", 1 recovery".into(),
-                                n => format!(", {n} recoveries"),
-                            };
-                            format!(
-                                "{:.1} m to go, ~{:.0} s{rec}",
-                                f.distance_remaining, f.estimated_time_remaining
-                            )
-                        },
-                    ),
-                ),
-                SkillStatus::Succeeded => (GREEN, format!("succeeded{}", args_text(args))),
-                SkillStatus::Failed => (
-                    RED,
-                    format!("failed: {}", error.as_deref().unwrap_or("error")),
-                ),
-                SkillStatus::Cancelled => (YELLOW, "cancelled".into()),
-            };
-            ("SKILL", color, format!("{skill} {what}{}", dash(message)))
-        }
-        EventKind::Approval {
-            approval_id,
-            status,
-            op,
-            reason,
-            ..
-        } => (
-            "APPROVAL",
-            BOLD_YELLOW,
-            format!(
-                "{approval_id} {}: {}{}",
-                json_word(status),
-                op_text(op),
-                dash(reason)
-            ),
-        ),
-        EventKind::Speech { text, track, .. } => {
-            ("SPEECH", BLUE, format!("“{text}” ({})", json_word(track)))
-        }
-        EventKind::Alert { incident } => ("ALERT", RED, incident.summary()),
-        EventKind::Telemetry {
-            battery_pct,
-            charging,
-            zone,
-            distance_to_target,
-            ..
-        } => {
-            let mut parts = vec![format!("battery {battery_pct:.1}%")];
-            parts.push(zone.clone().unwrap_or_else(|| "between zones".into()));
-            if *charging {
-                parts.push("charging".into());
-            }
-            if let Some(d) = distance_to_target {
-                parts.push(format!("{d:.1} m to target"));
-            }
-            ("TELEMETRY", DIM, parts.join(", "))
-        }
-        EventKind::Fault { fault } => ("FAULT", BOLD_RED, fault_words(fault)),
-        EventKind::Device {
-            device,
-            state,
-            online,
-            reason,
-            ..
-        } => (
-            "DEVICE",
-            CYAN,
-            format!(
-                "{device} {}{state}{}",
-                if *online { "" } else { "(offline) " },
-                dash(reason)
-            ),
-        ),
-        EventKind::LlmCall(call) => {
-            let LlmCallView {
-                purpose,
-                model,
-                outcome,
-                attempts,
-                latency_ms,
-                prompt_tokens,
-                completion_tokens,
-                error,
-                ..
-            } = call.as_ref();
-            let tokens = match (prompt_tokens, completion_tokens) {
-                (Some(p), Some(c)) => format!(", {p}+{c} tokens"),
-                _ => String::new(),
-            };
-            let color = if outcome == "ok" { DIM } else { YELLOW };
-            let tries = if *attempts > 1 {
-                format!(", {attempts} attempts")
-            } else {
-                String::new()
-            };
-            (
-                "MODEL",
-                color,
-                format!(
-                    "{purpose} {model}: {outcome} in {latency_ms} ms{tries}{tokens}{}",
-                    dash(error)
-                ),
-            )
-        }
-        EventKind::Memory {
-            used,
-            tokens,
-            budget,
-            ..
-        } => (
-            "MEMORY",
-            DIM,
-            format!(
-                "{} memor{} in the model's input ({tokens}/{budget} tokens){}",
-                used.len(),
-                if used.len() == 1 { "y" } else { "ies" },
-                used.first()
-                    .map(|u| format!(": #{} {:.2} — {}", u.id, u.score, u.why))
-                    .unwrap_or_default()
-            ),
-        ),
-        EventKind::Log { level, message } => match level.as_str() {
+        } => return None,
+        EventKind::Log { level, .. } => match level.as_str() {
             "debug" => return None,
-            "warn" => ("LOG", YELLOW, format!("warn: {message}")),
-            _ => ("LOG", DIM, message.clone()),
+            "warn" => YELLOW,
+            _ => DIM,
         },
-        EventKind::Error { code, message } => ("ERROR", BOLD_RED, format!("{code}: {message}")),
-        EventKind::Run { run } => ("RUN", BOLD_MAGENTA, run.summary()),
-    })
-}
-
-/// ` — reason`, or nothing for an empty reason.
-fn dash(reason: &str) -> String {
-    if reason.trim().is_empty() {
-        String::new()
-    } else {
-        format!(" — {reason}")
-    }
-}
-
-/// ` {"zone":"kitchen"}`, or nothing for null or `{}`.
-/// Arguments longer than this many characters are cut (the event log has them whole).
-const ARGS_SHOWN: usize = 100;
-
-fn args_text(args: &Value) -> String {
-    match args {
-        Value::Null => String::new(),
-        Value::Object(m) if m.is_empty() => String::new(),
-        other => {
-            let text = other.to_string();
-            match text.char_indices().nth(ARGS_SHOWN) {
-                Some((cut, _)) => format!(" {}…", &text[..cut]),
-                None => format!(" {text}"),
+        EventKind::Intent { .. } | EventKind::Speech { .. } => BLUE,
+        EventKind::Decision { decision_type, .. } => match decision_type {
+            DecisionType::Continue => CYAN,
+            DecisionType::Finish => GREEN,
+            DecisionType::Abort => BOLD_RED,
+            _ => BOLD_YELLOW,
+        },
+        EventKind::Guardrail {
+            verdict: Verdict::NeedsApproval,
+            ..
+        } => YELLOW,
+        EventKind::Guardrail { .. } | EventKind::Alert { .. } => RED,
+        EventKind::Mode { .. } | EventKind::Activity { .. } | EventKind::Run { .. } => BOLD_MAGENTA,
+        EventKind::Task { task, .. } => match task.status {
+            TaskStatus::Succeeded => GREEN,
+            TaskStatus::Aborted | TaskStatus::Cancelled => RED,
+            TaskStatus::Preempted | TaskStatus::WaitingHuman | TaskStatus::Paused => YELLOW,
+            TaskStatus::Queued | TaskStatus::Running => PLAIN,
+        },
+        EventKind::Skill { status, .. } => match status {
+            SkillStatus::Dispatched => PLAIN,
+            SkillStatus::Feedback => DIM,
+            SkillStatus::Succeeded => GREEN,
+            SkillStatus::Failed => RED,
+            SkillStatus::Cancelled => YELLOW,
+        },
+        EventKind::Approval { .. } => BOLD_YELLOW,
+        EventKind::Telemetry { .. } | EventKind::Memory { .. } => DIM,
+        EventKind::Fault { .. } | EventKind::Error { .. } => BOLD_RED,
+        EventKind::Device { .. } => CYAN,
+        EventKind::LlmCall(call) => {
+            if call.outcome == "ok" {
+                DIM
+            } else {
+                YELLOW
             }
         }
-    }
-}
-
-fn op_text(op: &Op) -> String {
-    match op {
-        Op::Dispatch { skill, args } => format!("dispatch {skill}{}", args_text(args)),
-        Op::Cancel { goal_id } => format!("cancel {}", short_goal_id(goal_id)),
-        Op::Wait { seconds } => format!("wait {seconds} s"),
-    }
-}
-
-/// A unit enum's serde name (`waiting_human`, `user_interrupt`).
-fn json_word(value: &impl serde::Serialize) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+    })
 }
 
 /// Decides which chatty events get a line: skill feedback every
@@ -414,20 +176,10 @@ impl Throttle {
 mod tests {
     use super::*;
 
-    #[test]
-    fn long_arguments_are_cut() {
-        let long = args_text(&json!({"text": "y".repeat(300)}));
-        assert!(long.ends_with('…'), "{long}");
-        assert_eq!(long.chars().count(), 1 + ARGS_SHOWN + 1);
-        assert_eq!(
-            args_text(&json!({"zone": "kitchen"})),
-            r#" {"zone":"kitchen"}"#
-        );
-    }
     use robobrain_core::geometry::Pose;
     use robobrain_core::link::{Fault, NavFeedback};
-    use robobrain_core::protocol::{BrainKind, Mode, Priority, TaskView};
-    use serde_json::json;
+    use robobrain_core::protocol::{LlmCallView, Mode};
+    use serde_json::Value;
 
     fn ev(time: f64, kind: EventKind) -> Event {
         Event {
@@ -446,7 +198,7 @@ mod tests {
     }
 
     #[test]
-    fn mode_and_decision_lines_read_like_the_issue() {
+    fn a_mode_line_reads_like_the_issue() {
         let mode = EventKind::Mode {
             from: Mode::Idle,
             to: Mode::Exec,
@@ -454,58 +206,12 @@ mod tests {
         };
         assert_eq!(
             plain(12.3, mode).unwrap(),
-            "[  12.3s] MODE      IDLE → EXEC   task t1 started"
-        );
-        let decision = EventKind::Decision {
-            task_id: "t1".into(),
-            iteration: 1,
-            decision_type: DecisionType::Continue,
-            reason: "start step 1/1".into(),
-            brain: BrainKind::Rule,
-            ops: vec![Op::Dispatch {
-                skill: "navigate_to".into(),
-                args: json!({"zone": "kitchen"}),
-            }],
-        };
-        assert_eq!(
-            plain(12.3, decision).unwrap(),
-            r#"[  12.3s] DECISION  #1 CONTINUE (rule) dispatch navigate_to {"zone":"kitchen"} — start step 1/1"#
+            "[  12.3s] MODE      IDLE → EXEC: task t1 started"
         );
     }
 
     #[test]
-    fn tasks_skills_faults_and_telemetry_are_compact() {
-        let task = EventKind::Task {
-            task: TaskView {
-                id: "t2".into(),
-                title: "go to kitchen".into(),
-                kind: "goto".into(),
-                priority: Priority::UserInterrupt,
-                status: TaskStatus::WaitingHuman,
-                step: 0,
-                steps: 1,
-                deadline: None,
-            },
-            reason: "iteration cap".into(),
-        };
-        assert_eq!(
-            plain(1.0, task).unwrap(),
-            "[   1.0s] TASK      t2 waiting_human — go to kitchen (goto, user_interrupt, step 1/1) — iteration cap"
-        );
-        let failed = EventKind::Skill {
-            goal_id: "g1".into(),
-            skill: "navigate_to".into(),
-            status: SkillStatus::Failed,
-            args: json!({"zone": "kitchen"}),
-            feedback: None,
-            error: Some("blocked".into()),
-            message: "kitchen_door is blocked".into(),
-            output: None,
-        };
-        assert_eq!(
-            plain(3.0, failed).unwrap(),
-            "[   3.0s] SKILL     navigate_to failed: blocked — kitchen_door is blocked"
-        );
+    fn the_kind_is_a_column_in_capitals() {
         let fault = EventKind::Fault {
             fault: Fault::Block {
                 passage: "kitchen_door".into(),
@@ -515,17 +221,21 @@ mod tests {
             plain(3.0, fault).unwrap(),
             "[   3.0s] FAULT     block kitchen_door"
         );
-        let tel = EventKind::Telemetry {
-            pose: Pose::default(),
-            battery_pct: 19.94,
-            charging: true,
-            zone: Some("charger".into()),
-            distance_to_target: None,
-            busy: vec![],
-        };
+        let call = EventKind::LlmCall(Box::new(LlmCallView {
+            purpose: "decide".into(),
+            model: "qwen".into(),
+            outcome: "timeout".into(),
+            attempts: 2,
+            latency_ms: 900,
+            first_token_ms: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+            structured: "tools".into(),
+            error: String::new(),
+        }));
         assert_eq!(
-            plain(10.0, tel).unwrap(),
-            "[  10.0s] TELEMETRY battery 19.9%, charger, charging"
+            render(&ev(1234.5, call), Style { color: true }).unwrap(),
+            "\x1b[33m[1234.5s] LLM_CALL  decide qwen: timeout in 900 ms, 2 attempts\x1b[0m"
         );
     }
 

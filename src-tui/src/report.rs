@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use robobrain_core::mapview::MapView;
+use robobrain_core::protocol::describe;
 use robobrain_core::protocol::{Event, EventKind, IncidentRecord, TaskView};
-use serde_json::Value;
 
 /// Width of the map drawing, pixels.
 const MAP_WIDTH: f64 = 720.0;
@@ -45,15 +45,6 @@ struct Run {
     distance: f64,
 }
 
-/// A JSON enum value's name.
-fn name<T: serde::Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
 fn gather(events: &[Event]) -> Run {
     let mut run = Run {
         start: events.first().map_or(0.0, |e| e.time),
@@ -66,8 +57,9 @@ fn gather(events: &[Event]) -> Run {
                 run.thread.clone_from(&snapshot.thread_id);
                 run.world.clone_from(&snapshot.world);
                 if run.modes.is_empty() {
-                    run.modes.push((e.time, name(&snapshot.mode)));
-                    run.activities.push((e.time, name(&snapshot.activity)));
+                    run.modes.push((e.time, describe::word(&snapshot.mode)));
+                    run.activities
+                        .push((e.time, describe::word(&snapshot.activity)));
                     let p = snapshot.robot.pose;
                     run.trail.push((p.x, p.y));
                     run.battery.push((e.time, snapshot.robot.battery_pct));
@@ -82,16 +74,19 @@ fn gather(events: &[Event]) -> Run {
                 run.trail.push((pose.x, pose.y));
                 run.battery.push((e.time, *battery_pct));
             }
-            EventKind::Mode { to, .. } => run.modes.push((e.time, name(to))),
-            EventKind::Activity { to, .. } => run.activities.push((e.time, name(to))),
+            EventKind::Mode { to, .. } => run.modes.push((e.time, describe::word(to))),
+            EventKind::Activity { to, .. } => run.activities.push((e.time, describe::word(to))),
             EventKind::Decision {
                 decision_type,
                 reason,
                 brain,
                 ..
-            } => run
-                .decisions
-                .push((e.time, name(decision_type), name(brain), reason.clone())),
+            } => run.decisions.push((
+                e.time,
+                describe::word(decision_type),
+                describe::word(brain),
+                reason.clone(),
+            )),
             EventKind::Approval {
                 approval_id,
                 status,
@@ -99,19 +94,11 @@ fn gather(events: &[Event]) -> Run {
                 reason,
                 ..
             } => {
-                let op = serde_json::to_value(op).unwrap_or(Value::Null);
-                let what = format!(
-                    "{} {}",
-                    op["skill"]
-                        .as_str()
-                        .unwrap_or_else(|| op["op"].as_str().unwrap_or("")),
-                    op.get("args").map(Value::to_string).unwrap_or_default()
-                );
                 run.approvals.push((
                     e.time,
                     approval_id.clone(),
-                    name(status),
-                    what,
+                    describe::word(status),
+                    describe::op(op),
                     reason.clone(),
                 ));
             }
@@ -366,7 +353,7 @@ pub fn render(events: &[Event], map: Option<&MapView>, source: &str) -> String {
             vec![
                 t.id.clone(),
                 t.title.clone(),
-                name(&t.status),
+                describe::word(&t.status),
                 format!("{}/{}", t.step, t.steps),
             ]
         })

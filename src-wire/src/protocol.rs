@@ -11,8 +11,10 @@
 //! - [`run`]: what a run is made of ([`RunInfo`]), shown by every face.
 //! - [`frame`]: what a remote face gets over a wire (`hello`, then snapshot and events).
 //! - [`line`]: operator lines (a command as JSON, or words to say) → a [`Command`].
+//! - [`describe`]: an [`Event`] in words, the one wording of every Rust face.
 //! - [`origin`]: where a command came from ([`Origin`]), stamped by its door.
 
+pub mod describe;
 pub mod frame;
 pub mod line;
 pub mod memory;
@@ -692,21 +694,6 @@ pub enum AlertStatus {
     Open,
     /// An operator has seen it.
     Acknowledged,
-}
-
-impl IncidentRecord {
-    /// The alert in a line: `alert i1: smoke in kitchen — evidence runs/…png`,
-    /// or `alert i1 (smoke in kitchen) acknowledged by operator`.
-    pub fn summary(&self) -> String {
-        let what = format!("{} in {}", self.kinds.join(" and "), self.zone);
-        match &self.acknowledged_by {
-            Some(by) => format!("alert {} ({what}) acknowledged by {by}", self.id),
-            None => match &self.evidence {
-                Some(path) => format!("alert {}: {what} — evidence {path}", self.id),
-                None => format!("alert {}: {what}", self.id),
-            },
-        }
-    }
 }
 
 /// A ReAct or kernel node, for `update` events and step numbering.

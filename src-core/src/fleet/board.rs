@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::bridge::Reply;
 use super::view::{FleetApproval, FleetView, RobotEntry};
 use crate::protocol::line::Refused;
-use crate::protocol::{Activity, Mode, Role, ServerMessage, TaskStatus};
+use crate::protocol::{Activity, Mode, Role, ServerMessage};
 
 /// The largest request a fleet page may send, in bytes: an operator line
 /// (at most [`crate::protocol::MAX_LINE_BYTES`], checked again inside) in
@@ -61,10 +61,13 @@ impl RobotRow {
             battery_pct: s.map(|s| s.robot.battery_pct),
             zone: s.and_then(|s| s.robot.zone.clone()),
             task: s.and_then(|s| {
-                s.tasks
-                    .iter()
-                    .find(|t| !t.status.is_terminal())
-                    .map(|t| format!("{} ({})", t.title, status_word(t.status)))
+                s.tasks.iter().find(|t| !t.status.is_terminal()).map(|t| {
+                    format!(
+                        "{} ({})",
+                        t.title,
+                        crate::protocol::describe::word(&t.status)
+                    )
+                })
             }),
             alerts: s.map_or(0, |s| {
                 s.alerts
@@ -76,14 +79,6 @@ impl RobotRow {
             world: s.map(|s| s.world.clone()),
         }
     }
-}
-
-/// A task status as it is spelt on the wire.
-fn status_word(status: TaskStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// The whole fleet on one board.
@@ -316,7 +311,7 @@ mod tests {
     use super::*;
     use crate::fleet::vda5050::ConnectionState;
     use crate::fleet::view::ClientEvent;
-    use crate::protocol::{ApprovalView, Op, Snapshot, TaskView};
+    use crate::protocol::{ApprovalView, Op, Snapshot, TaskStatus, TaskView};
     use serde_json::json;
 
     fn view() -> FleetView {

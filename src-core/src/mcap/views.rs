@@ -11,7 +11,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::geometry::Pose;
-use crate::protocol::{Event, EventKind};
+use crate::protocol::{Event, EventKind, describe};
 
 /// The frame every map-fixed view is in.
 pub const MAP_FRAME: &str = "map";
@@ -71,23 +71,8 @@ pub fn log_line(event: &Event) -> Option<Value> {
             };
             (level, "log", message.clone())
         }
-        EventKind::Error { code, message } => (ERROR, "error", format!("{code}: {message}")),
-        EventKind::Decision {
-            task_id,
-            iteration,
-            decision_type,
-            reason,
-            brain,
-            ..
-        } => {
-            let brain = serde_json::to_value(brain).unwrap_or(Value::Null);
-            let brain = brain.as_str().unwrap_or_default();
-            let message = format!(
-                "{task_id} #{iteration} {} ({brain}): {reason}",
-                decision_type.as_str()
-            );
-            (INFO, "decision", message)
-        }
+        EventKind::Error { .. } => (ERROR, "error", describe::text(&event.kind)),
+        EventKind::Decision { .. } => (INFO, "decision", describe::text(&event.kind)),
         _ => return None,
     };
     Some(json!({
@@ -187,7 +172,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             decision["message"],
-            "t1 #3 REPLAN (rule): the door is blocked"
+            "t1 #3 REPLAN (rule) — the door is blocked"
         );
         assert_eq!(decision["level"], INFO);
         assert!(

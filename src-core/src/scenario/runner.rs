@@ -417,21 +417,6 @@ fn step_checks(scenario: &Scenario, states: &[StepState]) -> Vec<Check> {
         .collect()
 }
 
-/// A fault in a few words: `block kitchen_door`, `set_battery 15`, `stall`.
-pub fn fault_words(fault: &Fault) -> String {
-    let mut words = Vec::new();
-    if let Ok(Value::Object(mut m)) = serde_json::to_value(fault) {
-        if let Some(Value::String(name)) = m.remove("fault") {
-            words.push(name);
-        }
-        words.extend(
-            m.values()
-                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string)),
-        );
-    }
-    words.join(" ")
-}
-
 /// A step's action in a few words (`say "去厨房"`, `inject block kitchen_door`).
 pub fn describe(action: &Action) -> String {
     match action {
@@ -440,7 +425,7 @@ pub fn describe(action: &Action) -> String {
         Action::Approve(None) => "approve".into(),
         Action::Edit(args) => format!("edit {args}"),
         Action::Reject(reason) => format!("reject {reason:?}"),
-        Action::Inject(fault) => format!("inject {}", fault_words(fault)),
+        Action::Inject(fault) => format!("inject {}", crate::protocol::describe::fault(fault)),
         Action::Patrol(Some(route)) => format!("patrol {route}"),
         other => other.verb().into(),
     }

@@ -65,17 +65,7 @@ pub fn goal_id(thread: &str, step: u64, op: usize) -> String {
     format!("{thread}/g{step}.{op}")
 }
 
-/// A goal id without its thread (`g12.0` for `patrol-1/g12.0`): what faces
-/// show, the thread being theirs already.
-///
-/// ```
-/// use robobrain_core::store::ledger::short_goal_id;
-/// assert_eq!(short_goal_id("patrol-1/g12.0"), "g12.0");
-/// assert_eq!(short_goal_id("g3.1"), "g3.1");
-/// ```
-pub fn short_goal_id(goal_id: &str) -> &str {
-    goal_id.rsplit_once('/').map_or(goal_id, |(_, local)| local)
-}
+pub use crate::protocol::describe::short_goal_id;
 
 #[cfg(test)]
 mod tests {

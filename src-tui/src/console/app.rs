@@ -3,11 +3,11 @@
 //! returns what the driver must do ([`Effect`]). No IO here; rendering reads
 //! `&App` only (`ui.rs`).
 
-use robobrain_core::store::ledger::short_goal_id;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use robobrain_core::link::NavFeedback;
+use robobrain_core::protocol::describe;
 use robobrain_core::protocol::{
     ApprovalStatus, ApprovalView, BrainKind, Command, DecisionType, Door, Event, EventKind, Op,
     Role, SkillStatus, Snapshot, SpeechTrack, TaskStatus, Verdict,
@@ -827,7 +827,7 @@ impl App {
         if let Some(feedback) = snap.running.iter().find_map(|r| {
             r.feedback
                 .as_ref()
-                .map(|f| (r.skill.clone(), target_of(&r.args), f.clone()))
+                .map(|f| (r.skill.clone(), describe::target(&r.args), f.clone()))
         }) {
             self.nav = Some(Nav {
                 skill: feedback.0,
@@ -894,40 +894,28 @@ impl App {
             .as_ref()
             .filter(|o| o.door != Door::Console)
             .map_or_else(String::new, |o| format!(" ← {o}"));
+        if let Some(level) = log_level(&event.kind, !from.is_empty()) {
+            let line = format!("{}{from}", describe::line(&event.kind));
+            self.push_log(time, level, line);
+        }
+        let text = describe::text(&event.kind);
         match event.kind {
             EventKind::Snapshot { snapshot } => self.set_snapshot(*snapshot),
-            EventKind::Mode {
-                from: was,
-                to,
-                reason,
-            } => {
-                let why = format!("{} → {}: {reason}", was.as_str(), to.as_str());
-                self.push_log(time, Level::Info, format!("mode {why}{from}"));
-                self.mode_why = Some(Timed { time, item: why });
-            }
-            EventKind::Activity { from, to, reason } => {
-                let why = format!("{} → {}: {reason}", from.as_str(), to.as_str());
-                self.push_log(time, Level::Info, format!("activity {why}"));
-                self.activity_why = Some(Timed { time, item: why });
-            }
+            EventKind::Mode { .. } => self.mode_why = Some(Timed { time, item: text }),
+            EventKind::Activity { .. } => self.activity_why = Some(Timed { time, item: text }),
             EventKind::Intent {
                 utterance,
                 intent,
                 processed_locally,
                 ..
-            } => {
-                if !from.is_empty() {
-                    self.push_log(time, Level::Info, format!("heard \"{utterance}\"{from}"));
-                }
-                self.push_step(
-                    time,
-                    Step::Heard {
-                        utterance,
-                        intent,
-                        local: processed_locally,
-                    },
-                );
-            }
+            } => self.push_step(
+                time,
+                Step::Heard {
+                    utterance,
+                    intent,
+                    local: processed_locally,
+                },
+            ),
             EventKind::Decision {
                 task_id,
                 iteration,
@@ -953,7 +941,7 @@ impl App {
             } => self.push_step(
                 time,
                 Step::Judged {
-                    op: op_words(&op),
+                    op: describe::op(&op),
                     verdict,
                     reason,
                 },
@@ -978,13 +966,6 @@ impl App {
                         ));
                     }
                 }
-                if !from.is_empty() {
-                    let answer = serde_json::to_value(status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default();
-                    self.push_log(time, Level::Info, format!("{approval_id} {answer}{from}"));
-                }
                 self.push_step(
                     time,
                     Step::Approval {
@@ -1001,94 +982,56 @@ impl App {
                     item: (track, text),
                 },
             ),
-            EventKind::Task { task, reason } => {
-                let level = match task.status {
-                    TaskStatus::Aborted | TaskStatus::WaitingHuman => Level::Warn,
-                    _ => Level::Info,
-                };
-                self.push_log(
-                    time,
-                    level,
-                    format!(
-                        "task {} {}: {} ({reason}){from}",
-                        task.id,
-                        task.title,
-                        status_words(task.status)
-                    ),
-                );
-            }
             EventKind::Skill {
-                goal_id,
                 skill,
                 status,
                 args,
                 feedback,
-                error,
-                message,
                 ..
-            } => self.apply_skill(
-                time,
-                &goal_id,
-                &skill,
-                status,
-                &args,
-                feedback.as_ref(),
-                error.as_deref(),
-                &message,
-            ),
+            } => self.follow_nav(&skill, status, &args, feedback),
             EventKind::Telemetry { battery_pct, .. } => {
                 if self.battery.back().is_none_or(|(t, _)| time > *t) {
                     self.battery.push_back((time, battery_pct));
                 }
             }
-            EventKind::Fault { fault } => {
-                let text = serde_json::to_value(&fault)
-                    .map_or_else(|_| format!("{fault:?}"), |v| compact_fields(&v, &[]));
-                self.push_log(time, Level::Warn, format!("fault injected: {text}"));
+            EventKind::Error { .. } => self.notice = Some((Level::Error, text)),
+            EventKind::Token { text, .. } => {
+                self.tokens.push_str(&text);
+                if self.tokens.len() > TOKEN_CAP {
+                    let cut = self.tokens.len() - TOKEN_CAP;
+                    let at = (cut..self.tokens.len())
+                        .find(|i| self.tokens.is_char_boundary(*i))
+                        .unwrap_or(0);
+                    self.tokens.replace_range(..at, "");
+                }
             }
-            EventKind::Log { level, message } => {
-                let level = if level == "warn" {
-                    Level::Warn
-                } else {
-                    Level::Info
-                };
-                self.push_log(time, level, message);
+            EventKind::Device { device, .. } => {
+                match self.devices.iter_mut().find(|(d, _)| *d == device) {
+                    Some(slot) => slot.1 = text,
+                    None => self.devices.push((device, text)),
+                }
             }
-            EventKind::Error { code, message } => {
-                self.notice = Some((Level::Error, format!("{code}: {message}")));
-                self.push_log(time, Level::Error, format!("{code}: {message}{from}"));
-            }
-            EventKind::Alert { incident } => {
-                let level = if incident.acknowledged_by.is_some() {
-                    Level::Info
-                } else {
-                    Level::Warn
-                };
-                self.push_log(time, level, incident.summary());
-            }
-            EventKind::Run { run } => {
-                self.push_log(time, Level::Info, format!("run: {}", run.summary()));
-            }
-            EventKind::Update { .. } => {}
-            #[allow(unreachable_patterns)]
-            _ => self.apply_json(&event_json(&event)),
+            EventKind::Memory { .. } => push_capped(&mut self.memory, Timed { time, item: text }),
+            EventKind::Fault { .. }
+            | EventKind::Task { .. }
+            | EventKind::Log { .. }
+            | EventKind::Alert { .. }
+            | EventKind::Run { .. }
+            | EventKind::Update { .. }
+            | EventKind::LlmCall(_) => {}
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn apply_skill(
+    /// Follows the running navigation (its target and progress) for the
+    /// status panel.
+    fn follow_nav(
         &mut self,
-        time: f64,
-        goal_id: &str,
         skill: &str,
         status: SkillStatus,
         args: &Value,
-        feedback: Option<&NavFeedback>,
-        error: Option<&str>,
-        message: &str,
+        feedback: Option<NavFeedback>,
     ) {
-        let target = target_of(args);
-        if let Some(f) = feedback.cloned().or_else(|| {
+        if let Some(f) = feedback.or_else(|| {
             self.nav
                 .as_ref()
                 .filter(|n| n.skill == skill)
@@ -1097,88 +1040,10 @@ impl App {
         {
             self.nav = Some(Nav {
                 skill: skill.to_string(),
-                target: target.clone(),
+                target: describe::target(args),
                 feedback: f,
                 status,
             });
-        }
-        if status == SkillStatus::Feedback {
-            return;
-        }
-        let (level, what) = match status {
-            SkillStatus::Failed => (
-                Level::Error,
-                format!("failed: {}", error.unwrap_or("error")),
-            ),
-            SkillStatus::Cancelled => (Level::Warn, "cancelled".to_string()),
-            SkillStatus::Succeeded => (Level::Info, "succeeded".to_string()),
-            SkillStatus::Dispatched | SkillStatus::Feedback => {
-                (Level::Info, "dispatched".to_string())
-            }
-        };
-        let detail = if message.is_empty() {
-            String::new()
-        } else {
-            format!(" — {message}")
-        };
-        self.push_log(
-            time,
-            level,
-            format!(
-                "skill {skill} {target} [{}] {what}{detail}",
-                short_goal_id(goal_id)
-            ),
-        );
-    }
-
-    /// Event kinds this console does not know by type, read from their JSON:
-    /// model tokens, devices, memory, and anything newer, shown generically.
-    pub(crate) fn apply_json(&mut self, v: &Value) {
-        let time = v
-            .get("time")
-            .and_then(Value::as_f64)
-            .unwrap_or(self.snap.time);
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("event");
-        let text = ["text", "delta", "token"]
-            .iter()
-            .find_map(|k| v.get(*k).and_then(Value::as_str));
-        match kind {
-            "token" => {
-                if let Some(t) = text {
-                    self.tokens.push_str(t);
-                    if self.tokens.len() > TOKEN_CAP {
-                        let cut = self.tokens.len() - TOKEN_CAP;
-                        let at = (cut..self.tokens.len())
-                            .find(|i| self.tokens.is_char_boundary(*i))
-                            .unwrap_or(0);
-                        self.tokens.replace_range(..at, "");
-                    }
-                }
-            }
-            "device" => {
-                let id = ["device_id", "id", "name"]
-                    .iter()
-                    .find_map(|k| v.get(*k).and_then(Value::as_str))
-                    .unwrap_or("?")
-                    .to_string();
-                let line = compact_fields(v, &["device_id", "id"]);
-                match self.devices.iter_mut().find(|(d, _)| *d == id) {
-                    Some(slot) => slot.1 = line,
-                    None => self.devices.push((id, line)),
-                }
-            }
-            "memory" => push_capped(
-                &mut self.memory,
-                Timed {
-                    time,
-                    item: compact_fields(v, &[]),
-                },
-            ),
-            _ => self.push_log(
-                time,
-                Level::Info,
-                format!("{kind}: {}", compact_fields(v, &[])),
-            ),
         }
     }
 
@@ -1211,48 +1076,35 @@ fn push_capped<T>(feed: &mut VecDeque<T>, item: T) {
     feed.push_back(item);
 }
 
-/// An event's JSON without its envelope.
-fn event_json(event: &Event) -> Value {
-    event.to_json()
-}
-
-/// `key=value` pairs of an event's own fields, envelope left out.
-fn compact_fields(v: &Value, skip: &[&str]) -> String {
-    const ENVELOPE: [&str; 6] = ["seq", "time", "wall_ms", "thread_id", "step", "kind"];
-    let Some(map) = v.as_object() else {
-        return v.to_string();
-    };
-    map.iter()
-        .filter(|(k, _)| !ENVELOPE.contains(&k.as_str()) && !skip.contains(&k.as_str()))
-        .map(|(k, v)| match v {
-            Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Where a skill goes, in words (`kitchen`, or its args).
-pub fn target_of(args: &Value) -> String {
-    args.get("zone")
-        .and_then(Value::as_str)
-        .map_or_else(|| compact_fields(args, &[]), str::to_string)
-}
-
-/// An op in words: `navigate_to kitchen`, `cancel g3`, `wait 3 s`.
-pub fn op_words(op: &Op) -> String {
-    match op {
-        Op::Dispatch { skill, args } => {
-            let t = target_of(args);
-            if t.is_empty() {
-                skill.clone()
-            } else {
-                format!("{skill} {t}")
-            }
-        }
-        Op::Cancel { goal_id } => format!("cancel {}", short_goal_id(goal_id)),
-        Op::Wait { seconds } => format!("wait {seconds:.0} s"),
-    }
+/// The level of an event's line in the event list, or `None` for events
+/// shown elsewhere (the timeline, the panels) or not at all. What was
+/// heard and answered is on the timeline; the list names it too when
+/// another door (`remote`) did it.
+fn log_level(kind: &EventKind, remote: bool) -> Option<Level> {
+    Some(match kind {
+        EventKind::Intent { .. } | EventKind::Approval { .. } if remote => Level::Info,
+        EventKind::Task { task, .. } => match task.status {
+            TaskStatus::Aborted | TaskStatus::WaitingHuman => Level::Warn,
+            _ => Level::Info,
+        },
+        EventKind::Skill { status, .. } => match status {
+            SkillStatus::Feedback => return None,
+            SkillStatus::Failed => Level::Error,
+            SkillStatus::Cancelled => Level::Warn,
+            SkillStatus::Dispatched | SkillStatus::Succeeded => Level::Info,
+        },
+        EventKind::Log { level, .. } if level == "warn" => Level::Warn,
+        EventKind::Alert { incident } if incident.acknowledged_by.is_none() => Level::Warn,
+        EventKind::Fault { .. } => Level::Warn,
+        EventKind::Error { .. } => Level::Error,
+        EventKind::Mode { .. }
+        | EventKind::Activity { .. }
+        | EventKind::Log { .. }
+        | EventKind::Alert { .. }
+        | EventKind::Run { .. }
+        | EventKind::LlmCall(_) => Level::Info,
+        _ => return None,
+    })
 }
 
 /// A task status in words.

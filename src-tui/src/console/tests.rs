@@ -475,44 +475,71 @@ fn what_another_door_did_is_logged_with_its_origin_and_this_console_s_is_not() {
     }
     let lines: Vec<&str> = h.app.log.iter().map(|l| l.item.1.as_str()).collect();
     assert!(
-        lines.contains(&"unknown_route: no route r1 ← web: ws#3 127.0.0.1:51234"),
+        lines.contains(&"error unknown_route: no route r1 ← web: ws#3 127.0.0.1:51234"),
         "{lines:?}"
     );
-    assert!(lines.contains(&"unknown_route: no route r2"), "{lines:?}");
+    assert!(
+        lines.contains(&"error unknown_route: no route r2"),
+        "{lines:?}"
+    );
 }
 
 #[test]
-fn unknown_and_future_event_kinds_render_without_panicking() {
+fn tokens_devices_and_memory_fill_their_panels_at_every_size() {
     let mut h = Harness::default();
-    let ev = Event {
-        seq: 1,
-        time: 1.0,
-        wall_ms: 0,
-        thread_id: "t".into(),
-        step: 1,
-        origin: None,
-        kind: EventKind::Log {
-            level: "warn".into(),
-            message: "走廊有点暗".into(),
-        },
+    let event = |kind| {
+        Action::Core(Box::new(Event {
+            seq: 1,
+            time: 1.0,
+            wall_ms: 0,
+            thread_id: "t".into(),
+            step: 1,
+            origin: None,
+            kind,
+        }))
     };
-    h.act(Action::Core(Box::new(ev)));
-    for v in [
-        serde_json::json!({"kind": "token", "time": 1.0, "purpose": "decide", "text": "思考中… thinking"}),
-        serde_json::json!({"kind": "device", "time": 1.0, "device_id": "lamp1", "state": "on"}),
-        serde_json::json!({"kind": "memory", "time": 1.0, "query": "kitchen", "why": "last room"}),
-        serde_json::json!({"kind": "quantum", "time": 1.0, "spin": "up"}),
-    ] {
-        h.app.apply_json(&v);
+    h.act(event(EventKind::Log {
+        level: "warn".into(),
+        message: "走廊有点暗".into(),
+    }));
+    h.act(event(EventKind::Token {
+        purpose: "decide".into(),
+        text: "思考中… thinking".into(),
+    }));
+    for (device, state) in [("lamp1", "on"), ("lamp2", "off"), ("lamp1", "dim")] {
+        h.act(event(EventKind::Device {
+            device: device.into(),
+            room: "kitchen".into(),
+            state: serde_json::json!(state),
+            online: true,
+            reason: "reported".into(),
+        }));
     }
+    // One line a device, the newest: two devices are two lines.
+    assert_eq!(
+        h.app.devices,
+        vec![
+            ("lamp1".to_string(), r#"lamp1 "dim" — reported"#.to_string()),
+            ("lamp2".to_string(), r#"lamp2 "off" — reported"#.to_string()),
+        ]
+    );
+    h.act(event(EventKind::Memory {
+        query: "kitchen".into(),
+        mode: "bm25".into(),
+        used: Vec::new(),
+        tokens: 0,
+        budget: 300,
+        dropped: 0,
+    }));
     for (w, hgt) in [(80, 24), (120, 40), (200, 60), (20, 5), (1, 1)] {
         let s = h.screen(w, hgt);
         if w >= 120 {
             assert!(s.contains("thinking"), "{s}");
+            assert!(s.contains("log warn: 走廊有点暗"), "{s}");
         }
         if w >= 200 {
             assert!(s.contains("lamp1"), "{s}");
-            assert!(s.contains("quantum: spin=up"), "{s}");
+            assert!(s.contains("0 memories in the model's input"), "{s}");
         }
     }
 }

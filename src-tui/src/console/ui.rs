@@ -17,13 +17,14 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use robobrain_core::protocol::describe;
 use robobrain_core::protocol::run::MemoryMode;
 use robobrain_core::protocol::{
     ApprovalStatus, BrainKind, DecisionType, Mode, Role, SkillStatus, SpeechTrack, TaskStatus,
     Verdict,
 };
 
-use super::app::{App, Focus, Level, Step, Timed, status_words, target_of};
+use super::app::{App, Focus, Level, Step, Timed, status_words};
 
 /// Colours that read on dark and light terminals alike (named ANSI colours,
 /// no backgrounds), or none at all under `NO_COLOR`.
@@ -474,7 +475,7 @@ fn draw_running(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
                 Span::styled(format!("{} ", r.skill), theme.bold()),
                 Span::raw(format!(
                     "{} · since {:.1} s · timeout {:.0} s · [{}]",
-                    target_of(&r.args),
+                    describe::target(&r.args),
                     r.started_at,
                     r.deadline,
                     r.resources.join(",")

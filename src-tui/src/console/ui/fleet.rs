@@ -9,7 +9,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use robobrain_core::protocol::Op;
+use robobrain_core::protocol::describe;
 
 use super::super::fleet::{FleetApp, Pane};
 use super::Theme;
@@ -65,7 +65,7 @@ pub fn draw(fleet: &FleetApp, frame: &mut Frame) {
         let s = robot.snapshot.as_ref();
         let task = s.and_then(|s| s.tasks.first()).map_or_else(
             || "-".to_string(),
-            |t| format!("{} ({:?})", t.title, t.status),
+            |t| format!("{} ({})", t.title, describe::word(&t.status)),
         );
         let mode = s.map_or("-", |s| if s.estop { "ESTOP" } else { s.mode.as_str() });
         let row = format!(
@@ -108,10 +108,7 @@ pub fn draw(fleet: &FleetApp, frame: &mut Frame) {
 
     let mut lines = Vec::new();
     for (i, a) in approvals.iter().enumerate() {
-        let what = match &a.approval.op {
-            Op::Dispatch { skill, args } => format!("{skill} {args}"),
-            other => format!("{other:?}"),
-        };
+        let what = describe::op(&a.approval.op);
         let mut style = theme.warn();
         if i == fleet.approval && fleet.pane == Pane::Approvals {
             style = style.add_modifier(Modifier::REVERSED);

@@ -9,11 +9,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::Theme;
-use crate::console::app::{App, Overlay, Stage, op_words};
+use crate::console::app::{App, Overlay, Stage};
 use crate::console::forecast::NoForecast;
 use crate::console::keys::BINDINGS;
 use crate::console::line::LineEditor;
 use crate::console::slash::{COMMANDS, FAULTS};
+use robobrain_core::protocol::describe;
 
 /// Draws whichever overlay is open.
 pub fn draw(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
@@ -74,7 +75,7 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     };
     let mut lines = vec![
         Line::from(vec![
-            Span::styled(op_words(&a.op), theme.bold()),
+            Span::styled(describe::op(&a.op), theme.bold()),
             Span::raw(format!(" {args}  ")),
             Span::styled(format!("risk {}", a.risk), theme.warn()),
         ]),
@@ -132,7 +133,7 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
             .iter()
             .enumerate()
             .map(|(i, q)| {
-                let text = format!(" {} {} ", q.approval_id, op_words(&q.op));
+                let text = format!(" {} {} ", q.approval_id, describe::op(&q.op));
                 if i == index {
                     Span::styled(text, theme.bold().add_modifier(Modifier::REVERSED))
                 } else {
