@@ -513,16 +513,7 @@ impl Engine {
             mode: s.mode,
             activity: s.activity,
             estop: s.estop,
-            robot: RobotView {
-                pose: t.pose,
-                twist: t.twist,
-                battery_pct: t.battery_pct,
-                charging: t.charging,
-                zone: t.zone.clone(),
-                distance_to_target: t.distance_to_target,
-                busy: t.busy.clone(),
-                path: t.path.clone(),
-            },
+            robot: RobotView::from(t),
             tasks: s.queue.views(),
             running: self.mind.runner.views(),
             approvals: s
