@@ -185,12 +185,13 @@ impl SessionOptions {
 }
 
 /// A run assembled and not yet started: the engine with everything
-/// attached. Start it ([`Run::start`]) for a [`Session`], or drive
-/// [`Run::engine`] yourself in lockstep (headless `--fast`, the demo).
+/// attached. Start it ([`Run::start`]) for a [`Session`], or take its
+/// engine to tick yourself in lockstep ([`Run::into_lockstep`]: headless
+/// `--fast`, the demo). Before either, a face may only read the run and
+/// add a skill of its own ([`Run::register_skill`]).
 pub struct Run {
-    /// The engine. Faces may add to it before it starts (MCP's
-    /// `robot_status`), or tick it themselves.
-    pub engine: Engine,
+    /// The engine, the run's own until it starts or is taken.
+    engine: Engine,
     /// Its world.
     pub world: World,
     /// The run's thread id.
@@ -336,6 +337,31 @@ impl Run {
         })
     }
 
+    /// Adds a face's own skill before the run starts (MCP's `robot_status`).
+    pub fn register_skill(
+        &mut self,
+        skill: Box<dyn crate::skills::Skill>,
+    ) -> Result<(), crate::skills::SkillError> {
+        self.engine
+            .registry_mut()
+            .register(skill, &serde_json::Value::Null)
+    }
+
+    /// The specs of the run's skills (an MCP server's tool list).
+    pub fn skill_specs(&mut self) -> Vec<crate::skills::SkillSpec> {
+        self.engine.registry_mut().specs().cloned().collect()
+    }
+
+    /// The run's sim time (a resumed thread's is where it was).
+    pub fn time(&self) -> f64 {
+        self.engine.time()
+    }
+
+    /// The run as a face's first paint needs it.
+    pub fn snapshot(&self) -> crate::protocol::Snapshot {
+        self.engine.snapshot()
+    }
+
     /// The skills of the run, as a face's approval editor needs them.
     pub fn skills(&mut self) -> Vec<SkillView> {
         self.engine
@@ -460,6 +486,11 @@ impl Session {
             skills: self.skills.clone(),
             run: self.info.clone(),
         }
+    }
+
+    /// The run's skills, as its `hello` announces them.
+    pub fn skills(&self) -> &[SkillView] {
+        &self.skills
     }
 
     /// The run's world.
@@ -691,7 +722,7 @@ mod tests {
             run.info.summary(),
             "brain rules · memory bm25 · mcp ghost(failed)"
         );
-        assert_eq!(run.engine.snapshot().run.as_ref(), Some(&run.info));
+        assert_eq!(run.snapshot().run.as_ref(), Some(&run.info));
         let mut events = Vec::new();
         run.engine.tick(&mut events);
         let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();

@@ -181,3 +181,49 @@ pub trait Skill: Send {
     /// Releases what the skill holds (called once at unregistration or shutdown).
     fn cleanup(&mut self) {}
 }
+
+/// `args` checked against the schema a run announced for `skill` (its
+/// `hello`: built-in, MCP and home skills alike), as a face checks an
+/// operator's edit before sending it; the kernel checks it again.
+pub fn check_announced(skill: &crate::protocol::SkillView, args: &Value) -> Result<(), SkillError> {
+    let invalid = |path: String, message: String| SkillError::InvalidArgs {
+        skill: skill.name.clone(),
+        path,
+        message,
+    };
+    let validator = jsonschema::validator_for(&skill.args_schema).map_err(|e| {
+        invalid(
+            String::new(),
+            format!("the announced schema does not compile: {e}"),
+        )
+    })?;
+    validator
+        .validate(args)
+        .map_err(|e| invalid(e.instance_path().as_str().to_string(), e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SkillError;
+
+    #[test]
+    fn an_announced_schema_checks_arguments_as_the_registry_does() {
+        let view = crate::protocol::SkillView {
+            name: "mcp.time.get_current_time".into(),
+            description: String::new(),
+            args_schema: serde_json::json!({
+                "type": "object",
+                "properties": {"timezone": {"type": "string"}},
+                "required": ["timezone"]
+            }),
+            risk: crate::protocol::Risk::Read,
+        };
+        assert!(super::check_announced(&view, &serde_json::json!({"timezone": "UTC"})).is_ok());
+        let err = super::check_announced(&view, &serde_json::json!({"timezone": 3})).unwrap_err();
+        assert!(
+            matches!(&err, SkillError::InvalidArgs { skill, path, .. }
+                if skill == "mcp.time.get_current_time" && path == "/timezone"),
+            "{err}"
+        );
+    }
+}

@@ -154,7 +154,7 @@ fn main() {
         let run = rt
             .block_on(Run::assemble(&config, SessionOptions::new("bench")))
             .unwrap();
-        let app = App::new(run.world.clone(), run.engine.snapshot(), true);
+        let app = App::new(run.world.clone(), run.snapshot(), true);
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
         terminal.draw(|f| ui::draw(&app, f)).unwrap();
         with_model.push(t.elapsed());

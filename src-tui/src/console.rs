@@ -93,7 +93,8 @@ pub fn run(config: &Config, options: SessionOptions, color: bool) -> Result<Ende
         // process with the terminal left raw on the alternate screen.
         let signals = Signals::listen()?;
         let session = Session::open(config, options).await?;
-        let mut app = App::new(session.world().clone(), session.runtime().snapshot(), color);
+        let mut app = App::new(session.world().clone(), session.runtime().snapshot(), color)
+            .with_skills(session.skills().to_vec());
         let mut local = Local::new(session);
         let result = on_terminal(&mut app, &mut local, signals).await;
         // The robot is at rest and every event in the log before this returns.
@@ -122,7 +123,8 @@ pub fn attach(url: &str, options: &transport::ConnectOptions, color: bool) -> Re
     rt.block_on(async {
         let signals = Signals::listen()?;
         let (mut remote, greeting) = Remote::connect(url, options).await?;
-        let mut app = App::new(greeting.hello.world, greeting.snapshot, color);
+        let skills = greeting.hello.skills;
+        let mut app = App::new(greeting.hello.world, greeting.snapshot, color).with_skills(skills);
         app.attached(remote.url(), greeting.hello.role);
         let ended = on_terminal(&mut app, &mut remote, signals).await?;
         let _ = writeln!(std::io::stdout(), "detached from {}", remote.url());

@@ -164,9 +164,7 @@ pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCod
     }
     // A resumed thread counts its duration from where it was (read before
     // the kernel starts, which moves the clock on at once).
-    let limit = args
-        .duration
-        .map_or(f64::INFINITY, |d| run.engine.time() + d);
+    let limit = args.duration.map_or(f64::INFINITY, |d| run.time() + d);
     let fleet = config.fleet.broker.is_some();
     rt.block_on(async { drive(run.start().await?, args, limit, fleet).await })
 }

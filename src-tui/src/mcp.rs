@@ -85,11 +85,9 @@ impl McpServer {
     /// `run`, then starts it (its options give the pace, the log and how
     /// many events the `events` resource keeps). Call it inside a tokio runtime.
     pub async fn start(mut run: Run, options: Options) -> Result<Self> {
-        run.engine
-            .registry_mut()
-            .register(Box::new(RobotStatus::new()), &Value::Null)
+        run.register_skill(Box::new(RobotStatus::new()))
             .context("the robot_status skill")?;
-        let specs: Vec<_> = run.engine.registry_mut().specs().cloned().collect();
+        let specs = run.skill_specs();
         let tools = ToolSet::new(specs).context("the skill registry as MCP tools")?;
         let definitions = tools
             .definitions()

@@ -10,7 +10,7 @@ use robobrain_core::link::NavFeedback;
 use robobrain_core::protocol::describe;
 use robobrain_core::protocol::{
     ApprovalStatus, ApprovalView, BrainKind, Command, DecisionType, Door, Event, EventKind, Op,
-    Role, SkillStatus, Snapshot, SpeechTrack, TaskStatus, Verdict,
+    Role, SkillStatus, SkillView, Snapshot, SpeechTrack, TaskStatus, Verdict,
 };
 use robobrain_core::skills::SkillRegistry;
 use robobrain_core::world::World;
@@ -271,6 +271,9 @@ pub struct Nav {
 pub struct App {
     pub(crate) world: World,
     registry: Option<SkillRegistry>,
+    /// The skills the run announced in its `hello` (MCP's and the home's
+    /// included): edited arguments are checked against their schemas.
+    skills: Vec<SkillView>,
     pub(crate) snap: Snapshot,
     pub(crate) color: bool,
     pub(crate) mode_why: Option<Timed<String>>,
@@ -301,14 +304,30 @@ pub struct App {
 }
 
 impl App {
+    /// The skills the run announced (its `hello`): edited arguments of an
+    /// MCP or home call are checked against their schemas too.
+    #[must_use]
+    pub fn with_skills(mut self, skills: Vec<SkillView>) -> Self {
+        self.set_skills(skills);
+        self
+    }
+
+    /// Replaces the skills edits are checked against ([`App::with_skills`]).
+    pub fn set_skills(&mut self, skills: Vec<SkillView>) {
+        self.skills = skills;
+    }
+
     /// A console for `world`, painting `snapshot` first. `color` is false
-    /// under `NO_COLOR`. Edited arguments are checked against the built-in
-    /// skills' schemas before they are sent (the kernel checks them again).
+    /// under `NO_COLOR`. Edited arguments are checked before they are sent
+    /// (the kernel checks them again): against the skills the run
+    /// announces ([`App::with_skills`]), and a built-in skill's against the
+    /// world too (a zone that exists).
     pub fn new(world: World, snapshot: Snapshot, color: bool) -> Self {
         let now = Instant::now();
         let mut app = Self {
             world,
             registry: SkillRegistry::with_builtins().ok(),
+            skills: Vec::new(),
             snap: Snapshot::default(),
             color,
             mode_why: None,
@@ -716,6 +735,11 @@ impl App {
     /// kernel's guardrails check them again); why not, in words.
     fn check_edit(&self, approval: &ApprovalView, text: &str) -> Result<Value, String> {
         let args: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        if let Op::Dispatch { skill, .. } = &approval.op
+            && let Some(view) = self.skills.iter().find(|s| &s.name == skill)
+        {
+            robobrain_core::skills::check_announced(view, &args).map_err(|e| e.to_string())?;
+        }
         if let (Op::Dispatch { skill, .. }, Some(registry)) = (&approval.op, &self.registry)
             && registry.spec(skill).is_some()
         {

@@ -275,7 +275,8 @@ impl FleetApp {
             self.notice = Some((Level::Warn, format!("{id}: nothing heard from it yet")));
             return;
         };
-        let mut app = App::new(hello.world.clone(), snapshot.clone(), self.color);
+        let mut app = App::new(hello.world.clone(), snapshot.clone(), self.color)
+            .with_skills(hello.skills.clone());
         app.attached(&format!("{} · {id}", self.broker), Role::Operator);
         self.robot = Some((id, app));
     }

@@ -572,3 +572,32 @@ fn a_quit_exits_0_and_a_signal_128_plus_its_number() {
         assert_eq!(Ended::Signal(kind.as_raw_value()).exit_status(), status);
     }
 }
+
+/// An edit is checked against the skills the run announced (its `hello`),
+/// not only the console's own built-ins: an MCP or home call is checked
+/// too. Here the run announces `navigate_to` with a stricter schema than
+/// the built-in one (only the kitchen), and an edit the built-in would pass
+/// (the bedroom) is refused.
+#[test]
+fn an_edit_is_checked_against_the_skills_the_run_announced() {
+    let mut h = pending_approval();
+    h.app.set_skills(vec![robobrain_core::protocol::SkillView {
+        name: "navigate_to".into(),
+        description: "announced".into(),
+        args_schema: serde_json::json!({
+            "type": "object",
+            "properties": {"zone": {"enum": ["kitchen"]}},
+            "required": ["zone"]
+        }),
+        risk: robobrain_core::protocol::Risk::LowWrite,
+    }]);
+    h.type_line(r#"/edit a1 {"zone": "bedroom"}"#);
+    assert!(h.answers().is_empty(), "{:?}", h.sent);
+    let s = h.screen(100, 30);
+    assert!(s.contains("edit of a1 refused"), "{s}");
+    for _ in 0..40 {
+        h.press(KeyCode::Backspace);
+    }
+    h.type_line(r#"/edit a1 {"zone": "kitchen"}"#);
+    assert_eq!(h.answers().len(), 1, "{:?}", h.sent);
+}
