@@ -2,6 +2,10 @@
 //! rounds). The schedule is fixed-rate in sim time: round `k` is due at
 //! `first + k × interval`, so lateness never accumulates; a round still
 //! running when the next is due makes that slot be skipped (and logged).
+//!
+//! The schedule is a pure step machine ([`Rounds::step`]: the schedule and
+//! the moment in, the next schedule and what to do out); the engine only
+//! carries out what it says.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,12 +28,53 @@ pub struct Rounds {
     pub skipped: u64,
 }
 
+/// What the schedule asks for at a moment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RoundStep {
+    /// No round is due yet.
+    NotDue,
+    /// A round was due while the last still runs: its slot is skipped.
+    Skip {
+        /// The slot skipped (1-based, counting started and skipped ones).
+        slot: u64,
+        /// When the next round is due.
+        next_at: f64,
+    },
+    /// Round `round` starts now.
+    Start {
+        /// Its number (1-based).
+        round: u64,
+    },
+}
+
 impl Rounds {
     /// When the next round is due.
     pub fn next_due(&self) -> f64 {
         #[allow(clippy::cast_precision_loss)]
         let slots = (self.started + self.skipped) as f64;
         self.first + slots * self.interval
+    }
+
+    /// The schedule at sim time `now`, where `slack` (half a tick) lets the
+    /// tick closest to the due time start a round and `busy` says whether
+    /// the last round still runs: the schedule after, and what to do.
+    #[must_use]
+    pub fn step(&self, now: f64, slack: f64, busy: bool) -> (Self, RoundStep) {
+        let mut next = self.clone();
+        if now + slack < self.next_due() {
+            return (next, RoundStep::NotDue);
+        }
+        if busy {
+            next.skipped += 1;
+            let step = RoundStep::Skip {
+                slot: next.started + next.skipped,
+                next_at: next.next_due(),
+            };
+            return (next, step);
+        }
+        next.started += 1;
+        let round = next.started;
+        (next, RoundStep::Start { round })
     }
 }
 
@@ -46,38 +91,33 @@ impl Engine {
         });
     }
 
-    /// Starts the next round when it is due (K5, before arbitration).
+    /// Starts the next round when it is due (K5, before arbitration): the
+    /// schedule decides ([`Rounds::step`]), the engine carries it out.
     pub(super) fn next_round(&mut self) {
         let Some(rounds) = &self.state.rounds else {
             return;
         };
-        // Half a tick of slack: the tick that is closest to the due time starts it.
-        if self.state.time + self.setup.config.tick_s / 2.0 < rounds.next_due() {
-            return;
-        }
         let route = rounds.route.clone();
         let busy = self.state.queue.tasks().iter().any(|t| {
             !t.status.is_terminal()
                 && matches!(&t.kind, TaskKind::Patrol { route: Some(r), .. } if *r == route)
         });
-        let Some(rounds) = self.state.rounds.as_mut() else {
-            return;
+        // Half a tick of slack: the tick that is closest to the due time starts it.
+        let (next, step) = rounds.step(self.state.time, self.setup.config.tick_s / 2.0, busy);
+        self.state.rounds = Some(next);
+        let n = match step {
+            RoundStep::NotDue => return,
+            RoundStep::Skip { slot, next_at } => {
+                self.emit(EventKind::Log {
+                    level: "warn".into(),
+                    message: format!(
+                        "patrol round {slot} is due but the last one still runs; next at {next_at:.1} s"
+                    ),
+                });
+                return;
+            }
+            RoundStep::Start { round } => round,
         };
-        if busy {
-            rounds.skipped += 1;
-            let message = format!(
-                "patrol round {} is due but the last one still runs; next at {:.1} s",
-                rounds.started + rounds.skipped,
-                rounds.next_due()
-            );
-            self.emit(EventKind::Log {
-                level: "warn".into(),
-                message,
-            });
-            return;
-        }
-        rounds.started += 1;
-        let n = rounds.started;
         let Some(zones) = self.setup.world.route(&route).map(<[String]>::to_vec) else {
             self.state.rounds = None;
             return;
@@ -98,6 +138,42 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use super::{RoundStep, Rounds};
+
+    fn every_ten() -> Rounds {
+        Rounds {
+            route: "r".into(),
+            first: 0.0,
+            interval: 10.0,
+            started: 1,
+            skipped: 0,
+        }
+    }
+
+    #[test]
+    fn the_schedule_starts_a_round_when_due_skips_a_busy_slot_and_never_drifts() {
+        let r = every_ten();
+        // Not yet: 9.9 s with half a tick (0.05 s) of slack.
+        assert_eq!(r.step(9.9, 0.05, false), (r.clone(), RoundStep::NotDue));
+        // The tick closest to 10 s starts round 2.
+        let (r, step) = r.step(9.96, 0.05, false);
+        assert_eq!(step, RoundStep::Start { round: 2 });
+        assert_eq!(r.next_due(), 20.0);
+        // Round 2 still runs at 20 s: slot 3 is skipped, the next is at 30 s.
+        let (r, step) = r.step(20.0, 0.05, true);
+        assert_eq!(
+            step,
+            RoundStep::Skip {
+                slot: 3,
+                next_at: 30.0
+            }
+        );
+        // Late by 3 s, round 3 starts; the one after is still due at 40 s.
+        let (r, step) = r.step(33.0, 0.05, false);
+        assert_eq!(step, RoundStep::Start { round: 3 });
+        assert_eq!((r.started, r.skipped, r.next_due()), (3, 1, 40.0));
+    }
+
     use crate::config::Config;
     use crate::engine::Engine;
     use crate::protocol::Origin;
