@@ -187,6 +187,48 @@ pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
 }
 
 impl HomeConfig {
+    /// The first `[home]` key out of range, and what was expected.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        let h = self;
+        if !h.night.iter().all(|x| (0.0..=24.0).contains(x)) {
+            return Some((
+                "home.night",
+                format!("expected two hours in [0, 24], found {:?}", h.night),
+            ));
+        }
+        if let Some(hour) = h.hour
+            && !(0.0..24.0).contains(&hour)
+        {
+            return Some((
+                "home.hour",
+                format!("expected an hour in [0, 24), found {hour}"),
+            ));
+        }
+        if let Some(zone) = &h.time_zone
+            && let Err(e) = crate::timezone::named(zone)
+        {
+            return Some(("home.time_zone", e.to_string()));
+        }
+        if let Some(addr) = &h.mqtt
+            && parse_broker(addr).is_none()
+        {
+            return Some((
+                "home.mqtt",
+                format!("expected HOST:PORT (`127.0.0.1:1883`), found {addr:?}"),
+            ));
+        }
+        if let Some(problem) = h.mqtt_problem() {
+            return Some(problem);
+        }
+        if !(h.summary == "rule" || h.summary == "model") {
+            return Some((
+                "home.summary",
+                format!("expected \"rule\" or \"model\", found {:?}", h.summary),
+            ));
+        }
+        None
+    }
+
     /// The first `[home]` MQTT key that is refused, with why.
     fn mqtt_problem(&self) -> Option<(&'static str, String)> {
         let logins = [
@@ -819,121 +861,77 @@ impl Config {
     }
 
     /// Checks ranges and relations between keys; `text` locates the key.
+    /// Each section answers for its own keys (`problem`: the first key out
+    /// of range, and what was expected); the first problem found is the
+    /// error, at its key's line.
     pub fn validate(&self, text: &str, file: &Path) -> Result<(), SourceError> {
-        let k = &self.kernel;
-        let err = |key: &str, msg: String| Err(SourceError::at_key(file, text, key, msg));
         if self.skills.camera == CameraChoice::V4l && !cfg!(feature = "camera") {
-            return err(
+            return Err(SourceError::at_key(
+                file,
+                text,
                 "skills.camera",
-                "expected \"sim\": this robobrain was built without the `camera` feature (cargo build --features robobrain-core/camera)".into(),
-            );
+                "expected \"sim\": this robobrain was built without the `camera` feature (cargo build --features robobrain-core/camera)".to_string(),
+            ));
         }
-        if let Some((key, problem)) = self.memory.problem() {
-            return err(key, problem);
-        }
-        if let Some((key, problem)) = self.link.problem() {
-            return err(key, problem);
-        }
-        if let Some((key, problem)) = self.robot.problem() {
-            return err(key, problem);
-        }
-        if let Some(i) = self.patrol.interval_s
-            && !(i.is_finite() && i > 0.0)
-        {
-            return err(
-                "patrol.interval_s",
-                format!("expected positive seconds, found {i}"),
-            );
-        }
-        if let Some(url) = &self.alert.webhook
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return err(
-                "alert.webhook",
-                format!("expected an http:// or https:// URL, found {url:?}"),
-            );
-        }
-        if !(self.alert.timeout_s.is_finite() && self.alert.timeout_s > 0.0) {
-            return err(
-                "alert.timeout_s",
-                format!("expected positive seconds, found {}", self.alert.timeout_s),
-            );
-        }
-        let h = &self.home;
-        if !h.night.iter().all(|x| (0.0..=24.0).contains(x)) {
-            return err(
-                "home.night",
-                format!("expected two hours in [0, 24], found {:?}", h.night),
-            );
-        }
-        if let Some(hour) = h.hour
-            && !(0.0..24.0).contains(&hour)
-        {
-            return err(
-                "home.hour",
-                format!("expected an hour in [0, 24), found {hour}"),
-            );
-        }
-        if let Some(zone) = &h.time_zone
-            && let Err(e) = crate::timezone::named(zone)
-        {
-            return err("home.time_zone", e.to_string());
-        }
-        if let Some(addr) = &h.mqtt
-            && parse_broker(addr).is_none()
-        {
-            return err(
-                "home.mqtt",
-                format!("expected HOST:PORT (`127.0.0.1:1883`), found {addr:?}"),
-            );
-        }
-        if let Some((key, problem)) = h.mqtt_problem() {
-            return err(key, problem);
-        }
-        if let Some((key, problem)) = self.fleet.problem() {
-            return err(key, problem);
-        }
-        if !(h.summary == "rule" || h.summary == "model") {
-            return err(
-                "home.summary",
-                format!("expected \"rule\" or \"model\", found {:?}", h.summary),
-            );
-        }
-        if !(self.tick_s > 0.0 && self.tick_s <= 1.0) {
-            return err(
+        let tick = (!(self.tick_s > 0.0 && self.tick_s <= 1.0)).then(|| {
+            (
                 "tick_s",
                 format!("expected seconds in (0, 1], found {}", self.tick_s),
-            );
+            )
+        });
+        let problem = self
+            .memory
+            .problem()
+            .or_else(|| self.link.problem())
+            .or_else(|| self.robot.problem())
+            .or_else(|| self.patrol.problem())
+            .or_else(|| self.alert.problem())
+            .or_else(|| self.home.problem())
+            .or_else(|| self.fleet.problem())
+            .or(tick)
+            .or_else(|| self.kernel.problem())
+            .or_else(|| self.mcp.problem())
+            .or_else(|| self.store.problem());
+        if let Some((key, message)) = problem {
+            return Err(SourceError::at_key(file, text, key, message));
         }
+        self.llm.validate(text, file)
+    }
+}
+
+impl KernelConfig {
+    /// The first `[kernel]` key out of range, and what was expected.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        let k = self;
         if !(0.0..100.0).contains(&k.battery_low_pct) {
-            return err(
+            return Some((
                 "kernel.battery_low_pct",
                 format!(
                     "expected a percent in [0, 100), found {}",
                     k.battery_low_pct
                 ),
-            );
+            ));
         }
         if !(k.battery_resume_pct > k.battery_low_pct && k.battery_resume_pct <= 100.0) {
-            return err(
+            return Some((
                 "kernel.battery_resume_pct",
                 format!(
                     "expected a percent above battery_low_pct ({}) and at most 100, found {}",
                     k.battery_low_pct, k.battery_resume_pct
                 ),
-            );
+            ));
         }
         if k.max_iterations == 0 {
-            return err(
+            return Some((
                 "kernel.max_iterations",
                 "expected at least 1, found 0".into(),
-            );
+            ));
         }
         if k.max_skill_failures == 0 {
-            return err(
+            return Some((
                 "kernel.max_skill_failures",
                 "expected at least 1, found 0".into(),
-            );
+            ));
         }
         for (key, v) in [
             ("kernel.progress_check_s", k.progress_check_s),
@@ -941,52 +939,90 @@ impl Config {
             ("kernel.telemetry_interval_s", k.telemetry_interval_s),
         ] {
             if v.is_nan() || v <= 0.0 {
-                return err(key, format!("expected positive seconds, found {v}"));
+                return Some((key, format!("expected positive seconds, found {v}")));
             }
         }
-        for (i, service) in self.mcp.services.iter().enumerate() {
+        if k.replan_wait_s.is_nan() || k.replan_wait_s < 0.0 {
+            return Some((
+                "kernel.replan_wait_s",
+                format!("expected seconds ≥ 0, found {}", k.replan_wait_s),
+            ));
+        }
+        None
+    }
+}
+
+impl PatrolConfig {
+    /// The `[patrol]` key out of range, and what was expected.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        self.interval_s
+            .filter(|i| !(i.is_finite() && *i > 0.0))
+            .map(|i| {
+                (
+                    "patrol.interval_s",
+                    format!("expected positive seconds, found {i}"),
+                )
+            })
+    }
+}
+
+impl AlertConfig {
+    /// The first `[alert]` key out of range, and what was expected.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        if let Some(url) = &self.webhook
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Some((
+                "alert.webhook",
+                format!("expected an http:// or https:// URL, found {url:?}"),
+            ));
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Some((
+                "alert.timeout_s",
+                format!("expected positive seconds, found {}", self.timeout_s),
+            ));
+        }
+        None
+    }
+}
+
+impl McpConfig {
+    /// The first `[[mcp.services]]` entry that is wrong, and why.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        let bad = |why: String| Some(("mcp.services", why));
+        for (i, service) in self.services.iter().enumerate() {
             let name = &service.name;
             let ok = !name.is_empty()
                 && name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
             if !ok {
-                return err(
-                    "mcp.services",
-                    format!(
-                        "service {}: expected a name of letters, digits, `_` or `-`, found {name:?}",
-                        i + 1
-                    ),
-                );
+                return bad(format!(
+                    "service {}: expected a name of letters, digits, `_` or `-`, found {name:?}",
+                    i + 1
+                ));
             }
-            if self.mcp.services[..i].iter().any(|s| s.name == *name) {
-                return err(
-                    "mcp.services",
-                    format!("service `{name}` is configured twice"),
-                );
+            if self.services[..i].iter().any(|s| s.name == *name) {
+                return bad(format!("service `{name}` is configured twice"));
             }
             match (service.command.trim().is_empty(), &service.url) {
                 (true, None) => {
-                    return err(
-                        "mcp.services",
-                        format!("service `{name}`: expected a command to run or a url"),
-                    );
+                    return bad(format!(
+                        "service `{name}`: expected a command to run or a url"
+                    ));
                 }
                 (false, Some(_)) => {
-                    return err(
-                        "mcp.services",
-                        format!("service `{name}`: expected a command or a url, not both"),
-                    );
+                    return bad(format!(
+                        "service `{name}`: expected a command or a url, not both"
+                    ));
                 }
                 (true, Some(url))
                     if !url.starts_with("http://") && !url.starts_with("https://") =>
                 {
-                    return err(
-                        "mcp.services",
-                        format!(
-                            "service `{name}`: expected an http:// or https:// url, found {url:?}"
-                        ),
-                    );
+                    return bad(format!(
+                        "service `{name}`: expected an http:// or https:// url, found {url:?}"
+                    ));
                 }
                 _ => {}
             }
@@ -996,35 +1032,17 @@ impl Config {
                 service.token_file.is_some(),
             ];
             if tokens.iter().filter(|t| **t).count() > 1 {
-                return err(
-                    "mcp.services",
-                    format!("service `{name}`: expected one of token, token_env, token_file"),
-                );
+                return bad(format!(
+                    "service `{name}`: expected one of token, token_env, token_file"
+                ));
             }
             if tokens.contains(&true) && service.url.is_none() {
-                return err(
-                    "mcp.services",
-                    format!("service `{name}`: a token goes with a url (a command needs none)"),
-                );
+                return bad(format!(
+                    "service `{name}`: a token goes with a url (a command needs none)"
+                ));
             }
         }
-        if self.store.keep_checkpoints == 0 {
-            return err(
-                "store.keep_checkpoints",
-                "expected at least 1 (the newest checkpoint is what a resume needs), found 0"
-                    .into(),
-            );
-        }
-        if self.store.full_every == 0 {
-            return err("store.full_every", "expected at least 1, found 0".into());
-        }
-        if k.replan_wait_s.is_nan() || k.replan_wait_s < 0.0 {
-            return err(
-                "kernel.replan_wait_s",
-                format!("expected seconds ≥ 0, found {}", k.replan_wait_s),
-            );
-        }
-        self.llm.validate(text, file)
+        None
     }
 }
 

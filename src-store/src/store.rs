@@ -78,6 +78,23 @@ pub struct StoreConfig {
     pub full_every: u32,
 }
 
+impl StoreConfig {
+    /// The first `[store]` key out of range, and what was expected.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        if self.keep_checkpoints == 0 {
+            return Some((
+                "store.keep_checkpoints",
+                "expected at least 1 (the newest checkpoint is what a resume needs), found 0"
+                    .into(),
+            ));
+        }
+        if self.full_every == 0 {
+            return Some(("store.full_every", "expected at least 1, found 0".into()));
+        }
+        None
+    }
+}
+
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
