@@ -364,11 +364,7 @@ impl Run {
 
     /// The skills of the run, as a face's approval editor needs them.
     pub fn skills(&mut self) -> Vec<SkillView> {
-        self.engine
-            .registry_mut()
-            .specs()
-            .map(SkillView::from)
-            .collect()
+        self.skill_specs().iter().map(SkillView::from).collect()
     }
 
     /// For a face that ticks the engine itself: what was to be said at

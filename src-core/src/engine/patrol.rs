@@ -55,13 +55,18 @@ impl Rounds {
         self.first + slots * self.interval
     }
 
+    /// Whether a round is due at sim time `now`, given `slack` (half a tick).
+    pub fn is_due(&self, now: f64, slack: f64) -> bool {
+        now + slack >= self.next_due()
+    }
+
     /// The schedule at sim time `now`, where `slack` (half a tick) lets the
     /// tick closest to the due time start a round and `busy` says whether
     /// the last round still runs: the schedule after, and what to do.
     #[must_use]
     pub fn step(&self, now: f64, slack: f64, busy: bool) -> (Self, RoundStep) {
         let mut next = self.clone();
-        if now + slack < self.next_due() {
+        if !self.is_due(now, slack) {
             return (next, RoundStep::NotDue);
         }
         if busy {
@@ -94,7 +99,15 @@ impl Engine {
     /// Starts the next round when it is due (K5, before arbitration): the
     /// schedule decides ([`Rounds::step`]), the engine carries it out.
     pub(super) fn next_round(&mut self) {
-        let Some(rounds) = &self.state.rounds else {
+        // Half a tick of slack: the tick that is closest to the due time starts it.
+        let slack = self.setup.config.tick_s / 2.0;
+        // Every tick asks; only a due round costs more than this comparison.
+        let Some(rounds) = self
+            .state
+            .rounds
+            .as_ref()
+            .filter(|r| r.is_due(self.state.time, slack))
+        else {
             return;
         };
         let route = rounds.route.clone();
@@ -102,8 +115,7 @@ impl Engine {
             !t.status.is_terminal()
                 && matches!(&t.kind, TaskKind::Patrol { route: Some(r), .. } if *r == route)
         });
-        // Half a tick of slack: the tick that is closest to the due time starts it.
-        let (next, step) = rounds.step(self.state.time, self.setup.config.tick_s / 2.0, busy);
+        let (next, step) = rounds.step(self.state.time, slack, busy);
         self.state.rounds = Some(next);
         let n = match step {
             RoundStep::NotDue => return,
