@@ -5,6 +5,7 @@
 //! development dependency reaching no higher than a normal one may; the
 //! modules column is the crate's `lib.rs`. And inside every crate the
 //! folders (top-level modules) import one another in one direction only.
+//! No production function is longer than a hundred lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -201,8 +202,95 @@ fn the_crate_graph_is_the_one_architecture_md_draws() {
     }
 }
 
+/// `code` with its comments and the insides of its string and character
+/// literals blanked, every line kept where it was: what is left are the
+/// braces, names and paths the compiler reads.
+fn blank_literals(code: &str) -> String {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = String::with_capacity(code.len());
+    let mut i = 0;
+    // Everything from `from` up to `to` becomes its newlines alone.
+    let blank = |out: &mut String, from: usize, to: usize| {
+        out.extend(chars[from..to].iter().filter(|c| **c == '\n'));
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        let word_before = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let end = (i + 2..chars.len().saturating_sub(1))
+                .find(|&j| chars[j] == '*' && chars[j + 1] == '/')
+                .map_or(chars.len(), |j| j + 2);
+            blank(&mut out, i, end);
+            i = end;
+        } else if (c == 'r' || (c == 'b' && next == Some('r'))) && !word_before && {
+            let from = if c == 'b' { i + 2 } else { i + 1 };
+            let hashes = chars[from.min(chars.len())..]
+                .iter()
+                .take_while(|c| **c == '#')
+                .count();
+            chars.get(from + hashes) == Some(&'"')
+        } {
+            // A raw string: r"…", r#"…"#, br"…".
+            let from = if c == 'b' { i + 2 } else { i + 1 };
+            let hashes = chars[from..].iter().take_while(|c| **c == '#').count();
+            let body = from + hashes + 1;
+            let end = (body..chars.len())
+                .find(|&j| {
+                    chars[j] == '"'
+                        && chars[j + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|c| **c == '#')
+                            .count()
+                            == hashes
+                })
+                .map_or(chars.len(), |j| j + 1 + hashes);
+            out.push_str("\"\"");
+            blank(&mut out, i, end);
+            i = end;
+        } else if c == '"' {
+            let mut j = i + 1;
+            while j < chars.len() && chars[j] != '"' {
+                j += if chars[j] == '\\' { 2 } else { 1 };
+            }
+            let end = (j + 1).min(chars.len());
+            out.push_str("\"\"");
+            blank(&mut out, i, end);
+            i = end;
+        } else if c == '\'' {
+            // A character literal ('x', '\n', '\u{7f}'), or a lifetime ('a).
+            let end = if next == Some('\\') {
+                (i + 3..chars.len().min(i + 12))
+                    .find(|&j| chars[j] == '\'')
+                    .map(|j| j + 1)
+            } else if chars.get(i + 2) == Some(&'\'') {
+                Some(i + 3)
+            } else {
+                None
+            };
+            if let Some(end) = end {
+                out.push_str("' '");
+                i = end;
+            } else {
+                out.push(c);
+                i += 1;
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// `src` with the test modules cut out: a `#[cfg(test)]` item and the
-/// files only tests compile (declared `#[cfg(test)] mod x;`).
+/// files only tests compile (declared `#[cfg(test)] mod x;`); comments and
+/// the insides of literals blanked ([`blank_literals`]), lines kept in place.
 fn production_sources(src: &Path) -> Vec<(PathBuf, String)> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -229,26 +317,31 @@ fn production_sources(src: &Path) -> Vec<(PathBuf, String)> {
         } else {
             f.with_extension("")
         };
-        let mut lines = text.lines().peekable();
+        let blanked = blank_literals(&text);
+        // The raw line (for `#[path = "…"]`) beside the blanked one.
+        let mut lines = text.lines().zip(blanked.lines()).peekable();
         let mut kept = String::new();
-        while let Some(line) = lines.next() {
+        while let Some((_, line)) = lines.next() {
             if line.trim_start().starts_with("#[cfg(test)]") {
+                kept.push('\n');
                 // The item that follows (attributes first) is test code.
-                while let Some(next) = lines.peek() {
-                    let attr = next.trim_start();
-                    if let Some(path) = attr
+                while let Some((raw, next)) = lines.peek() {
+                    if let Some(path) = raw
+                        .trim_start()
                         .strip_prefix("#[path = \"")
                         .and_then(|r| r.strip_suffix("\"]"))
                     {
                         test_only.insert(f.parent().unwrap().join(path));
                     }
-                    if attr.starts_with("#[") {
+                    if next.trim_start().starts_with("#[") {
                         lines.next();
+                        kept.push('\n');
                     } else {
                         break;
                     }
                 }
-                let Some(item) = lines.next() else { break };
+                let Some((_, item)) = lines.next() else { break };
+                kept.push('\n');
                 let item = item.trim_start();
                 if let Some(name) = item
                     .strip_prefix("mod ")
@@ -265,7 +358,8 @@ fn production_sources(src: &Path) -> Vec<(PathBuf, String)> {
                     continue;
                 }
                 while depth > 0 || !item.contains('{') && depth == 0 {
-                    let Some(l) = lines.next() else { break };
+                    let Some((_, l)) = lines.next() else { break };
+                    kept.push('\n');
                     depth += l.matches('{').count() as i64 - l.matches('}').count() as i64;
                     if depth <= 0 && l.contains('}') {
                         break;
@@ -273,8 +367,7 @@ fn production_sources(src: &Path) -> Vec<(PathBuf, String)> {
                 }
                 continue;
             }
-            let code = line.split("//").next().unwrap_or("");
-            kept.push_str(code);
+            kept.push_str(line);
             kept.push('\n');
         }
         texts.push((f.clone(), kept));
@@ -283,6 +376,98 @@ fn production_sources(src: &Path) -> Vec<(PathBuf, String)> {
         .into_iter()
         .filter(|(f, _)| !test_only.iter().any(|t| f == t || f.starts_with(t)))
         .collect()
+}
+
+/// The functions in `code` (production code from [`production_sources`])
+/// with their names, first lines (1-based) and lengths in lines, from the
+/// `fn` line to the closing brace. Declarations without a body are left out.
+fn function_lengths(code: &str) -> Vec<(String, usize, usize)> {
+    let bytes = code.as_bytes();
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("fn ").map(|i| i + from) {
+        from = at + 3;
+        let word_before =
+            at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
+        let name: String = code[at + 3..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if word_before || name.is_empty() {
+            continue;
+        }
+        // The body starts at the first `{` unless a `;` ends a declaration first.
+        let Some(open) = code[at..].find(['{', ';']).map(|i| i + at) else {
+            break;
+        };
+        if bytes[open] == b';' {
+            continue;
+        }
+        let mut depth = 0i64;
+        let mut close = None;
+        for (i, b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { break };
+        found.push((name, line_of(at), line_of(close) - line_of(at) + 1));
+    }
+    found
+}
+
+/// The longest a production function may be (issue 37: the engine a driver
+/// of small machines, no function a newcomer has to scroll through).
+const MAX_FUNCTION_LINES: usize = 100;
+
+#[test]
+fn no_production_function_is_longer_than_a_hundred_lines() {
+    let mut long = Vec::new();
+    for row in table().values() {
+        for (path, code) in production_sources(&root().join(&row.folder).join("src")) {
+            for (name, line, length) in function_lengths(&code) {
+                if length > MAX_FUNCTION_LINES {
+                    let at = path
+                        .strip_prefix(root())
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string();
+                    long.push(format!("{at}:{line}: fn {name} is {length} lines"));
+                }
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "production functions longer than {MAX_FUNCTION_LINES} lines (split them into named steps):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_function_reader_sees_bodies_not_literals() {
+    let code = "fn a() {\n    let s = \"}{ fn b() {\";\n    let c = ('{', '\\'', '\"');\n    // }\n}\ntrait T { fn d(&self); }\nfn e<'x>(v: &'x str) -> impl Fn() {\n    move || {}\n}\n";
+    let blanked = blank_literals(code);
+    assert_eq!(blanked.lines().count(), code.lines().count());
+    assert_eq!(
+        function_lengths(&blanked),
+        vec![("a".to_string(), 1, 5), ("e".to_string(), 7, 3)]
+    );
+    let raw = "fn r() {\n    let s = r#\"\n}\"\n\"#;\n}\n";
+    assert_eq!(
+        function_lengths(&blank_literals(raw)),
+        vec![("r".to_string(), 1, 5)]
+    );
 }
 
 /// The modules of the crate `code` names as `crate::x`.

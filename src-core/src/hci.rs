@@ -487,7 +487,39 @@ impl Home {
         settled
     }
 
+    /// Checks a tool call's arguments and carries it out (unaudited: the
+    /// caller audits it).
     fn call_unaudited(&mut self, tool: &str, args: &Value, ids: &Ids) -> Result<Value, ToolError> {
+        self.validate(tool, args)?;
+        if let Some(found) = self.look(tool, args)? {
+            return Ok(found);
+        }
+        let s = |k: &str| args.get(k).and_then(Value::as_str);
+        Ok(match tool {
+            "devices.invoke" => self.invoke_one(&call_of(args), ids, tool)?,
+            "actions.batch_invoke" => {
+                let calls: Vec<(String, String, Value)> = args
+                    .get("calls")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().map(call_of).collect())
+                    .unwrap_or_default();
+                self.batch(&calls, ids, tool)
+            }
+            "scenes.run" => self.run_scene(s("scene").unwrap_or_default(), ids, tool)?,
+            "actions.get_recent" => {
+                let n = args.get("limit").and_then(Value::as_u64).unwrap_or(10) as usize;
+                let skip = self.recent.len().saturating_sub(n);
+                json!({"actions": self.recent.iter().skip(skip).collect::<Vec<_>>()})
+            }
+            "dialog.request_confirmation" | "dialog.ask_clarifying_question" => {
+                json!({"status": "asked", "question": s("question")})
+            }
+            other => return Err(ToolError::UnknownTool(other.to_string())),
+        })
+    }
+
+    /// Checks `args` against `tool`'s schema (an unknown tool fails here).
+    fn validate(&self, tool: &str, args: &Value) -> Result<(), ToolError> {
         let validator = self
             .validators
             .get(tool)
@@ -499,6 +531,12 @@ impl Home {
                 message: e.to_string(),
             });
         }
+        Ok(())
+    }
+
+    /// The read-only device tools (list, search, get, state, snapshot);
+    /// `None` for any other tool.
+    fn look(&self, tool: &str, args: &Value) -> Result<Option<Value>, ToolError> {
         let s = |k: &str| args.get(k).and_then(Value::as_str);
         let device = |id: Option<&str>| {
             let id = id.unwrap_or_default();
@@ -506,7 +544,7 @@ impl Home {
                 .get(id)
                 .ok_or_else(|| ToolError::Device(DeviceError::UnknownDevice(id.to_string())))
         };
-        Ok(match tool {
+        Ok(Some(match tool {
             "devices.list" | "devices.search" => {
                 let kind = s("kind").and_then(|k| serde_json::from_value(json!(k)).ok());
                 let found = self.devices.search(s("query"), s("room"), kind);
@@ -537,60 +575,21 @@ impl Home {
                 };
                 json!({"devices": list.iter().map(|d| json!({"device": d.id, "room": d.room, "online": d.online, "state": d.state})).collect::<Vec<_>>()})
             }
-            "devices.invoke" => {
-                let call = (
-                    s("device").unwrap_or_default().to_string(),
-                    s("action").unwrap_or_default().to_string(),
-                    args.get("args").cloned().unwrap_or_else(|| json!({})),
-                );
-                self.invoke_one(&call, ids, tool)?
-            }
-            "actions.batch_invoke" => {
-                let calls: Vec<(String, String, Value)> = args
-                    .get("calls")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .map(|c| {
-                                (
-                                    c.get("device")
-                                        .and_then(Value::as_str)
-                                        .unwrap_or_default()
-                                        .to_string(),
-                                    c.get("action")
-                                        .and_then(Value::as_str)
-                                        .unwrap_or_default()
-                                        .to_string(),
-                                    c.get("args").cloned().unwrap_or_else(|| json!({})),
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                self.batch(&calls, ids, tool)
-            }
-            "scenes.run" => {
-                let name = s("scene").unwrap_or_default();
-                let calls = self
-                    .scenes
-                    .iter()
-                    .find(|sc| sc.name == name)
-                    .map(|sc| sc.calls.clone())
-                    .ok_or_else(|| ToolError::UnknownScene(name.to_string()))?;
-                let mut r = self.batch(&calls, ids, tool);
-                r["scene"] = json!(name);
-                r
-            }
-            "actions.get_recent" => {
-                let n = args.get("limit").and_then(Value::as_u64).unwrap_or(10) as usize;
-                let skip = self.recent.len().saturating_sub(n);
-                json!({"actions": self.recent.iter().skip(skip).collect::<Vec<_>>()})
-            }
-            "dialog.request_confirmation" | "dialog.ask_clarifying_question" => {
-                json!({"status": "asked", "question": s("question")})
-            }
-            other => return Err(ToolError::UnknownTool(other.to_string())),
-        })
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Runs the scene `name`'s calls as one batch.
+    fn run_scene(&mut self, name: &str, ids: &Ids, tool: &str) -> Result<Value, ToolError> {
+        let calls = self
+            .scenes
+            .iter()
+            .find(|sc| sc.name == name)
+            .map(|sc| sc.calls.clone())
+            .ok_or_else(|| ToolError::UnknownScene(name.to_string()))?;
+        let mut r = self.batch(&calls, ids, tool);
+        r["scene"] = json!(name);
+        Ok(r)
     }
 
     /// Several calls as one plan: each with its own step and request id;
@@ -835,223 +834,319 @@ impl Home {
     pub fn turn(&mut self, text: &str) -> Option<Turn> {
         let lang = Lang::of(text);
         self.session.lang = lang;
-        let mut response = None;
-        let mut heard_about = None;
-        let mut not_found = None;
-        let answering = self.session.pending.is_some();
-        let mut understood = if answering { self.by_rules(text) } else { None };
-        if understood.is_none()
-            && let Some((plan, about)) = self.hear(text)
-        {
-            match plan {
-                heard::Plan::Answer(line) => return Some(self.answer_turn(line, &about)),
-                heard::Plan::Timer(ask) => {
-                    let mut turn = self.answer_turn(String::new(), &about);
-                    turn.intent = "timer";
-                    turn.out.clear();
-                    turn.timer = Some(ask);
-                    return Some(turn);
-                }
-                heard::Plan::NotFound(line) => not_found = Some((line, about)),
-                heard::Plan::Understood(u, r) => {
-                    response = r;
-                    heard_about = Some(about);
-                    understood = Some(u);
-                }
+        Some(match self.grasp(text)? {
+            Grasp::Answer(line, about) | Grasp::NotFound(line, about) => {
+                self.answer_turn(line, &about)
             }
+            Grasp::Timer(ask, about) => self.timer_turn(ask, &about),
+            Grasp::Took(taken) => self.carry_out(taken, lang),
+        })
+    }
+
+    /// The understander stages in order, until one takes `text`: the rules
+    /// when answering a question just asked, Home Assistant's grammar, the
+    /// rules otherwise; then what the grammar found missing, if it did.
+    fn grasp(&self, text: &str) -> Option<Grasp> {
+        let answering = self.session.pending.is_some();
+        if answering && let Some(understood) = self.by_rules(text) {
+            return Some(Grasp::rules(understood));
         }
-        if understood.is_none() && !answering {
-            understood = self.by_rules(text);
+        let not_found = match self.by_grammar(text) {
+            Some(took @ (Grasp::Answer(..) | Grasp::Timer(..) | Grasp::Took(_))) => {
+                return Some(took);
+            }
+            not_found => not_found,
+        };
+        if !answering && let Some(understood) = self.by_rules(text) {
+            return Some(Grasp::rules(understood));
         }
         // The grammar knew the words but found nothing here, and the rules
         // did not understand it either: say what the grammar found missing.
-        if understood.is_none()
-            && let Some((line, about)) = not_found
-        {
-            return Some(self.answer_turn(line, &about));
-        }
-        let understood = understood?;
+        not_found
+    }
+
+    /// The grammar stage: what Home Assistant's grammar makes of `text`.
+    fn by_grammar(&self, text: &str) -> Option<Grasp> {
+        let (plan, about) = self.hear(text)?;
+        Some(match plan {
+            heard::Plan::Answer(line) => Grasp::Answer(line, about),
+            heard::Plan::Timer(ask) => Grasp::Timer(ask, about),
+            heard::Plan::NotFound(line) => Grasp::NotFound(line, about),
+            heard::Plan::Understood(understood, response) => Grasp::Took(Taken {
+                understood,
+                response,
+                about: Some(about),
+            }),
+        })
+    }
+
+    /// A turn for the robot's timers: nothing said here, the engine answers.
+    fn timer_turn(&mut self, ask: heard::TimerAsk, about: &Value) -> Turn {
+        let mut turn = self.answer_turn(String::new(), about);
+        turn.intent = "timer";
+        turn.out.clear();
+        turn.timer = Some(ask);
+        turn
+    }
+
+    /// Carries out what a stage understood, under a new plan id.
+    fn carry_out(&mut self, taken: Taken, lang: Lang) -> Turn {
+        let Taken {
+            understood,
+            response,
+            about,
+        } = taken;
         let plan_id = self.next_plan_id();
         let mut args = serde_json::to_value(&understood).unwrap_or(Value::Null);
-        if let (Some(about), Some(obj)) = (heard_about, args.as_object_mut()) {
+        if let (Some(about), Some(obj)) = (about, args.as_object_mut()) {
             obj.insert("grammar".into(), about);
         }
-        let mut out = Vec::new();
-        let mut confirm = None;
-        let mut forged = Vec::new();
+        let mut doing = Doing {
+            plan_id,
+            lang,
+            response,
+            out: Vec::new(),
+            confirm: None,
+            forged: Vec::new(),
+        };
         let intent = match understood {
             Understood::Clarify {
                 question,
                 candidates,
                 verb,
-            } => {
-                let ids = Ids {
-                    plan_id: plan_id.clone(),
-                    step_id: "0".into(),
-                    request_id: format!("{plan_id}.ask"),
-                };
-                let _ = self.call_tool(
-                    "dialog.ask_clarifying_question",
-                    &json!({"question": question, "candidates": candidates}),
-                    &ids,
-                );
-                out.push(Out::Say(question, SpeechTrack::Answer));
-                self.session.pending = Some(session::Pending { verb, candidates });
-                "clarify"
-            }
+            } => self.clarify(&mut doing, question, candidates, verb),
             Understood::Cannot { message } => {
-                out.push(Out::Say(message, SpeechTrack::Answer));
+                doing.out.push(Out::Say(message, SpeechTrack::Answer));
                 self.session.pending = None;
                 "cannot"
             }
-            Understood::Scene { name } => {
-                let calls = self
-                    .scenes
-                    .iter()
-                    .find(|s| s.name == name)
-                    .map(|s| s.calls.clone())
-                    .unwrap_or_default();
-                let tool_args = json!({"scene": name, "plan_id": plan_id, "step_id": "1"});
-                self.session.pending = None;
-                self.session.last_devices = calls.iter().map(|c| c.0.clone()).collect();
-                if let Some(reason) = policy::home_reason(&self.gate(), "scenes.run", &tool_args) {
-                    confirm = Some(self.hold(
-                        "scenes.run".into(),
-                        tool_args,
-                        &calls,
-                        &reason,
-                        &plan_id,
-                        &mut out,
-                    ));
-                } else {
-                    if let Some(line) = response.take() {
-                        out.push(Out::Say(line, SpeechTrack::Template));
-                    }
-                    for (d, a, x) in &calls {
-                        let line = self.template_for(d, a, x, lang);
-                        out.push(Out::Say(line, SpeechTrack::Template));
-                    }
-                    self.run_now("scenes.run", &tool_args, &plan_id, &mut out);
-                }
-                "scene"
-            }
-            Understood::Steps { steps } => {
-                self.session.pending = None;
-                let controls: Vec<(String, String, Value)> =
-                    steps.iter().filter_map(Step::call).collect();
-                let queries: Vec<String> = steps
-                    .iter()
-                    .filter_map(|s| match s {
-                        Step::Query { device } => Some(device.clone()),
-                        Step::Control { .. } => None,
-                    })
-                    .collect();
-                let mut touched: Vec<String> = controls
-                    .iter()
-                    .map(|c| c.0.clone())
-                    .chain(queries.iter().cloned())
-                    .collect();
-                touched.dedup();
-                self.session.last_room = touched
-                    .first()
-                    .and_then(|d| self.devices.get(d))
-                    .map(|d| d.room.clone());
-                self.session.last_devices = touched;
-                let mut run_controls = false;
-                let mut tool_call = None;
-                if !controls.is_empty() {
-                    let (tool, targs) = Self::control_call(&controls, &plan_id);
-                    if let Some(reason) = policy::home_reason(&self.gate(), &tool, &targs) {
-                        confirm =
-                            Some(self.hold(tool, targs, &controls, &reason, &plan_id, &mut out));
-                    } else {
-                        run_controls = true;
-                        tool_call = Some((tool, targs));
-                    }
-                }
-                // Track 2: the templates (Home Assistant's response when the
-                // grammar understood it), before anything runs.
-                if run_controls {
-                    if let Some(line) = response.take() {
-                        out.push(Out::Say(line, SpeechTrack::Template));
-                    } else {
-                        for (d, a, x) in &controls {
-                            let line = self.template_for(d, a, x, lang);
-                            out.push(Out::Say(line, SpeechTrack::Template));
-                        }
-                    }
-                }
-                for q in &queries {
-                    let line = self.query_template(q, lang);
-                    out.push(Out::Say(line, SpeechTrack::Template));
-                }
-                if queries.is_empty() {
-                    if let Some((tool, targs)) = tool_call {
-                        // Track 3 from forged success; track 1 runs; a real failure corrects.
-                        let steps_run: Vec<Step> = controls
-                            .iter()
-                            .map(|(d, a, x)| Step::Control {
-                                device: d.clone(),
-                                action: a.clone(),
-                                args: x.clone(),
-                            })
-                            .collect();
-                        forged = summary::forge(&steps_run);
-                        let result = self.run(&tool, &targs, &plan_id);
-                        out.push(Out::Devices);
-                        out.push(Out::Say(
-                            summary::rule_summary(&self.devices, &forged, lang),
-                            SpeechTrack::Summary,
-                        ));
-                        for f in failures(&result) {
-                            let failed = summary::failure(&self.devices, &f, lang);
-                            let line = lines::line(lang, "correction", &[("line", &failed)]);
-                            out.push(Out::Say(line, SpeechTrack::Answer));
-                        }
-                    }
-                } else {
-                    // Query branch: real results first, then the answer.
-                    let mut answer = Vec::new();
-                    if let Some((tool, targs)) = tool_call {
-                        let result = self.run(&tool, &targs, &plan_id);
-                        out.push(Out::Devices);
-                        answer.push(summary::outcome_line(self, &result, lang));
-                    }
-                    for (i, q) in queries.iter().enumerate() {
-                        let ids = Ids {
-                            plan_id: plan_id.clone(),
-                            step_id: format!("q{}", i + 1),
-                            request_id: format!("{plan_id}.q{}", i + 1),
-                        };
-                        if self
-                            .call_tool("devices.get_state", &json!({"device": q}), &ids)
-                            .is_ok()
-                            && let Some(d) = self.devices.get(q)
-                        {
-                            answer.push(summary::describe(d, lang));
-                        }
-                    }
-                    let sep = lines::line(lang, "sentence_sep", &[]);
-                    out.push(Out::Say(answer.join(&sep), SpeechTrack::Answer));
-                }
-                match (controls.is_empty(), queries.is_empty()) {
-                    (false, true) => "home_control",
-                    (true, false) => "home_query",
-                    _ => "home_mixed",
-                }
-            }
+            Understood::Scene { name } => self.scene(&mut doing, &name),
+            Understood::Steps { steps } => self.steps(&mut doing, &steps),
         };
-        self.session.last_plan = Some(plan_id.clone());
-        Some(Turn {
+        self.session.last_plan = Some(doing.plan_id.clone());
+        Turn {
             intent,
             args,
-            plan_id,
-            out,
-            confirm,
-            forged,
+            plan_id: doing.plan_id,
+            out: doing.out,
+            confirm: doing.confirm,
+            forged: doing.forged,
             timer: None,
             lang,
-        })
+        }
+    }
+
+    /// Asks which device was meant, and remembers what it was for.
+    fn clarify(
+        &mut self,
+        doing: &mut Doing,
+        question: String,
+        candidates: Vec<String>,
+        verb: Option<verb::Verb>,
+    ) -> &'static str {
+        let plan_id = &doing.plan_id;
+        let ids = Ids {
+            plan_id: plan_id.clone(),
+            step_id: "0".into(),
+            request_id: format!("{plan_id}.ask"),
+        };
+        let _ = self.call_tool(
+            "dialog.ask_clarifying_question",
+            &json!({"question": question, "candidates": candidates}),
+            &ids,
+        );
+        doing.out.push(Out::Say(question, SpeechTrack::Answer));
+        self.session.pending = Some(session::Pending { verb, candidates });
+        "clarify"
+    }
+
+    /// Runs the scene `name` now, or holds it when the policy wants a
+    /// confirmation.
+    fn scene(&mut self, doing: &mut Doing, name: &str) -> &'static str {
+        let calls = self
+            .scenes
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.calls.clone())
+            .unwrap_or_default();
+        let tool_args = json!({"scene": name, "plan_id": doing.plan_id, "step_id": "1"});
+        self.session.pending = None;
+        self.session.last_devices = calls.iter().map(|c| c.0.clone()).collect();
+        if let Some(reason) = policy::home_reason(&self.gate(), "scenes.run", &tool_args) {
+            doing.confirm = Some(self.hold(
+                "scenes.run".into(),
+                tool_args,
+                &calls,
+                &reason,
+                &doing.plan_id,
+                &mut doing.out,
+            ));
+        } else {
+            if let Some(line) = doing.response.take() {
+                doing.out.push(Out::Say(line, SpeechTrack::Template));
+            }
+            self.say_templates(&calls, doing.lang, &mut doing.out);
+            self.run_now("scenes.run", &tool_args, &doing.plan_id, &mut doing.out);
+        }
+        "scene"
+    }
+
+    /// Carries out device steps: the controls run now (or wait for a
+    /// confirmation), the queries are answered; returns the intent's name.
+    fn steps(&mut self, doing: &mut Doing, steps: &[Step]) -> &'static str {
+        self.session.pending = None;
+        let controls: Vec<(String, String, Value)> = steps.iter().filter_map(Step::call).collect();
+        let queries: Vec<String> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Query { device } => Some(device.clone()),
+                Step::Control { .. } => None,
+            })
+            .collect();
+        self.note_touched(&controls, &queries);
+        let tool_call = self.gate_controls(doing, &controls);
+        // Track 2: the templates (Home Assistant's response when the
+        // grammar understood it), before anything runs.
+        if tool_call.is_some() {
+            if let Some(line) = doing.response.take() {
+                doing.out.push(Out::Say(line, SpeechTrack::Template));
+            } else {
+                self.say_templates(&controls, doing.lang, &mut doing.out);
+            }
+        }
+        for q in &queries {
+            let line = self.query_template(q, doing.lang);
+            doing.out.push(Out::Say(line, SpeechTrack::Template));
+        }
+        if queries.is_empty() {
+            if let Some((tool, targs)) = &tool_call {
+                self.run_controls(doing, &controls, tool, targs);
+            }
+        } else {
+            self.answer_queries(doing, &queries, tool_call.as_ref());
+        }
+        match (controls.is_empty(), queries.is_empty()) {
+            (false, true) => "home_control",
+            (true, false) => "home_query",
+            _ => "home_mixed",
+        }
+    }
+
+    /// Remembers the devices a plan touches, and the first one's room, for
+    /// what the conversation refers back to.
+    fn note_touched(&mut self, controls: &[(String, String, Value)], queries: &[String]) {
+        let mut touched: Vec<String> = controls
+            .iter()
+            .map(|c| c.0.clone())
+            .chain(queries.iter().cloned())
+            .collect();
+        touched.dedup();
+        self.session.last_room = touched
+            .first()
+            .and_then(|d| self.devices.get(d))
+            .map(|d| d.room.clone());
+        self.session.last_devices = touched;
+    }
+
+    /// The control steps' tool call when the policy lets it run now; when it
+    /// wants a confirmation, the call is held (`doing.confirm`) and `None`.
+    fn gate_controls(
+        &mut self,
+        doing: &mut Doing,
+        controls: &[(String, String, Value)],
+    ) -> Option<(String, Value)> {
+        if controls.is_empty() {
+            return None;
+        }
+        let (tool, targs) = Self::control_call(controls, &doing.plan_id);
+        if let Some(reason) = policy::home_reason(&self.gate(), &tool, &targs) {
+            doing.confirm = Some(self.hold(
+                tool,
+                targs,
+                controls,
+                &reason,
+                &doing.plan_id,
+                &mut doing.out,
+            ));
+            None
+        } else {
+            Some((tool, targs))
+        }
+    }
+
+    /// Track 2 for device calls: each call's template line, in `lang`.
+    fn say_templates(&mut self, calls: &[(String, String, Value)], lang: Lang, out: &mut Vec<Out>) {
+        for (d, a, x) in calls {
+            let line = self.template_for(d, a, x, lang);
+            out.push(Out::Say(line, SpeechTrack::Template));
+        }
+    }
+
+    /// Controls only: track 3 from forged success; track 1 runs; a real
+    /// failure corrects.
+    fn run_controls(
+        &mut self,
+        doing: &mut Doing,
+        controls: &[(String, String, Value)],
+        tool: &str,
+        targs: &Value,
+    ) {
+        let lang = doing.lang;
+        let steps_run: Vec<Step> = controls
+            .iter()
+            .map(|(d, a, x)| Step::Control {
+                device: d.clone(),
+                action: a.clone(),
+                args: x.clone(),
+            })
+            .collect();
+        doing.forged = summary::forge(&steps_run);
+        let result = self.run(tool, targs, &doing.plan_id);
+        doing.out.push(Out::Devices);
+        doing.out.push(Out::Say(
+            summary::rule_summary(&self.devices, &doing.forged, lang),
+            SpeechTrack::Summary,
+        ));
+        for f in failures(&result) {
+            let failed = summary::failure(&self.devices, &f, lang);
+            let line = lines::line(lang, "correction", &[("line", &failed)]);
+            doing.out.push(Out::Say(line, SpeechTrack::Answer));
+        }
+    }
+
+    /// Query branch: real results first (of the controls `tool_call` runs
+    /// now, if any), then the answer.
+    fn answer_queries(
+        &mut self,
+        doing: &mut Doing,
+        queries: &[String],
+        tool_call: Option<&(String, Value)>,
+    ) {
+        let (lang, plan_id) = (doing.lang, &doing.plan_id);
+        let mut answer = Vec::new();
+        if let Some((tool, targs)) = tool_call {
+            let result = self.run(tool, targs, plan_id);
+            doing.out.push(Out::Devices);
+            answer.push(summary::outcome_line(self, &result, lang));
+        }
+        for (i, q) in queries.iter().enumerate() {
+            let ids = Ids {
+                plan_id: plan_id.clone(),
+                step_id: format!("q{}", i + 1),
+                request_id: format!("{plan_id}.q{}", i + 1),
+            };
+            if self
+                .call_tool("devices.get_state", &json!({"device": q}), &ids)
+                .is_ok()
+                && let Some(d) = self.devices.get(q)
+            {
+                answer.push(summary::describe(d, lang));
+            }
+        }
+        let sep = lines::line(lang, "sentence_sep", &[]);
+        doing
+            .out
+            .push(Out::Say(answer.join(&sep), SpeechTrack::Answer));
     }
 
     /// A turn that only answers (the time, "never mind", what cannot be done).
@@ -1096,6 +1191,72 @@ impl Home {
             SpeechTrack::Summary,
         ));
     }
+}
+
+/// What the understander stages made of an utterance they took.
+enum Grasp {
+    /// Nothing to run: just say this (with what the grammar matched).
+    Answer(String, Value),
+    /// Something for the robot's timers (with what the grammar matched).
+    Timer(heard::TimerAsk, Value),
+    /// The grammar knew the words but found nothing here: what to say if
+    /// no later stage understands it either.
+    NotFound(String, Value),
+    /// Understood: a plan to carry out.
+    Took(Taken),
+}
+
+impl Grasp {
+    /// What the rules understood (no grammar response, nothing matched).
+    fn rules(understood: Understood) -> Self {
+        Self::Took(Taken {
+            understood,
+            response: None,
+            about: None,
+        })
+    }
+}
+
+/// What a stage understood, ready to be carried out.
+struct Taken {
+    /// What was understood.
+    understood: Understood,
+    /// Home Assistant's response line for it, when the grammar has one.
+    response: Option<String>,
+    /// What the grammar matched, when it was the grammar.
+    about: Option<Value>,
+}
+
+/// One turn's plan as it is carried out: what it is and what it produced.
+struct Doing {
+    /// The plan's id.
+    plan_id: String,
+    /// The language it is answered in.
+    lang: Lang,
+    /// Home Assistant's response line, until it is said.
+    response: Option<String>,
+    /// Lines and device reports, in order.
+    out: Vec<Out>,
+    /// A tool call held for confirmation.
+    confirm: Option<(String, Value)>,
+    /// Forged success results of the control calls run at once.
+    forged: Vec<Value>,
+}
+
+/// A device call `(device, action, args)` read off a tool's arguments
+/// (missing parts empty; missing args `{}`).
+fn call_of(v: &Value) -> (String, String, Value) {
+    (
+        v.get("device")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        v.get("action")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        v.get("args").cloned().unwrap_or_else(|| json!({})),
+    )
 }
 
 /// The failed calls in a write's result.

@@ -145,29 +145,41 @@ pub struct Scrape<'a> {
 /// The text a Prometheus server scrapes.
 pub fn render(s: &Scrape<'_>) -> String {
     let mut out = Text(String::with_capacity(4096));
-    let ticks = "robobrain_kernel_tick_seconds";
+    tick_metrics(&mut out, s.ticks);
+    event_metrics(&mut out, s.events);
+    state_metrics(&mut out, s.snapshot, s.kernel_running);
+    run_info(&mut out, s.snapshot);
+    out.0
+}
+
+/// The kernel tick histogram: its buckets, sum and count.
+fn tick_metrics(out: &mut Text, ticks: &Histogram) {
+    let name = "robobrain_kernel_tick_seconds";
     out.family(
-        ticks,
+        name,
         "histogram",
         "Wall time of one kernel tick on the kernel thread (the tick, then publishing its events and snapshot).",
     );
-    for (bound, n) in s.ticks.cumulative() {
+    for (bound, n) in ticks.cumulative() {
         let le = if bound.is_infinite() {
             "+Inf".to_string()
         } else {
             number(bound)
         };
-        out.sample(&format!("{ticks}_bucket"), &[("le", &le)], n);
+        out.sample(&format!("{name}_bucket"), &[("le", &le)], n);
     }
-    out.sample(&format!("{ticks}_sum"), &[], number(s.ticks.sum()));
-    out.sample(&format!("{ticks}_count"), &[], s.ticks.count());
+    out.sample(&format!("{name}_sum"), &[], number(ticks.sum()));
+    out.sample(&format!("{name}_count"), &[], ticks.count());
+}
 
+/// The counters fed by the run's events: by kind, model calls and tokens.
+fn event_metrics(out: &mut Text, events: &EventCounts) {
     out.family(
         "robobrain_events_total",
         "counter",
         "Events the run emitted, by kind (rate() gives events per second).",
     );
-    for (kind, n) in &s.events.by_kind {
+    for (kind, n) in &events.by_kind {
         out.sample("robobrain_events_total", &[("kind", *kind)], n);
     }
 
@@ -176,7 +188,7 @@ pub fn render(s: &Scrape<'_>) -> String {
         "counter",
         "Model calls that ended, by purpose and outcome (ok, or the error's kind).",
     );
-    for ((purpose, outcome), n) in &s.events.model_calls {
+    for ((purpose, outcome), n) in &events.model_calls {
         out.sample(
             "robobrain_model_calls_total",
             &[("purpose", purpose.as_str()), ("outcome", outcome.as_str())],
@@ -192,15 +204,17 @@ pub fn render(s: &Scrape<'_>) -> String {
     out.sample(
         "robobrain_model_tokens_total",
         &[("kind", "prompt")],
-        s.events.prompt_tokens,
+        events.prompt_tokens,
     );
     out.sample(
         "robobrain_model_tokens_total",
         &[("kind", "completion")],
-        s.events.completion_tokens,
+        events.completion_tokens,
     );
+}
 
-    let snap = s.snapshot;
+/// The gauges read off the snapshot (and whether the kernel runs), in order.
+fn state_metrics(out: &mut Text, snap: &Snapshot, kernel_running: bool) {
     out.gauge(
         "robobrain_approvals_waiting",
         "Approvals waiting for the operator.",
@@ -231,7 +245,7 @@ pub fn render(s: &Scrape<'_>) -> String {
     out.gauge(
         "robobrain_kernel_up",
         "1 while the kernel thread runs, 0 once it has stopped.",
-        u8::from(s.kernel_running),
+        u8::from(kernel_running),
     );
     out.gauge(
         "robobrain_battery_percent",
@@ -243,6 +257,10 @@ pub fn render(s: &Scrape<'_>) -> String {
         "Sim seconds since the run started.",
         number(snap.time),
     );
+}
+
+/// `robobrain_run_info`: what the run is, always 1.
+fn run_info(out: &mut Text, snap: &Snapshot) {
     out.family(
         "robobrain_run_info",
         "gauge",
@@ -259,7 +277,6 @@ pub fn render(s: &Scrape<'_>) -> String {
         ],
         1,
     );
-    out.0
 }
 
 /// What `/healthz` says.

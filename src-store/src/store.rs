@@ -606,24 +606,8 @@ impl Store {
     pub fn commit(&mut self, c: &Commit<'_>) -> Result<(), StoreError> {
         let path = self.path.clone();
         let map = |e| StoreError::from_sqlite(&path, e);
-        let sync = self.synchronous == Synchronous::Effects
-            && (c.outward
-                || self
-                    .unsynced_since
-                    .is_some_and(|t| t.elapsed() >= GROUP_WINDOW));
-        if self.synchronous == Synchronous::Effects && sync != self.syncing {
-            // SQLite refuses to change the level inside a transaction.
-            self.conn
-                .execute_batch(if sync {
-                    "PRAGMA synchronous=FULL"
-                } else {
-                    "PRAGMA synchronous=NORMAL"
-                })
-                .map_err(map)?;
-            self.syncing = sync;
-        }
+        let sync = self.set_sync_level(c.outward).map_err(map)?;
         let now = wall_ms();
-        let mut written = None;
         // A commit without a checkpoint has nothing else that says its step
         // and `seq`: it writes the row.
         let write_row = c.checkpoint.is_none()
@@ -631,119 +615,44 @@ impl Store {
                 thread == c.thread && *row == c.row && at.elapsed() < ROW_EVERY
             });
         let tx = self.conn.transaction().map_err(map)?;
-        {
-            if let (Some(first), Some(last)) = (c.events.first(), c.events.last()) {
-                let body = serde_json::to_string(c.events).unwrap_or_default();
-                let crc = crc32fast::hash(body.as_bytes());
-                tx.prepare_cached(
-                    "INSERT INTO event_batches (thread_id, first_seq, last_seq, step, body, crc)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![c.thread, first.seq, last.seq, c.step, body, crc])
-                })
-                .map_err(map)?;
-            }
-            for e in c.events {
-                if let EventKind::Approval {
-                    approval_id,
-                    task_id,
-                    status,
-                    op,
-                    reason,
-                    ..
-                } = &e.kind
-                {
-                    let op = serde_json::to_string(op).unwrap_or_default();
-                    let status = serde_json::to_value(status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default();
-                    tx.prepare_cached(
-                        "INSERT INTO approvals (thread_id, approval_id, task_id, op, reason, status, updated_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                         ON CONFLICT (thread_id, approval_id) DO UPDATE SET
-                           op = excluded.op, status = excluded.status, updated_ms = excluded.updated_ms",
-                    )
-                    .and_then(|mut appr| appr.execute(params![
-                        c.thread,
-                        approval_id,
-                        task_id,
-                        op,
-                        reason,
-                        status,
-                        now
-                    ]))
-                    .map_err(map)?;
-                }
-            }
-            if let Some(body) = &c.checkpoint {
-                let n: u64 = match &self.next_checkpoint {
-                    Some((thread, n)) if thread == c.thread => *n,
-                    _ => tx
-                        .prepare_cached(
-                            "SELECT n + 1 FROM checkpoints WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1",
-                        )
-                        .and_then(|mut s| s.query_row([c.thread], |r| r.get(0)).optional())
-                        .map_err(map)?
-                        .unwrap_or(0),
-                };
-                written = Some(n);
-                let (kind, text) = match body {
-                    CheckpointBody::Full(v) => ("full", v.to_string()),
-                    CheckpointBody::Delta(d) => {
-                        ("delta", serde_json::to_string(d).unwrap_or_default())
-                    }
-                };
-                tx.prepare_cached(
-                    "INSERT INTO checkpoints (thread_id, n, step, seq, kind, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .and_then(|mut s| s.execute(params![c.thread, n, c.step, c.seq, kind, text]))
-                .map_err(map)?;
-            }
-            // Statements a tick may not need are looked up only when it does.
-            for l in c.started {
-                let request = serde_json::to_string(&l.request).unwrap_or_default();
-                tx.prepare_cached(
-                    "INSERT INTO ledger (thread_id, step, op, goal_id, skill, request, status, updated_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', ?7)",
-                )
-                .and_then(|mut led| {
-                    led.execute(params![
-                        c.thread, l.step, l.op, l.goal_id, l.skill, request, now
-                    ])
-                })
-                .map_err(map)?;
-            }
-            for (goal_id, status, result) in c.updates {
-                let result = result.as_ref().map(Value::to_string);
-                tx.prepare_cached(
-                    "UPDATE ledger SET status = ?2, result = COALESCE(?3, result), updated_ms = ?4
-                     WHERE goal_id = ?1 AND status != 'done'",
-                )
-                .and_then(|mut upd| upd.execute(params![goal_id, status.as_str(), result, now]))
-                .map_err(map)?;
-            }
-            if write_row {
-                tx.prepare_cached(
-                    "UPDATE threads SET status = ?2, mode = ?3, last_step = ?4, last_seq = ?5,
-                       pending_approval = ?6, updated_ms = ?7 WHERE id = ?1",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        c.thread,
-                        c.row.status,
-                        c.row.mode,
-                        c.step,
-                        c.seq,
-                        c.row.pending_approval,
-                        now
-                    ])
-                })
-                .map_err(map)?;
-            }
-        }
+        let written =
+            write_tick(&tx, c, self.next_checkpoint.as_ref(), write_row, now).map_err(map)?;
         tx.commit().map_err(map)?;
+        self.note_committed(c, write_row, written, sync);
+        self.after_commit();
+        Ok(())
+    }
+
+    /// Whether this commit syncs: under [`Synchronous::Effects`], one with
+    /// an outward effect or the first after [`GROUP_WINDOW`]. Switches the
+    /// connection's level to match before the transaction opens.
+    fn set_sync_level(&mut self, outward: bool) -> rusqlite::Result<bool> {
+        let sync = self.synchronous == Synchronous::Effects
+            && (outward
+                || self
+                    .unsynced_since
+                    .is_some_and(|t| t.elapsed() >= GROUP_WINDOW));
+        if self.synchronous == Synchronous::Effects && sync != self.syncing {
+            // SQLite refuses to change the level inside a transaction.
+            self.conn.execute_batch(if sync {
+                "PRAGMA synchronous=FULL"
+            } else {
+                "PRAGMA synchronous=NORMAL"
+            })?;
+            self.syncing = sync;
+        }
+        Ok(sync)
+    }
+
+    /// After the transaction committed: remembers the row and checkpoint
+    /// number it wrote, and since when commits have gone unsynced.
+    fn note_committed(
+        &mut self,
+        c: &Commit<'_>,
+        write_row: bool,
+        written: Option<u64>,
+        sync: bool,
+    ) {
         if write_row {
             self.row_written = Some((
                 c.thread.to_string(),
@@ -762,8 +671,6 @@ impl Store {
                     .get_or_insert_with(std::time::Instant::now);
             }
         }
-        self.after_commit();
-        Ok(())
     }
 
     /// On a tick with nothing to commit: under [`Synchronous::Effects`],
@@ -1130,6 +1037,147 @@ fn configure(conn: &mut Connection, synchronous: Synchronous) -> rusqlite::Resul
         "PRAGMA synchronous={sync}; PRAGMA wal_autocheckpoint=0;"
     ))?;
     Ok(mode)
+}
+
+/// Everything one tick writes, inside its transaction, in this order:
+/// events, approvals, the checkpoint, new ledger rows, ledger updates and
+/// (when `write_row`) the thread's row. `next` is the thread and number
+/// of the next checkpoint when the store knows it. Returns the number of
+/// the checkpoint written, if any.
+fn write_tick(
+    tx: &Connection,
+    c: &Commit<'_>,
+    next: Option<&(String, u64)>,
+    write_row: bool,
+    now: u64,
+) -> rusqlite::Result<Option<u64>> {
+    insert_events(tx, c)?;
+    upsert_approvals(tx, c, now)?;
+    let written = match &c.checkpoint {
+        Some(body) => Some(insert_checkpoint(tx, c, body, next)?),
+        None => None,
+    };
+    // Statements a tick may not need are looked up only when it does.
+    for l in c.started {
+        let request = serde_json::to_string(&l.request).unwrap_or_default();
+        tx.prepare_cached(
+            "INSERT INTO ledger (thread_id, step, op, goal_id, skill, request, status, updated_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'started', ?7)",
+        )
+        .and_then(|mut led| {
+            led.execute(params![
+                c.thread, l.step, l.op, l.goal_id, l.skill, request, now
+            ])
+        })?;
+    }
+    for (goal_id, status, result) in c.updates {
+        let result = result.as_ref().map(Value::to_string);
+        tx.prepare_cached(
+            "UPDATE ledger SET status = ?2, result = COALESCE(?3, result), updated_ms = ?4
+             WHERE goal_id = ?1 AND status != 'done'",
+        )
+        .and_then(|mut upd| upd.execute(params![goal_id, status.as_str(), result, now]))?;
+    }
+    if write_row {
+        tx.prepare_cached(
+            "UPDATE threads SET status = ?2, mode = ?3, last_step = ?4, last_seq = ?5,
+               pending_approval = ?6, updated_ms = ?7 WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                c.thread,
+                c.row.status,
+                c.row.mode,
+                c.step,
+                c.seq,
+                c.row.pending_approval,
+                now
+            ])
+        })?;
+    }
+    Ok(written)
+}
+
+/// The tick's events as one batch row, with its checksum (none for no events).
+fn insert_events(tx: &Connection, c: &Commit<'_>) -> rusqlite::Result<()> {
+    if let (Some(first), Some(last)) = (c.events.first(), c.events.last()) {
+        let body = serde_json::to_string(c.events).unwrap_or_default();
+        let crc = crc32fast::hash(body.as_bytes());
+        tx.prepare_cached(
+            "INSERT INTO event_batches (thread_id, first_seq, last_seq, step, body, crc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .and_then(|mut s| s.execute(params![c.thread, first.seq, last.seq, c.step, body, crc]))?;
+    }
+    Ok(())
+}
+
+/// One row per approval the tick's events asked or answered, the newest
+/// status and op winning.
+fn upsert_approvals(tx: &Connection, c: &Commit<'_>, now: u64) -> rusqlite::Result<()> {
+    for e in c.events {
+        if let EventKind::Approval {
+            approval_id,
+            task_id,
+            status,
+            op,
+            reason,
+            ..
+        } = &e.kind
+        {
+            let op = serde_json::to_string(op).unwrap_or_default();
+            let status = serde_json::to_value(status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            tx.prepare_cached(
+                "INSERT INTO approvals (thread_id, approval_id, task_id, op, reason, status, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (thread_id, approval_id) DO UPDATE SET
+                   op = excluded.op, status = excluded.status, updated_ms = excluded.updated_ms",
+            )
+            .and_then(|mut appr| {
+                appr.execute(params![
+                    c.thread,
+                    approval_id,
+                    task_id,
+                    op,
+                    reason,
+                    status,
+                    now
+                ])
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The tick's checkpoint, numbered after the thread's last one (asked of
+/// SQLite only when `next` is not this thread's); returns its number.
+fn insert_checkpoint(
+    tx: &Connection,
+    c: &Commit<'_>,
+    body: &CheckpointBody,
+    next: Option<&(String, u64)>,
+) -> rusqlite::Result<u64> {
+    let n: u64 = match next {
+        Some((thread, n)) if thread == c.thread => *n,
+        _ => tx
+            .prepare_cached(
+                "SELECT n + 1 FROM checkpoints WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1",
+            )
+            .and_then(|mut s| s.query_row([c.thread], |r| r.get(0)).optional())?
+            .unwrap_or(0),
+    };
+    let (kind, text) = match body {
+        CheckpointBody::Full(v) => ("full", v.to_string()),
+        CheckpointBody::Delta(d) => ("delta", serde_json::to_string(d).unwrap_or_default()),
+    };
+    tx.prepare_cached(
+        "INSERT INTO checkpoints (thread_id, n, step, seq, kind, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .and_then(|mut s| s.execute(params![c.thread, n, c.step, c.seq, kind, text]))?;
+    Ok(n)
 }
 
 fn wall_ms() -> u64 {

@@ -225,6 +225,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
         _ => {}
     }
     let config = load_config(&cli)?;
+    init_diagnostics(&cli, &config)?;
+    let durable = Durability {
+        resume: cli.resume,
+        robot: cli.robot.clone(),
+        record: cli.thread.is_some() || cli.db.is_some(),
+    };
+    check_durability_flags(&cli)?;
+    dispatch(cli, &config, &durable)
+}
+
+/// Sends diagnostics to stderr, or to a file when the console runs here,
+/// as loud as `--quiet` / `-v` ask.
+fn init_diagnostics(cli: &Cli, config: &Config) -> Result<()> {
     // The console's terminal is its UI: its diagnostics go to a file.
     let console_here = match &cli.command {
         None => console::has_terminal(),
@@ -243,11 +256,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         i8::try_from(cli.verbosity).unwrap_or(i8::MAX)
     };
     robobrain_core::diagnostics::init(&sink, verbosity)?;
-    let durable = Durability {
-        resume: cli.resume,
-        robot: cli.robot.clone(),
-        record: cli.thread.is_some() || cli.db.is_some(),
-    };
+    Ok(())
+}
+
+/// Refuses `--resume` and `--robot` for the commands that replay a script
+/// from its start.
+fn check_durability_flags(cli: &Cli) -> Result<()> {
     if !matches!(
         cli.command,
         Some(Cmd::Headless(_) | Cmd::Tui { .. } | Cmd::Mcp(_) | Cmd::Serve(_)) | None
@@ -257,12 +271,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             "--resume and --robot work with `robobrain headless`, `robobrain mcp`, `robobrain serve` and `robobrain tui` (demo and scenario replay a script from its start)"
         );
     }
+    Ok(())
+}
+
+/// Runs the subcommand asked for (none: the console on a terminal, else the demo).
+fn dispatch(cli: Cli, config: &Config, durable: &Durability) -> Result<ExitCode> {
     match cli.command {
-        None if console::has_terminal() => tui(&config, 1.0, Logs::default(), &durable),
+        None if console::has_terminal() => tui(config, 1.0, Logs::default(), durable),
         None => demo(
             cli.world.as_deref(),
             cli.seed,
-            &config,
+            config,
             DemoOptions {
                 fast: false,
                 speed: DEMO_SPEED,
@@ -275,14 +294,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             token_file,
             ca,
             ..
-        }) => attach(&url, token_file.as_deref(), ca, &durable),
+        }) => attach(&url, token_file.as_deref(), ca, durable),
         Some(Cmd::Tui {
             speed,
             log,
             mcap,
             connect: None,
             ..
-        }) => tui(&config, speed, Logs { log, mcap }, &durable),
+        }) => tui(config, speed, Logs { log, mcap }, durable),
         Some(Cmd::Demo {
             fast,
             speed,
@@ -291,7 +310,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }) => demo(
             cli.world.as_deref(),
             cli.seed,
-            &config,
+            config,
             DemoOptions {
                 fast,
                 speed,
@@ -299,13 +318,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 record: durable.record,
             },
         ),
-        Some(Cmd::Headless(args)) => headless::run(&config, &args, &durable),
-        Some(Cmd::Mcp(args)) => crate::mcpserve::run(&config, &args, &durable),
-        Some(Cmd::Serve(args)) => crate::serve::run(&config, &args, &durable),
-        Some(Cmd::Fleet(args)) => crate::fleetcli::run(&config, &args, console::color_allowed()),
-        Some(Cmd::Threads { show }) => crate::threads::run(&config, show.as_ref()),
-        Some(Cmd::Audit(args)) => crate::audit::run(&config, &args),
-        Some(Cmd::Sim(args)) => crate::simserve::run(&config, &args),
+        Some(Cmd::Headless(args)) => headless::run(config, &args, durable),
+        Some(Cmd::Mcp(args)) => crate::mcpserve::run(config, &args, durable),
+        Some(Cmd::Serve(args)) => crate::serve::run(config, &args, durable),
+        Some(Cmd::Fleet(args)) => crate::fleetcli::run(config, &args, console::color_allowed()),
+        Some(Cmd::Threads { show }) => crate::threads::run(config, show.as_ref()),
+        Some(Cmd::Audit(args)) => crate::audit::run(config, &args),
+        Some(Cmd::Sim(args)) => crate::simserve::run(config, &args),
         Some(Cmd::Scenario {
             files,
             log_dir,
@@ -318,9 +337,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Report { log, output }) => report(&log, &output, cli.world.as_deref()),
         Some(Cmd::Export { to }) => crate::export::run(&to, cli.world.as_deref()),
         Some(Cmd::Completions { .. } | Cmd::Man) => unreachable!("answered before the config"),
-        Some(Cmd::Paths) => paths(cli.config.as_deref(), &config),
-        Some(Cmd::Assist(args)) => crate::assist::run(&config, &args),
-        Some(Cmd::Memory(args)) => crate::memorycli::run(&config, &args),
+        Some(Cmd::Paths) => paths(cli.config.as_deref(), config),
+        Some(Cmd::Assist(args)) => crate::assist::run(config, &args),
+        Some(Cmd::Memory(args)) => crate::memorycli::run(config, &args),
     }
 }
 

@@ -155,6 +155,39 @@ fn up(
     dir: &Path,
 ) -> Result<ExitCode> {
     anyhow::ensure!(robots > 0, "--robots: expected at least one robot");
+    prepare_folder(dir)?;
+    let started = Instant::now();
+    let ids: Vec<String> = (1..=robots).map(|i| format!("robot-{i}")).collect();
+    let mut pids = Vec::new();
+    let broker = start_broker(dir, port, &ids)?;
+    pids.push(format!("broker {}", broker.id()));
+    write_pids(dir, &pids)?;
+    if let Err(e) = wait_for_broker(broker, dir, port) {
+        let _ = std::fs::remove_file(dir.join("pids"));
+        return Err(e);
+    }
+    let url = format!("mqtt://127.0.0.1:{port}");
+    let exe = std::env::current_exe().context("where is robobrain?")?;
+    for id in &ids {
+        let pid = start_robot(config, dir, id, &url, &exe, (speed, say))?;
+        pids.push(format!("{id} {pid}"));
+        write_pids(dir, &pids)?;
+    }
+    wait_until_visible(dir, &url, robots, started)?;
+    println!(
+        "watch:  robobrain fleet --broker {url} --user {OPERATOR} --password-file {}/{OPERATOR}.password",
+        dir.display()
+    );
+    println!(
+        "stop:   robobrain fleet down --dir {}   (PIDs in {}/pids)",
+        dir.display(),
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the fleet's folder, refusing one that holds a running fleet.
+fn prepare_folder(dir: &Path) -> Result<()> {
     if dir.join("pids").exists() {
         bail!(
             "{} holds a running fleet: stop it first with `robobrain fleet down --dir {}`",
@@ -168,53 +201,60 @@ fn up(
         .recursive(true)
         .mode(0o755)
         .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
-    let started = Instant::now();
-    let ids: Vec<String> = (1..=robots).map(|i| format!("robot-{i}")).collect();
-    let mut pids = Vec::new();
-    let broker = start_broker(dir, port, &ids)?;
-    pids.push(format!("broker {}", broker.id()));
-    write_private(&dir.join("pids"), &(pids.join("\n") + "\n"))?;
-    if let Err(e) = wait_for_broker(broker, dir, port) {
-        let _ = std::fs::remove_file(dir.join("pids"));
-        return Err(e);
-    }
-    let url = format!("mqtt://127.0.0.1:{port}");
-    let exe = std::env::current_exe().context("where is robobrain?")?;
-    for id in &ids {
-        let robot_dir = dir.join(id);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&robot_dir)
-            .with_context(|| format!("cannot create {}", robot_dir.display()))?;
-        let toml = format!(
-            "world = {world:?}\nruns_dir = {runs:?}\n\n[memory]\nenabled = false\n\n[speech]\nvoice = \"text\"\n\n\
-             [fleet]\nbroker = {url:?}\nrobot_id = {id:?}\nusername = {id:?}\npassword_file = {pw:?}\n",
-            world = config.world,
-            runs = robot_dir.display().to_string(),
-            pw = dir.join(format!("{id}.password")).display().to_string(),
-        );
-        let file = dir.join(format!("{id}.toml"));
-        write_private(&file, &toml)?;
-        let stderr = create_private(&robot_dir.join("stderr.log"))?;
-        let child = Process::new(&exe)
-            .arg("--config")
-            .arg(&file)
-            .args(["headless", "--speed", &speed.to_string(), "--ticks"])
-            .arg(robot_dir.join("ticks.json"))
-            .args(say.iter().flat_map(|text| ["--say", text]))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .with_context(|| format!("cannot start {id}"))?;
-        pids.push(format!("{id} {}", child.id()));
-        write_private(&dir.join("pids"), &(pids.join("\n") + "\n"))?;
-    }
-    // Watch as the operator until every robot is ONLINE with a snapshot.
+        .with_context(|| format!("cannot create {}", dir.display()))
+}
+
+/// Writes what was started so far (`NAME PID` per line) to `DIR/pids`, for
+/// `fleet down`.
+fn write_pids(dir: &Path, pids: &[String]) -> Result<()> {
+    write_private(&dir.join("pids"), &(pids.join("\n") + "\n"))
+}
+
+/// Writes robot `id`'s config and folder and starts it, `headless` on the
+/// broker at `url`; returns its process id.
+fn start_robot(
+    config: &Config,
+    dir: &Path,
+    id: &str,
+    url: &str,
+    exe: &Path,
+    (speed, say): (f64, &[String]),
+) -> Result<u32> {
+    let robot_dir = dir.join(id);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&robot_dir)
+        .with_context(|| format!("cannot create {}", robot_dir.display()))?;
+    let toml = format!(
+        "world = {world:?}\nruns_dir = {runs:?}\n\n[memory]\nenabled = false\n\n[speech]\nvoice = \"text\"\n\n\
+         [fleet]\nbroker = {url:?}\nrobot_id = {id:?}\nusername = {id:?}\npassword_file = {pw:?}\n",
+        world = config.world,
+        runs = robot_dir.display().to_string(),
+        pw = dir.join(format!("{id}.password")).display().to_string(),
+    );
+    let file = dir.join(format!("{id}.toml"));
+    write_private(&file, &toml)?;
+    let stderr = create_private(&robot_dir.join("stderr.log"))?;
+    let child = Process::new(exe)
+        .arg("--config")
+        .arg(&file)
+        .args(["headless", "--speed", &speed.to_string(), "--ticks"])
+        .arg(robot_dir.join("ticks.json"))
+        .args(say.iter().flat_map(|text| ["--say", text]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .with_context(|| format!("cannot start {id}"))?;
+    Ok(child.id())
+}
+
+/// Watches as the operator until every robot is ONLINE with a snapshot (or
+/// 120 s pass: a warning), and says how long that took since `started`.
+fn wait_until_visible(dir: &Path, url: &str, robots: usize, started: Instant) -> Result<()> {
     let mut mqtt = robobrain_core::fleet::connection(
-        &url,
+        url,
         Some(OPERATOR),
         None,
         Some(&dir.join(format!("{OPERATOR}.password"))),
@@ -257,16 +297,7 @@ fn up(
             dir.display()
         ),
     }
-    println!(
-        "watch:  robobrain fleet --broker {url} --user {OPERATOR} --password-file {}/{OPERATOR}.password",
-        dir.display()
-    );
-    println!(
-        "stop:   robobrain fleet down --dir {}   (PIDs in {}/pids)",
-        dir.display(),
-        dir.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The broker's log: its stderr, in a file `fleet up` opens itself, so it

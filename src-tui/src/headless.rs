@@ -13,7 +13,7 @@
 //! (the engine's close).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
 use robobrain_core::protocol::{Command, Event, EventKind, Origin, Snapshot, TaskStatus};
-use robobrain_core::runtime::{Pace, TickSummary};
+use robobrain_core::runtime::{Pace, Runtime, TickSummary};
 use robobrain_core::session::{Run, RunLog, Session, SessionOptions};
 use serde_json::json;
 use tokio::signal::unix::SignalKind;
@@ -271,30 +271,67 @@ enum Input {
     Signal(i32),
 }
 
+/// When the run is over, as far as the clock and the operator go: what the
+/// poll of [`drive`] checks.
+struct Watch {
+    /// The sim time the run stops at (`--duration`).
+    limit: f64,
+    /// On a fleet: the run outlives stdin.
+    fleet: bool,
+    /// Stdin has not ended yet.
+    stdin_open: bool,
+    /// Since when the robot has had nothing to do (after stdin ended).
+    idle_since: Option<f64>,
+    /// The wait for approvals nobody can give any more.
+    grace: Grace,
+    /// Sim time of the last command read from stdin.
+    last_command_at: f64,
+}
+
+impl Watch {
+    /// Stdin open, nothing waited for yet.
+    fn new(limit: f64, fleet: bool, grace: f64) -> Self {
+        Self {
+            limit,
+            fleet,
+            stdin_open: true,
+            idle_since: None,
+            grace: Grace::new(grace),
+            last_command_at: 0.0,
+        }
+    }
+
+    /// Whether the run is over at `snap`: the limit is reached, or stdin has
+    /// ended and the robot has settled (or waited out its grace).
+    fn over(&mut self, snap: &Snapshot) -> bool {
+        if snap.time >= self.limit {
+            return true;
+        }
+        // On a fleet the broker is the operator's line: the run
+        // goes on when stdin ends, until a signal.
+        if self.stdin_open || self.fleet {
+            return false;
+        }
+        if is_idle(snap) && snap.time >= self.last_command_at + SETTLE_S {
+            let since = *self.idle_since.get_or_insert(snap.time);
+            if snap.time - since >= SETTLE_S {
+                return true;
+            }
+        } else {
+            self.idle_since = None;
+        }
+        self.grace.over(snap)
+    }
+}
+
 /// The started run: events to stdout (the session's recorder writes the
 /// log), operator lines from stdin.
 async fn drive(mut session: Session, args: &Args, limit: f64, fleet: bool) -> Result<ExitCode> {
     // Subscribed before the first tick, so no event is missed.
     let mut events = session.take_events();
     let brain = session.runtime();
-    // Stdin is read on its own thread, and each command goes straight to
-    // the kernel: an E-stop never waits behind this loop's writing.
-    let (lines_tx, mut lines) = mpsc::unbounded_channel();
-    let stdin = || Ok(std::io::stdin());
-    robobrain_tui::operator::forward(
-        "stdin",
-        stdin,
-        brain.sender(),
-        Origin::headless(),
-        move |f| {
-            let _ = lines_tx.send(f);
-        },
-    );
-
-    let mut stdin_open = true;
-    let mut idle_since: Option<f64> = None;
-    let mut grace = Grace::new(args.grace);
-    let mut last_command_at = 0.0;
+    let mut lines = forward_stdin(brain);
+    let mut watch = Watch::new(limit, fleet, args.grace);
     let mut poll = tokio::time::interval(POLL);
     let mut out = std::io::stdout();
     let mut halted = None;
@@ -307,7 +344,7 @@ async fn drive(mut session: Session, args: &Args, limit: f64, fleet: bool) -> Re
             _ = term.recv() => Input::Signal(15),
             _ = interrupt.recv() => Input::Signal(2),
             ev = events.recv() => Input::Event(ev.map(Box::new)),
-            line = lines.recv(), if stdin_open => Input::Stdin(line),
+            line = lines.recv(), if watch.stdin_open => Input::Stdin(line),
             _ = poll.tick() => Input::Poll,
         };
         match input {
@@ -337,40 +374,65 @@ async fn drive(mut session: Session, args: &Args, limit: f64, fleet: bool) -> Re
                 signalled = Some(n);
                 break;
             }
-            Input::Stdin(None | Some(Forwarded::End)) => stdin_open = false,
-            Input::Stdin(Some(Forwarded::Sent(_))) => last_command_at = brain.snapshot().time,
+            Input::Stdin(None | Some(Forwarded::End)) => watch.stdin_open = false,
+            Input::Stdin(Some(Forwarded::Sent(_))) => {
+                watch.last_command_at = brain.snapshot().time;
+            }
             Input::Poll => {
                 // Stopped by a `shutdown` command, or halted.
-                if halted.is_some() || brain.is_finished() {
-                    break;
-                }
-                let snap = brain.snapshot();
-                if snap.time >= limit {
-                    break;
-                }
-                // On a fleet the broker is the operator's line: the run
-                // goes on when stdin ends, until a signal.
-                if stdin_open || fleet {
-                    continue;
-                }
-                if is_idle(&snap) && snap.time >= last_command_at + SETTLE_S {
-                    let since = *idle_since.get_or_insert(snap.time);
-                    if snap.time - since >= SETTLE_S {
-                        break;
-                    }
-                } else {
-                    idle_since = None;
-                }
-                if grace.over(&snap) {
+                if halted.is_some() || brain.is_finished() || watch.over(&brain.snapshot()) {
                     break;
                 }
             }
         }
     }
+    wind_down(
+        &session,
+        &mut events,
+        &mut out,
+        limit,
+        args.ticks.as_deref(),
+    )
+    .await?;
+    if let Some(why) = halted {
+        anyhow::bail!("the thread was paused: {why}");
+    }
+    // The status a shell reports for a process the signal ended.
+    Ok(signalled.map_or(ExitCode::SUCCESS, |n| ExitCode::from(128 + n as u8)))
+}
+
+/// Starts reading stdin on a thread of its own; each command goes straight
+/// to the kernel, and what was read is told on the channel returned.
+fn forward_stdin(brain: &Runtime) -> mpsc::UnboundedReceiver<Forwarded> {
+    // Stdin is read on its own thread, and each command goes straight to
+    // the kernel: an E-stop never waits behind this loop's writing.
+    let (lines_tx, lines) = mpsc::unbounded_channel();
+    let stdin = || Ok(std::io::stdin());
+    robobrain_tui::operator::forward(
+        "stdin",
+        stdin,
+        brain.sender(),
+        Origin::headless(),
+        move |f| {
+            let _ = lines_tx.send(f);
+        },
+    );
+    lines
+}
+
+/// Stops the session, writes the tick times (`--ticks`), then emits the
+/// events broadcast before the engine stopped (up to `limit`).
+async fn wind_down(
+    session: &Session,
+    events: &mut broadcast::Receiver<Event>,
+    out: &mut std::io::Stdout,
+    limit: f64,
+    ticks: Option<&Path>,
+) -> Result<()> {
     // The kernel brings the robot to rest, then every event reaches the log.
     let stopped = session.stop().await;
-    if let Some(file) = &args.ticks {
-        let summary = TickSummary::of(&brain.tick_durations());
+    if let Some(file) = ticks {
+        let summary = TickSummary::of(&session.runtime().tick_durations());
         std::fs::write(file, serde_json::to_vec(&summary)?)
             .with_context(|| format!("cannot write {}", file.display()))?;
     }
@@ -379,16 +441,12 @@ async fn drive(mut session: Session, args: &Args, limit: f64, fleet: bool) -> Re
         if event.time > limit + 1e-9 {
             break;
         }
-        if emit(&mut out, &event).is_err() {
+        if emit(out, &event).is_err() {
             break;
         }
     }
     stopped?;
-    if let Some(why) = halted {
-        anyhow::bail!("the thread was paused: {why}");
-    }
-    // The status a shell reports for a process the signal ended.
-    Ok(signalled.map_or(ExitCode::SUCCESS, |n| ExitCode::from(128 + n as u8)))
+    Ok(())
 }
 
 fn emit(out: &mut std::io::Stdout, event: &Event) -> std::io::Result<()> {

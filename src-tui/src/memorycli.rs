@@ -134,12 +134,17 @@ fn embedder(config: &Config, mode: Mode) -> Result<Result<Arc<Embedder>, String>
     }
 }
 
-fn open(config: &Config, dir: &Path, mode: Mode) -> Result<MemoryManager> {
-    let e = if mode == Mode::Bm25 {
-        Err("BM25 mode".to_string())
+/// The model `mode` needs: none for BM25, else [`embedder`].
+fn embedder_for(config: &Config, mode: Mode) -> Result<Result<Arc<Embedder>, String>> {
+    if mode == Mode::Bm25 {
+        Ok(Err("BM25 mode".to_string()))
     } else {
-        embedder(config, mode)?
-    };
+        embedder(config, mode)
+    }
+}
+
+fn open(config: &Config, dir: &Path, mode: Mode) -> Result<MemoryManager> {
+    let e = embedder_for(config, mode)?;
     let mut m = MemoryManager::open(&config.memory, dir, &config.llm, "cli", e)
         .with_context(|| format!("memory in {}", dir.display()))?;
     for n in m.take_notices() {
@@ -163,26 +168,7 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
         .unwrap_or_else(|| config.memory.dir_in(&config.runs_dir));
     match &args.command {
         MemoryCmd::Search { query, mode, k } => {
-            let mode = mode.as_deref().map_or(Ok(config.memory.mode), parse_mode)?;
-            let mut c = config.clone();
-            c.memory.mode = mode;
-            let mut m = open(&c, &dir, mode)?;
-            let found = m.retrieve_relevant_memories(query, *k)?;
-            let out: Vec<serde_json::Value> = found
-                .iter()
-                .map(|r| {
-                    serde_json::json!({
-                        "id": r.hit.id,
-                        "score": r.hit.score,
-                        "bm25": r.hit.bm25,
-                        "dense": r.hit.dense,
-                        "text": r.memory.content,
-                        "kind": r.memory.kind,
-                        "why": robobrain_core::memory::context::explain(query, r),
-                    })
-                })
-                .collect();
-            print_json(&out)?;
+            search(config, &dir, query, mode.as_deref(), *k)?;
         }
         MemoryCmd::Stats => {
             let m = open(config, &dir, config.memory.mode)?;
@@ -193,111 +179,151 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
             let id = m.add_memory("note", text)?;
             println!("remembered as memory {id}");
         }
-        MemoryCmd::Import { corpus } => {
-            let docs = eval::read_corpus(corpus)?;
-            let mut m = open(config, &dir, config.memory.mode)?;
-            let mut n = 0;
-            let bar = Bar::on_stderr();
-            for d in &docs {
-                m.check_message(&d.text)
-                    .with_context(|| format!("{}: entry {:?}", corpus.display(), d.id))?;
-            }
-            for chunk in docs.chunks(512) {
-                let memories: Vec<_> = chunk
-                    .iter()
-                    .map(|d| robobrain_core::memory::store::NewMemory {
-                        kind: "imported".into(),
-                        content: d.text.clone(),
-                        original: d.text.clone(),
-                        analysis: serde_json::to_value(
-                            robobrain_core::memory::analyzer::analyze_rules(&d.text),
-                        )
-                        .unwrap_or_default(),
-                        metadata: serde_json::json!({"source_id": d.id, "time": d.time}),
-                        session_id: "import".into(),
-                        window_id: 0,
-                    })
-                    .collect();
-                let (ids, archived) = m.import_memories(&memories)?;
-                n += ids.len();
-                bar.update("memories imported", n as u64, docs.len() as u64);
-                if !archived.is_empty() {
-                    eprintln!(
-                        "notice: {} older memories archived (memory.max_memories = {})",
-                        archived.len(),
-                        config.memory.max_memories
-                    );
-                }
-            }
-            println!("imported {n} memories from {}", corpus.display());
-        }
+        MemoryCmd::Import { corpus } => import(config, &dir, corpus)?,
         MemoryCmd::Eval {
             corpus,
             queries,
             k,
             mode,
             alpha,
-        } => {
-            let mode = parse_mode(mode)?;
-            anyhow::ensure!(*k >= 1, "--k: expected at least 1, found 0");
-            let alpha = alpha.unwrap_or(config.memory.alpha);
-            anyhow::ensure!(
-                (0.0..=1.0).contains(&alpha),
-                "--alpha: expected a weight in [0, 1], found {alpha}"
-            );
-            let docs = eval::read_corpus(corpus)?;
-            let qs = eval::read_queries(queries, &docs)?;
-            let e = if mode == Mode::Bm25 {
-                Err("BM25 mode".to_string())
-            } else {
-                embedder(config, mode)?
-            };
-            let report = eval::run(&docs, &qs, *k, mode, alpha, e, &Bar::on_stderr())?;
-            print_json(&report)?;
-        }
-        MemoryCmd::Prefs { action } => {
-            let m = open(config, &dir, Mode::Bm25)?;
-            let db = m.long().db();
-            match action {
-                PrefsCmd::List => {
-                    let all = prefs::list(db)?;
-                    if all.is_empty() {
-                        println!(
-                            "no preferences set (robobrain memory prefs set KEY VALUE --reason WHY)"
-                        );
-                    }
-                    for p in all {
-                        println!("{p}");
-                    }
-                }
-                PrefsCmd::Set { key, value, reason } => {
-                    match prefs::set(db, key, value, "cli", reason)? {
-                        Some(old) => println!("{key} = {value} (was {old})"),
-                        None => println!("{key} = {value}"),
-                    }
-                }
-                PrefsCmd::Unset { key } => {
-                    let old = prefs::unset(db, key)?;
-                    println!("{key} unset (was {old})");
-                }
-            }
-        }
-        MemoryCmd::State { session, set } => {
-            let m = open(config, &dir, Mode::Bm25)?;
-            let db = m.long().db();
-            match set.as_slice() {
-                [] => {
-                    for (k, v) in prefs::states(db, session)? {
-                        println!("{k} = {v}");
-                    }
-                }
-                [key, value] => {
-                    prefs::set_state(db, session, key, value)?;
-                    println!("{session}: {key} = {value}");
-                }
-                _ => bail!("memory state: expected KEY VALUE to set, or nothing to list"),
-            }
-        }
+        } => evaluate(config, corpus, queries, *k, mode, *alpha)?,
+        MemoryCmd::Prefs { action } => prefs_cmd(config, &dir, action)?,
+        MemoryCmd::State { session, set } => state_cmd(config, &dir, session, set)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `memory search`: the `k` memories most relevant to `query`, with their
+/// scores and why, as JSON.
+fn search(config: &Config, dir: &Path, query: &str, mode: Option<&str>, k: usize) -> Result<()> {
+    let mode = mode.map_or(Ok(config.memory.mode), parse_mode)?;
+    let mut c = config.clone();
+    c.memory.mode = mode;
+    let mut m = open(&c, dir, mode)?;
+    let found = m.retrieve_relevant_memories(query, k)?;
+    let out: Vec<serde_json::Value> = found
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.hit.id,
+                "score": r.hit.score,
+                "bm25": r.hit.bm25,
+                "dense": r.hit.dense,
+                "text": r.memory.content,
+                "kind": r.memory.kind,
+                "why": robobrain_core::memory::context::explain(query, r),
+            })
+        })
+        .collect();
+    print_json(&out)
+}
+
+/// `memory import`: remembers every entry of `corpus`, after checking them
+/// all, in batches of 512 with a progress bar.
+fn import(config: &Config, dir: &Path, corpus: &Path) -> Result<()> {
+    let docs = eval::read_corpus(corpus)?;
+    let mut m = open(config, dir, config.memory.mode)?;
+    let mut n = 0;
+    let bar = Bar::on_stderr();
+    for d in &docs {
+        m.check_message(&d.text)
+            .with_context(|| format!("{}: entry {:?}", corpus.display(), d.id))?;
+    }
+    for chunk in docs.chunks(512) {
+        let memories: Vec<_> = chunk.iter().map(imported_memory).collect();
+        let (ids, archived) = m.import_memories(&memories)?;
+        n += ids.len();
+        bar.update("memories imported", n as u64, docs.len() as u64);
+        if !archived.is_empty() {
+            eprintln!(
+                "notice: {} older memories archived (memory.max_memories = {})",
+                archived.len(),
+                config.memory.max_memories
+            );
+        }
+    }
+    println!("imported {n} memories from {}", corpus.display());
+    Ok(())
+}
+
+/// The long-term memory a corpus entry is imported as.
+fn imported_memory(d: &eval::Doc) -> robobrain_core::memory::store::NewMemory {
+    robobrain_core::memory::store::NewMemory {
+        kind: "imported".into(),
+        content: d.text.clone(),
+        original: d.text.clone(),
+        analysis: serde_json::to_value(robobrain_core::memory::analyzer::analyze_rules(&d.text))
+            .unwrap_or_default(),
+        metadata: serde_json::json!({"source_id": d.id, "time": d.time}),
+        session_id: "import".into(),
+        window_id: 0,
+    }
+}
+
+/// `memory eval`: retrieval quality and latency on `corpus` and `queries`, as JSON.
+fn evaluate(
+    config: &Config,
+    corpus: &Path,
+    queries: &Path,
+    k: usize,
+    mode: &str,
+    alpha: Option<f64>,
+) -> Result<()> {
+    let mode = parse_mode(mode)?;
+    anyhow::ensure!(k >= 1, "--k: expected at least 1, found 0");
+    let alpha = alpha.unwrap_or(config.memory.alpha);
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&alpha),
+        "--alpha: expected a weight in [0, 1], found {alpha}"
+    );
+    let docs = eval::read_corpus(corpus)?;
+    let qs = eval::read_queries(queries, &docs)?;
+    let e = embedder_for(config, mode)?;
+    let report = eval::run(&docs, &qs, k, mode, alpha, e, &Bar::on_stderr())?;
+    print_json(&report)
+}
+
+/// `memory prefs …`: lists, sets or unsets explicit preferences.
+fn prefs_cmd(config: &Config, dir: &Path, action: &PrefsCmd) -> Result<()> {
+    let m = open(config, dir, Mode::Bm25)?;
+    let db = m.long().db();
+    match action {
+        PrefsCmd::List => {
+            let all = prefs::list(db)?;
+            if all.is_empty() {
+                println!("no preferences set (robobrain memory prefs set KEY VALUE --reason WHY)");
+            }
+            for p in all {
+                println!("{p}");
+            }
+        }
+        PrefsCmd::Set { key, value, reason } => match prefs::set(db, key, value, "cli", reason)? {
+            Some(old) => println!("{key} = {value} (was {old})"),
+            None => println!("{key} = {value}"),
+        },
+        PrefsCmd::Unset { key } => {
+            let old = prefs::unset(db, key)?;
+            println!("{key} unset (was {old})");
+        }
+    }
+    Ok(())
+}
+
+/// `memory state`: lists a session's state, or sets one `KEY VALUE`.
+fn state_cmd(config: &Config, dir: &Path, session: &str, set: &[String]) -> Result<()> {
+    let m = open(config, dir, Mode::Bm25)?;
+    let db = m.long().db();
+    match set {
+        [] => {
+            for (k, v) in prefs::states(db, session)? {
+                println!("{k} = {v}");
+            }
+        }
+        [key, value] => {
+            prefs::set_state(db, session, key, value)?;
+            println!("{session}: {key} = {value}");
+        }
+        _ => bail!("memory state: expected KEY VALUE to set, or nothing to list"),
+    }
+    Ok(())
 }

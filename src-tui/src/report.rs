@@ -123,6 +123,35 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The map's walls as one SVG path of horizontal runs of `#` cells, in metres.
+fn walls_path(m: &MapView) -> String {
+    let cell = m.resolution;
+    let mut d = String::new();
+    for (row, cells) in m.rows.iter().enumerate() {
+        let mut col = 0;
+        let chars: Vec<char> = cells.chars().collect();
+        while col < chars.len() {
+            if chars[col] == '#' {
+                let from = col;
+                while col < chars.len() && chars[col] == '#' {
+                    col += 1;
+                }
+                let _ = write!(
+                    d,
+                    "M{:.2} {:.2}h{:.2}v{cell:.2}h-{:.2}z",
+                    from as f64 * cell,
+                    row as f64 * cell,
+                    (col - from) as f64 * cell,
+                    (col - from) as f64 * cell
+                );
+            } else {
+                col += 1;
+            }
+        }
+    }
+    d
+}
+
 /// The map with the trajectory, as SVG (in metres, scaled by the viewBox).
 fn map_svg(run: &Run, map: Option<&MapView>) -> String {
     let (width, height) = map.map_or_else(
@@ -143,31 +172,7 @@ fn map_svg(run: &Run, map: Option<&MapView>) -> String {
         "<svg id=\"map\" viewBox=\"0 0 {width:.2} {height:.2}\" width=\"{MAP_WIDTH:.0}\" height=\"{px_h:.0}\" xmlns=\"http://www.w3.org/2000/svg\"><rect width=\"{width:.2}\" height=\"{height:.2}\" fill=\"#f8fafc\"/>"
     );
     if let Some(m) = map {
-        // Walls as one path of horizontal runs of cells.
-        let cell = m.resolution;
-        let mut d = String::new();
-        for (row, cells) in m.rows.iter().enumerate() {
-            let mut col = 0;
-            let chars: Vec<char> = cells.chars().collect();
-            while col < chars.len() {
-                if chars[col] == '#' {
-                    let from = col;
-                    while col < chars.len() && chars[col] == '#' {
-                        col += 1;
-                    }
-                    let _ = write!(
-                        d,
-                        "M{:.2} {:.2}h{:.2}v{cell:.2}h-{:.2}z",
-                        from as f64 * cell,
-                        row as f64 * cell,
-                        (col - from) as f64 * cell,
-                        (col - from) as f64 * cell
-                    );
-                } else {
-                    col += 1;
-                }
-            }
-        }
+        let d = walls_path(m);
         let _ = write!(s, "<path d=\"{d}\" fill=\"#334155\"/>");
         for z in &m.zones {
             let _ = write!(
@@ -299,9 +304,8 @@ fn table(id: &str, head: &[&str], rows: &[Vec<String>]) -> String {
     s
 }
 
-/// The report for `events`, with `map` when the run's world is known.
-pub fn render(events: &[Event], map: Option<&MapView>, source: &str) -> String {
-    let run = gather(events);
+/// How many decisions each brain made ("3 by llm, 2 by rules"), or "none".
+fn brains_summary(run: &Run) -> String {
     let mut by_brain: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &run.decisions {
         *by_brain.entry(d.2.as_str()).or_default() += 1;
@@ -310,14 +314,52 @@ pub fn render(events: &[Event], map: Option<&MapView>, source: &str) -> String {
         .iter()
         .map(|(b, n)| format!("{n} by {b}"))
         .collect();
-    let decisions: Vec<Vec<String>> = run
+    if brains.is_empty() {
+        "none".into()
+    } else {
+        brains.join(", ")
+    }
+}
+
+/// The note shown above the map when the run's world could not be loaded.
+fn map_note(run: &Run, map: Option<&MapView>) -> String {
+    if map.is_some() {
+        String::new()
+    } else {
+        format!(
+            "<p class=\"muted\">The world <code>{}</code> could not be loaded: the trajectory is drawn without walls (give it with <code>--world</code>).</p>",
+            esc(&run.world)
+        )
+    }
+}
+
+/// The colour legend of the mode and activity bands.
+fn legend() -> String {
+    BAND_COLOURS.iter().fold(String::new(), |mut out, (k, c)| {
+        let _ = write!(out, "<span style=\"background:{c}\">{k}</span>");
+        out
+    })
+}
+
+/// The decisions, one row each.
+fn decisions_table(run: &Run) -> String {
+    let rows: Vec<Vec<String>> = run
         .decisions
         .iter()
         .map(|(t, ty, brain, reason)| {
             vec![format!("{t:.1}"), ty.clone(), brain.clone(), reason.clone()]
         })
         .collect();
-    let approvals: Vec<Vec<String>> = run
+    table(
+        "decisions",
+        &["time (s)", "decision", "brain", "reason"],
+        &rows,
+    )
+}
+
+/// The approval events, one row each.
+fn approvals_table(run: &Run) -> String {
+    let rows: Vec<Vec<String>> = run
         .approvals
         .iter()
         .map(|(t, id, status, what, reason)| {
@@ -330,7 +372,16 @@ pub fn render(events: &[Event], map: Option<&MapView>, source: &str) -> String {
             ]
         })
         .collect();
-    let incidents: Vec<Vec<String>> = run
+    table(
+        "approvals",
+        &["time (s)", "id", "status", "op", "reason"],
+        &rows,
+    )
+}
+
+/// The incidents, one row each, with who acknowledged them.
+fn incidents_table(run: &Run) -> String {
+    let rows: Vec<Vec<String>> = run
         .incidents
         .values()
         .map(|i| {
@@ -346,7 +397,23 @@ pub fn render(events: &[Event], map: Option<&MapView>, source: &str) -> String {
             ]
         })
         .collect();
-    let tasks: Vec<Vec<String>> = run
+    table(
+        "incidents",
+        &[
+            "id",
+            "time (s)",
+            "zone",
+            "what",
+            "description",
+            "acknowledged by",
+        ],
+        &rows,
+    )
+}
+
+/// The tasks and how they ended, one row each.
+fn tasks_table(run: &Run) -> String {
+    let rows: Vec<Vec<String>> = run
         .tasks
         .values()
         .map(|t| {
@@ -358,14 +425,12 @@ pub fn render(events: &[Event], map: Option<&MapView>, source: &str) -> String {
             ]
         })
         .collect();
-    let map_note = if map.is_some() {
-        String::new()
-    } else {
-        format!(
-            "<p class=\"muted\">The world <code>{}</code> could not be loaded: the trajectory is drawn without walls (give it with <code>--world</code>).</p>",
-            esc(&run.world)
-        )
-    };
+    table("tasks", &["task", "what", "ended", "steps"], &rows)
+}
+
+/// The report for `events`, with `map` when the run's world is known.
+pub fn render(events: &[Event], map: Option<&MapView>, source: &str) -> String {
+    let run = gather(events);
     format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>robobrain run {thread}</title>
@@ -406,45 +471,20 @@ th {{ background: #f1f5f9; }} .muted {{ color: #64748b; }} svg {{ display: block
         n = events.len(),
         distance = run.distance,
         ndec = run.decisions.len(),
-        brains = if brains.is_empty() {
-            "none".into()
-        } else {
-            brains.join(", ")
-        },
+        brains = brains_summary(&run),
         napp = run.approvals.len(),
         ninc = run.incidents.len(),
         source = esc(source),
+        map_note = map_note(&run, map),
         map_svg = map_svg(&run, map),
         battery = battery_svg(&run),
         modes = band_svg(&run, "modes", &run.modes),
         activities = band_svg(&run, "activities", &run.activities),
-        legend = BAND_COLOURS.iter().fold(String::new(), |mut out, (k, c)| {
-            let _ = write!(out, "<span style=\"background:{c}\">{k}</span>");
-            out
-        }),
-        tasks = table("tasks", &["task", "what", "ended", "steps"], &tasks),
-        incidents = table(
-            "incidents",
-            &[
-                "id",
-                "time (s)",
-                "zone",
-                "what",
-                "description",
-                "acknowledged by"
-            ],
-            &incidents
-        ),
-        approvals = table(
-            "approvals",
-            &["time (s)", "id", "status", "op", "reason"],
-            &approvals
-        ),
-        decisions = table(
-            "decisions",
-            &["time (s)", "decision", "brain", "reason"],
-            &decisions
-        ),
+        legend = legend(),
+        tasks = tasks_table(&run),
+        incidents = incidents_table(&run),
+        approvals = approvals_table(&run),
+        decisions = decisions_table(&run),
     )
 }
 

@@ -205,8 +205,23 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
     for t in cat.types.into_iter().chain(raw.types) {
         types.insert(t.name.clone(), t);
     }
+    let floors = floors(file, text, raw.floors)?;
+    let rooms = rooms(file, text, raw.rooms, &floors)?;
+    let devices = devices(file, text, raw.devices, &types, &rooms)?;
+    let scenes = scenes(file, text, raw.scenes, &devices)?;
+    Ok(Home {
+        name: raw.name,
+        floors,
+        rooms,
+        devices,
+        scenes,
+    })
+}
+
+/// The floors, each id used once; a floor without a name is named for its id.
+fn floors(file: &Path, text: &str, raw: Vec<RawFloor>) -> Result<Vec<Floor>, SourceError> {
     let mut floors: Vec<Floor> = Vec::new();
-    for f in raw.floors {
+    for f in raw {
         if floors.iter().any(|o| &o.id == f.id.get_ref()) {
             return Err(SourceError::at_offset(
                 file,
@@ -223,9 +238,20 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
             aliases: f.aliases,
         });
     }
-    let rooms = rooms(file, text, raw.rooms, &floors)?;
+    Ok(floors)
+}
+
+/// The devices, each of a known type (its state over the type's), in a
+/// known room, its id used once.
+fn devices(
+    file: &Path,
+    text: &str,
+    raw: Vec<RawDevice>,
+    types: &BTreeMap<String, RawType>,
+    rooms: &[Room],
+) -> Result<Vec<Device>, SourceError> {
     let mut devices: Vec<Device> = Vec::new();
-    for d in raw.devices {
+    for d in raw {
         let at = |span: std::ops::Range<usize>, field: &str, message: String| {
             SourceError::at_offset(file, text, span.start, field, message)
         };
@@ -277,8 +303,18 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
             caveat: d.caveat.or_else(|| t.caveat.clone()),
         });
     }
+    Ok(devices)
+}
+
+/// The scenes, each call naming a known device and one of its capabilities.
+fn scenes(
+    file: &Path,
+    text: &str,
+    raw: Vec<RawScene>,
+    devices: &[Device],
+) -> Result<Vec<Scene>, SourceError> {
     let mut scenes = Vec::new();
-    for sc in raw.scenes {
+    for sc in raw {
         let mut calls = Vec::new();
         for c in sc.calls {
             let Some(d) = devices.iter().find(|d| &d.id == c.device.get_ref()) else {
@@ -307,13 +343,7 @@ pub fn parse_home(file: &Path, text: &str, catalogue: &str) -> Result<Home, Sour
             calls,
         });
     }
-    Ok(Home {
-        name: raw.name,
-        floors,
-        rooms,
-        devices,
-        scenes,
-    })
+    Ok(scenes)
 }
 
 /// The rooms, each name (id, name, alias; any case) naming one room only:

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::Engine;
 use super::checkpoint::{Checkpoint, Parts};
 use crate::link::{GoalStatus, LinkReply, LinkRequest, RobotLink};
-use crate::protocol::EventKind;
+use crate::protocol::{Event, EventKind};
 use crate::skills::runner::GoalResult;
 use crate::store::{
     CheckpointBody, Commit, LedgerEntry, LedgerStatus, Store, StoreConfig, StoreError, ThreadRow,
@@ -56,70 +56,19 @@ impl Engine {
         resume: bool,
     ) -> Result<(), StoreError> {
         let thread = self.thread_id().to_string();
-        let mut count = 0;
-        if resume {
-            store.thread(&thread)?;
-            // A damaged record is refused before anything is written after it.
-            store.check_events(&thread)?;
-            let Some(r) = store.restore(&thread)? else {
-                return Err(StoreError::NoCheckpoint {
-                    path: store.path().to_path_buf(),
-                    id: thread,
-                });
-            };
-            let decode = |what: &str, e: serde_json::Error| StoreError::Decode {
-                path: store.path().to_path_buf(),
-                what: format!("{what} in the checkpoint of thread `{thread}`"),
-                detail: e.to_string(),
-            };
-            self.state = serde_json::from_value(r.state["state"].clone())
-                .map_err(|e| decode("the kernel state", e))?;
-            self.mind.runner = serde_json::from_value(r.state["runner"].clone())
-                .map_err(|e| decode("the running goals", e))?;
-            if let Some(home) = r.state.get("home") {
-                crate::hci::lock(&self.home.handle).devices.restore(home);
-            }
-            count = r.count;
-            // A brain that was thinking when the process died holds no
-            // answer now; nothing was sent yet, so it is simply asked again.
-            let thinking: Vec<String> = self
-                .state
-                .queue
-                .tasks()
-                .iter()
-                .filter(|t| matches!(t.react.phase, crate::react::Phase::Deciding { .. }))
-                .map(|t| t.id.clone())
-                .collect();
-            for id in thinking {
-                if let Some(t) = self.state.queue.get_mut(&id) {
-                    t.react.phase = crate::react::Phase::Ready;
-                }
-            }
+        let count = if resume {
+            self.restore_checkpoint(&store, &thread)?
         } else {
             store.create_thread(&thread, self.state.mode.as_str())?;
-        }
+            0
+        };
         let open = store
             .open_ledger(&thread)?
             .into_iter()
             .map(|l| (l.goal_id, l.request))
             .collect();
         // Home calls the last process was cut short in, settled below.
-        let mut settled_calls = Vec::new();
-        if store.path() != std::path::Path::new(":memory:")
-            && let Ok(audit) =
-                crate::store::audit::AuditLog::open_with(store.path(), store.synchronous())
-        {
-            let settled = {
-                let mut home = crate::hci::lock(&self.home.handle);
-                home.set_audit(audit);
-                if resume {
-                    home.settle_unfinished()
-                } else {
-                    Vec::new()
-                }
-            };
-            settled_calls = settled;
-        }
+        let settled_calls = attach_audit(&self.home.handle, &store, resume);
         let guard = FileGuard::new(store.path());
         self.durable = Some(Durable {
             store,
@@ -135,37 +84,73 @@ impl Engine {
             guard,
         });
         if resume {
-            self.traffic.outbox.clear();
-            let snapshot = self.snapshot();
-            self.emit(EventKind::Snapshot {
-                snapshot: Box::new(snapshot),
-            });
-            self.emit(EventKind::Log {
-                level: "info".into(),
-                message: format!(
-                    "resumed thread {thread} at step {}, event {}",
-                    self.state.step, self.state.seq
-                ),
-            });
-            // The same prompt as before the restart, with the same id.
-            for a in self.state.approvals.clone() {
-                self.emit(EventKind::Approval {
-                    approval_id: a.id,
-                    task_id: a.task_id,
-                    status: crate::protocol::ApprovalStatus::Requested,
-                    op: a.op,
-                    reason: a.reason,
-                    requested_by: a.requested_by,
-                });
-            }
-            for line in settled_calls {
-                self.log("warn", &format!("a home call the brain stopped in: {line}"));
-            }
-            self.reconcile();
+            self.announce_resume(&thread, &settled_calls);
         }
         // The first checkpoint of a process is full, so it stands alone.
         self.commit_and_flush(true);
         Ok(())
+    }
+
+    /// Restores the kernel state, the running goals and the home from
+    /// `thread`'s last checkpoint in `store`; the number of checkpoints
+    /// written so far.
+    fn restore_checkpoint(&mut self, store: &Store, thread: &str) -> Result<u64, StoreError> {
+        store.thread(thread)?;
+        // A damaged record is refused before anything is written after it.
+        store.check_events(thread)?;
+        let Some(r) = store.restore(thread)? else {
+            return Err(StoreError::NoCheckpoint {
+                path: store.path().to_path_buf(),
+                id: thread.to_string(),
+            });
+        };
+        let decode = |what: &str, e: serde_json::Error| StoreError::Decode {
+            path: store.path().to_path_buf(),
+            what: format!("{what} in the checkpoint of thread `{thread}`"),
+            detail: e.to_string(),
+        };
+        self.state = serde_json::from_value(r.state["state"].clone())
+            .map_err(|e| decode("the kernel state", e))?;
+        self.mind.runner = serde_json::from_value(r.state["runner"].clone())
+            .map_err(|e| decode("the running goals", e))?;
+        if let Some(home) = r.state.get("home") {
+            crate::hci::lock(&self.home.handle).devices.restore(home);
+        }
+        ask_again(&mut self.state.queue);
+        Ok(r.count)
+    }
+
+    /// After a resume: the face is told where the thread stands (a
+    /// snapshot, the resume, the approvals still waiting, the home calls
+    /// settled), then the robot is asked about every goal still open.
+    fn announce_resume(&mut self, thread: &str, settled_calls: &[String]) {
+        self.traffic.outbox.clear();
+        let snapshot = self.snapshot();
+        self.emit(EventKind::Snapshot {
+            snapshot: Box::new(snapshot),
+        });
+        self.emit(EventKind::Log {
+            level: "info".into(),
+            message: format!(
+                "resumed thread {thread} at step {}, event {}",
+                self.state.step, self.state.seq
+            ),
+        });
+        // The same prompt as before the restart, with the same id.
+        for a in self.state.approvals.clone() {
+            self.emit(EventKind::Approval {
+                approval_id: a.id,
+                task_id: a.task_id,
+                status: crate::protocol::ApprovalStatus::Requested,
+                op: a.op,
+                reason: a.reason,
+                requested_by: a.requested_by,
+            });
+        }
+        for line in settled_calls {
+            self.log("warn", &format!("a home call the brain stopped in: {line}"));
+        }
+        self.reconcile();
     }
 
     /// Why the thread stopped recording, if it did. A halted engine runs no
@@ -438,7 +423,40 @@ impl Engine {
             guard.check()?;
         }
         let thread = self.thread_id().to_string();
-        let row = ThreadRow {
+        let row = self.thread_row();
+        let home = crate::hci::lock(&self.home.handle);
+        let Some(d) = self.durable.as_mut() else {
+            return Ok(());
+        };
+        let mut parts = Parts {
+            state: &mut self.state,
+            runner: &self.mind.runner,
+            home: &home.devices,
+        };
+        let checkpoint = d.next_checkpoint(&mut parts);
+        drop(home);
+        let held = self.robot.held.requests();
+        let started = d.started_rows(held);
+        let has_checkpoint = checkpoint.is_some();
+        let outward = d.outward(held, &self.traffic.outbox);
+        d.store.commit(&Commit {
+            thread: &thread,
+            step: self.state.step,
+            seq: self.state.seq,
+            checkpoint,
+            events: &self.traffic.outbox,
+            started: &started,
+            updates: &d.updates,
+            row,
+            outward,
+        })?;
+        d.committed(started, has_checkpoint);
+        Ok(())
+    }
+
+    /// The thread's row as of now: awaiting approval, running or idle.
+    fn thread_row(&self) -> ThreadRow {
+        ThreadRow {
             status: if self.state.approvals.is_empty() {
                 if self.is_settled_now() {
                     "idle"
@@ -451,21 +469,27 @@ impl Engine {
             .into(),
             mode: self.state.mode.as_str().into(),
             pending_approval: self.state.approvals.first().map(|a| a.id.clone()),
-        };
-        let home = crate::hci::lock(&self.home.handle);
-        let Some(d) = self.durable.as_mut() else {
-            return Ok(());
-        };
-        let mut parts = Parts {
-            state: &mut self.state,
-            runner: &self.mind.runner,
-            home: &home.devices,
-        };
+        }
+    }
+
+    fn is_settled_now(&self) -> bool {
+        self.mind.runner.running().is_empty() && self.state.queue.best_runnable().is_none()
+    }
+}
+
+impl Durable {
+    /// This tick's checkpoint: the whole state when a full one is due (the
+    /// first of a process, then one in `full_every`), else the changes
+    /// since the last one (`None` when nothing changed).
+    fn next_checkpoint(&mut self, parts: &mut Parts<'_>) -> Option<CheckpointBody> {
         // The first checkpoint of a process (none kept yet) stands alone.
-        let full = d.last.is_none() || d.count % u64::from(d.config.full_every.max(1)) == 0;
-        let checkpoint = match (&mut d.last, full) {
+        let full = self.last.is_none()
+            || self
+                .count
+                .is_multiple_of(u64::from(self.config.full_every.max(1)));
+        match (&mut self.last, full) {
             (Some(last), false) => {
-                let changes = last.advance(&mut parts);
+                let changes = last.advance(parts);
                 (!changes.is_empty()).then_some(CheckpointBody::Delta(changes))
             }
             (last, _) => {
@@ -474,17 +498,21 @@ impl Engine {
                 let value = parts.value();
                 #[cfg(debug_assertions)]
                 if let Some(last) = last {
-                    last.check(&mut parts, &value);
+                    last.check(parts, &value);
                 }
-                *last = Some(Checkpoint::new(value.clone(), &parts));
+                *last = Some(Checkpoint::new(value.clone(), parts));
                 Some(CheckpointBody::Full(value))
             }
-        };
-        drop(home);
+        }
+    }
+
+    /// The ledger's `started` rows: the goals dispatched this tick, among
+    /// the requests `held` for the robot and the stops already sent.
+    fn started_rows(&self, held: &[LinkRequest]) -> Vec<LedgerEntry> {
         let mut started = Vec::new();
-        for request in self.robot.held.requests().iter().chain(&d.sent) {
+        for request in held.iter().chain(&self.sent) {
             if let LinkRequest::SendGoal { goal_id, .. } = request
-                && let Some((step, op, skill)) = d.dispatched.get(goal_id)
+                && let Some((step, op, skill)) = self.dispatched.get(goal_id)
             {
                 started.push(LedgerEntry {
                     step: *step,
@@ -497,51 +525,79 @@ impl Engine {
                 });
             }
         }
-        let has_checkpoint = checkpoint.is_some();
-        // What leaves the brain with this tick, or already left: requests
-        // to the robot, ledger changes, approvals asked or answered,
-        // device writes. Their record is synced before they go
-        // (`Synchronous::Effects`).
-        let outward = self.robot.held.requests().iter().any(changes_the_world)
-            || !d.sent.is_empty()
-            || !d.updates.is_empty()
-            || self.traffic.outbox.iter().any(|e| {
+        started
+    }
+
+    /// What leaves the brain with this tick, or already left: requests
+    /// to the robot, ledger changes, approvals asked or answered,
+    /// device writes. Their record is synced before they go
+    /// (`Synchronous::Effects`).
+    fn outward(&self, held: &[LinkRequest], outbox: &[Event]) -> bool {
+        held.iter().any(changes_the_world)
+            || !self.sent.is_empty()
+            || !self.updates.is_empty()
+            || outbox.iter().any(|e| {
                 matches!(
                     e.kind,
                     EventKind::Approval { .. } | EventKind::Device { .. }
                 )
-            });
-        d.store.commit(&Commit {
-            thread: &thread,
-            step: self.state.step,
-            seq: self.state.seq,
-            checkpoint,
-            events: &self.traffic.outbox,
-            started: &started,
-            updates: &d.updates,
-            row,
-            outward,
-        })?;
-        for l in started {
-            d.open.insert(l.goal_id, l.request);
-        }
-        // A goal that ended in the same tick it started is closed by the update.
-        for (goal_id, status, _) in &d.updates {
-            if *status == LedgerStatus::Done {
-                d.open.remove(goal_id);
-            }
-        }
-        d.dispatched.clear();
-        d.updates.clear();
-        d.sent.clear();
-        if has_checkpoint {
-            d.count += 1;
-        }
-        Ok(())
+            })
     }
 
-    fn is_settled_now(&self) -> bool {
-        self.mind.runner.running().is_empty() && self.state.queue.best_runnable().is_none()
+    /// After a commit: the `started` rows stay open until done, and the
+    /// tick's notes are cleared.
+    fn committed(&mut self, started: Vec<LedgerEntry>, has_checkpoint: bool) {
+        for l in started {
+            self.open.insert(l.goal_id, l.request);
+        }
+        // A goal that ended in the same tick it started is closed by the update.
+        for (goal_id, status, _) in &self.updates {
+            if *status == LedgerStatus::Done {
+                self.open.remove(goal_id);
+            }
+        }
+        self.dispatched.clear();
+        self.updates.clear();
+        self.sent.clear();
+        if has_checkpoint {
+            self.count += 1;
+        }
+    }
+}
+
+/// Keeps the home's audit trail in the store's file (a store in memory
+/// keeps none); on a resume, the home calls the last process was cut short
+/// in, settled, for the log.
+fn attach_audit(handle: &crate::hci::HomeHandle, store: &Store, resume: bool) -> Vec<String> {
+    if store.path() != std::path::Path::new(":memory:")
+        && let Ok(audit) =
+            crate::store::audit::AuditLog::open_with(store.path(), store.synchronous())
+    {
+        let mut home = crate::hci::lock(handle);
+        home.set_audit(audit);
+        if resume {
+            home.settle_unfinished()
+        } else {
+            Vec::new()
+        }
+    } else {
+        Vec::new()
+    }
+}
+
+/// A brain that was thinking when the process died holds no answer now;
+/// nothing was sent yet, so each task deciding is simply asked again.
+fn ask_again(queue: &mut crate::kernel::TaskQueue) {
+    let thinking: Vec<String> = queue
+        .tasks()
+        .iter()
+        .filter(|t| matches!(t.react.phase, crate::react::Phase::Deciding { .. }))
+        .map(|t| t.id.clone())
+        .collect();
+    for id in thinking {
+        if let Some(t) = queue.get_mut(&id) {
+            t.react.phase = crate::react::Phase::Ready;
+        }
     }
 }
 

@@ -103,159 +103,198 @@ fn select(timers: &[Timer], ask: &TimerAsk, eligible: &dyn Fn(&Timer) -> bool) -
         .collect()
 }
 
+/// The request's own response, or the line `key` in its language.
+fn said(ask: &TimerAsk, key: &str) -> String {
+    ask.response
+        .clone()
+        .unwrap_or_else(|| line(ask.lang, key, &[]))
+}
+
+/// The request's own "not found" line, or the stock one.
+fn not_found(ask: &TimerAsk) -> String {
+    ask.not_found
+        .clone()
+        .unwrap_or_else(|| line(ask.lang, "timer_not_found", &[]))
+}
+
+/// Nothing changed: only `say` is said.
+fn nothing(say: String) -> Applied {
+    Applied { say, log: None }
+}
+
+/// One timer the request means (among those `eligible` keeps), or what to
+/// say instead: none found, or which one of several.
+fn one(
+    timers: &[Timer],
+    ask: &TimerAsk,
+    eligible: &dyn Fn(&Timer) -> bool,
+) -> Result<usize, String> {
+    let lang = ask.lang;
+    match select(timers, ask, eligible).as_slice() {
+        [i] => Ok(*i),
+        [] => Err(not_found(ask)),
+        several => {
+            let names: Vec<String> = several
+                .iter()
+                .map(|i| {
+                    let t = &timers[*i];
+                    format!("{} ({})", t.label(lang), duration_text(t.seconds, lang))
+                })
+                .collect();
+            let names = crate::lines::list(lang, &names, true);
+            Err(line(lang, "timer_which", &[("names", &names)]))
+        }
+    }
+}
+
+/// `HassStartTimer`: a new timer numbered `next_id`, ending `seconds` from `now`.
+fn start(
+    timers: &mut Vec<Timer>,
+    ask: &TimerAsk,
+    now: f64,
+    next_id: u64,
+) -> Result<Applied, String> {
+    let lang = ask.lang;
+    let Some(seconds) = ask.seconds.filter(|s| *s > 0.0) else {
+        return Err(not_found(ask));
+    };
+    let timer = Timer {
+        id: next_id,
+        name: ask.name.clone(),
+        seconds,
+        ends_at: now + seconds,
+        paused_left: None,
+        command: ask.command.clone(),
+        lang,
+    };
+    let duration = duration_text(seconds, lang);
+    timers.push(timer);
+    Ok(Applied {
+        say: ask
+            .response
+            .clone()
+            .unwrap_or_else(|| line(lang, "timer_started", &[("duration", &duration)])),
+        log: Some(format!("timer {next_id} started: {seconds} s")),
+    })
+}
+
+/// `HassCancelAllTimers`: every timer gone.
+fn cancel_all(timers: &mut Vec<Timer>, ask: &TimerAsk) -> Applied {
+    let n = timers.len();
+    timers.clear();
+    Applied {
+        say: ask
+            .response
+            .clone()
+            .unwrap_or_else(|| line(ask.lang, "timers_cancelled", &[("n", &n.to_string())])),
+        log: Some(format!("{n} timer(s) cancelled")),
+    }
+}
+
+/// `HassCancelTimer`: the one timer meant, removed.
+fn cancel(timers: &mut Vec<Timer>, ask: &TimerAsk) -> Result<Applied, String> {
+    let i = one(timers, ask, &|_| true)?;
+    let t = timers.remove(i);
+    Ok(Applied {
+        say: said(ask, "timer_cancelled"),
+        log: Some(format!("timer {} cancelled", t.id)),
+    })
+}
+
+/// `HassPauseTimer`: the one running timer meant, stopped with what it has left.
+fn pause(timers: &mut [Timer], ask: &TimerAsk, now: f64) -> Result<Applied, String> {
+    let i = one(timers, ask, &|t| t.paused_left.is_none())?;
+    let t = &mut timers[i];
+    t.paused_left = Some(t.left(now));
+    Ok(Applied {
+        say: said(ask, "timer_paused"),
+        log: Some(format!("timer {} paused", t.id)),
+    })
+}
+
+/// `HassUnpauseTimer`: the one paused timer meant, running again from `now`.
+fn unpause(timers: &mut [Timer], ask: &TimerAsk, now: f64) -> Result<Applied, String> {
+    let i = one(timers, ask, &|t| t.paused_left.is_some())?;
+    let t = &mut timers[i];
+    t.ends_at = now + t.left(now);
+    t.paused_left = None;
+    Ok(Applied {
+        say: said(ask, "timer_unpaused"),
+        log: Some(format!("timer {} resumed", t.id)),
+    })
+}
+
+/// `HassIncreaseTimer` / `HassDecreaseTimer`: the one timer meant, given
+/// (or docked) the seconds asked, running or paused.
+fn adjust(timers: &mut [Timer], ask: &TimerAsk, now: f64) -> Result<Applied, String> {
+    let lang = ask.lang;
+    let sign = if ask.intent == "HassIncreaseTimer" {
+        1.0
+    } else {
+        -1.0
+    };
+    let by = sign * ask.seconds.unwrap_or(0.0);
+    let i = one(timers, ask, &|_| true)?;
+    let t = &mut timers[i];
+    match &mut t.paused_left {
+        Some(left) => *left = (*left + by).max(0.0),
+        None => t.ends_at += by,
+    }
+    let left = duration_text(t.left(now), lang);
+    Ok(Applied {
+        say: line(lang, "timer_changed", &[("left", &left)]),
+        log: Some(format!("timer {} changed by {by} s", t.id)),
+    })
+}
+
+/// `HassTimerStatus`: what is left, from the timers themselves.
+fn status(timers: &[Timer], ask: &TimerAsk, now: f64) -> String {
+    let lang = ask.lang;
+    let picked = select(timers, ask, &|_| true);
+    match picked.as_slice() {
+        [] if ask.name.is_some() || ask.start_seconds.is_some() => not_found(ask),
+        [] => line(lang, "no_timers", &[]),
+        [i] => {
+            let t = &timers[*i];
+            let key = if t.paused_left.is_some() {
+                "timer_paused_left"
+            } else {
+                "timer_left"
+            };
+            let left = duration_text(t.left(now), lang);
+            line(lang, key, &[("timer", &t.label(lang)), ("left", &left)])
+        }
+        several => {
+            let soonest = several
+                .iter()
+                .map(|i| timers[*i].left(now))
+                .fold(f64::INFINITY, f64::min);
+            line(
+                lang,
+                "timer_first_left",
+                &[
+                    ("count", &several.len().to_string()),
+                    ("left", &duration_text(soonest, lang)),
+                ],
+            )
+        }
+    }
+}
+
 /// Carries out `ask` on `timers` at sim time `now` (`next_id` numbers a new
 /// one): what changed and the line to say, in the language asked.
 pub fn apply(timers: &mut Vec<Timer>, ask: &TimerAsk, now: f64, next_id: u64) -> Applied {
-    let lang = ask.lang;
-    let said = |key: &str| ask.response.clone().unwrap_or_else(|| line(lang, key, &[]));
-    let not_found = || {
-        ask.not_found
-            .clone()
-            .unwrap_or_else(|| line(lang, "timer_not_found", &[]))
-    };
-    // One timer the request means, or what to say instead.
-    let one = |timers: &[Timer], eligible: &dyn Fn(&Timer) -> bool| -> Result<usize, String> {
-        match select(timers, ask, eligible).as_slice() {
-            [i] => Ok(*i),
-            [] => Err(not_found()),
-            several => {
-                let names: Vec<String> = several
-                    .iter()
-                    .map(|i| {
-                        let t = &timers[*i];
-                        format!("{} ({})", t.label(lang), duration_text(t.seconds, lang))
-                    })
-                    .collect();
-                let names = crate::lines::list(lang, &names, true);
-                Err(line(lang, "timer_which", &[("names", &names)]))
-            }
-        }
-    };
-    let nothing = |say: String| Applied { say, log: None };
     match ask.intent.as_str() {
-        "HassStartTimer" => {
-            let Some(seconds) = ask.seconds.filter(|s| *s > 0.0) else {
-                return nothing(not_found());
-            };
-            let timer = Timer {
-                id: next_id,
-                name: ask.name.clone(),
-                seconds,
-                ends_at: now + seconds,
-                paused_left: None,
-                command: ask.command.clone(),
-                lang,
-            };
-            let duration = duration_text(seconds, lang);
-            timers.push(timer);
-            Applied {
-                say: ask
-                    .response
-                    .clone()
-                    .unwrap_or_else(|| line(lang, "timer_started", &[("duration", &duration)])),
-                log: Some(format!("timer {next_id} started: {seconds} s")),
-            }
-        }
-        "HassCancelAllTimers" => {
-            let n = timers.len();
-            timers.clear();
-            Applied {
-                say: ask
-                    .response
-                    .clone()
-                    .unwrap_or_else(|| line(lang, "timers_cancelled", &[("n", &n.to_string())])),
-                log: Some(format!("{n} timer(s) cancelled")),
-            }
-        }
-        "HassCancelTimer" => match one(timers, &|_| true) {
-            Ok(i) => {
-                let t = timers.remove(i);
-                Applied {
-                    say: said("timer_cancelled"),
-                    log: Some(format!("timer {} cancelled", t.id)),
-                }
-            }
-            Err(say) => nothing(say),
-        },
-        "HassPauseTimer" => match one(timers, &|t| t.paused_left.is_none()) {
-            Ok(i) => {
-                let t = &mut timers[i];
-                t.paused_left = Some(t.left(now));
-                Applied {
-                    say: said("timer_paused"),
-                    log: Some(format!("timer {} paused", t.id)),
-                }
-            }
-            Err(say) => nothing(say),
-        },
-        "HassUnpauseTimer" => match one(timers, &|t| t.paused_left.is_some()) {
-            Ok(i) => {
-                let t = &mut timers[i];
-                t.ends_at = now + t.left(now);
-                t.paused_left = None;
-                Applied {
-                    say: said("timer_unpaused"),
-                    log: Some(format!("timer {} resumed", t.id)),
-                }
-            }
-            Err(say) => nothing(say),
-        },
+        "HassStartTimer" => start(timers, ask, now, next_id).unwrap_or_else(nothing),
+        "HassCancelAllTimers" => cancel_all(timers, ask),
+        "HassCancelTimer" => cancel(timers, ask).unwrap_or_else(nothing),
+        "HassPauseTimer" => pause(timers, ask, now).unwrap_or_else(nothing),
+        "HassUnpauseTimer" => unpause(timers, ask, now).unwrap_or_else(nothing),
         "HassIncreaseTimer" | "HassDecreaseTimer" => {
-            let sign = if ask.intent == "HassIncreaseTimer" {
-                1.0
-            } else {
-                -1.0
-            };
-            let by = sign * ask.seconds.unwrap_or(0.0);
-            match one(timers, &|_| true) {
-                Ok(i) => {
-                    let t = &mut timers[i];
-                    match &mut t.paused_left {
-                        Some(left) => *left = (*left + by).max(0.0),
-                        None => t.ends_at += by,
-                    }
-                    let left = duration_text(t.left(now), lang);
-                    Applied {
-                        say: line(lang, "timer_changed", &[("left", &left)]),
-                        log: Some(format!("timer {} changed by {by} s", t.id)),
-                    }
-                }
-                Err(say) => nothing(say),
-            }
+            adjust(timers, ask, now).unwrap_or_else(nothing)
         }
         // HassTimerStatus: what is left, from the timers themselves.
-        _ => {
-            let picked = select(timers, ask, &|_| true);
-            let status = match picked.as_slice() {
-                [] if ask.name.is_some() || ask.start_seconds.is_some() => not_found(),
-                [] => line(lang, "no_timers", &[]),
-                [i] => {
-                    let t = &timers[*i];
-                    let key = if t.paused_left.is_some() {
-                        "timer_paused_left"
-                    } else {
-                        "timer_left"
-                    };
-                    let left = duration_text(t.left(now), lang);
-                    line(lang, key, &[("timer", &t.label(lang)), ("left", &left)])
-                }
-                several => {
-                    let soonest = several
-                        .iter()
-                        .map(|i| timers[*i].left(now))
-                        .fold(f64::INFINITY, f64::min);
-                    line(
-                        lang,
-                        "timer_first_left",
-                        &[
-                            ("count", &several.len().to_string()),
-                            ("left", &duration_text(soonest, lang)),
-                        ],
-                    )
-                }
-            };
-            nothing(status)
-        }
+        _ => nothing(status(timers, ask, now)),
     }
 }
 

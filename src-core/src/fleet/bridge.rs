@@ -150,10 +150,83 @@ struct OrderRun {
     ended: Option<TaskStatus>,
 }
 
+/// An order's part of `state`: its ids, the last node reached, and the
+/// nodes and edges still ahead (none once it has ended).
+#[derive(Debug, Default)]
+struct OrderProgress {
+    order_id: String,
+    update_id: u64,
+    last_node: Option<(String, u64)>,
+    node_states: Vec<NodeState>,
+    edge_states: Vec<EdgeState>,
+}
+
 impl OrderRun {
     fn active(&self) -> bool {
         self.ended.is_none()
     }
+
+    /// Where the order stands, for `state`: the nodes reached are left out.
+    fn progress(&self) -> OrderProgress {
+        let released: Vec<&vda5050::Node> = self.nodes.iter().filter(|n| n.released).collect();
+        let done = self.reached.min(released.len());
+        let last = done.checked_sub(1).and_then(|i| released.get(i));
+        let last_seq = last.map_or(0, |n| n.sequence_id);
+        let nodes = self
+            .nodes
+            .iter()
+            .filter(|n| !(n.released && n.sequence_id <= last_seq && last.is_some()))
+            .filter(|_| self.active())
+            .map(|n| NodeState {
+                node_id: n.node_id.clone(),
+                sequence_id: n.sequence_id,
+                released: n.released,
+                node_position: n.node_position.clone(),
+            })
+            .collect();
+        let edges = self
+            .edges
+            .iter()
+            .filter(|e| e.sequence_id > last_seq && self.active())
+            .map(|e| EdgeState {
+                edge_id: e.edge_id.clone(),
+                sequence_id: e.sequence_id,
+                released: e.released,
+            })
+            .collect();
+        OrderProgress {
+            order_id: self.order_id.clone(),
+            update_id: self.update_id,
+            last_node: last.map(|n| (n.node_id.clone(), n.sequence_id)),
+            node_states: nodes,
+            edge_states: edges,
+        }
+    }
+}
+
+/// `state`'s one `information` entry: the run's mode, activity, task,
+/// waiting approvals and open alerts.
+fn information(s: &Snapshot) -> Vec<Info> {
+    let active = s.tasks.first();
+    let mut references = vec![
+        Reference::new("mode", s.mode.as_str()),
+        Reference::new("activity", s.activity.as_str()),
+    ];
+    if let Some(task) = active {
+        references.push(Reference::new("task", task.title.clone()));
+    }
+    vec![Info {
+        info_type: "robobrain".into(),
+        info_description: format!(
+            "mode {}, activity {}, {} approval(s) waiting, {} open alert(s)",
+            s.mode.as_str(),
+            s.activity.as_str(),
+            s.approvals.len(),
+            s.alerts.len()
+        ),
+        info_references: references,
+        info_level: "INFO".into(),
+    }]
 }
 
 /// One robot's fleet bridge (see the module doc).
@@ -685,76 +758,22 @@ impl Bridge {
     pub fn state(&mut self, wall_ms: u64) -> Publish {
         let header = self.header(Kind::State, wall_ms);
         let s = &self.snapshot;
-        let (order_id, update_id, last_node, node_states, edge_states) = match &self.order {
-            Some(o) => {
-                let released: Vec<&vda5050::Node> = o.nodes.iter().filter(|n| n.released).collect();
-                let done = o.reached.min(released.len());
-                let last = done.checked_sub(1).and_then(|i| released.get(i));
-                let last_seq = last.map_or(0, |n| n.sequence_id);
-                let nodes = o
-                    .nodes
-                    .iter()
-                    .filter(|n| !(n.released && n.sequence_id <= last_seq && last.is_some()))
-                    .filter(|_| o.active())
-                    .map(|n| NodeState {
-                        node_id: n.node_id.clone(),
-                        sequence_id: n.sequence_id,
-                        released: n.released,
-                        node_position: n.node_position.clone(),
-                    })
-                    .collect();
-                let edges = o
-                    .edges
-                    .iter()
-                    .filter(|e| e.sequence_id > last_seq && o.active())
-                    .map(|e| EdgeState {
-                        edge_id: e.edge_id.clone(),
-                        sequence_id: e.sequence_id,
-                        released: e.released,
-                    })
-                    .collect();
-                (
-                    o.order_id.clone(),
-                    o.update_id,
-                    last.map(|n| (n.node_id.clone(), n.sequence_id)),
-                    nodes,
-                    edges,
-                )
-            }
-            None => (String::new(), 0, None, Vec::new(), Vec::new()),
-        };
+        let OrderProgress {
+            order_id,
+            update_id,
+            last_node,
+            node_states,
+            edge_states,
+        } = self
+            .order
+            .as_ref()
+            .map(OrderRun::progress)
+            .unwrap_or_default();
         let (last_node_id, last_node_sequence_id) = last_node.unwrap_or_default();
         let active = s.tasks.first();
         let paused = active.is_some_and(|t| t.status == TaskStatus::Paused);
-        let mut errors: Vec<VdaError> = self.errors.iter().cloned().collect();
-        if !s.link.is_up() {
-            errors.push(VdaError {
-                error_type: "robotLinkDown".into(),
-                error_references: Vec::new(),
-                error_description: "the brain does not hear the robot; the kernel is in SAFE"
-                    .into(),
-                error_level: "FATAL".into(),
-            });
-        }
-        let mut references = vec![
-            Reference::new("mode", s.mode.as_str()),
-            Reference::new("activity", s.activity.as_str()),
-        ];
-        if let Some(task) = active {
-            references.push(Reference::new("task", task.title.clone()));
-        }
-        let information = vec![Info {
-            info_type: "robobrain".into(),
-            info_description: format!(
-                "mode {}, activity {}, {} approval(s) waiting, {} open alert(s)",
-                s.mode.as_str(),
-                s.activity.as_str(),
-                s.approvals.len(),
-                s.alerts.len()
-            ),
-            info_references: references,
-            info_level: "INFO".into(),
-        }];
+        let errors = self.state_errors();
+        let information = information(s);
         let state = State {
             header,
             order_id,
@@ -783,6 +802,21 @@ impl Bridge {
             },
         };
         self.publish_json(Kind::State, &state, false, Qos::AtLeastOnce)
+    }
+
+    /// The errors `state` reports: those kept, and the robot link when it is down.
+    fn state_errors(&self) -> Vec<VdaError> {
+        let mut errors: Vec<VdaError> = self.errors.iter().cloned().collect();
+        if !self.snapshot.link.is_up() {
+            errors.push(VdaError {
+                error_type: "robotLinkDown".into(),
+                error_references: Vec::new(),
+                error_description: "the brain does not hear the robot; the kernel is in SAFE"
+                    .into(),
+                error_level: "FATAL".into(),
+            });
+        }
+        errors
     }
 
     fn position(&self) -> AgvPosition {

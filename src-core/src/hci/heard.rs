@@ -687,62 +687,13 @@ pub fn plan(
     let language = heard.language.as_str();
     let lang = Lang::of_code(language);
     let response = hearing.response(language, intent, &r.response, r);
-    match intent {
-        "HassNevermind" => {
-            return Some(Plan::Answer(
-                response.unwrap_or_else(|| line(lang, "nevermind", &[])),
-            ));
-        }
-        "HassRespond" => {
-            return Some(Plan::Answer(
-                response.unwrap_or_else(|| line(lang, "hello", &[])),
-            ));
-        }
-        "HassBroadcast" => {
-            return Some(Plan::Answer(
-                r.text_of("message")
-                    .map_or_else(|| line(lang, "done_nothing", &[]), str::to_string),
-            ));
-        }
-        "HassGetCurrentTime" => {
-            let h = clock_h.rem_euclid(24.0);
-            let (hour, minute) = (h.floor() as u32, ((h.fract()) * 60.0).floor() as u32);
-            let time = format!("{hour:02}:{minute:02}");
-            return Some(Plan::Answer(line(lang, "time_now", &[("time", &time)])));
-        }
-        "HassStartTimer"
-        | "HassCancelTimer"
-        | "HassCancelAllTimers"
-        | "HassIncreaseTimer"
-        | "HassDecreaseTimer"
-        | "HassPauseTimer"
-        | "HassUnpauseTimer"
-        | "HassTimerStatus" => {
-            return Some(Plan::Timer(TimerAsk {
-                intent: intent.to_string(),
-                seconds: duration_of(r, ""),
-                start_seconds: duration_of(r, "start_"),
-                name: r
-                    .slot("name")
-                    .map(|s| s.text.trim().to_string())
-                    .filter(|n| !n.is_empty()),
-                command: r.text_of("conversation_command").map(str::to_string),
-                response,
-                not_found: hearing.error(language, "timer_not_found", &[]),
-                lang,
-            }));
-        }
-        _ => {}
+    if let Some(plan) = without_devices(heard, hearing, clock_h, response.as_deref()) {
+        return Some(plan);
     }
     let w = want(r);
     // A scene or a script by name.
     if intent == "HassTurnOn"
-        && let Some(name) = w.name
-        && w.domains.iter().any(|d| d == "scene" || d == "script")
-        && let Some(s) = scenes.iter().find(|s| {
-            s.name.replace('_', " ").eq_ignore_ascii_case(name)
-                || s.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
-        })
+        && let Some(s) = scene_named(&w, scenes)
     {
         return Some(Plan::Understood(
             Understood::Scene {
@@ -765,51 +716,139 @@ pub fn plan(
         return Some(Plan::Understood(clarify(world, ids, verb, lang), None));
     }
     if is_query(intent) {
-        // "Which lights are on?": the ones that are, from their real state
-        // (an offline device's state is unknown, so it is not counted).
-        if let Some(state) = r.text_of("state")
-            && found.len() > 1
-        {
-            let asked: Vec<&Device> = found
-                .iter()
-                .copied()
-                .filter(|d| d.online && in_state(d, state))
-                .collect();
-            let what = found.first().map_or("device", |d| d.kind.as_str());
-            // The state in words of the language heard ("on" → "开着").
-            let state = if matches!(
-                state,
-                "on" | "off" | "open" | "closed" | "locked" | "unlocked"
-            ) {
-                line(lang, state, &[])
-            } else {
-                state.to_string()
-            };
-            return Some(Plan::Answer(if asked.is_empty() {
-                line(lang, "none_in_state", &[("what", what), ("state", &state)])
-            } else {
-                line(
-                    lang,
-                    "some_in_state",
-                    &[
-                        ("n", &asked.len().to_string()),
-                        ("names", &names_list(&asked, lang)),
-                        ("state", &state),
-                    ],
-                )
-            }));
-        }
-        // One device: its state as it is, with what it cannot tell.
-        let steps = found
-            .iter()
-            .map(|d| Step::Query {
-                device: d.id.clone(),
-            })
-            .collect();
-        return Some(Plan::Understood(Understood::Steps { steps }, None));
+        return Some(query_plan(r, &found, lang));
     }
+    Some(control_plan(heard, hearing, &found, response))
+}
+
+/// The intents that touch no device: an answer (with Home Assistant's
+/// `response` when it has one), or something for the robot's timers.
+fn without_devices(
+    heard: &Heard,
+    hearing: &Hearing,
+    clock_h: f64,
+    response: Option<&str>,
+) -> Option<Plan> {
+    let r = &heard.recognized;
+    let intent = r.intent.as_str();
+    let language = heard.language.as_str();
+    let lang = Lang::of_code(language);
+    let said_or = |key: &str| response.map_or_else(|| line(lang, key, &[]), str::to_string);
+    Some(match intent {
+        "HassNevermind" => Plan::Answer(said_or("nevermind")),
+        "HassRespond" => Plan::Answer(said_or("hello")),
+        "HassBroadcast" => Plan::Answer(
+            r.text_of("message")
+                .map_or_else(|| line(lang, "done_nothing", &[]), str::to_string),
+        ),
+        "HassGetCurrentTime" => {
+            let h = clock_h.rem_euclid(24.0);
+            let (hour, minute) = (h.floor() as u32, ((h.fract()) * 60.0).floor() as u32);
+            let time = format!("{hour:02}:{minute:02}");
+            Plan::Answer(line(lang, "time_now", &[("time", &time)]))
+        }
+        "HassStartTimer"
+        | "HassCancelTimer"
+        | "HassCancelAllTimers"
+        | "HassIncreaseTimer"
+        | "HassDecreaseTimer"
+        | "HassPauseTimer"
+        | "HassUnpauseTimer"
+        | "HassTimerStatus" => Plan::Timer(TimerAsk {
+            intent: intent.to_string(),
+            seconds: duration_of(r, ""),
+            start_seconds: duration_of(r, "start_"),
+            name: r
+                .slot("name")
+                .map(|s| s.text.trim().to_string())
+                .filter(|n| !n.is_empty()),
+            command: r.text_of("conversation_command").map(str::to_string),
+            response: response.map(str::to_string),
+            not_found: hearing.error(language, "timer_not_found", &[]),
+            lang,
+        }),
+        _ => return None,
+    })
+}
+
+/// The scene or script `w` names, when it asks for one.
+fn scene_named<'s>(w: &Want<'_>, scenes: &'s [Scene]) -> Option<&'s Scene> {
+    let name = w.name?;
+    if !w.domains.iter().any(|d| d == "scene" || d == "script") {
+        return None;
+    }
+    scenes.iter().find(|s| {
+        s.name.replace('_', " ").eq_ignore_ascii_case(name)
+            || s.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+    })
+}
+
+/// A query about `found`: which of them are in the state asked, or each
+/// one's state as it is, with what it cannot tell.
+fn query_plan(r: &Recognized, found: &[&Device], lang: Lang) -> Plan {
+    // "Which lights are on?": the ones that are, from their real state
+    // (an offline device's state is unknown, so it is not counted).
+    if let Some(state) = r.text_of("state")
+        && found.len() > 1
+    {
+        return Plan::Answer(in_state_line(found, state, lang));
+    }
+    // One device: its state as it is, with what it cannot tell.
+    let steps = found
+        .iter()
+        .map(|d| Step::Query {
+            device: d.id.clone(),
+        })
+        .collect();
+    Plan::Understood(Understood::Steps { steps }, None)
+}
+
+/// Which of `found` are in `state`, said in `lang`.
+fn in_state_line(found: &[&Device], state: &str, lang: Lang) -> String {
+    let asked: Vec<&Device> = found
+        .iter()
+        .copied()
+        .filter(|d| d.online && in_state(d, state))
+        .collect();
+    let what = found.first().map_or("device", |d| d.kind.as_str());
+    // The state in words of the language heard ("on" → "开着").
+    let state = if matches!(
+        state,
+        "on" | "off" | "open" | "closed" | "locked" | "unlocked"
+    ) {
+        line(lang, state, &[])
+    } else {
+        state.to_string()
+    };
+    if asked.is_empty() {
+        line(lang, "none_in_state", &[("what", what), ("state", &state)])
+    } else {
+        line(
+            lang,
+            "some_in_state",
+            &[
+                ("n", &asked.len().to_string()),
+                ("names", &names_list(&asked, lang)),
+                ("state", &state),
+            ],
+        )
+    }
+}
+
+/// The device calls the intent makes on `found`, with Home Assistant's
+/// `response` when it fits; what is missing when none of them can.
+fn control_plan(
+    heard: &Heard,
+    hearing: &Hearing,
+    found: &[&Device],
+    response: Option<String>,
+) -> Plan {
+    let r = &heard.recognized;
+    let intent = r.intent.as_str();
+    let language = heard.language.as_str();
+    let lang = Lang::of_code(language);
     let mut steps = Vec::new();
-    for d in &found {
+    for d in found {
         if let Some((action, args)) = call_for(intent, r, d) {
             steps.push(Step::Control {
                 device: d.id.clone(),
@@ -827,7 +866,7 @@ pub fn plan(
                 .error(language, "feature_not_supported", &[])
                 .unwrap_or_else(|| line(lang, "no_feature", &[]))
         };
-        return Some(Plan::NotFound(message));
+        return Plan::NotFound(message);
     }
     // Home Assistant's response speaks for several devices ("Turned on the
     // lights") or carries what was said ("Added oat milk"); one device's
@@ -838,7 +877,7 @@ pub fn plan(
                 .template(language, intent, &r.response)
                 .is_some_and(|t| t.contains("slots."))
     });
-    Some(Plan::Understood(Understood::Steps { steps }, response))
+    Plan::Understood(Understood::Steps { steps }, response)
 }
 
 /// Whether a device kind is one the grammar's execution can reach (for docs and tests).

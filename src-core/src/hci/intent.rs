@@ -151,6 +151,19 @@ const PRONOUNS: &[&str] = &[
 ];
 const ALL: &[&str] = &["所有", "全部", "都", "all the", "all", "every", "both"];
 
+/// Phrases for the robot's face: `(phrase, expression)`.
+const EXPRESSIONS: &[(&str, &str)] = &[
+    ("笑一个", "smile"),
+    ("笑", "smile"),
+    ("smile", "smile"),
+    ("哭", "cry"),
+    ("cry", "cry"),
+    ("惊讶", "amazed"),
+    ("look amazed", "amazed"),
+    ("闭眼", "close_eyes"),
+    ("close your eyes", "close_eyes"),
+];
+
 /// Verb phrases, the longest match in a clause wins.
 fn verbs() -> Vec<(&'static str, Verb)> {
     let mut v = vec![
@@ -192,51 +205,12 @@ fn verbs() -> Vec<(&'static str, Verb)> {
         ("arm", Verb::Arm),
         ("撤防", Verb::Disarm),
         ("disarm", Verb::Disarm),
-        (
-            "笑一个",
-            Verb::Expression {
-                name: "smile".into(),
-            },
-        ),
-        (
-            "笑",
-            Verb::Expression {
-                name: "smile".into(),
-            },
-        ),
-        (
-            "smile",
-            Verb::Expression {
-                name: "smile".into(),
-            },
-        ),
-        ("哭", Verb::Expression { name: "cry".into() }),
-        ("cry", Verb::Expression { name: "cry".into() }),
-        (
-            "惊讶",
-            Verb::Expression {
-                name: "amazed".into(),
-            },
-        ),
-        (
-            "look amazed",
-            Verb::Expression {
-                name: "amazed".into(),
-            },
-        ),
-        (
-            "闭眼",
-            Verb::Expression {
-                name: "close_eyes".into(),
-            },
-        ),
-        (
-            "close your eyes",
-            Verb::Expression {
-                name: "close_eyes".into(),
-            },
-        ),
     ];
+    v.extend(
+        EXPRESSIONS
+            .iter()
+            .map(|&(phrase, name)| (phrase, Verb::Expression { name: name.into() })),
+    );
     v.sort_by_key(|(p, _)| std::cmp::Reverse(p.chars().count()));
     v
 }
@@ -486,27 +460,15 @@ pub fn understand(
 ) -> Option<Understood> {
     let lang = Lang::of(text);
     let text = normalize(text);
-    for scene in scenes {
-        if scene.aliases.iter().any(|a| has(&text, &a.to_lowercase()))
-            || has(&text, &format!("{} scene", scene.name))
-        {
-            return Some(Understood::Scene {
-                name: scene.name.clone(),
-            });
-        }
+    if let Some(scene) = scene_in(&text, scenes) {
+        return Some(Understood::Scene {
+            name: scene.name.clone(),
+        });
     }
-    if let Some(pending) = &session.pending {
-        let picked = answer_pick(&text, pending, world);
-        if !picked.is_empty() && verb_in(&text).is_none_or(|v| Some(&v) == pending.verb.as_ref()) {
-            let steps = picked
-                .iter()
-                .filter_map(|id| step_for(world, id, pending.verb.as_ref(), lang))
-                .collect::<Result<Vec<_>, _>>();
-            return Some(match steps {
-                Ok(steps) => Understood::Steps { steps },
-                Err(message) => Understood::Cannot { message },
-            });
-        }
+    if let Some(pending) = &session.pending
+        && let Some(answer) = answer_to(&text, pending, world, lang)
+    {
+        return Some(answer);
     }
     let mut steps = Vec::new();
     let mut last_verb: Option<Verb> = None;
@@ -524,80 +486,18 @@ pub fn understand(
             // about the device.
             continue;
         }
-        let room = room_in(&clause, world);
-        let found = mentions(&clause, world);
-        let mut targets: Vec<String> = Vec::new();
-        for m in &found {
-            let mut ids = m.devices.clone();
-            if ids.len() > 1
-                && let Some(r) = &room
-            {
-                let in_room: Vec<String> = ids
-                    .iter()
-                    .filter(|id| world.get(id).is_some_and(|d| &d.room == r))
-                    .cloned()
-                    .collect();
-                if !in_room.is_empty() {
-                    ids = in_room;
-                }
-            }
-            if ids.len() > 1 && !ALL.iter().any(|w| has(&clause, w)) {
-                return Some(clarify(world, ids, verb, lang));
-            }
-            targets.extend(ids);
-        }
-        if targets.is_empty()
-            && let Some(kind) = kind_in(&clause)
-        {
-            let of_kind: Vec<String> = world
-                .search(None, room.as_deref(), Some(kind))
-                .into_iter()
-                .map(|d| d.id.clone())
-                .collect();
-            if of_kind.len() > 1 && !ALL.iter().any(|w| has(&clause, w)) {
-                return Some(clarify(world, of_kind, verb, lang));
-            }
-            targets = of_kind;
-        }
-        if targets.is_empty()
-            && PRONOUNS.iter().any(|p| has(&clause, p))
-            && (verb.is_some() || question)
-        {
-            targets.clone_from(&last_devices);
-        }
-        if targets.is_empty() {
-            // The robot's own screen and face need no name.
-            match &verb {
-                Some(Verb::Level { .. })
-                    if clause.contains("亮度") || clause.contains("brightness") =>
-                {
-                    targets = world
-                        .search(None, None, Some(DeviceKind::Screen))
-                        .iter()
-                        .map(|d| d.id.clone())
-                        .collect();
-                }
-                Some(Verb::Expression { .. }) => {
-                    targets = world
-                        .search(None, None, Some(DeviceKind::Expression))
-                        .iter()
-                        .map(|d| d.id.clone())
-                        .collect();
-                }
-                _ => continue,
-            }
-        }
-        for id in &targets {
-            let step = if question {
-                Some(Ok(Step::Query { device: id.clone() }))
-            } else {
-                step_for(world, id, verb.as_ref(), lang)
-            };
-            match step {
-                Some(Ok(s)) => steps.push(s),
-                Some(Err(message)) => return Some(Understood::Cannot { message }),
-                None => {}
-            }
+        let asked = Clause {
+            text: &clause,
+            verb: verb.as_ref(),
+            question,
+        };
+        let targets = match targets_of(&asked, world, &last_devices, lang) {
+            Targets::Devices(targets) => targets,
+            Targets::Ask(which) => return Some(which),
+            Targets::Skip => continue,
+        };
+        if let Err(message) = push_steps(&mut steps, &asked, &targets, world, lang) {
+            return Some(Understood::Cannot { message });
         }
         last_verb = verb;
         last_devices = targets;
@@ -606,6 +506,163 @@ pub fn understand(
         return None;
     }
     Some(Understood::Steps { steps })
+}
+
+/// The scene `text` names: by an alias, or as "<name> scene".
+fn scene_in<'s>(text: &str, scenes: &'s [Scene]) -> Option<&'s Scene> {
+    scenes.iter().find(|scene| {
+        scene.aliases.iter().any(|a| has(text, &a.to_lowercase()))
+            || has(text, &format!("{} scene", scene.name))
+    })
+}
+
+/// `text` as an answer to the clarifying question just asked: the steps
+/// for the candidates it picks; `None` when it picks none, or says
+/// another verb.
+fn answer_to(text: &str, pending: &Pending, world: &DeviceWorld, lang: Lang) -> Option<Understood> {
+    let picked = answer_pick(text, pending, world);
+    if picked.is_empty() || verb_in(text).is_some_and(|v| Some(&v) != pending.verb.as_ref()) {
+        return None;
+    }
+    let steps = picked
+        .iter()
+        .filter_map(|id| step_for(world, id, pending.verb.as_ref(), lang))
+        .collect::<Result<Vec<_>, _>>();
+    Some(match steps {
+        Ok(steps) => Understood::Steps { steps },
+        Err(message) => Understood::Cannot { message },
+    })
+}
+
+/// One clause being understood: its words, its verb (said, or carried
+/// over from the clause before) and whether it asks.
+struct Clause<'a> {
+    /// The clause's words.
+    text: &'a str,
+    /// What is to be done (`None`: a question).
+    verb: Option<&'a Verb>,
+    /// Whether it asks about the devices.
+    question: bool,
+}
+
+/// Whom a clause is about.
+enum Targets {
+    /// These devices.
+    Devices(Vec<String>),
+    /// A name that fits several devices: ask which.
+    Ask(Understood),
+    /// Nothing here: the clause is not about the home.
+    Skip,
+}
+
+/// The devices `clause` is about: named (the ones in the room said, when a
+/// name fits several), of a kind, referred back to (`last_devices`), or
+/// the robot's own screen and face.
+fn targets_of(
+    clause: &Clause<'_>,
+    world: &DeviceWorld,
+    last_devices: &[String],
+    lang: Lang,
+) -> Targets {
+    let text = clause.text;
+    let all = || ALL.iter().any(|w| has(text, w));
+    let room = room_in(text, world);
+    let mut targets: Vec<String> = Vec::new();
+    for m in mentions(text, world) {
+        let ids = in_room_if_several(m.devices, room.as_deref(), world);
+        if ids.len() > 1 && !all() {
+            return Targets::Ask(clarify(world, ids, clause.verb.cloned(), lang));
+        }
+        targets.extend(ids);
+    }
+    if targets.is_empty()
+        && let Some(kind) = kind_in(text)
+    {
+        let of_kind: Vec<String> = world
+            .search(None, room.as_deref(), Some(kind))
+            .into_iter()
+            .map(|d| d.id.clone())
+            .collect();
+        if of_kind.len() > 1 && !all() {
+            return Targets::Ask(clarify(world, of_kind, clause.verb.cloned(), lang));
+        }
+        targets = of_kind;
+    }
+    if targets.is_empty()
+        && PRONOUNS.iter().any(|p| has(text, p))
+        && (clause.verb.is_some() || clause.question)
+    {
+        targets = last_devices.to_vec();
+    }
+    if targets.is_empty() {
+        match own_devices(clause, world) {
+            Some(own) => targets = own,
+            None => return Targets::Skip,
+        }
+    }
+    Targets::Devices(targets)
+}
+
+/// Of several devices one name fits, the ones in `room` when any are.
+fn in_room_if_several(ids: Vec<String>, room: Option<&str>, world: &DeviceWorld) -> Vec<String> {
+    if ids.len() > 1
+        && let Some(r) = room
+    {
+        let in_room: Vec<String> = ids
+            .iter()
+            .filter(|id| world.get(id).is_some_and(|d| d.room == r))
+            .cloned()
+            .collect();
+        if !in_room.is_empty() {
+            return in_room;
+        }
+    }
+    ids
+}
+
+/// The robot's own screen and face need no name: a brightness goes to the
+/// screen, an expression to the face; `None` for anything else.
+fn own_devices(clause: &Clause<'_>, world: &DeviceWorld) -> Option<Vec<String>> {
+    let kind = match clause.verb {
+        Some(Verb::Level { .. })
+            if clause.text.contains("亮度") || clause.text.contains("brightness") =>
+        {
+            DeviceKind::Screen
+        }
+        Some(Verb::Expression { .. }) => DeviceKind::Expression,
+        _ => return None,
+    };
+    Some(
+        world
+            .search(None, None, Some(kind))
+            .iter()
+            .map(|d| d.id.clone())
+            .collect(),
+    )
+}
+
+/// Appends each target's step (a query when the clause asks) to `steps`;
+/// what to say when a target cannot do what was asked.
+fn push_steps(
+    steps: &mut Vec<Step>,
+    clause: &Clause<'_>,
+    targets: &[String],
+    world: &DeviceWorld,
+    lang: Lang,
+) -> Result<(), String> {
+    for id in targets {
+        let step = if clause.question {
+            Some(Ok(Step::Query { device: id.clone() }))
+        } else {
+            step_for(world, id, clause.verb, lang)
+        };
+        match step {
+            Some(Ok(s)) => steps.push(s),
+            Some(Err(message)) => return Err(message),
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// The step for `verb` on device `id`: a call, an error when the device

@@ -181,22 +181,51 @@ pub fn describe(d: &Device, lang: Lang) -> String {
     if !d.online {
         return line(lang, "offline_unknown", &[("device", &name)]);
     }
+    let facts = [
+        running_facts(d, lang),
+        activity_facts(&d.state, lang),
+        setting_facts(&d.state, lang),
+    ]
+    .concat();
+    let facts = lines::list(lang, &facts, false);
+    let mut text = line(lang, "state_is", &[("device", &name), ("facts", &facts)]);
+    if let Some(c) = &d.caveat {
+        let mut chars = c.chars();
+        if let Some(first) = chars.next() {
+            let caveat = format!("{}{}", first.to_uppercase(), chars.as_str());
+            text.push_str(&line(lang, "caveat", &[("caveat", &caveat)]));
+        }
+    }
+    text
+}
+
+/// A state's word in `lang` ("on" → "开着").
+fn say(lang: Lang, key: &str) -> String {
+    line(lang, key, &[])
+}
+
+/// A line of `lang` with a number `n` in it.
+fn num(lang: Lang, key: &str, n: &dyn std::fmt::Display) -> String {
+    line(lang, key, &[("n", &n.to_string())])
+}
+
+/// Whether and how a device runs: Home Assistant's state text, on / off,
+/// brightness, speed.
+fn running_facts(d: &Device, lang: Lang) -> Vec<String> {
     let s = &d.state;
-    let say = |key: &str| line(lang, key, &[]);
-    let num = |key: &str, n: &dyn std::fmt::Display| line(lang, key, &[("n", &n.to_string())]);
     let mut facts: Vec<String> = Vec::new();
     // Home Assistant's own state text (`on`, `closed`, `cleaning`), with its
     // brightness in 0–255.
     let ha = s.get("state").and_then(Value::as_str);
     if let Some(state) = ha {
         facts.push(if d.kind == crate::devices::DeviceKind::Todo {
-            num("holding_count", &state)
+            num(lang, "holding_count", &state)
         } else {
             state.to_string()
         });
     }
     if let Some(on) = s.get("on").and_then(Value::as_bool) {
-        facts.push(say(if on { "on" } else { "off" }));
+        facts.push(say(lang, if on { "on" } else { "off" }));
     }
     if let Some(b) = s
         .get("brightness")
@@ -208,16 +237,23 @@ pub fn describe(d: &Device, lang: Lang) -> String {
         } else {
             b
         };
-        facts.push(num("at_brightness", &pct));
+        facts.push(num(lang, "at_brightness", &pct));
     }
     if let Some(v) = s.get("speed").and_then(Value::as_i64).filter(|v| *v > 0) {
-        facts.push(num("at_speed", &v));
+        facts.push(num(lang, "at_speed", &v));
     }
+    facts
+}
+
+/// What a device is doing: playing, its volume, its status, the items it
+/// holds.
+fn activity_facts(s: &serde_json::Map<String, Value>, lang: Lang) -> Vec<String> {
+    let mut facts: Vec<String> = Vec::new();
     if let Some(p) = s.get("playing").and_then(Value::as_bool) {
-        facts.push(say(if p { "playing" } else { "not_playing" }));
+        facts.push(say(lang, if p { "playing" } else { "not_playing" }));
     }
     if let Some(v) = s.get("volume").and_then(Value::as_i64) {
-        facts.push(num("at_volume", &v));
+        facts.push(num(lang, "at_volume", &v));
     }
     if let Some(st) = s.get("status").and_then(Value::as_str) {
         facts.push(st.to_string());
@@ -229,7 +265,7 @@ pub fn describe(d: &Device, lang: Lang) -> String {
             .map(str::to_string)
             .collect();
         facts.push(if list.is_empty() {
-            say("empty")
+            say(lang, "empty")
         } else {
             line(
                 lang,
@@ -238,6 +274,13 @@ pub fn describe(d: &Device, lang: Lang) -> String {
             )
         });
     }
+    facts
+}
+
+/// How a device is set: colour, power drawn, position, locked, open,
+/// armed, target temperature, expression.
+fn setting_facts(s: &serde_json::Map<String, Value>, lang: Lang) -> Vec<String> {
+    let mut facts: Vec<String> = Vec::new();
     if let Some(c) = s
         .get("color")
         .and_then(Value::as_str)
@@ -250,40 +293,31 @@ pub fn describe(d: &Device, lang: Lang) -> String {
         .and_then(Value::as_f64)
         .filter(|w| *w > 0.0)
     {
-        facts.push(num("drawing", &w));
+        facts.push(num(lang, "drawing", &w));
     }
     if let Some(p) = s.get("position").and_then(Value::as_i64) {
         facts.push(match p {
-            0 => say("closed"),
-            100 => say("open"),
-            p => num("percent_open", &p),
+            0 => say(lang, "closed"),
+            100 => say(lang, "open"),
+            p => num(lang, "percent_open", &p),
         });
     }
     if let Some(l) = s.get("locked").and_then(Value::as_bool) {
-        facts.push(say(if l { "locked" } else { "unlocked" }));
+        facts.push(say(lang, if l { "locked" } else { "unlocked" }));
     }
     if let Some(o) = s.get("open").and_then(Value::as_bool) {
-        facts.push(say(if o { "open" } else { "closed" }));
+        facts.push(say(lang, if o { "open" } else { "closed" }));
     }
     if let Some(a) = s.get("armed").and_then(Value::as_bool) {
-        facts.push(say(if a { "armed" } else { "not_armed" }));
+        facts.push(say(lang, if a { "armed" } else { "not_armed" }));
     }
     if let Some(t) = s.get("target_c") {
-        facts.push(num("set_to_degrees", t));
+        facts.push(num(lang, "set_to_degrees", t));
     }
     if let Some(e) = s.get("expression").and_then(Value::as_str) {
         facts.push(line(lang, "showing", &[("what", e)]));
     }
-    let facts = lines::list(lang, &facts, false);
-    let mut text = line(lang, "state_is", &[("device", &name), ("facts", &facts)]);
-    if let Some(c) = &d.caveat {
-        let mut chars = c.chars();
-        if let Some(first) = chars.next() {
-            let caveat = format!("{}{}", first.to_uppercase(), chars.as_str());
-            text.push_str(&line(lang, "caveat", &[("caveat", &caveat)]));
-        }
-    }
-    text
+    facts
 }
 
 /// The line for a write's real result (`devices.invoke`, `actions.batch_invoke`,

@@ -61,9 +61,18 @@ fn call_schema() -> Value {
 
 /// Every home tool's spec: name, description, args schema, main/sub type, risk.
 pub fn specs() -> Vec<SkillSpec> {
+    let mut all = device_reads();
+    all.extend(device_writes());
+    all.push(recent_spec());
+    all.push(scene_spec());
+    all.extend(dialog_specs());
+    all
+}
+
+/// The device reads: list, search, get, get_state, snapshot.
+fn device_reads() -> Vec<SkillSpec> {
     let room = json!({"type": "string", "description": "a room's id or name"});
     let read = SubType::Query;
-    let control = SubType::Control;
     let p = props;
     vec![
         spec(
@@ -109,6 +118,13 @@ pub fn specs() -> Vec<SkillSpec> {
             read,
             Risk::Read,
         ),
+    ]
+}
+
+/// The device writes: one call, or several as one plan.
+fn device_writes() -> Vec<SkillSpec> {
+    let control = SubType::Control;
+    vec![
         spec(
             "devices.invoke",
             "Carry out #{action} on #{device}",
@@ -126,7 +142,7 @@ pub fn specs() -> Vec<SkillSpec> {
             "actions.batch_invoke",
             "Carry out several device actions as one plan",
             object(
-                p(&[(
+                props(&[(
                     "calls",
                     json!({"type": "array", "minItems": 1, "items": call_schema()}),
                 )]),
@@ -136,51 +152,63 @@ pub fn specs() -> Vec<SkillSpec> {
             control,
             Risk::HighWrite,
         ),
-        spec(
-            "actions.get_recent",
-            "List the most recent device actions and their results",
-            object(
-                p(&[(
-                    "limit",
-                    json!({"type": "integer", "minimum": 1, "maximum": 100}),
-                )]),
-                &[],
-                false,
-            ),
-            read,
-            Risk::Read,
+    ]
+}
+
+/// `actions.get_recent`: the most recent device actions.
+fn recent_spec() -> SkillSpec {
+    spec(
+        "actions.get_recent",
+        "List the most recent device actions and their results",
+        object(
+            props(&[(
+                "limit",
+                json!({"type": "integer", "minimum": 1, "maximum": 100}),
+            )]),
+            &[],
+            false,
         ),
-        spec(
-            "scenes.run",
-            "Run the scene #{scene}",
-            object(
-                p(&[("scene", json!({"type": "string", "minLength": 1}))]),
-                &["scene"],
-                true,
-            ),
-            control,
-            Risk::HighWrite,
+        SubType::Query,
+        Risk::Read,
+    )
+}
+
+/// `scenes.run`: a scene's calls as one plan.
+fn scene_spec() -> SkillSpec {
+    spec(
+        "scenes.run",
+        "Run the scene #{scene}",
+        object(
+            props(&[("scene", json!({"type": "string", "minLength": 1}))]),
+            &["scene"],
+            true,
         ),
+        SubType::Control,
+        Risk::HighWrite,
+    )
+}
+
+/// The dialogue tools: a confirmation, a clarifying question.
+fn dialog_specs() -> Vec<SkillSpec> {
+    let question = || json!({"type": "string", "minLength": 1});
+    vec![
         spec(
             "dialog.request_confirmation",
             "Present a plan to the user for confirmation",
             object(
-                p(&[
-                    ("question", json!({"type": "string", "minLength": 1})),
-                    ("plan", json!({})),
-                ]),
+                props(&[("question", question()), ("plan", json!({}))]),
                 &["question"],
                 false,
             ),
-            read,
+            SubType::Query,
             Risk::Read,
         ),
         spec(
             "dialog.ask_clarifying_question",
             "Ask the user which of several candidates they mean",
             object(
-                p(&[
-                    ("question", json!({"type": "string", "minLength": 1})),
+                props(&[
+                    ("question", question()),
                     (
                         "candidates",
                         json!({"type": "array", "items": {"type": "string"}}),
@@ -189,7 +217,7 @@ pub fn specs() -> Vec<SkillSpec> {
                 &["question"],
                 false,
             ),
-            read,
+            SubType::Query,
             Risk::Read,
         ),
     ]

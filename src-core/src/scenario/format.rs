@@ -669,6 +669,11 @@ fn percent(
     }
 }
 
+/// One verb a step names: the verb, the span of its value, and the action
+/// (or why the value is not one).
+type Verb = (&'static str, Range<usize>, Result<Action, String>);
+
+/// A `[[step]]`, validated: its trigger, its delay and its one action.
 fn step(
     cx: &Ctx<'_>,
     raw: Spanned<RawStep>,
@@ -676,8 +681,31 @@ fn step(
     max_time: f64,
 ) -> Result<Step, SourceError> {
     let header = raw.span();
-    let raw = raw.into_inner();
-    let trigger = match (raw.at, raw.on) {
+    let mut raw = raw.into_inner();
+    let trigger = step_trigger(cx, raw.at.take(), raw.on.take(), &header, field, max_time)?;
+    let after = cx
+        .seconds(raw.after.as_ref(), &format!("{field}.after"), false)?
+        .unwrap_or(0.0);
+    let verbs = step_verbs(cx, raw, field)?;
+    let action = only_action(cx, verbs, &header, field)?;
+    Ok(Step {
+        line: cx.line(&header),
+        trigger,
+        after,
+        action,
+    })
+}
+
+/// A step's `at` or `on` (exactly one), checked: `at` within `max_time`.
+fn step_trigger(
+    cx: &Ctx<'_>,
+    at: Option<Spanned<f64>>,
+    on: Option<RawPattern>,
+    header: &Range<usize>,
+    field: &str,
+    max_time: f64,
+) -> Result<Trigger, SourceError> {
+    match (at, on) {
         (Some(at), None) => {
             let t = cx
                 .seconds(Some(&at), &format!("{field}.at"), false)?
@@ -689,29 +717,26 @@ fn step(
                     format!("expected a time within max_time ({max_time} s), found {t}"),
                 ));
             }
-            Trigger::At(t)
+            Ok(Trigger::At(t))
         }
-        (None, Some(on)) => Trigger::On(cx.pattern(on, &format!("{field}.on"))?),
-        (Some(at), Some(_)) => {
-            return Err(cx.err(
-                &cx.key_span("at", &at.span()),
-                &format!("{field}.at"),
-                "expected either `at` or `on`, not both",
-            ));
-        }
-        (None, None) => {
-            return Err(cx.err(
-                &header,
-                field,
-                "expected `at = <sim seconds>` or `on = { kind = \"…\", match = {…} }`",
-            ));
-        }
-    };
-    let after = cx
-        .seconds(raw.after.as_ref(), &format!("{field}.after"), false)?
-        .unwrap_or(0.0);
+        (None, Some(on)) => Ok(Trigger::On(cx.pattern(on, &format!("{field}.on"))?)),
+        (Some(at), Some(_)) => Err(cx.err(
+            &cx.key_span("at", &at.span()),
+            &format!("{field}.at"),
+            "expected either `at` or `on`, not both",
+        )),
+        (None, None) => Err(cx.err(
+            header,
+            field,
+            "expected `at = <sim seconds>` or `on = { kind = \"…\", match = {…} }`",
+        )),
+    }
+}
 
-    let mut actions: Vec<(&str, Range<usize>, Result<Action, String>)> = Vec::new();
+/// Every verb a step names, in the order of [`ACTIONS`]; only an `edit`
+/// that is not a table of plain values fails here.
+fn step_verbs(cx: &Ctx<'_>, raw: RawStep, field: &str) -> Result<Vec<Verb>, SourceError> {
+    let mut actions: Vec<Verb> = Vec::new();
     let mut push = |verb: &'static str, span: Range<usize>, action: Result<Action, String>| {
         actions.push((verb, span, action));
     };
@@ -752,11 +777,21 @@ fn step(
     if let Some(v) = raw.patrol {
         push("patrol", v.span(), patrol(v.get_ref()));
     }
+    Ok(actions)
+}
 
+/// The one action of a step, located at its key: an error when the step
+/// names none, several, or a verb with a bad value.
+fn only_action(
+    cx: &Ctx<'_>,
+    mut actions: Vec<Verb>,
+    header: &Range<usize>,
+    field: &str,
+) -> Result<Located<Action>, SourceError> {
     let (verb, span, action) = match actions.len() {
         0 => {
             return Err(cx.err(
-                &header,
+                header,
                 field,
                 format!("expected one action ({})", ACTIONS.join(", ")),
             ));
@@ -777,15 +812,10 @@ fn step(
     let span = cx.key_span(verb, &span);
     let action = action.map_err(|msg| cx.err(&span, &format!("{field}.{verb}"), msg))?;
     let (line, col) = line_col(cx.text, span.start);
-    Ok(Step {
-        line: cx.line(&header),
-        trigger,
-        after,
-        action: Located {
-            value: action,
-            line,
-            col,
-        },
+    Ok(Located {
+        value: action,
+        line,
+        col,
     })
 }
 

@@ -266,109 +266,22 @@ impl Grammar {
 
     fn from_raw(raw: RawGrammar, file: &str) -> Result<Self, GrammarError> {
         let mut names = Names::default();
-        let mut rules_parsed = Vec::new();
-        for (name, body) in &raw.expansion_rules {
-            let expr = parse_sentence(body, &mut names).map_err(|e| GrammarError::Rule {
-                file: file.to_string(),
-                rule: name.clone(),
-                position: e.position,
-                message: e.message,
-            })?;
-            rules_parsed.push((names.rules.id(name), expr));
-        }
-        let mut lists_parsed = Vec::new();
-        for (name, raw_list) in &raw.lists {
-            let list = parse_list(raw_list, &mut names).map_err(|e| GrammarError::List {
-                file: file.to_string(),
-                list: name.clone(),
-                message: e.0,
-            })?;
-            lists_parsed.push((names.lists.id(name), list));
-        }
+        let rules_parsed = parse_rules(&raw.expansion_rules, &mut names, file)?;
+        let lists_parsed = parse_lists(&raw.lists, &mut names, file)?;
         let mut intents = Vec::new();
         for (intent_name, raw_intent) in raw.intents {
             let mut data = Vec::new();
             for d in raw_intent.data {
-                let mut local_rules = Vec::new();
-                for (name, body) in &d.expansion_rules {
-                    let expr =
-                        parse_sentence(body, &mut names).map_err(|e| GrammarError::Rule {
-                            file: file.to_string(),
-                            rule: name.clone(),
-                            position: e.position,
-                            message: e.message,
-                        })?;
-                    local_rules.push((names.rules.id(name), expr));
-                }
-                let mut local_lists = Vec::new();
-                for (name, raw_list) in &d.lists {
-                    let list =
-                        parse_list(raw_list, &mut names).map_err(|e| GrammarError::List {
-                            file: file.to_string(),
-                            list: name.clone(),
-                            message: e.0,
-                        })?;
-                    local_lists.push((names.lists.id(name), list));
-                }
-                let mut sentences = Vec::new();
-                for text in d.sentences {
-                    let expr =
-                        parse_sentence(&text, &mut names).map_err(|e| GrammarError::Template {
-                            file: file.to_string(),
-                            intent: intent_name.clone(),
-                            template: text.clone(),
-                            position: e.position,
-                            message: e.message,
-                        })?;
-                    sentences.push(Sentence { text, expr });
-                }
-                data.push(IntentData {
-                    sentences,
-                    slots: d.slots,
-                    requires_context: d.requires_context,
-                    excludes_context: d.excludes_context,
-                    response: d.response,
-                    metadata: d.metadata,
-                    required_keywords: d.required_keywords,
-                    local_rules,
-                    local_lists,
-                });
+                data.push(parse_data(d, &intent_name, &mut names, file)?);
             }
             intents.push(Intent {
                 name: intent_name,
                 data,
             });
         }
-        let mut rules: Vec<Option<Expr>> = vec![None; names.rules.len()];
-        for (id, e) in rules_parsed {
-            rules[id] = Some(e);
-        }
-        let mut lists: Vec<Option<SlotList>> = vec![None; names.lists.len()];
-        for (id, l) in lists_parsed {
-            lists[id] = Some(l);
-        }
-        // Wildcard sentences with more literal text are tried first
-        // (`IntentData._sentence_order`, a stable sort).
-        let wildcard: Vec<bool> = lists
-            .iter()
-            .map(|l| matches!(l, Some(SlotList::Wildcard)))
-            .collect();
-        for intent in &mut intents {
-            for d in &mut intent.data {
-                d.sentences.sort_by_key(|s| {
-                    let mut refs = Vec::new();
-                    s.expr.lists(&mut refs);
-                    if refs
-                        .iter()
-                        .any(|l| wildcard.get(*l).copied().unwrap_or(false))
-                    {
-                        -(s.expr.text_chunk_count() as i64)
-                    } else {
-                        0
-                    }
-                });
-            }
-        }
+        let rules = by_id(rules_parsed, names.rules.len());
+        let lists = by_id(lists_parsed, names.lists.len());
+        sort_sentences(&mut intents, &lists);
         let grammar = Self {
             language: raw.language,
             ignore_whitespace: raw.settings.ignore_whitespace,
@@ -447,6 +360,110 @@ impl Grammar {
             .map(|d| d.sentences.len())
             .sum();
         (self.intents.len(), blocks, templates)
+    }
+}
+
+/// Parses expansion rules (the grammar's or a block's): (rule id, body).
+fn parse_rules(
+    raw: &BTreeMap<String, String>,
+    names: &mut Names,
+    file: &str,
+) -> Result<Vec<(usize, Expr)>, GrammarError> {
+    let mut parsed = Vec::new();
+    for (name, body) in raw {
+        let expr = parse_sentence(body, names).map_err(|e| GrammarError::Rule {
+            file: file.to_string(),
+            rule: name.clone(),
+            position: e.position,
+            message: e.message,
+        })?;
+        parsed.push((names.rules.id(name), expr));
+    }
+    Ok(parsed)
+}
+
+/// Parses slot lists (the grammar's or a block's): (list id, list).
+fn parse_lists(
+    raw: &BTreeMap<String, Value>,
+    names: &mut Names,
+    file: &str,
+) -> Result<Vec<(usize, SlotList)>, GrammarError> {
+    let mut parsed = Vec::new();
+    for (name, raw_list) in raw {
+        let list = parse_list(raw_list, names).map_err(|e| GrammarError::List {
+            file: file.to_string(),
+            list: name.clone(),
+            message: e.0,
+        })?;
+        parsed.push((names.lists.id(name), list));
+    }
+    Ok(parsed)
+}
+
+/// Parses a block of intent `intent`: its rules, its lists, then its sentences.
+fn parse_data(
+    d: RawData,
+    intent: &str,
+    names: &mut Names,
+    file: &str,
+) -> Result<IntentData, GrammarError> {
+    let local_rules = parse_rules(&d.expansion_rules, names, file)?;
+    let local_lists = parse_lists(&d.lists, names, file)?;
+    let mut sentences = Vec::new();
+    for text in d.sentences {
+        let expr = parse_sentence(&text, names).map_err(|e| GrammarError::Template {
+            file: file.to_string(),
+            intent: intent.to_string(),
+            template: text.clone(),
+            position: e.position,
+            message: e.message,
+        })?;
+        sentences.push(Sentence { text, expr });
+    }
+    Ok(IntentData {
+        sentences,
+        slots: d.slots,
+        requires_context: d.requires_context,
+        excludes_context: d.excludes_context,
+        response: d.response,
+        metadata: d.metadata,
+        required_keywords: d.required_keywords,
+        local_rules,
+        local_lists,
+    })
+}
+
+/// A table of `len` entries by id, holding the parsed ones.
+fn by_id<T>(parsed: Vec<(usize, T)>, len: usize) -> Vec<Option<T>> {
+    let mut table: Vec<Option<T>> = std::iter::repeat_with(|| None).take(len).collect();
+    for (id, item) in parsed {
+        table[id] = Some(item);
+    }
+    table
+}
+
+/// Wildcard sentences with more literal text are tried first
+/// (`IntentData._sentence_order`, a stable sort).
+fn sort_sentences(intents: &mut [Intent], lists: &[Option<SlotList>]) {
+    let wildcard: Vec<bool> = lists
+        .iter()
+        .map(|l| matches!(l, Some(SlotList::Wildcard)))
+        .collect();
+    for intent in intents {
+        for d in &mut intent.data {
+            d.sentences.sort_by_key(|s| {
+                let mut refs = Vec::new();
+                s.expr.lists(&mut refs);
+                if refs
+                    .iter()
+                    .any(|l| wildcard.get(*l).copied().unwrap_or(false))
+                {
+                    -(s.expr.text_chunk_count() as i64)
+                } else {
+                    0
+                }
+            });
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use super::grammar::{Grammar, IntentData, ListUse};
+use super::grammar::{Grammar, IntentData, ListUse, Sentence};
 use super::slots::{NumberWords, RangeList, SlotList, TextList, ValueInput};
 use super::template::{Chunk, Expr, ListRef};
 use super::text::{self, Skip, fold, is_punct, is_word};
@@ -453,57 +453,19 @@ impl Matcher {
         let ign = g.ignore_whitespace;
         let with_skip = text::for_matching(text);
         let no_skip = text::remove_skip_words(&with_skip, &self.skip, ign, Skip::Anywhere);
-        let had_skip = no_skip != with_skip;
-        let keywords: Vec<String> = no_skip
-            .iter()
-            .collect::<String>()
-            .split_whitespace()
-            .map(str::to_string)
-            .collect();
-        let mut haystack: String = with_skip.iter().map(|c| fold(*c)).collect();
-        haystack.push('\n');
-        haystack.extend(no_skip.iter().map(|c| fold(*c)));
-        if ign {
-            let stripped: Vec<char> = text::drop_cjk_spaces(&haystack.chars().collect::<Vec<_>>());
-            haystack.push('\n');
-            haystack.extend(stripped);
-        }
+        let keywords = keywords_of(&no_skip);
+        let haystack = haystack_of(&with_skip, &no_skip, ign);
         let index = self.index();
         let present: Vec<bool> = index
             .fragments
             .iter()
             .map(|f| haystack.contains(f.as_str()))
             .collect();
-        let matchable = |t: &[char]| {
-            let mut v = if ign {
-                text::drop_cjk_spaces(t)
-            } else {
-                t.to_vec()
-            };
-            if !ign {
-                v.push(' ');
-            }
-            Texts::new(v)
-        };
-        let t_no_skip = matchable(&no_skip);
-        let t_with_skip = matchable(&with_skip);
-        let mut t_start: Option<Texts> = None;
-        let mut t_end: Option<Texts> = None;
+        let mut texts = Candidates::new(with_skip, &no_skip, &self.skip, ign);
         let mut best: Option<Best> = None;
         for (ii, intent) in g.intents.iter().enumerate() {
             for (di, d) in intent.data.iter().enumerate() {
-                if let Some(kw) = &d.required_keywords
-                    && !kw.is_empty()
-                    && !kw.iter().any(|k| keywords.contains(k))
-                {
-                    continue;
-                }
-                if !context.is_empty()
-                    && ((!d.requires_context.is_empty()
-                        && !check_required(&d.requires_context, &|k| context.get(k), true))
-                        || (!d.excludes_context.is_empty()
-                            && !check_excluded(&d.excludes_context, &|k| context.get(k))))
-                {
+                if !block_applies(d, &keywords, context) {
                     continue;
                 }
                 for (si, s) in d.sentences.iter().enumerate() {
@@ -513,55 +475,162 @@ impl Matcher {
                     if !ok {
                         continue;
                     }
-                    let texts: Vec<&Texts> = match index.shapes[ii][di][si] {
-                        Shape::Plain if had_skip => vec![&t_with_skip, &t_no_skip],
-                        Shape::Plain => vec![&t_no_skip],
-                        Shape::Whole => vec![&t_with_skip],
-                        shape @ (Shape::WildStart | Shape::WildEnd) => {
-                            let (kept, side) = if shape == Shape::WildStart {
-                                (&mut t_end, Skip::End)
-                            } else {
-                                (&mut t_start, Skip::Start)
-                            };
-                            let t = kept.get_or_insert_with(|| {
-                                matchable(&text::remove_skip_words(
-                                    &with_skip, &self.skip, ign, side,
-                                ))
-                            });
-                            if had_skip && t.orig == t_no_skip.orig {
-                                vec![&t_with_skip, &t_no_skip]
-                            } else {
-                                vec![&*t]
-                            }
-                        }
-                    };
-                    for t in texts {
-                        let run = Run {
-                            m: self,
-                            g,
-                            data: d,
-                            intent: &intent.name,
-                            sentence: &s.text,
-                            t,
-                            ign,
-                            context,
-                            next_wildcard: RefCell::new(0),
-                            consumed: RefCell::new(HashMap::new()),
-                        };
-                        let mut st = St {
-                            pos: 0,
-                            broken: false,
-                            sow: true,
-                            chunks: 0,
-                            ents: Vec::new(),
-                            ctx: Vec::new(),
-                        };
-                        run.expr(&s.expr, &mut st, &mut |st| run.finish(st, &mut best));
+                    for t in texts.for_shape(index.shapes[ii][di][si]) {
+                        self.walk(d, &intent.name, s, t, context, &mut best);
                     }
                 }
             }
         }
         best.map(|b| b.result)
+    }
+
+    /// Walks sentence `s` of block `data` over text `t`, keeping the best
+    /// complete match in `best`.
+    fn walk<'a>(
+        &'a self,
+        data: &'a IntentData,
+        intent: &'a str,
+        s: &'a Sentence,
+        t: &'a Texts,
+        context: &'a Map<String, Value>,
+        best: &mut Option<Best>,
+    ) {
+        let g = &*self.grammar;
+        let run = Run {
+            m: self,
+            g,
+            data,
+            intent,
+            sentence: &s.text,
+            t,
+            ign: g.ignore_whitespace,
+            context,
+            next_wildcard: RefCell::new(0),
+            consumed: RefCell::new(HashMap::new()),
+        };
+        let mut st = St {
+            pos: 0,
+            broken: false,
+            sow: true,
+            chunks: 0,
+            ents: Vec::new(),
+            ctx: Vec::new(),
+        };
+        run.expr(&s.expr, &mut st, &mut |st| run.finish(st, best));
+    }
+}
+
+/// The words of the text without skip words (for a block's required keywords).
+fn keywords_of(no_skip: &[char]) -> Vec<String> {
+    no_skip
+        .iter()
+        .collect::<String>()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The folded text, with and without skip words (and, for languages that
+/// ignore white space, without white space between CJK characters), one per
+/// line: a template's required fragments are looked for in it.
+fn haystack_of(with_skip: &[char], no_skip: &[char], ign: bool) -> String {
+    let mut haystack: String = with_skip.iter().map(|c| fold(*c)).collect();
+    haystack.push('\n');
+    haystack.extend(no_skip.iter().map(|c| fold(*c)));
+    if ign {
+        let stripped: Vec<char> = text::drop_cjk_spaces(&haystack.chars().collect::<Vec<_>>());
+        haystack.push('\n');
+        haystack.extend(stripped);
+    }
+    haystack
+}
+
+/// Whether a block is tried at all: the text has one of its required
+/// keywords, and the caller's context (when given) is one it accepts.
+fn block_applies(d: &IntentData, keywords: &[String], context: &Map<String, Value>) -> bool {
+    if let Some(kw) = &d.required_keywords
+        && !kw.is_empty()
+        && !kw.iter().any(|k| keywords.contains(k))
+    {
+        return false;
+    }
+    context.is_empty()
+        || ((d.requires_context.is_empty()
+            || check_required(&d.requires_context, &|k| context.get(k), true))
+            && (d.excludes_context.is_empty()
+                || check_excluded(&d.excludes_context, &|k| context.get(k))))
+}
+
+/// A text as the matcher walks it: white space between CJK characters
+/// dropped for languages that ignore it, else a space appended.
+fn matchable(t: &[char], ign: bool) -> Texts {
+    let mut v = if ign {
+        text::drop_cjk_spaces(t)
+    } else {
+        t.to_vec()
+    };
+    if !ign {
+        v.push(' ');
+    }
+    Texts::new(v)
+}
+
+/// The texts an utterance is matched as: with and without its skip words,
+/// and (made when a sentence first needs them) without them at one end only.
+struct Candidates<'s> {
+    /// The text as said (skip words kept), before `matchable`.
+    said: Vec<char>,
+    skip: &'s [Vec<char>],
+    ign: bool,
+    /// Whether removing skip words changed the text.
+    had_skip: bool,
+    with_skip: Texts,
+    no_skip: Texts,
+    /// Skip words removed at the start only.
+    start: Option<Texts>,
+    /// Skip words removed at the end only.
+    end: Option<Texts>,
+}
+
+impl<'s> Candidates<'s> {
+    /// The candidates of the text as said, `said`, and without skip words, `no_skip`.
+    fn new(said: Vec<char>, no_skip: &[char], skip: &'s [Vec<char>], ign: bool) -> Self {
+        let had_skip = no_skip != said.as_slice();
+        Self {
+            no_skip: matchable(no_skip, ign),
+            with_skip: matchable(&said, ign),
+            said,
+            skip,
+            ign,
+            had_skip,
+            start: None,
+            end: None,
+        }
+    }
+
+    /// The texts a sentence of `shape` is matched against, in hassil's order.
+    fn for_shape(&mut self, shape: Shape) -> Vec<&Texts> {
+        match shape {
+            Shape::Plain if self.had_skip => vec![&self.with_skip, &self.no_skip],
+            Shape::Plain => vec![&self.no_skip],
+            Shape::Whole => vec![&self.with_skip],
+            Shape::WildStart | Shape::WildEnd => {
+                let (kept, side) = if shape == Shape::WildStart {
+                    (&mut self.end, Skip::End)
+                } else {
+                    (&mut self.start, Skip::Start)
+                };
+                let (said, skip, ign) = (&self.said, self.skip, self.ign);
+                let t = kept.get_or_insert_with(|| {
+                    matchable(&text::remove_skip_words(said, skip, ign, side), ign)
+                });
+                if self.had_skip && t.orig == self.no_skip.orig {
+                    vec![&self.with_skip, &self.no_skip]
+                } else {
+                    vec![&*t]
+                }
+            }
+        }
     }
 }
 
@@ -632,6 +701,23 @@ struct Ent<'a> {
     metadata: Option<&'a Value>,
 }
 
+impl<'a> Ent<'a> {
+    /// A list value or number (neither wildcard nor number word) over `span`.
+    fn fixed(name: &'a str, value: EntValue<'a>, span: Span) -> Self {
+        Self {
+            name,
+            value,
+            span,
+            word: None,
+            wildcard: false,
+            open: false,
+            end_of_word: false,
+            id: 0,
+            metadata: None,
+        }
+    }
+}
+
 /// The one mutable state a match walks with (undone on the way back).
 #[derive(Debug)]
 struct St<'a> {
@@ -641,6 +727,17 @@ struct St<'a> {
     chunks: usize,
     ents: Vec<Ent<'a>>,
     ctx: Vec<(&'a str, &'a Value)>,
+}
+
+/// Where a text chunk is looked for, and the chunk as compared there.
+#[derive(Debug, Clone, Copy)]
+struct Probe<'a> {
+    /// The position in the text.
+    at: usize,
+    /// The chunk (folded; without leading white space at the start of a word).
+    chunk: &'a [char],
+    /// Its length without white space at either end.
+    stripped: usize,
 }
 
 struct Best {
@@ -883,8 +980,45 @@ impl<'a> Run<'a> {
         if c.text.is_empty() {
             return k(st);
         }
+        let p = self.probe(c, st);
+        if let Some(wi) = self.open_wildcard(st) {
+            if p.stripped > 0 {
+                self.fill_wildcard(c, &p, wi, st, k);
+            } else {
+                // An open wildcard is empty: it takes the text up to where the chunk is.
+                let saved = (st.pos, st.sow);
+                st.pos = p.at;
+                st.sow = true;
+                k(st);
+                (st.pos, st.sow) = saved;
+            }
+            return;
+        }
         let folded = self.fold_of(st.broken);
-        let mut chunk: &[char] = if self.ign { &c.folded_cjk } else { &c.folded };
+        let rest = &folded[p.at.min(folded.len())..];
+        if starts_with(folded, p.at, p.chunk) {
+            Self::take_chunk(c, &p, false, st, k);
+        } else if rest.iter().all(|c| c.is_whitespace())
+            && !p.chunk.is_empty()
+            && p.chunk.iter().all(|c| c.is_whitespace())
+        {
+            k(st);
+        } else {
+            let hyphen = !st.broken && rest.iter().any(|c| *c == '-' || *c == '_');
+            let broken = st.broken || hyphen;
+            if hyphen && starts_with(self.fold_of(broken), p.at, p.chunk) {
+                Self::take_chunk(c, &p, true, st, k);
+            } else {
+                self.extend_wildcard(&p, broken, st, k);
+            }
+        }
+    }
+
+    /// Where chunk `c` is looked for: past the white space at the start of
+    /// a word (unless white space is ignored), and the chunk as compared.
+    fn probe(&self, c: &'a Chunk, st: &St<'a>) -> Probe<'a> {
+        let folded = self.fold_of(st.broken);
+        let mut chunk: &'a [char] = if self.ign { &c.folded_cjk } else { &c.folded };
         let mut at = st.pos;
         if !self.ign && st.sow {
             chunk = lstrip(chunk);
@@ -892,125 +1026,117 @@ impl<'a> Run<'a> {
                 at += 1;
             }
         }
-        let ctx_empty = folded[at.min(folded.len())..]
-            .iter()
-            .all(|c| c.is_whitespace());
-        let stripped = text::strip(chunk).len();
-        let open = self.open_wildcard(st);
-        if let Some(wi) = open {
-            // An open wildcard is empty: it takes the text up to where the chunk is.
-            if stripped == 0 {
-                let saved = (st.pos, st.sow);
-                st.pos = at;
-                st.sow = true;
-                k(st);
-                (st.pos, st.sow) = saved;
-                return;
+        Probe {
+            at,
+            chunk,
+            stripped: text::strip(chunk).len(),
+        }
+    }
+
+    /// An open wildcard (entity `wi`) takes the text up to each place where
+    /// the chunk occurs (not at once: a wildcard cannot be empty), and the
+    /// chunk is matched there.
+    fn fill_wildcard(&self, c: &'a Chunk, p: &Probe<'a>, wi: usize, st: &mut St<'a>, k: K<'_, 'a>) {
+        let folded = self.fold_of(st.broken);
+        let (at, chunk) = (p.at, p.chunk);
+        let boundary = !self.ign && st.ents[wi].end_of_word;
+        let Some(mut start) = match_first(folded, at, chunk, 0, boundary) else {
+            return;
+        };
+        if start == 0 {
+            match match_first(folded, at, chunk, 1, boundary) {
+                Some(s) => start = s,
+                None => return,
             }
-            let boundary = !self.ign && st.ents[wi].end_of_word;
-            let Some(mut start) = match_first(folded, at, chunk, 0, boundary) else {
-                return;
+        }
+        while start > 0 {
+            let old = st.ents[wi].clone();
+            st.ents[wi] = Ent {
+                span: Span {
+                    start: at,
+                    end: at + start,
+                    broken: st.broken,
+                },
+                open: false,
+                value: EntValue::Text,
+                ..old.clone()
             };
-            if start == 0 {
-                match match_first(folded, at, chunk, 1, boundary) {
-                    Some(s) => start = s,
-                    None => return,
-                }
+            let saved = (st.pos, st.sow);
+            st.pos = at + start;
+            st.sow = true;
+            self.text(c, st, k);
+            (st.pos, st.sow) = saved;
+            st.ents[wi] = old;
+            match match_first(folded, at, chunk, start + 1, false) {
+                Some(s) => start = s,
+                None => break,
             }
-            while start > 0 {
-                let old = st.ents[wi].clone();
-                st.ents[wi] = Ent {
-                    span: Span {
-                        start: at,
-                        end: at + start,
-                        broken: st.broken,
-                    },
-                    open: false,
-                    value: EntValue::Text,
-                    ..old.clone()
-                };
-                let saved = (st.pos, st.sow);
-                st.pos = at + start;
-                st.sow = true;
-                self.text(c, st, k);
-                (st.pos, st.sow) = saved;
-                st.ents[wi] = old;
-                match match_first(folded, at, chunk, start + 1, false) {
-                    Some(s) => start = s,
-                    None => break,
-                }
+        }
+    }
+
+    /// Matches the chunk where it is and goes on, closing an open wildcard
+    /// before it: on the text as said (counting the chunk's literal
+    /// characters, a word starting where it ends), or on the text with
+    /// `-`/`_` as spaces (`broken`; as hassil, neither then).
+    fn take_chunk(c: &'a Chunk, p: &Probe<'a>, broken: bool, st: &mut St<'a>, k: K<'_, 'a>) {
+        let saved = (st.pos, st.sow, st.chunks, st.broken);
+        st.pos = p.at + p.chunk.len();
+        if broken {
+            st.broken = true;
+        } else {
+            st.sow = c.ends_word;
+        }
+        let closed = if p.stripped > 0 {
+            if !broken {
+                st.chunks += p.stripped;
             }
+            Self::close_wildcards(st)
+        } else {
+            None
+        };
+        k(st);
+        st.pos = saved.0;
+        if broken {
+            st.broken = saved.3;
+        } else {
+            (st.sow, st.chunks) = (saved.1, saved.2);
+        }
+        if let Some(i) = closed {
+            st.ents[i].open = true;
+        }
+    }
+
+    /// A wildcard with text already takes more, up to where the chunk is
+    /// (hassil keeps this branch); `broken` when `-`/`_` count as spaces.
+    fn extend_wildcard(&self, p: &Probe<'a>, broken: bool, st: &mut St<'a>, k: K<'_, 'a>) {
+        let Some(last) = st.ents.last() else { return };
+        if !(last.wildcard && last.open) || self.consumed.borrow().contains_key(&last.id) {
             return;
         }
-        if starts_with(folded, at, chunk) {
-            let saved = (st.pos, st.sow, st.chunks);
-            st.pos = at + chunk.len();
-            st.sow = c.ends_word;
-            let closed = if stripped > 0 {
-                st.chunks += stripped;
-                Self::close_wildcards(st)
-            } else {
-                None
-            };
+        let (at, chunk) = (p.at, p.chunk);
+        if let Some(skip) = match_first(self.fold_of(broken), at, chunk, 0, false)
+            && skip > 0
+        {
+            let saved_ents = st.ents.clone();
+            let w = last.clone();
+            st.ents.retain(|e| e.name != w.name);
+            st.ents.push(Ent {
+                span: Span {
+                    start: at,
+                    end: at + skip,
+                    broken,
+                },
+                open: false,
+                value: EntValue::Text,
+                ..w
+            });
+            let saved = (st.pos, st.broken, st.sow);
+            st.pos = at + skip + chunk.len();
+            st.broken = broken;
+            st.sow = true;
             k(st);
-            (st.pos, st.sow, st.chunks) = saved;
-            if let Some(i) = closed {
-                st.ents[i].open = true;
-            }
-        } else if ctx_empty && !chunk.is_empty() && chunk.iter().all(|c| c.is_whitespace()) {
-            k(st);
-        } else {
-            let hyphen = !st.broken
-                && folded[at.min(folded.len())..]
-                    .iter()
-                    .any(|c| *c == '-' || *c == '_');
-            let broken = st.broken || hyphen;
-            let tb = self.fold_of(broken);
-            if hyphen && starts_with(tb, at, chunk) {
-                let saved = (st.pos, st.broken);
-                st.pos = at + chunk.len();
-                st.broken = true;
-                let closed = if stripped > 0 {
-                    Self::close_wildcards(st)
-                } else {
-                    None
-                };
-                k(st);
-                (st.pos, st.broken) = saved;
-                if let Some(i) = closed {
-                    st.ents[i].open = true;
-                }
-                return;
-            }
-            // A wildcard with text already (hassil keeps this branch).
-            let Some(last) = st.ents.last() else { return };
-            if !(last.wildcard && last.open) || self.consumed.borrow().contains_key(&last.id) {
-                return;
-            }
-            if let Some(skip) = match_first(tb, at, chunk, 0, false)
-                && skip > 0
-            {
-                let saved_ents = st.ents.clone();
-                let w = last.clone();
-                st.ents.retain(|e| e.name != w.name);
-                st.ents.push(Ent {
-                    span: Span {
-                        start: at,
-                        end: at + skip,
-                        broken,
-                    },
-                    open: false,
-                    value: EntValue::Text,
-                    ..w
-                });
-                let saved = (st.pos, st.broken, st.sow);
-                st.pos = at + skip + chunk.len();
-                st.broken = broken;
-                st.sow = true;
-                k(st);
-                (st.pos, st.broken, st.sow) = saved;
-                st.ents = saved_ents;
-            }
+            (st.pos, st.broken, st.sow) = saved;
+            st.ents = saved_ents;
         }
     }
 
@@ -1150,63 +1276,51 @@ impl<'a> Run<'a> {
         let open = self.open_wildcard(st);
         let rest = &self.orig_of(st.broken)[st.pos..];
         let numbers = digits_in(rest, range.fractions.is_some(), open.is_none());
-        let mut digits_match = false;
-        if range.digits {
-            for &(gs, ge) in &numbers {
-                let s: String = rest[gs..ge]
-                    .iter()
-                    .collect::<String>()
-                    .trim()
-                    .replace(',', ".");
-                let Ok(n) = s.parse::<f64>() else { continue };
-                if !range.contains(n) {
-                    continue;
-                }
-                digits_match = true;
-                let ent = Ent {
-                    name: &list.slot,
-                    value: EntValue::Num(range.value_of(n)),
-                    span: Span {
-                        start: st.pos + gs,
-                        end: st.pos + ge,
-                        broken: st.broken,
-                    },
-                    word: None,
-                    wildcard: false,
-                    open: false,
-                    end_of_word: false,
-                    id: 0,
-                    metadata: None,
-                };
-                let saved_pos = st.pos;
-                match open {
-                    None => {
-                        st.pos += ge;
-                        st.ents.push(ent);
-                        k(st);
-                        st.ents.pop();
-                    }
-                    Some(wi) => {
-                        let old = st.ents[wi].clone();
-                        st.ents[wi].span = Span {
-                            start: st.pos,
-                            end: st.pos + gs,
-                            broken: st.broken,
-                        };
-                        st.ents[wi].open = false;
-                        st.pos += ge;
-                        st.ents.push(ent);
-                        k(st);
-                        st.ents.pop();
-                        st.ents[wi] = old;
-                    }
-                }
-                st.pos = saved_pos;
-            }
-        }
+        let digits_match = range.digits && self.range_digits(list, range, &numbers, open, st, k);
         if !range.words || digits_match || !numbers.is_empty() {
             return;
         }
+        self.range_words(list, open, st, k);
+    }
+
+    /// Goes on with each number in digits (`numbers`: spans in the rest of
+    /// the text) that `range` holds; whether there was one.
+    fn range_digits(
+        &self,
+        list: &'a ListRef,
+        range: &'a RangeList,
+        numbers: &[(usize, usize)],
+        open: Option<usize>,
+        st: &mut St<'a>,
+        k: K<'_, 'a>,
+    ) -> bool {
+        let rest = &self.orig_of(st.broken)[st.pos..];
+        let mut digits_match = false;
+        for &(gs, ge) in numbers {
+            let s: String = rest[gs..ge]
+                .iter()
+                .collect::<String>()
+                .trim()
+                .replace(',', ".");
+            let Ok(n) = s.parse::<f64>() else { continue };
+            if !range.contains(n) {
+                continue;
+            }
+            digits_match = true;
+            let span = Span {
+                start: st.pos + gs,
+                end: st.pos + ge,
+                broken: st.broken,
+            };
+            let ent = Ent::fixed(&list.slot, EntValue::Num(range.value_of(n)), span);
+            Self::with_number(ent, open, (gs, ge), st, k);
+        }
+        digits_match
+    }
+
+    /// Goes on with each number in words the list's range has, at the
+    /// start of the rest of the text (anywhere in it after an open wildcard).
+    fn range_words(&self, list: &'a ListRef, open: Option<usize>, st: &mut St<'a>, k: K<'_, 'a>) {
         let Some(words) = self
             .m
             .index()
@@ -1216,59 +1330,115 @@ impl<'a> Run<'a> {
         else {
             return;
         };
+        let rest = &self.orig_of(st.broken)[st.pos..];
         let lower: Vec<char> = rest.iter().map(|c| fold(*c)).collect();
         for (s, _e, word, value) in words.find(&lower, open.is_none()) {
             if open.is_none() && s > 0 {
                 continue;
             }
-            let ent = Ent {
-                name: &list.slot,
-                value: EntValue::Num(value),
-                span: Span {
-                    start: st.pos + s,
-                    end: st.pos + s + word.folded.len(),
-                    broken: st.broken,
-                },
-                word: Some(word.text.as_str()),
-                wildcard: false,
-                open: false,
-                end_of_word: false,
-                id: 0,
-                metadata: None,
+            let span = Span {
+                start: st.pos + s,
+                end: st.pos + s + word.folded.len(),
+                broken: st.broken,
             };
-            match open {
-                None => {
-                    st.ents.push(ent);
-                    self.text(word, st, k);
-                    st.ents.pop();
-                }
-                Some(wi) => {
-                    let old = st.ents[wi].clone();
-                    st.ents[wi].span = Span {
-                        start: st.pos,
-                        end: st.pos + s,
-                        broken: st.broken,
-                    };
-                    st.ents[wi].open = false;
-                    let saved = st.pos;
-                    st.pos += s;
-                    st.ents.push(ent);
-                    self.text(word, st, k);
-                    st.ents.pop();
-                    st.pos = saved;
-                    st.ents[wi] = old;
-                }
-            }
+            let ent = Ent {
+                word: Some(word.text.as_str()),
+                ..Ent::fixed(&list.slot, EntValue::Num(value), span)
+            };
+            Self::with_number(ent, open, (s, s), st, &mut |st| self.text(word, st, k));
+        }
+    }
+
+    /// Goes on (`go`) with number entity `ent` pushed: `at.0` characters on
+    /// is where it starts (an open wildcard `open` takes the text before),
+    /// `at.1` characters on is where the walk resumes.
+    fn with_number(
+        ent: Ent<'a>,
+        open: Option<usize>,
+        at: (usize, usize),
+        st: &mut St<'a>,
+        go: K<'_, 'a>,
+    ) {
+        let saved_pos = st.pos;
+        let closed = open.map(|wi| {
+            let old = st.ents[wi].clone();
+            st.ents[wi].span = Span {
+                start: st.pos,
+                end: st.pos + at.0,
+                broken: st.broken,
+            };
+            st.ents[wi].open = false;
+            (wi, old)
+        });
+        st.pos += at.1;
+        st.ents.push(ent);
+        go(st);
+        st.ents.pop();
+        st.pos = saved_pos;
+        if let Some((wi, old)) = closed {
+            st.ents[wi] = old;
         }
     }
 
     /// A complete walk of the template: close what is open, check what
     /// must be checked, and keep the result if it is the best so far.
     fn finish(&self, st: &mut St<'a>, best: &mut Option<Best>) {
+        let Some(filled) = self.fill_last_wildcard(st) else {
+            return;
+        };
+        // Wildcards cannot be empty.
+        let Some((wildcards, wildcard_len)) = self.wildcard_lengths(st, filled) else {
+            return;
+        };
+        let data = self.data;
+        if !data.excludes_context.is_empty()
+            && !check_excluded(&data.excludes_context, &|key| self.lookup(st, key))
+        {
+            return;
+        }
+        let Some(from_context) = self.context_slots(st) else {
+            return;
+        };
+        // The key hassil's recognize_best ranks by.
+        let key = self.rank_key(st, filled);
+        let score = (wildcards, -(st.chunks as i64), wildcard_len);
+        if let Some(b) = best.as_ref() {
+            let better = key > b.key
+                || (key == b.key && (score, self.intent) < (b.score, b.intent.as_str()));
+            if !better {
+                return;
+            }
+        }
+        // Materialise.
+        let slots = self.slots(st, filled, from_context);
+        let mut context = self.context.clone();
+        for (k, v) in &st.ctx {
+            context.insert((*k).to_string(), (*v).clone());
+        }
+        *best = Some(Best {
+            key,
+            score,
+            intent: self.intent.to_string(),
+            result: Recognized {
+                intent: self.intent.to_string(),
+                slots,
+                response: data.response.clone().unwrap_or_else(|| "default".into()),
+                context,
+                template: self.sentence.to_string(),
+                metadata: data.metadata.clone(),
+                literal_chars: st.chunks,
+            },
+        });
+    }
+
+    /// Gives an open wildcard at the end the text left (the first walk that
+    /// ends there fills it: hassil mutates the shared entity, so later walks
+    /// see that text); `None` when text is left that nothing took.
+    fn fill_last_wildcard(&self, st: &St<'a>) -> Option<Filled> {
         let orig = self.orig_of(st.broken);
         let rest = &orig[st.pos.min(orig.len())..];
         let final_text = text::strip(rest);
-        let mut filled: Option<(usize, Span)> = None;
+        let mut filled: Filled = None;
         let mut rest_after: &[char] = rest;
         if let Some(last) = st.ents.last()
             && last.wildcard
@@ -1291,59 +1461,38 @@ impl<'a> Run<'a> {
                 None => {}
             }
         }
-        if !text::strip(&text::remove_punctuation(rest_after)).is_empty() {
-            return;
-        }
-        // Wildcards cannot be empty.
-        let span_of = |i: usize, e: &Ent<'a>| match filled {
-            Some((fi, s)) if fi == i => s,
-            _ => e.span,
-        };
+        text::strip(&text::remove_punctuation(rest_after))
+            .is_empty()
+            .then_some(filled)
+    }
+
+    /// The number of wildcards and the length of their text (trimmed);
+    /// `None` when one is empty.
+    fn wildcard_lengths(&self, st: &St<'a>, filled: Filled) -> Option<(usize, usize)> {
         let mut wildcard_len = 0;
         let mut wildcards = 0;
         for (i, e) in st.ents.iter().enumerate() {
             if e.wildcard {
-                let folded = self.span_text(span_of(i, e));
+                let folded = self.span_text(span_of(filled, i, e));
                 let trimmed = folded.trim();
                 if trimmed.is_empty() {
-                    return;
+                    return None;
                 }
                 wildcards += 1;
                 wildcard_len += trimmed.chars().count();
             }
         }
-        let data = self.data;
-        if !data.excludes_context.is_empty()
-            && !check_excluded(&data.excludes_context, &|key| self.lookup(st, key))
-        {
-            return;
-        }
+        Some((wildcards, wildcard_len))
+    }
+
+    /// Checks the block's required context against the match's (the
+    /// caller's plus what list values added): the slots it copies from the
+    /// context, or `None` when a requirement fails.
+    fn context_slots(&self, st: &St<'a>) -> Option<Vec<Slot>> {
         let mut from_context: Vec<Slot> = Vec::new();
-        for (key, want) in &data.requires_context {
-            let (copy_to, want) = match want {
-                Value::Object(o) => {
-                    let copy = match o.get("slot") {
-                        Some(Value::String(s)) => Some(s.clone()),
-                        Some(v) if truthy(v) => Some(key.clone()),
-                        _ => None,
-                    };
-                    (copy, o.get("value").filter(|v| !v.is_null()))
-                }
-                other => (None, Some(other).filter(|v| !v.is_null())),
-            };
-            let actual_raw = self.lookup(st, key);
-            let (actual, actual_text, metadata) = match actual_raw {
-                Some(Value::Object(o)) => (
-                    o.get("value").filter(|v| !v.is_null()),
-                    o.get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    o.get("metadata").cloned(),
-                ),
-                Some(v) if !v.is_null() => (Some(v), String::new(), None),
-                _ => (None, String::new(), None),
-            };
+        for (key, want) in &self.data.requires_context {
+            let (copy_to, want) = wanted_context(key, want);
+            let (actual, actual_text, metadata) = context_value(self.lookup(st, key));
             let ok = match (want, actual) {
                 (Some(Value::Array(options)), Some(a)) => options.iter().any(|o| py_eq(o, a)),
                 (Some(w), Some(a)) => py_eq(w, a),
@@ -1351,7 +1500,7 @@ impl<'a> Run<'a> {
                 _ => false,
             };
             if !ok {
-                return;
+                return None;
             }
             if let (Some(name), Some(a)) = (copy_to, actual) {
                 from_context.push(Slot {
@@ -1363,18 +1512,23 @@ impl<'a> Run<'a> {
                 });
             }
         }
-        // The key hassil's recognize_best ranks by.
+        Some(from_context)
+    }
+
+    /// The key hassil's `recognize_best` ranks by: whether the last entity
+    /// called `name` is a slot (not a wildcard), and the length of its text.
+    fn rank_key(&self, st: &St<'a>, filled: Filled) -> (bool, usize) {
         let name_ent = st
             .ents
             .iter()
             .enumerate()
             .rev()
             .find(|(_, e)| e.name == "name");
-        let (is_slot, quality) = match name_ent {
+        match name_ent {
             Some((i, e)) if !e.wildcard => {
                 let q = match e.value {
                     EntValue::Out(Value::String(_)) | EntValue::Text => e.word.map_or_else(
-                        || self.span_text(span_of(i, e)).chars().count(),
+                        || self.span_text(span_of(filled, i, e)).chars().count(),
                         |w| w.chars().count(),
                     ),
                     _ => 0,
@@ -1382,48 +1536,20 @@ impl<'a> Run<'a> {
                 (true, q)
             }
             _ => (false, 0),
-        };
-        let key = (is_slot, quality);
-        let score = (wildcards, -(st.chunks as i64), wildcard_len);
-        if let Some(b) = best.as_ref() {
-            let better = key > b.key
-                || (key == b.key && (score, self.intent) < (b.score, b.intent.as_str()));
-            if !better {
-                return;
-            }
         }
-        // Materialise.
+    }
+
+    /// The match's slots: its entities', then the block's fixed slots and
+    /// those copied from the context, each unless an entity has its name.
+    fn slots(&self, st: &St<'a>, filled: Filled, from_context: Vec<Slot>) -> Vec<Slot> {
         let mut slots: Vec<Slot> = st
             .ents
             .iter()
             .enumerate()
-            .map(|(i, e)| {
-                let raw = e
-                    .word
-                    .map_or_else(|| self.span_text(span_of(i, e)), str::to_string);
-                let text = if e.wildcard {
-                    raw.trim().to_string()
-                } else {
-                    raw
-                };
-                let value = match e.value {
-                    EntValue::Out(v) => v.clone(),
-                    EntValue::Num(n) => {
-                        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
-                    }
-                    EntValue::Text => Value::String(text.clone()),
-                };
-                Slot {
-                    name: e.name.to_string(),
-                    value,
-                    text,
-                    wildcard: e.wildcard,
-                    metadata: e.metadata.cloned(),
-                }
-            })
+            .map(|(i, e)| self.slot_of(e, span_of(filled, i, e)))
             .collect();
         let names: HashSet<String> = slots.iter().map(|s| s.name.clone()).collect();
-        for (name, value) in &data.slots {
+        for (name, value) in &self.data.slots {
             if !names.contains(name) {
                 slots.push(Slot {
                     name: name.clone(),
@@ -1439,24 +1565,72 @@ impl<'a> Run<'a> {
                 slots.push(s);
             }
         }
-        let mut context = self.context.clone();
-        for (k, v) in &st.ctx {
-            context.insert((*k).to_string(), (*v).clone());
+        slots
+    }
+
+    /// The slot entity `e` (over `span`) gives.
+    fn slot_of(&self, e: &Ent<'a>, span: Span) -> Slot {
+        let raw = e.word.map_or_else(|| self.span_text(span), str::to_string);
+        let text = if e.wildcard {
+            raw.trim().to_string()
+        } else {
+            raw
+        };
+        let value = match e.value {
+            EntValue::Out(v) => v.clone(),
+            EntValue::Num(n) => serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number),
+            EntValue::Text => Value::String(text.clone()),
+        };
+        Slot {
+            name: e.name.to_string(),
+            value,
+            text,
+            wildcard: e.wildcard,
+            metadata: e.metadata.cloned(),
         }
-        *best = Some(Best {
-            key,
-            score,
-            intent: self.intent.to_string(),
-            result: Recognized {
-                intent: self.intent.to_string(),
-                slots,
-                response: data.response.clone().unwrap_or_else(|| "default".into()),
-                context,
-                template: self.sentence.to_string(),
-                metadata: data.metadata.clone(),
-                literal_chars: st.chunks,
-            },
-        });
+    }
+}
+
+/// The wildcard a finished walk fills with the text left: (entity, span).
+type Filled = Option<(usize, Span)>;
+
+/// Entity `i`'s span, or the one a finished walk filled it with.
+fn span_of(filled: Filled, i: usize, e: &Ent<'_>) -> Span {
+    match filled {
+        Some((fi, s)) if fi == i => s,
+        _ => e.span,
+    }
+}
+
+/// A required context entry: the slot it copies to (`slot: name`, or the
+/// key for `slot: true`) and the value wanted (none: any).
+fn wanted_context<'v>(key: &str, want: &'v Value) -> (Option<String>, Option<&'v Value>) {
+    match want {
+        Value::Object(o) => {
+            let copy = match o.get("slot") {
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(v) if truthy(v) => Some(key.to_string()),
+                _ => None,
+            };
+            (copy, o.get("value").filter(|v| !v.is_null()))
+        }
+        other => (None, Some(other).filter(|v| !v.is_null())),
+    }
+}
+
+/// A context value: its value (none when null or absent), text and metadata.
+fn context_value(raw: Option<&Value>) -> (Option<&Value>, String, Option<Value>) {
+    match raw {
+        Some(Value::Object(o)) => (
+            o.get("value").filter(|v| !v.is_null()),
+            o.get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            o.get("metadata").cloned(),
+        ),
+        Some(v) if !v.is_null() => (Some(v), String::new(), None),
+        _ => (None, String::new(), None),
     }
 }
 

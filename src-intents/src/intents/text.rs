@@ -269,110 +269,126 @@ pub fn remove_skip_words(
     if words.is_empty() {
         return chars.to_vec();
     }
-    if ignore_whitespace {
-        return match where_ {
-            Skip::Anywhere => {
-                let mut out = Vec::with_capacity(chars.len());
-                let mut i = 0;
-                while i < chars.len() {
-                    if let Some(w) = words.iter().find(|w| folded_at(chars, i, w)) {
-                        i += w.len();
-                    } else {
-                        out.push(chars[i]);
-                        i += 1;
-                    }
-                }
-                out
-            }
-            Skip::Start => {
-                let mut t = chars.to_vec();
-                while let Some(w) = words.iter().find(|w| folded_at(&t, 0, w)) {
-                    t.drain(..w.len());
-                }
-                t
-            }
-            Skip::End => {
-                let mut t = chars.to_vec();
-                while let Some(w) = words
-                    .iter()
-                    .find(|w| w.len() <= t.len() && folded_at(&t, t.len() - w.len(), w))
-                {
-                    t.truncate(t.len() - w.len());
-                }
-                t
-            }
-        };
+    match (ignore_whitespace, where_) {
+        (true, Skip::Anywhere) => skip_cjk_anywhere(chars, words),
+        (true, Skip::Start) => skip_cjk_at_start(chars, words),
+        (true, Skip::End) => skip_cjk_at_end(chars, words),
+        (false, Skip::Anywhere) => skip_anywhere(chars, words),
+        (false, Skip::Start) => skip_at_start(chars, words),
+        (false, Skip::End) => skip_at_end(chars, words),
     }
-    match where_ {
-        Skip::Anywhere => {
-            // (?<!\w)(?:words)(?!\w) → " ", then fold spaces and strip.
-            let mut out = Vec::with_capacity(chars.len());
-            let mut i = 0;
-            while i < chars.len() {
-                let free_before = i == 0 || !is_word(chars[i - 1]);
-                let hit = free_before
-                    .then(|| {
-                        words
-                            .iter()
-                            .find(|w| folded_at(chars, i, w) && !word_at(chars, Some(i + w.len())))
-                    })
-                    .flatten();
-                if let Some(w) = hit {
-                    out.push(' ');
-                    i += w.len();
-                } else {
-                    out.push(chars[i]);
-                    i += 1;
-                }
-            }
-            strip(&collapse(&out)).to_vec()
+}
+
+/// Skip words removed anywhere, white space ignored.
+fn skip_cjk_anywhere(chars: &[char], words: &[Vec<char>]) -> Vec<char> {
+    let mut out = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if let Some(w) = words.iter().find(|w| folded_at(chars, i, w)) {
+            i += w.len();
+        } else {
+            out.push(chars[i]);
+            i += 1;
         }
-        Skip::Start => {
-            // ^\s*(?:words)(?=\s|$|[^\w])\s*, repeated.
-            let mut t = chars.to_vec();
-            loop {
-                let lead = t.iter().take_while(|c| c.is_whitespace()).count();
-                let hit = words
+    }
+    out
+}
+
+/// Skip words removed repeatedly at the start, white space ignored.
+fn skip_cjk_at_start(chars: &[char], words: &[Vec<char>]) -> Vec<char> {
+    let mut t = chars.to_vec();
+    while let Some(w) = words.iter().find(|w| folded_at(&t, 0, w)) {
+        t.drain(..w.len());
+    }
+    t
+}
+
+/// Skip words removed repeatedly at the end, white space ignored.
+fn skip_cjk_at_end(chars: &[char], words: &[Vec<char>]) -> Vec<char> {
+    let mut t = chars.to_vec();
+    while let Some(w) = words
+        .iter()
+        .find(|w| w.len() <= t.len() && folded_at(&t, t.len() - w.len(), w))
+    {
+        t.truncate(t.len() - w.len());
+    }
+    t
+}
+
+/// Skip words removed anywhere as whole words.
+fn skip_anywhere(chars: &[char], words: &[Vec<char>]) -> Vec<char> {
+    // (?<!\w)(?:words)(?!\w) → " ", then fold spaces and strip.
+    let mut out = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let free_before = i == 0 || !is_word(chars[i - 1]);
+        let hit = free_before
+            .then(|| {
+                words
                     .iter()
-                    .find(|w| folded_at(&t, lead, w) && !word_at(&t, Some(lead + w.len())));
-                let before = t.clone();
-                if let Some(w) = hit {
-                    let mut end = lead + w.len();
-                    while end < t.len() && t[end].is_whitespace() {
-                        end += 1;
-                    }
-                    t.drain(..end);
-                }
-                t = strip(&collapse(&t)).to_vec();
-                if t == before {
-                    return t;
-                }
-            }
+                    .find(|w| folded_at(chars, i, w) && !word_at(chars, Some(i + w.len())))
+            })
+            .flatten();
+        if let Some(w) = hit {
+            out.push(' ');
+            i += w.len();
+        } else {
+            out.push(chars[i]);
+            i += 1;
         }
-        Skip::End => {
-            // \s*(?<!\w)(?:words)\s*$, repeated.
-            let mut t = chars.to_vec();
-            loop {
-                let trail = t.iter().rev().take_while(|c| c.is_whitespace()).count();
-                let end = t.len() - trail;
-                let hit = words.iter().find(|w| {
-                    w.len() <= end
-                        && folded_at(&t, end - w.len(), w)
-                        && (end == w.len() || !is_word(t[end - w.len() - 1]))
-                });
-                let before = t.clone();
-                if let Some(w) = hit {
-                    let mut start = end - w.len();
-                    while start > 0 && t[start - 1].is_whitespace() {
-                        start -= 1;
-                    }
-                    t.truncate(start);
-                }
-                t = strip(&collapse(&t)).to_vec();
-                if t == before {
-                    return t;
-                }
+    }
+    strip(&collapse(&out)).to_vec()
+}
+
+/// Skip words removed repeatedly at the start, as whole words.
+fn skip_at_start(chars: &[char], words: &[Vec<char>]) -> Vec<char> {
+    // ^\s*(?:words)(?=\s|$|[^\w])\s*, repeated.
+    until_stable(chars, |t| {
+        let lead = t.iter().take_while(|c| c.is_whitespace()).count();
+        let hit = words.iter().find(|w| {
+            folded_at(t.as_slice(), lead, w) && !word_at(t.as_slice(), Some(lead + w.len()))
+        });
+        if let Some(w) = hit {
+            let mut end = lead + w.len();
+            while end < t.len() && t[end].is_whitespace() {
+                end += 1;
             }
+            t.drain(..end);
+        }
+    })
+}
+
+/// Skip words removed repeatedly at the end, as whole words.
+fn skip_at_end(chars: &[char], words: &[Vec<char>]) -> Vec<char> {
+    // \s*(?<!\w)(?:words)\s*$, repeated.
+    until_stable(chars, |t| {
+        let trail = t.iter().rev().take_while(|c| c.is_whitespace()).count();
+        let end = t.len() - trail;
+        let hit = words.iter().find(|w| {
+            w.len() <= end
+                && folded_at(t.as_slice(), end - w.len(), w)
+                && (end == w.len() || !is_word(t[end - w.len() - 1]))
+        });
+        if let Some(w) = hit {
+            let mut start = end - w.len();
+            while start > 0 && t[start - 1].is_whitespace() {
+                start -= 1;
+            }
+            t.truncate(start);
+        }
+    })
+}
+
+/// Applies `step` to the text, white space folded and stripped after each
+/// time, until the text no longer changes.
+fn until_stable(chars: &[char], step: impl Fn(&mut Vec<char>)) -> Vec<char> {
+    let mut t = chars.to_vec();
+    loop {
+        let before = t.clone();
+        step(&mut t);
+        t = strip(&collapse(&t)).to_vec();
+        if t == before {
+            return t;
         }
     }
 }

@@ -233,23 +233,12 @@ pub fn load(path: &Path) -> Result<Script, SourceError> {
 pub fn parse(text: &str, file: &Path) -> Result<Script, SourceError> {
     let raw: RawScript =
         toml::from_str(text).map_err(|e| SourceError::from_toml(file, text, &e))?;
-    let err = |span: Range<usize>, field: &str, msg: String| {
-        SourceError::at_offset(file, text, span.start, field, msg)
-    };
-    let chunk_chars = match raw.chunk_chars {
-        Some(n) if *n.get_ref() < 1 => {
-            return Err(err(
-                n.span(),
-                "chunk_chars",
-                format!("expected at least 1, found {}", n.get_ref()),
-            ));
-        }
-        Some(n) => *n.get_ref() as usize,
-        None => 4,
-    };
+    let src = ScriptText { file, text };
+    let chunk_chars =
+        at_least_one(raw.chunk_chars.as_ref(), "chunk_chars", &src)?.map_or(4, |n| n as usize);
     for f in &raw.refuse {
         if !FEATURES.contains(&f.get_ref().as_str()) {
-            return Err(err(
+            return Err(src.at(
                 f.span(),
                 "refuse",
                 format!(
@@ -261,146 +250,213 @@ pub fn parse(text: &str, file: &Path) -> Result<Script, SourceError> {
         }
     }
     let dir = file.parent().unwrap_or_else(|| Path::new(""));
-    let mut replies = Vec::new();
-    for (i, r) in raw.reply.into_iter().enumerate() {
-        let field = format!("reply[{}]", i + 1);
-        let span = r.span();
-        let r = r.into_inner();
-        let fault = match &r.fault {
-            None => None,
-            Some(f) => Some(match f.get_ref().as_str() {
-                "rate_limit" => Fault::RateLimit {
-                    retry_after: r.retry_after.unwrap_or(1.0).max(0.0),
-                },
-                "server_error" => Fault::ServerError,
-                "hang" => Fault::Hang,
-                "garbage" => Fault::Garbage,
-                "cut" => Fault::Cut,
-                other => {
-                    return Err(err(
-                        f.span(),
-                        &format!("{field}.fault"),
-                        format!("expected one of {}, found {other:?}", FAULTS.join(", ")),
-                    ));
-                }
-            }),
-        };
-        let mut bodies = Vec::new();
-        if let Some(d) = r.decision {
-            bodies.push(Body::Decision(
-                serde_json::to_value(d).unwrap_or(Value::Null),
-            ));
-        }
-        if let Some(c) = r.content {
-            bodies.push(Body::Content(c));
-        }
-        if let Some(calls) = r.tool_calls {
-            bodies.push(Body::ToolCalls(
-                calls
-                    .into_iter()
-                    .map(|c| {
-                        let args = c
-                            .arguments
-                            .map_or(Value::Object(serde_json::Map::new()), |a| {
-                                serde_json::to_value(a).unwrap_or(Value::Null)
-                            });
-                        (c.name, args)
-                    })
-                    .collect(),
-            ));
-        }
-        if let Some(path) = r.replay {
-            let full = dir.join(&path);
-            let body = std::fs::read_to_string(&full).map_err(|e| {
-                err(
-                    span.clone(),
-                    &format!("{field}.replay"),
-                    format!("cannot read {}: {e}", full.display()),
-                )
-            })?;
-            bodies.push(Body::Replay(body));
-        }
-        if bodies.len() > 1 {
-            return Err(err(
-                span,
-                &field,
-                "expected one of decision, content, tool_calls or replay, found several".into(),
-            ));
-        }
-        let body = bodies.pop();
-        match (&body, fault) {
-            (None, None) => {
-                return Err(err(
-                    span,
-                    &field,
-                    "expected a decision, content, tool_calls, replay or fault".into(),
-                ));
-            }
-            (None, Some(Fault::Cut)) => {
-                return Err(err(
-                    span,
-                    &format!("{field}.fault"),
-                    "`cut` cuts a reply: give the decision, content or tool_calls it cuts".into(),
-                ));
-            }
-            _ => {}
-        }
-        let when = match r.when {
-            None => None,
-            Some(w) => {
-                let span = w.span();
-                let w = w.into_inner();
-                let json = match w.json {
-                    None => Vec::new(),
-                    Some(table) => match serde_json::to_value(table) {
-                        Ok(Value::Object(m)) if !m.is_empty() => field_tests(&m),
-                        _ => {
-                            return Err(err(
-                                span,
-                                &format!("{field}.when.json"),
-                                "expected a table of paths and plain values".into(),
-                            ));
-                        }
-                    },
-                };
-                if w.contains.is_none() && json.is_empty() {
-                    return Err(err(
-                        span,
-                        &format!("{field}.when"),
-                        "expected `contains`, `json` or both".into(),
-                    ));
-                }
-                Some(When {
-                    contains: w.contains,
-                    json,
-                })
-            }
-        };
-        let count = |v: Option<Spanned<i64>>, name: &str| match v {
-            Some(n) if *n.get_ref() < 1 => Err(err(
-                n.span(),
-                &format!("{field}.{name}"),
-                format!("expected at least 1, found {}", n.get_ref()),
-            )),
-            Some(n) => Ok(*n.get_ref() as u32),
-            None => Ok(1),
-        };
-        replies.push(Reply {
-            line: crate::source::line_col(text, span.start).0,
-            when,
-            body,
-            fault,
-            latency_ms: r.latency_ms.unwrap_or(0),
-            choices: count(r.choices, "choices")?,
-            times: count(r.times, "times")?,
-        });
-    }
+    let replies = raw
+        .reply
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| parse_reply(i, r, dir, &src))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Script {
         file: file.to_path_buf(),
         chunk_chars,
         chunk_delay_ms: raw.chunk_delay_ms.unwrap_or(0),
         refuse: raw.refuse.into_iter().map(Spanned::into_inner).collect(),
         replies,
+    })
+}
+
+/// The script being parsed, for locating errors.
+struct ScriptText<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl ScriptText<'_> {
+    /// An error in `field`, at the start of `span`.
+    fn at(&self, span: Range<usize>, field: &str, msg: String) -> SourceError {
+        SourceError::at_offset(self.file, self.text, span.start, field, msg)
+    }
+}
+
+/// The value of an optional count, refused when it is below 1.
+fn at_least_one(
+    v: Option<&Spanned<i64>>,
+    field: &str,
+    src: &ScriptText<'_>,
+) -> Result<Option<i64>, SourceError> {
+    match v {
+        Some(n) if *n.get_ref() < 1 => Err(src.at(
+            n.span(),
+            field,
+            format!("expected at least 1, found {}", n.get_ref()),
+        )),
+        other => Ok(other.map(|n| *n.get_ref())),
+    }
+}
+
+/// Reply `i` (from 0) of the script; `dir` anchors its `replay` path.
+fn parse_reply(
+    i: usize,
+    r: Spanned<RawReply>,
+    dir: &Path,
+    src: &ScriptText<'_>,
+) -> Result<Reply, SourceError> {
+    let field = format!("reply[{}]", i + 1);
+    let span = r.span();
+    let r = r.into_inner();
+    let fault = match &r.fault {
+        None => None,
+        Some(f) => Some(parse_fault(f, r.retry_after, &field, src)?),
+    };
+    let mut bodies = inline_bodies(r.decision, r.content, r.tool_calls);
+    if let Some(path) = r.replay {
+        let full = dir.join(&path);
+        let body = std::fs::read_to_string(&full).map_err(|e| {
+            src.at(
+                span.clone(),
+                &format!("{field}.replay"),
+                format!("cannot read {}: {e}", full.display()),
+            )
+        })?;
+        bodies.push(Body::Replay(body));
+    }
+    let body = one_body(bodies, fault, span.clone(), &field, src)?;
+    let when = match r.when {
+        None => None,
+        Some(w) => Some(parse_when(w, &field, src)?),
+    };
+    let count = |v: Option<&Spanned<i64>>, name: &str| {
+        at_least_one(v, &format!("{field}.{name}"), src).map(|n| n.map_or(1, |n| n as u32))
+    };
+    Ok(Reply {
+        line: crate::source::line_col(src.text, span.start).0,
+        when,
+        body,
+        fault,
+        latency_ms: r.latency_ms.unwrap_or(0),
+        choices: count(r.choices.as_ref(), "choices")?,
+        times: count(r.times.as_ref(), "times")?,
+    })
+}
+
+/// The fault a reply plays, by name; `retry_after` goes with `rate_limit`.
+fn parse_fault(
+    f: &Spanned<String>,
+    retry_after: Option<f64>,
+    field: &str,
+    src: &ScriptText<'_>,
+) -> Result<Fault, SourceError> {
+    Ok(match f.get_ref().as_str() {
+        "rate_limit" => Fault::RateLimit {
+            retry_after: retry_after.unwrap_or(1.0).max(0.0),
+        },
+        "server_error" => Fault::ServerError,
+        "hang" => Fault::Hang,
+        "garbage" => Fault::Garbage,
+        "cut" => Fault::Cut,
+        other => {
+            return Err(src.at(
+                f.span(),
+                &format!("{field}.fault"),
+                format!("expected one of {}, found {other:?}", FAULTS.join(", ")),
+            ));
+        }
+    })
+}
+
+/// The bodies a reply writes out in the script (all but `replay`), in the
+/// order they are checked.
+fn inline_bodies(
+    decision: Option<toml::Value>,
+    content: Option<String>,
+    tool_calls: Option<Vec<RawToolCall>>,
+) -> Vec<Body> {
+    let mut bodies = Vec::new();
+    if let Some(d) = decision {
+        bodies.push(Body::Decision(
+            serde_json::to_value(d).unwrap_or(Value::Null),
+        ));
+    }
+    if let Some(c) = content {
+        bodies.push(Body::Content(c));
+    }
+    if let Some(calls) = tool_calls {
+        bodies.push(Body::ToolCalls(
+            calls
+                .into_iter()
+                .map(|c| {
+                    let args = c
+                        .arguments
+                        .map_or(Value::Object(serde_json::Map::new()), |a| {
+                            serde_json::to_value(a).unwrap_or(Value::Null)
+                        });
+                    (c.name, args)
+                })
+                .collect(),
+        ));
+    }
+    bodies
+}
+
+/// The reply's one body, if any: refused when it gives several, or none
+/// and no fault, or none for a `cut` to cut.
+fn one_body(
+    mut bodies: Vec<Body>,
+    fault: Option<Fault>,
+    span: Range<usize>,
+    field: &str,
+    src: &ScriptText<'_>,
+) -> Result<Option<Body>, SourceError> {
+    if bodies.len() > 1 {
+        return Err(src.at(
+            span,
+            field,
+            "expected one of decision, content, tool_calls or replay, found several".into(),
+        ));
+    }
+    let body = bodies.pop();
+    match (&body, fault) {
+        (None, None) => Err(src.at(
+            span,
+            field,
+            "expected a decision, content, tool_calls, replay or fault".into(),
+        )),
+        (None, Some(Fault::Cut)) => Err(src.at(
+            span,
+            &format!("{field}.fault"),
+            "`cut` cuts a reply: give the decision, content or tool_calls it cuts".into(),
+        )),
+        _ => Ok(body),
+    }
+}
+
+/// A reply's `when`: a `contains` text, a table of JSON tests, or both.
+fn parse_when(w: Spanned<RawWhen>, field: &str, src: &ScriptText<'_>) -> Result<When, SourceError> {
+    let span = w.span();
+    let w = w.into_inner();
+    let json = match w.json {
+        None => Vec::new(),
+        Some(table) => match serde_json::to_value(table) {
+            Ok(Value::Object(m)) if !m.is_empty() => field_tests(&m),
+            _ => {
+                return Err(src.at(
+                    span,
+                    &format!("{field}.when.json"),
+                    "expected a table of paths and plain values".into(),
+                ));
+            }
+        },
+    };
+    if w.contains.is_none() && json.is_empty() {
+        return Err(src.at(
+            span,
+            &format!("{field}.when"),
+            "expected `contains`, `json` or both".into(),
+        ));
+    }
+    Ok(When {
+        contains: w.contains,
+        json,
     })
 }
 

@@ -425,104 +425,55 @@ impl App {
     /// Applies one action.
     pub fn update(&mut self, action: Action) -> Option<Effect> {
         match action {
-            Action::Core(event) => {
-                self.apply_event(*event);
+            Action::Submit => self.submit(),
+            Action::EStop => Some(self.estop()),
+            Action::Quit => self.quit(),
+            Action::ConfirmQuit => Some(Effect::Quit),
+            Action::Approve => self.approve(),
+            other => {
+                self.apply_action(other);
                 None
             }
-            Action::Snapshot(snap) => {
-                self.set_snapshot(*snap);
-                None
-            }
+        }
+    }
+
+    /// Applies an action that only changes the console's state: nothing to
+    /// send, nothing for the driver to do.
+    fn apply_action(&mut self, action: Action) {
+        match action {
+            Action::Core(event) => self.apply_event(*event),
+            Action::Snapshot(snap) => self.set_snapshot(*snap),
             Action::Edit(edit) => {
                 if let Some(editor) = self.editor_mut() {
                     editor.apply(edit);
                 }
-                None
             }
             Action::Type(text) => {
                 self.focus = Focus::Input;
                 self.prompt.focused = false;
                 self.input.apply(Edit::Insert(text));
-                None
             }
-            Action::Submit => self.submit(),
             Action::HistoryPrev | Action::HistoryNext => {
                 self.recall(action == Action::HistoryPrev);
-                None
             }
             Action::FocusNext | Action::FocusPrev => {
                 self.focus = self
                     .focus
                     .step(if action == Action::FocusNext { 1 } else { -1 });
-                None
             }
             Action::Scroll(by) => {
                 let s = self.scroll.entry(self.focus).or_default();
                 *s = s.saturating_add_signed(by as isize);
-                None
             }
             Action::ScrollOldest => {
                 self.scroll.insert(self.focus, usize::MAX / 2);
-                None
             }
             Action::ScrollNewest => {
                 self.scroll.insert(self.focus, 0);
-                None
             }
-            Action::Help => {
-                self.overlay = if self.overlay == Overlay::Help {
-                    Overlay::None
-                } else {
-                    Overlay::Help
-                };
-                None
-            }
-            Action::Escape => {
-                self.escape();
-                None
-            }
-            Action::EStop => {
-                self.estop_sent = true;
-                self.notice = Some((
-                    Level::Warn,
-                    "E-STOP sent; /reset resets it, then /resume starts".into(),
-                ));
-                Some(Effect::Send(Command::EStop))
-            }
-            Action::Quit => {
-                if self.is_busy() && self.overlay != Overlay::QuitConfirm {
-                    self.overlay = Overlay::QuitConfirm;
-                    None
-                } else {
-                    Some(Effect::Quit)
-                }
-            }
-            Action::ConfirmQuit => Some(Effect::Quit),
-            Action::FocusCard => {
-                if self.snap.approvals.is_empty() {
-                    self.notice = Some((Level::Info, "no approval is waiting".into()));
-                } else {
-                    self.overlay = Overlay::None;
-                    self.prompt.hidden = false;
-                    self.prompt.focused = true;
-                    self.guard();
-                    self.notice = Some((
-                        Level::Info,
-                        "the card has the keys: F3 approve · F4 edit · F8 reject · Esc back to typing"
-                            .into(),
-                    ));
-                }
-                None
-            }
-            Action::Approve => {
-                if !self.may_answer() {
-                    return None;
-                }
-                let id = self.selected_approval()?.approval_id.clone();
-                self.stage(Stage::Sent("approved"));
-                self.prompt.focused = false;
-                Some(Effect::Send(Command::Approve { approval_id: id }))
-            }
+            Action::Help => self.toggle_help(),
+            Action::Escape => self.escape(),
+            Action::FocusCard => self.focus_card(),
             Action::Reject => {
                 if self.may_answer() {
                     self.notice = None;
@@ -530,44 +481,107 @@ impl App {
                         editor: LineEditor::default(),
                     });
                 }
-                None
             }
             Action::EditArgs => {
                 if self.may_answer() {
                     self.open_editor();
                 }
-                None
             }
             Action::NextApproval | Action::PrevApproval => {
-                let n = self.snap.approvals.len().max(1);
-                let by = if action == Action::NextApproval {
-                    1
-                } else {
-                    n - 1
-                };
-                self.prompt.selected = (self.prompt.selected + by) % n;
-                self.prompt.stage = Stage::View;
-                self.prompt.approval_id = self.selected_approval().map(|a| a.approval_id.clone());
-                self.guard();
-                None
+                self.select_approval(action == Action::NextApproval);
             }
-            Action::ToggleApprovals => {
-                if self.snap.approvals.is_empty() {
-                    self.notice = Some((Level::Info, "no approval is waiting".into()));
-                } else {
-                    self.prompt.hidden = !self.prompt.hidden;
-                    self.prompt.focused = false;
-                }
-                None
-            }
+            Action::ToggleApprovals => self.toggle_approvals(),
             Action::CardKeys => {
                 self.notice = Some((
                     Level::Info,
                     "Enter does not answer a card: F3 approves · F4 edits · F8 rejects · Esc back to typing"
                         .into(),
                 ));
-                None
             }
+            // They may give the driver something to do: `update` applies them.
+            Action::Submit
+            | Action::EStop
+            | Action::Quit
+            | Action::ConfirmQuit
+            | Action::Approve => {}
+        }
+    }
+
+    /// Emergency stop: notes it was sent and says how to come back from it.
+    fn estop(&mut self) -> Effect {
+        self.estop_sent = true;
+        self.notice = Some((
+            Level::Warn,
+            "E-STOP sent; /reset resets it, then /resume starts".into(),
+        ));
+        Effect::Send(Command::EStop)
+    }
+
+    /// Leaves, or first asks whether to while work is under way.
+    fn quit(&mut self) -> Option<Effect> {
+        if self.is_busy() && self.overlay != Overlay::QuitConfirm {
+            self.overlay = Overlay::QuitConfirm;
+            None
+        } else {
+            Some(Effect::Quit)
+        }
+    }
+
+    /// Shows the key bindings, or hides them if shown.
+    fn toggle_help(&mut self) {
+        self.overlay = if self.overlay == Overlay::Help {
+            Overlay::None
+        } else {
+            Overlay::Help
+        };
+    }
+
+    /// Gives the keyboard to the approval card (F2), if one is waiting.
+    fn focus_card(&mut self) {
+        if self.snap.approvals.is_empty() {
+            self.notice = Some((Level::Info, "no approval is waiting".into()));
+        } else {
+            self.overlay = Overlay::None;
+            self.prompt.hidden = false;
+            self.prompt.focused = true;
+            self.guard();
+            self.notice = Some((
+                Level::Info,
+                "the card has the keys: F3 approve · F4 edit · F8 reject · Esc back to typing"
+                    .into(),
+            ));
+        }
+    }
+
+    /// Approves the selected approval as proposed, if the card may be answered.
+    fn approve(&mut self) -> Option<Effect> {
+        if !self.may_answer() {
+            return None;
+        }
+        let id = self.selected_approval()?.approval_id.clone();
+        self.stage(Stage::Sent("approved"));
+        self.prompt.focused = false;
+        Some(Effect::Send(Command::Approve { approval_id: id }))
+    }
+
+    /// Selects the next (`forward`) or previous pending approval, back at its
+    /// proposal, and restarts the answer guard.
+    fn select_approval(&mut self, forward: bool) {
+        let n = self.snap.approvals.len().max(1);
+        let by = if forward { 1 } else { n - 1 };
+        self.prompt.selected = (self.prompt.selected + by) % n;
+        self.prompt.stage = Stage::View;
+        self.prompt.approval_id = self.selected_approval().map(|a| a.approval_id.clone());
+        self.guard();
+    }
+
+    /// Hides the approval card, or shows it again, if one is waiting.
+    fn toggle_approvals(&mut self) {
+        if self.snap.approvals.is_empty() {
+            self.notice = Some((Level::Info, "no approval is waiting".into()));
+        } else {
+            self.prompt.hidden = !self.prompt.hidden;
+            self.prompt.focused = false;
         }
     }
 
@@ -909,96 +923,29 @@ impl App {
         }
     }
 
+    /// Folds one event from the core into the console: the event list, the
+    /// timeline, the panels it feeds.
     fn apply_event(&mut self, event: Event) {
         let time = event.time;
-        // Where a command that did this came from, when it was not this
-        // console: ` ← web: ws#3 127.0.0.1:51234`.
-        let from = event
-            .origin
-            .as_ref()
-            .filter(|o| o.door != Door::Console)
-            .map_or_else(String::new, |o| format!(" ← {o}"));
-        if let Some(level) = log_level(&event.kind, !from.is_empty()) {
-            let line = format!("{}{from}", describe::line(&event.kind));
-            self.push_log(time, level, line);
-        }
+        self.log_event(&event);
         let text = describe::text(&event.kind);
         match event.kind {
             EventKind::Snapshot { snapshot } => self.set_snapshot(*snapshot),
             EventKind::Mode { .. } => self.mode_why = Some(Timed { time, item: text }),
             EventKind::Activity { .. } => self.activity_why = Some(Timed { time, item: text }),
-            EventKind::Intent {
-                utterance,
-                intent,
-                processed_locally,
-                ..
-            } => self.push_step(
-                time,
-                Step::Heard {
-                    utterance,
-                    intent,
-                    local: processed_locally,
-                },
-            ),
-            EventKind::Decision {
-                task_id,
-                iteration,
-                decision_type,
-                reason,
-                brain,
-                ..
-            } => self.push_step(
-                time,
-                Step::Decided {
-                    task_id,
-                    iteration,
-                    decision: decision_type,
-                    reason,
-                    brain,
-                },
-            ),
-            EventKind::Guardrail {
-                op,
-                verdict,
-                reason,
-                ..
-            } => self.push_step(
-                time,
-                Step::Judged {
-                    op: describe::op(&op),
-                    verdict,
-                    reason,
-                },
-            ),
+            kind @ (EventKind::Intent { .. }
+            | EventKind::Decision { .. }
+            | EventKind::Guardrail { .. }) => {
+                if let Some(step) = timeline_step(kind) {
+                    self.push_step(time, step);
+                }
+            }
             EventKind::Approval {
                 approval_id,
                 status,
                 reason,
                 ..
-            } => {
-                if status == ApprovalStatus::EditRefused {
-                    if self.prompt.approval_id.as_deref() == Some(approval_id.as_str())
-                        && let Stage::Edit { error, sent, .. } = &mut self.prompt.stage
-                    {
-                        *error = Some(reason.clone());
-                        *sent = false;
-                    } else {
-                        // An edit sent with /edit: the card is not editing it.
-                        self.notice = Some((
-                            Level::Error,
-                            format!("edit of {approval_id} refused: {reason}"),
-                        ));
-                    }
-                }
-                self.push_step(
-                    time,
-                    Step::Approval {
-                        id: approval_id,
-                        status,
-                        reason,
-                    },
-                );
-            }
+            } => self.approval_changed(time, approval_id, status, reason),
             EventKind::Speech { text, track, .. } => push_capped(
                 &mut self.speech,
                 Timed {
@@ -1019,22 +966,8 @@ impl App {
                 }
             }
             EventKind::Error { .. } => self.notice = Some((Level::Error, text)),
-            EventKind::Token { text, .. } => {
-                self.tokens.push_str(&text);
-                if self.tokens.len() > TOKEN_CAP {
-                    let cut = self.tokens.len() - TOKEN_CAP;
-                    let at = (cut..self.tokens.len())
-                        .find(|i| self.tokens.is_char_boundary(*i))
-                        .unwrap_or(0);
-                    self.tokens.replace_range(..at, "");
-                }
-            }
-            EventKind::Device { device, .. } => {
-                match self.devices.iter_mut().find(|(d, _)| *d == device) {
-                    Some(slot) => slot.1 = text,
-                    None => self.devices.push((device, text)),
-                }
-            }
+            EventKind::Token { text, .. } => self.push_tokens(&text),
+            EventKind::Device { device, .. } => self.set_device(device, text),
             EventKind::Memory { .. } => push_capped(&mut self.memory, Timed { time, item: text }),
             EventKind::Fault { .. }
             | EventKind::Task { .. }
@@ -1043,6 +976,75 @@ impl App {
             | EventKind::Run { .. }
             | EventKind::Update { .. }
             | EventKind::LlmCall(_) => {}
+        }
+    }
+
+    /// Adds the event's line to the event list, if it has one there.
+    fn log_event(&mut self, event: &Event) {
+        // Where a command that did this came from, when it was not this
+        // console: ` ← web: ws#3 127.0.0.1:51234`.
+        let from = event
+            .origin
+            .as_ref()
+            .filter(|o| o.door != Door::Console)
+            .map_or_else(String::new, |o| format!(" ← {o}"));
+        if let Some(level) = log_level(&event.kind, !from.is_empty()) {
+            let line = format!("{}{from}", describe::line(&event.kind));
+            self.push_log(event.time, level, line);
+        }
+    }
+
+    /// An approval changed: on the timeline, and a refused edit shown where
+    /// it was made (the card's editor, or the hint line for `/edit`).
+    fn approval_changed(
+        &mut self,
+        time: f64,
+        approval_id: String,
+        status: ApprovalStatus,
+        reason: String,
+    ) {
+        if status == ApprovalStatus::EditRefused {
+            if self.prompt.approval_id.as_deref() == Some(approval_id.as_str())
+                && let Stage::Edit { error, sent, .. } = &mut self.prompt.stage
+            {
+                *error = Some(reason.clone());
+                *sent = false;
+            } else {
+                // An edit sent with /edit: the card is not editing it.
+                self.notice = Some((
+                    Level::Error,
+                    format!("edit of {approval_id} refused: {reason}"),
+                ));
+            }
+        }
+        self.push_step(
+            time,
+            Step::Approval {
+                id: approval_id,
+                status,
+                reason,
+            },
+        );
+    }
+
+    /// Appends streamed model text, keeping the last [`TOKEN_CAP`] bytes
+    /// (cut at a character boundary).
+    fn push_tokens(&mut self, text: &str) {
+        self.tokens.push_str(text);
+        if self.tokens.len() > TOKEN_CAP {
+            let cut = self.tokens.len() - TOKEN_CAP;
+            let at = (cut..self.tokens.len())
+                .find(|i| self.tokens.is_char_boundary(*i))
+                .unwrap_or(0);
+            self.tokens.replace_range(..at, "");
+        }
+    }
+
+    /// Sets what `device` last said, adding the device if it is new.
+    fn set_device(&mut self, device: String, text: String) {
+        match self.devices.iter_mut().find(|(d, _)| *d == device) {
+            Some(slot) => slot.1 = text,
+            None => self.devices.push((device, text)),
         }
     }
 
@@ -1098,6 +1100,48 @@ fn push_capped<T>(feed: &mut VecDeque<T>, item: T) {
         feed.pop_front();
     }
     feed.push_back(item);
+}
+
+/// The timeline line of an utterance understood, a decision or a guardrail
+/// verdict; `None` for any other event.
+fn timeline_step(kind: EventKind) -> Option<Step> {
+    Some(match kind {
+        EventKind::Intent {
+            utterance,
+            intent,
+            processed_locally,
+            ..
+        } => Step::Heard {
+            utterance,
+            intent,
+            local: processed_locally,
+        },
+        EventKind::Decision {
+            task_id,
+            iteration,
+            decision_type,
+            reason,
+            brain,
+            ..
+        } => Step::Decided {
+            task_id,
+            iteration,
+            decision: decision_type,
+            reason,
+            brain,
+        },
+        EventKind::Guardrail {
+            op,
+            verdict,
+            reason,
+            ..
+        } => Step::Judged {
+            op: describe::op(&op),
+            verdict,
+            reason,
+        },
+        _ => return None,
+    })
 }
 
 /// The level of an event's line in the event list, or `None` for events

@@ -10,7 +10,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{EventKind, Fault, LlmCallView, Op, SkillStatus};
+use super::{
+    EventKind, Fault, IncidentRecord, LlmCallView, MemoryUse, NavFeedback, Op, SkillStatus,
+    TaskView,
+};
 
 /// Arguments longer than this many characters are cut (the event log has
 /// them whole).
@@ -32,6 +35,34 @@ pub fn text(kind: &EventKind) -> String {
         EventKind::Update { node, changed } => format!("{} {changed}", word(node)),
         EventKind::Token { purpose, text } => format!("{purpose}: {text}"),
         EventKind::Run { run } => run.summary(),
+        EventKind::Mode { from, to, reason } => transition(from.as_str(), to.as_str(), reason),
+        EventKind::Activity { from, to, reason } => transition(from.as_str(), to.as_str(), reason),
+        EventKind::Task { task, reason } => task_text(task, reason),
+        EventKind::Speech { text, track, .. } => format!("“{text}” ({})", word(track)),
+        EventKind::Alert { incident } => alert_text(incident),
+        EventKind::Fault { fault: f } => fault(f),
+        EventKind::LlmCall(call) => llm_call(call),
+        EventKind::Log { level, message } => match level.as_str() {
+            "warn" | "debug" => format!("{level}: {message}"),
+            _ => message.clone(),
+        },
+        EventKind::Error { code, message } => format!("{code}: {message}"),
+        EventKind::Intent { .. }
+        | EventKind::Decision { .. }
+        | EventKind::Guardrail { .. }
+        | EventKind::Approval { .. }
+        | EventKind::Memory { .. } => brain_text(kind),
+        EventKind::Skill { .. } | EventKind::Telemetry { .. } | EventKind::Device { .. } => {
+            robot_text(kind)
+        }
+    }
+}
+
+/// What the brain and its guards made of an event: an intent, a decision,
+/// a guardrail verdict, an approval, or the memory it was given. Only
+/// [`text`] calls this, with those events; any other reads as nothing.
+fn brain_text(kind: &EventKind) -> String {
+    match kind {
         EventKind::Intent {
             utterance,
             intent,
@@ -48,20 +79,13 @@ pub fn text(kind: &EventKind) -> String {
             reason,
             brain,
             ops,
-        } => {
-            let ops: Vec<String> = ops.iter().map(op).collect();
-            let ops = if ops.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", ops.join(", "))
-            };
-            format!(
-                "{task_id} #{iteration} {} ({}){ops}{}",
-                decision_type.as_str(),
-                word(brain),
-                dash(reason)
-            )
-        }
+        } => format!(
+            "{task_id} #{iteration} {} ({}){}{}",
+            decision_type.as_str(),
+            word(brain),
+            ops_text(ops),
+            dash(reason)
+        ),
         EventKind::Guardrail {
             op: o,
             verdict,
@@ -73,28 +97,27 @@ pub fn text(kind: &EventKind) -> String {
             op(o),
             dash(reason)
         ),
-        EventKind::Mode { from, to, reason } => {
-            format!("{} → {}: {reason}", from.as_str(), to.as_str())
-        }
-        EventKind::Activity { from, to, reason } => {
-            format!("{} → {}: {reason}", from.as_str(), to.as_str())
-        }
-        EventKind::Task { task, reason } => {
-            let step = if task.steps > 0 {
-                format!(", step {}/{}", (task.step + 1).min(task.steps), task.steps)
-            } else {
-                String::new()
-            };
-            format!(
-                "{} {}: {} ({}, {}{step}){}",
-                task.id,
-                word(&task.status),
-                task.title,
-                task.kind,
-                word(&task.priority),
-                dash(reason)
-            )
-        }
+        EventKind::Approval {
+            approval_id,
+            status,
+            op: o,
+            reason,
+            ..
+        } => format!("{approval_id} {}: {}{}", word(status), op(o), dash(reason)),
+        EventKind::Memory {
+            used,
+            tokens,
+            budget,
+            ..
+        } => memory_text(used, *tokens, *budget),
+        _ => String::new(),
+    }
+}
+
+/// What the robot did or reports: a skill goal, its telemetry, a device.
+/// Only [`text`] calls this, with those events; any other reads as nothing.
+fn robot_text(kind: &EventKind) -> String {
+    match kind {
         EventKind::Skill {
             goal_id,
             skill,
@@ -104,71 +127,25 @@ pub fn text(kind: &EventKind) -> String {
             error,
             message,
             ..
-        } => {
-            let what = match status {
-                SkillStatus::Feedback => feedback.as_ref().map_or_else(
-                    || "feedback".to_string(),
-                    |f| {
-                        let rec = match f.number_of_recoveries {
-                            0 => String::new(),
-                            1 => ", 1 recovery".into(),
-                            n => format!(", {n} recoveries"),
-                        };
-                        format!(
-                            "{:.1} m to go, ~{:.0} s{rec}",
-                            f.distance_remaining, f.estimated_time_remaining
-                        )
-                    },
-                ),
-                SkillStatus::Failed => format!("failed: {}", error.as_deref().unwrap_or("error")),
-                other => word(other),
-            };
-            let target = target(args);
-            let target = if target.is_empty() {
-                String::new()
-            } else {
-                format!(" {target}")
-            };
-            format!(
-                "{skill}{target} [{}] {what}{}",
-                short_goal_id(goal_id),
-                dash(message)
-            )
-        }
-        EventKind::Approval {
-            approval_id,
-            status,
-            op: o,
-            reason,
-            ..
-        } => format!("{approval_id} {}: {}{}", word(status), op(o), dash(reason)),
-        EventKind::Speech { text, track, .. } => format!("“{text}” ({})", word(track)),
-        EventKind::Alert { incident } => {
-            let what = format!("{} in {}", incident.kinds.join(" and "), incident.zone);
-            match (&incident.acknowledged_by, &incident.evidence) {
-                (Some(by), _) => format!("{} ({what}) acknowledged by {by}", incident.id),
-                (None, Some(path)) => format!("{}: {what} — evidence {path}", incident.id),
-                (None, None) => format!("{}: {what}", incident.id),
-            }
-        }
+        } => format!(
+            "{skill}{} [{}] {}{}",
+            spaced(&target(args)),
+            short_goal_id(goal_id),
+            skill_progress(*status, feedback.as_ref(), error.as_deref()),
+            dash(message)
+        ),
         EventKind::Telemetry {
             battery_pct,
             charging,
             zone,
             distance_to_target,
             ..
-        } => {
-            let mut parts = vec![format!("battery {battery_pct:.1}%")];
-            parts.push(zone.clone().unwrap_or_else(|| "between zones".into()));
-            if *charging {
-                parts.push("charging".into());
-            }
-            if let Some(d) = distance_to_target {
-                parts.push(format!("{d:.1} m to target"));
-            }
-            parts.join(", ")
-        }
-        EventKind::Fault { fault: f } => fault(f),
+        } => telemetry_text(
+            *battery_pct,
+            *charging,
+            zone.as_deref(),
+            *distance_to_target,
+        ),
         EventKind::Device {
             device,
             state,
@@ -180,25 +157,117 @@ pub fn text(kind: &EventKind) -> String {
             if *online { "" } else { "(offline) " },
             dash(reason)
         ),
-        EventKind::LlmCall(call) => llm_call(call),
-        EventKind::Memory {
-            used,
-            tokens,
-            budget,
-            ..
-        } => format!(
-            "{} memor{} in the model's input ({tokens}/{budget} tokens){}",
-            used.len(),
-            if used.len() == 1 { "y" } else { "ies" },
-            used.first()
-                .map(|u| format!(": #{} {:.2} — {}", u.id, u.score, u.why))
-                .unwrap_or_default()
-        ),
-        EventKind::Log { level, message } => match level.as_str() {
-            "warn" | "debug" => format!("{level}: {message}"),
-            _ => message.clone(),
-        },
-        EventKind::Error { code, message } => format!("{code}: {message}"),
+        _ => String::new(),
+    }
+}
+
+/// A change of mode or activity: `IDLE → EXEC: task t1 started`.
+fn transition(from: &str, to: &str, reason: &str) -> String {
+    format!("{from} → {to}: {reason}")
+}
+
+/// A decision's ops as ` navigate_to kitchen, wait 3 s`, or nothing for no ops.
+fn ops_text(ops: &[Op]) -> String {
+    let ops: Vec<String> = ops.iter().map(op).collect();
+    if ops.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", ops.join(", "))
+    }
+}
+
+/// A task as it stands:
+/// `t2 waiting_human: go to kitchen (goto, user_interrupt, step 1/1) — iteration cap`.
+fn task_text(task: &TaskView, reason: &str) -> String {
+    let step = if task.steps > 0 {
+        format!(", step {}/{}", (task.step + 1).min(task.steps), task.steps)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} {}: {} ({}, {}{step}){}",
+        task.id,
+        word(&task.status),
+        task.title,
+        task.kind,
+        word(&task.priority),
+        dash(reason)
+    )
+}
+
+/// Where a skill goal stands: its progress with `feedback`, its error with
+/// `failed`, else the status word.
+fn skill_progress(
+    status: SkillStatus,
+    feedback: Option<&NavFeedback>,
+    error: Option<&str>,
+) -> String {
+    match status {
+        SkillStatus::Feedback => feedback.map_or_else(|| "feedback".to_string(), feedback_text),
+        SkillStatus::Failed => format!("failed: {}", error.unwrap_or("error")),
+        other => word(&other),
+    }
+}
+
+/// Navigation progress: `4.0 m to go, ~8 s, 2 recoveries`.
+fn feedback_text(f: &NavFeedback) -> String {
+    let rec = match f.number_of_recoveries {
+        0 => String::new(),
+        1 => ", 1 recovery".into(),
+        n => format!(", {n} recoveries"),
+    };
+    format!(
+        "{:.1} m to go, ~{:.0} s{rec}",
+        f.distance_remaining, f.estimated_time_remaining
+    )
+}
+
+/// An alert: raised (with its evidence, when there is some) or acknowledged.
+fn alert_text(incident: &IncidentRecord) -> String {
+    let what = format!("{} in {}", incident.kinds.join(" and "), incident.zone);
+    match (&incident.acknowledged_by, &incident.evidence) {
+        (Some(by), _) => format!("{} ({what}) acknowledged by {by}", incident.id),
+        (None, Some(path)) => format!("{}: {what} — evidence {path}", incident.id),
+        (None, None) => format!("{}: {what}", incident.id),
+    }
+}
+
+/// The robot's state: `battery 19.9%, charger, charging, 2.0 m to target`.
+fn telemetry_text(
+    battery_pct: f64,
+    charging: bool,
+    zone: Option<&str>,
+    distance_to_target: Option<f64>,
+) -> String {
+    let mut parts = vec![format!("battery {battery_pct:.1}%")];
+    parts.push(zone.map_or_else(|| "between zones".into(), str::to_string));
+    if charging {
+        parts.push("charging".into());
+    }
+    if let Some(d) = distance_to_target {
+        parts.push(format!("{d:.1} m to target"));
+    }
+    parts.join(", ")
+}
+
+/// Memory put into a model's input, with the best memory and why it was chosen.
+fn memory_text(used: &[MemoryUse], tokens: usize, budget: usize) -> String {
+    format!(
+        "{} memor{} in the model's input ({tokens}/{budget} tokens){}",
+        used.len(),
+        if used.len() == 1 { "y" } else { "ies" },
+        used.first()
+            .map(|u| format!(": #{} {:.2} — {}", u.id, u.score, u.why))
+            .unwrap_or_default()
+    )
+}
+
+/// ` text`, or nothing for empty text.
+fn spaced(text: &str) -> String {
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!(" {text}")
     }
 }
 

@@ -196,6 +196,41 @@ impl World {
 }
 
 fn validate(raw: RawWorld, src: &Source<'_>) -> Result<World, SourceError> {
+    let resolution = check_name_and_resolution(&raw, src)?;
+    let map = parse_map(&raw.map, resolution, src)?;
+    check_base(&raw.base, src)?;
+    check_battery(&raw.battery, src)?;
+    let zones = check_zones(&raw.zones, &map, src)?;
+    let passages = check_passages(&raw.passages, &map, src)?;
+    let routes = check_routes(&raw.routes, &zones, src)?;
+    let home_zone = known_zone(&zones, &raw.home_zone, "home_zone", src)?;
+    let charger_zone = known_zone(&zones, &raw.charger_zone, "charger_zone", src)?;
+    let (start_pose, dock_pose) = check_poses(&raw, &map, &zones, &charger_zone, src)?;
+    let incidents = check_incidents(&raw.incidents, &zones, src)?;
+    check_reachable(&map, start_pose, &zones, &raw, dock_pose, src)?;
+    Ok(World {
+        name: raw.name.into_inner(),
+        resolution,
+        width: map.width,
+        height: map.height,
+        walls: map.walls,
+        zones,
+        passages,
+        routes,
+        home_zone,
+        charger_zone,
+        dock_pose,
+        start_pose,
+        base: raw.base,
+        battery: raw.battery,
+        incidents,
+        frame: raw.frame,
+    })
+}
+
+/// The world's resolution, once its name is known to be non-empty and the
+/// resolution to be a positive number of metres per cell.
+fn check_name_and_resolution(raw: &RawWorld, src: &Source<'_>) -> Result<f64, SourceError> {
     if raw.name.get_ref().trim().is_empty() {
         return Err(src.at(raw.name.span(), "name", "expected a non-empty name"));
     }
@@ -207,29 +242,41 @@ fn validate(raw: RawWorld, src: &Source<'_>) -> Result<World, SourceError> {
             format!("expected metres per cell above 0, found {resolution}"),
         ));
     }
-    let map = parse_map(&raw.map, resolution, src)?;
-    check_base(&raw.base, src)?;
-    check_battery(&raw.battery, src)?;
-    let zones = check_zones(&raw.zones, &map, src)?;
-    let passages = check_passages(&raw.passages, &map, src)?;
-    let zone_known = |name: &Spanned<String>, field: &str| -> Result<String, SourceError> {
-        if zones.iter().any(|z| &z.name == name.get_ref()) {
-            Ok(name.get_ref().clone())
-        } else {
-            let known: Vec<&str> = zones.iter().map(|z| z.name.as_str()).collect();
-            Err(src.at(
-                name.span(),
-                field,
-                format!(
-                    "unknown zone `{}`; expected one of: {}",
-                    name.get_ref(),
-                    known.join(", ")
-                ),
-            ))
-        }
-    };
+    Ok(resolution)
+}
+
+/// `name` when it is one of `zones`; else an error at `field` listing them.
+fn known_zone(
+    zones: &[Zone],
+    name: &Spanned<String>,
+    field: &str,
+    src: &Source<'_>,
+) -> Result<String, SourceError> {
+    if zones.iter().any(|z| &z.name == name.get_ref()) {
+        Ok(name.get_ref().clone())
+    } else {
+        let known: Vec<&str> = zones.iter().map(|z| z.name.as_str()).collect();
+        Err(src.at(
+            name.span(),
+            field,
+            format!(
+                "unknown zone `{}`; expected one of: {}",
+                name.get_ref(),
+                known.join(", ")
+            ),
+        ))
+    }
+}
+
+/// The named routes, each a non-empty list of known zones, in the order
+/// they are written in the file.
+fn check_routes(
+    raw: &BTreeMap<String, Spanned<Vec<Spanned<String>>>>,
+    zones: &[Zone],
+    src: &Source<'_>,
+) -> Result<Vec<(String, Vec<String>)>, SourceError> {
     let mut routes: Vec<(usize, String, Vec<String>)> = Vec::new();
-    for (route, stops) in &raw.routes {
+    for (route, stops) in raw {
         let field = format!("routes.{route}");
         if stops.get_ref().is_empty() {
             return Err(src.at(stops.span(), &field, "expected at least one zone"));
@@ -237,13 +284,23 @@ fn validate(raw: RawWorld, src: &Source<'_>) -> Result<World, SourceError> {
         let names = stops
             .get_ref()
             .iter()
-            .map(|s| zone_known(s, &field))
+            .map(|s| known_zone(zones, s, &field, src))
             .collect::<Result<Vec<_>, _>>()?;
         routes.push((stops.span().start, route.clone(), names));
     }
     routes.sort_by_key(|(at, _, _)| *at);
-    let home_zone = zone_known(&raw.home_zone, "home_zone")?;
-    let charger_zone = zone_known(&raw.charger_zone, "charger_zone")?;
+    Ok(routes.into_iter().map(|(_, n, z)| (n, z)).collect())
+}
+
+/// The start and dock poses, once both are on free cells and the dock is
+/// inside the charger zone.
+fn check_poses(
+    raw: &RawWorld,
+    map: &MapInfo,
+    zones: &[Zone],
+    charger_zone: &str,
+    src: &Source<'_>,
+) -> Result<(Pose, Pose), SourceError> {
     let start_pose = to_pose(raw.start.get_ref());
     if let Some(why) = map.why_not_free(start_pose.point()) {
         return Err(src.at(raw.start.span(), "start", format!("start pose {why}")));
@@ -266,8 +323,17 @@ fn validate(raw: RawWorld, src: &Source<'_>) -> Result<World, SourceError> {
             ),
         ));
     }
+    Ok((start_pose, dock_pose))
+}
+
+/// The scripted incidents, each at a time ≥ 0, in a known zone, of a named kind.
+fn check_incidents(
+    raw: &[RawIncident],
+    zones: &[Zone],
+    src: &Source<'_>,
+) -> Result<Vec<ScriptedIncident>, SourceError> {
     let mut incidents = Vec::new();
-    for (i, inc) in raw.incidents.iter().enumerate() {
+    for (i, inc) in raw.iter().enumerate() {
         let at = *inc.at.get_ref();
         if !(at.is_finite() && at >= 0.0) {
             return Err(src.at(
@@ -276,7 +342,7 @@ fn validate(raw: RawWorld, src: &Source<'_>) -> Result<World, SourceError> {
                 format!("expected seconds ≥ 0, found {at}"),
             ));
         }
-        let zone = zone_known(&inc.zone, &format!("incidents.{i}.zone"))?;
+        let zone = known_zone(zones, &inc.zone, &format!("incidents.{i}.zone"), src)?;
         if inc.kind.get_ref().trim().is_empty() {
             return Err(src.at(
                 inc.kind.span(),
@@ -290,25 +356,7 @@ fn validate(raw: RawWorld, src: &Source<'_>) -> Result<World, SourceError> {
             kind: inc.kind.get_ref().clone(),
         });
     }
-    check_reachable(&map, start_pose, &zones, &raw, dock_pose, src)?;
-    Ok(World {
-        name: raw.name.into_inner(),
-        resolution,
-        width: map.width,
-        height: map.height,
-        walls: map.walls,
-        zones,
-        passages,
-        routes: routes.into_iter().map(|(_, n, z)| (n, z)).collect(),
-        home_zone,
-        charger_zone,
-        dock_pose,
-        start_pose,
-        base: raw.base,
-        battery: raw.battery,
-        incidents,
-        frame: raw.frame,
-    })
+    Ok(incidents)
 }
 
 /// Reads the ASCII map: one line per row, `#` wall, `.` free; blank lines

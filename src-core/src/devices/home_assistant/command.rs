@@ -83,25 +83,32 @@ fn percent(text: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
+/// The verb in `text`, if any: what it may mean, and its percent.
 fn verb(text: &str) -> Option<Verb> {
-    let pct = percent(text);
-    let v = |caps: &[&'static str]| {
-        Some(Verb {
-            capabilities: caps.to_vec(),
-            percent: pct,
-        })
-    };
+    let percent = percent(text);
+    let has_pct = percent.is_some();
+    let capabilities =
+        lock_media_capabilities(text, has_pct).or_else(|| setting_capabilities(text, has_pct))?;
+    Some(Verb {
+        capabilities: capabilities.to_vec(),
+        percent,
+    })
+}
+
+/// The capabilities a lock, media, vacuum-dock or pause verb may mean
+/// (checked before the on/off verbs: "unlock" is not "lock").
+fn lock_media_capabilities(text: &str, has_pct: bool) -> Option<&'static [&'static str]> {
     if any(text, &["unlock", "解锁", "开锁", "把门打开"]) {
-        return v(&["unlock"]);
+        return Some(&["unlock"]);
     }
     if any(text, &["lock", "锁上", "锁门", "上锁", "锁好"]) && !any(text, &["unlock"]) {
-        return v(&["lock"]);
+        return Some(&["lock"]);
     }
-    if any(text, &["volume", "音量"]) && pct.is_some() {
-        return v(&["set_volume"]);
+    if any(text, &["volume", "音量"]) && has_pct {
+        return Some(&["set_volume"]);
     }
     if any(text, &["mute", "静音"]) {
-        return v(&["mute"]);
+        return Some(&["mute"]);
     }
     if any(
         text,
@@ -114,26 +121,32 @@ fn verb(text: &str) -> Option<Verb> {
             "切歌",
         ],
     ) {
-        return v(&["next_track"]);
+        return Some(&["next_track"]);
     }
     if any(
         text,
         &["previous track", "previous song", "上一首", "上一曲"],
     ) {
-        return v(&["previous_track"]);
+        return Some(&["previous_track"]);
     }
     if any(text, &["return", "dock", "回充", "回去充电"])
         && any(text, &["base", "dock", "回充", "回去充电"])
     {
-        return v(&["return_to_base"]);
+        return Some(&["return_to_base"]);
     }
     if any(text, &["unpause", "resume", "继续播放", "接着放"]) {
-        return v(&["play", "start"]);
+        return Some(&["play", "start"]);
     }
     if any(text, &["pause", "暂停"]) {
-        return v(&["pause"]);
+        return Some(&["pause"]);
     }
-    if pct.is_some()
+    None
+}
+
+/// The capabilities a setting, start, play, on/off, open/close or stop
+/// verb may mean, in order of preference.
+fn setting_capabilities(text: &str, has_pct: bool) -> Option<&'static [&'static str]> {
+    if has_pct
         && any(
             text,
             &[
@@ -148,15 +161,35 @@ fn verb(text: &str) -> Option<Verb> {
             ],
         )
     {
-        return v(&["set_brightness", "set_position", "set_speed", "set_volume"]);
+        return Some(&["set_brightness", "set_position", "set_speed", "set_volume"]);
     }
     if any(text, &["start", "开始", "启动", "扫地", "打扫"]) {
-        return v(&["start", "turn_on"]);
+        return Some(&["start", "turn_on"]);
     }
     if any(text, &["play", "播放"]) {
-        return v(&["play"]);
+        return Some(&["play"]);
     }
-    let off = any(
+    if asks_off(text) {
+        return Some(&["turn_off", "close", "stop"]);
+    }
+    if any(text, &["close", "shut", "拉上", "合上"]) {
+        return Some(&["close", "turn_off"]);
+    }
+    if asks_on(text) {
+        return Some(&["turn_on", "open"]);
+    }
+    if any(text, &["open", "拉开"]) {
+        return Some(&["open", "turn_on"]);
+    }
+    if any(text, &["stop", "停止"]) {
+        return Some(&["stop", "pause"]);
+    }
+    None
+}
+
+/// Whether `text` asks for something off ("turn off", "关掉", "… off").
+fn asks_off(text: &str) -> bool {
+    any(
         text,
         &[
             "turn off",
@@ -170,29 +203,17 @@ fn verb(text: &str) -> Option<Verb> {
         ],
     ) || text.ends_with(" off")
         || (text.starts_with("turn ") && has(text, "off"))
-        || text.starts_with('关');
-    if off {
-        return v(&["turn_off", "close", "stop"]);
-    }
-    if any(text, &["close", "shut", "拉上", "合上"]) {
-        return v(&["close", "turn_off"]);
-    }
-    let on = any(
+        || text.starts_with('关')
+}
+
+/// Whether `text` asks for something on ("turn on", "打开", "… on").
+fn asks_on(text: &str) -> bool {
+    any(
         text,
         &["turn on", "switch on", "打开", "开启", "开一下", "点亮"],
     ) || text.ends_with(" on")
         || (text.starts_with("turn ") && has(text, "on"))
-        || text.starts_with('开');
-    if on {
-        return v(&["turn_on", "open"]);
-    }
-    if any(text, &["open", "拉开"]) {
-        return v(&["open", "turn_on"]);
-    }
-    if any(text, &["stop", "停止"]) {
-        return v(&["stop", "pause"]);
-    }
-    None
+        || text.starts_with('开')
 }
 
 /// Verb words, taken out of the sentence before devices are looked for in

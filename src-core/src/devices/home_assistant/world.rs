@@ -251,6 +251,55 @@ fn set_state(state: &mut Map<String, Value>, value: &str) {
     state.insert("state".into(), Value::String(value.into()));
 }
 
+/// A light's `turn_on` or `set_brightness` (`level`, a percent): on, at
+/// its brightness when it can be dimmed.
+fn light_on(s: &mut Map<String, Value>, service: &str, args: &Value) -> Result<(), String> {
+    set_state(s, "on");
+    let dimmable = s
+        .get("supported_color_modes")
+        .and_then(Value::as_array)
+        .is_some_and(|m| m.iter().any(|m| m.as_str() != Some("onoff")));
+    if dimmable {
+        s.insert("color_mode".into(), json!("brightness"));
+        if service == "set_brightness" {
+            // Home Assistant: brightness_pct × 255 / 100, rounded.
+            let level = pct_arg(args, "level")?;
+            s.insert(
+                "brightness".into(),
+                json!(((level * 255) as f64 / 100.0).round() as i64),
+            );
+        } else if s.get("brightness").is_none_or(Value::is_null) {
+            s.insert("brightness".into(), json!(255));
+        }
+    } else if service == "set_brightness" {
+        return Err("this light cannot be dimmed".into());
+    } else {
+        s.insert("color_mode".into(), json!("onoff"));
+    }
+    Ok(())
+}
+
+/// A fan's `turn_on`: on, at full speed unless it has a speed already.
+fn fan_on(s: &mut Map<String, Value>) {
+    set_state(s, "on");
+    if s.get("percentage")
+        .and_then(Value::as_i64)
+        .is_none_or(|p| p == 0)
+    {
+        s.insert("percentage".into(), json!(100));
+    }
+}
+
+/// A to-do list's `add_item`: one more item not done.
+fn todo_add_item(s: &mut Map<String, Value>) {
+    let count = s
+        .get("state")
+        .and_then(Value::as_str)
+        .and_then(|c| c.parse::<u64>().ok())
+        .unwrap_or(0);
+    set_state(s, &(count + 1).to_string());
+}
+
 /// The state after `service` of `domain` with `args` on an entity in `state`.
 pub fn service(
     domain: &str,
@@ -260,30 +309,7 @@ pub fn service(
 ) -> Result<Map<String, Value>, String> {
     let mut s = state.clone();
     match (domain, service) {
-        ("light", "turn_on" | "set_brightness") => {
-            set_state(&mut s, "on");
-            let dimmable = s
-                .get("supported_color_modes")
-                .and_then(Value::as_array)
-                .is_some_and(|m| m.iter().any(|m| m.as_str() != Some("onoff")));
-            if dimmable {
-                s.insert("color_mode".into(), json!("brightness"));
-                if service == "set_brightness" {
-                    // Home Assistant: brightness_pct × 255 / 100, rounded.
-                    let level = pct_arg(args, "level")?;
-                    s.insert(
-                        "brightness".into(),
-                        json!(((level * 255) as f64 / 100.0).round() as i64),
-                    );
-                } else if s.get("brightness").is_none_or(Value::is_null) {
-                    s.insert("brightness".into(), json!(255));
-                }
-            } else if service == "set_brightness" {
-                return Err("this light cannot be dimmed".into());
-            } else {
-                s.insert("color_mode".into(), json!("onoff"));
-            }
-        }
+        ("light", "turn_on" | "set_brightness") => light_on(&mut s, service, args)?,
         ("light", "turn_off") => {
             set_state(&mut s, "off");
             s.remove("brightness");
@@ -291,15 +317,7 @@ pub fn service(
         }
         ("switch" | "input_boolean" | "media_player", "turn_on") => set_state(&mut s, "on"),
         ("switch" | "input_boolean" | "media_player", "turn_off") => set_state(&mut s, "off"),
-        ("fan", "turn_on") => {
-            set_state(&mut s, "on");
-            if s.get("percentage")
-                .and_then(Value::as_i64)
-                .is_none_or(|p| p == 0)
-            {
-                s.insert("percentage".into(), json!(100));
-            }
-        }
+        ("fan", "turn_on") => fan_on(&mut s),
         ("fan", "turn_off") => {
             set_state(&mut s, "off");
             s.insert("percentage".into(), json!(0));
@@ -343,14 +361,7 @@ pub fn service(
             s.insert("volume_level".into(), Value::Number(volume(0)));
         }
         // A to-do list's state is the number of items not done.
-        ("todo", "add_item") => {
-            let count = s
-                .get("state")
-                .and_then(Value::as_str)
-                .and_then(|c| c.parse::<u64>().ok())
-                .unwrap_or(0);
-            set_state(&mut s, &(count + 1).to_string());
-        }
+        ("todo", "add_item") => todo_add_item(&mut s),
         _ => return Err(format!("no service `{service}` for `{domain}` entities")),
     }
     Ok(s)

@@ -27,7 +27,9 @@ use crate::fleet::bridge::{Bridge, Effect as BridgeEffect, Identity};
 use crate::fleet::topics::Topics;
 use crate::geometry::{Point, Pose};
 use crate::link::Fault;
-use crate::protocol::{Command, DecisionType, EventKind, Op, Origin, SkillCall, SkillStatus};
+use crate::protocol::{
+    Command, DecisionType, Event, EventKind, Op, Origin, SkillCall, SkillStatus,
+};
 use crate::react::Decision;
 use crate::rng::SplitMix64;
 use crate::world::World;
@@ -193,6 +195,36 @@ struct Seen {
 /// `start` with `blocked` passages blocked, and checks the property on
 /// every leg of the task (the first three at most).
 fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &mut Seen) {
+    let mut events = Vec::new();
+    let (world, mut engine) = engine_at(world, start, blocked, &mut events);
+    let origin = origin_of(door);
+    let commands = commands_of(door, &world, &mut engine);
+    for c in commands {
+        engine.submit(c, origin.clone());
+    }
+    let mut watch = Watch {
+        world: &world,
+        what: format!("{door:?} from {start:?}, blocked {blocked:?}"),
+        legs: 0,
+        approved: None,
+        leg: None,
+        path: Vec::new(),
+        quiet_ticks: 0,
+        // A press only asks: its task's first leg waits whatever its goal.
+        only_asked: matches!(door, Door::Button(_)),
+    };
+    watch.run(&mut engine, &mut events, seen);
+}
+
+/// A fresh engine on a copy of `world` whose robot starts at `start`,
+/// with `blocked` passage blocked (three ticks into `events` to take),
+/// and that copy of the world.
+fn engine_at(
+    world: &World,
+    start: Point,
+    blocked: Option<&str>,
+    events: &mut Vec<Event>,
+) -> (World, Engine) {
     let mut world = world.clone();
     world.start_pose = Pose::new(start.x, start.y, 0.0);
     let mut config = Config {
@@ -202,7 +234,6 @@ fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &
     config.skills.keep_frames = false;
     config.patrol.look_around = false;
     let mut engine = Engine::simulated(&config, world.clone()).unwrap();
-    let mut events = Vec::new();
     if let Some(passage) = blocked {
         engine.submit(
             Command::Inject {
@@ -213,11 +244,15 @@ fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &
             Origin::console(),
         );
         for _ in 0..3 {
-            engine.tick(&mut events);
+            engine.tick(events);
         }
     }
-    // Where each door's commands come from, as the door stamps it.
-    let origin = match door {
+    (world, engine)
+}
+
+/// Where each door's commands come from, as the door stamps it.
+fn origin_of(door: &Door) -> Origin {
+    match door {
         Door::Say(_) => Origin::console(),
         Door::Call(..) | Door::Model(_) => Origin::new(crate::protocol::Door::Mcp, "stdio mcp-1"),
         Door::Chain(_) => Origin::headless(),
@@ -226,8 +261,13 @@ fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &
             "topic uagv/v2/acme/r1/order",
         ),
         Door::Button(_) => Origin::new(crate::protocol::Door::HomeAssistant, "topic (a button's)"),
-    };
-    let commands = match door {
+    }
+}
+
+/// The commands `door` hands the engine (a model's door installs its
+/// scripted brain on `engine` and only starts a task).
+fn commands_of(door: &Door, world: &World, engine: &mut Engine) -> Vec<Command> {
+    match door {
         Door::Say(text) => vec![Command::Say { text: text.clone() }],
         Door::Call(skill, args) => vec![Command::Call {
             call_id: "c1".into(),
@@ -270,83 +310,116 @@ fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &
             let topic = discovery.command_topic(*button);
             discovery.command(&topic, b"PRESS").into_iter().collect()
         }
-    };
-    for c in commands {
-        engine.submit(c, origin.clone());
     }
-    let what = format!("{door:?} from {start:?}, blocked {blocked:?}");
-    let mut legs = 0;
-    // The approved op of the leg under way, if it was approved.
-    let mut approved: Option<(String, Value)> = None;
-    let mut leg: Option<(String, Value)> = None;
-    let mut path: Vec<Point> = Vec::new();
-    let mut quiet_ticks = 0;
-    // A press only asks: its task's first leg waits whatever its goal.
-    let mut only_asked = matches!(door, Door::Button(_));
-    while legs < 3 && quiet_ticks < 200 {
-        events.clear();
-        engine.tick(&mut events);
-        quiet_ticks += 1;
-        for e in &events {
+}
+
+/// One task's legs as the engine runs them, judged one by one.
+struct Watch<'a> {
+    /// The world the engine runs.
+    world: &'a World,
+    /// The case, for the failure messages.
+    what: String,
+    /// Legs judged so far.
+    legs: usize,
+    /// The approved op of the leg under way, if it was approved.
+    approved: Option<(String, Value)>,
+    /// The leg under way: its skill and arguments.
+    leg: Option<(String, Value)>,
+    /// The robot's path for the leg under way, once it has one.
+    path: Vec<Point>,
+    /// Ticks since anything happened.
+    quiet_ticks: u32,
+    /// A press only asks: its task's first leg waits whatever its goal.
+    only_asked: bool,
+}
+
+impl Watch<'_> {
+    /// Ticks `engine` until three legs are judged or it falls quiet,
+    /// approving whatever waits.
+    fn run(&mut self, engine: &mut Engine, events: &mut Vec<Event>, seen: &mut Seen) {
+        while self.legs < 3 && self.quiet_ticks < 200 {
+            events.clear();
+            engine.tick(events);
+            self.quiet_ticks += 1;
+            self.note_dispatches(events);
+            if self.leg.is_some() && self.path.is_empty() {
+                self.path.clone_from(&engine.state().telemetry.path);
+            }
+            // A leg is judged once the robot has its path, or a moment after
+            // it was sent (a goal it refused, or one done at once).
+            if let Some(leg) = self.leg.clone()
+                && (!self.path.is_empty() || self.quiet_ticks > 10)
+            {
+                self.judge(&leg, seen);
+                self.legs += 1;
+                self.leg = None;
+                self.approved = None;
+                // Let the leg run its course before the next one.
+                continue;
+            }
+            self.approve_first(engine);
+        }
+    }
+
+    /// A dispatched op that moves the base starts a new leg.
+    fn note_dispatches(&mut self, events: &[Event]) {
+        for e in events {
             if let EventKind::Skill {
                 skill,
                 args,
                 status: SkillStatus::Dispatched,
                 ..
             } = &e.kind
-                && target_of(&world, skill, args).is_some()
+                && target_of(self.world, skill, args).is_some()
             {
-                leg = Some((skill.clone(), args.clone()));
-                path.clear();
-                quiet_ticks = 0;
+                self.leg = Some((skill.clone(), args.clone()));
+                self.path.clear();
+                self.quiet_ticks = 0;
             }
         }
-        if leg.is_some() && path.is_empty() {
-            path.clone_from(&engine.state().telemetry.path);
+    }
+
+    /// Checks the property on `leg`: it waited for an approval exactly
+    /// when its goal or path is flagged (or a press asked for it).
+    fn judge(&mut self, leg: &(String, Value), seen: &mut Seen) {
+        let (skill, args) = leg;
+        let (world, what, path) = (self.world, &self.what, &self.path);
+        let target = target_of(world, skill, args).unwrap();
+        let enters = flagged_at(world, target) || path_enters(world, path);
+        let was_approved = self.approved.as_ref() == Some(leg);
+        if self.only_asked {
+            assert!(
+                was_approved,
+                "{what}: {skill} {args} ran without an approval, but a Home Assistant \
+                 press only asks"
+            );
+            self.only_asked = false;
+            seen.asked += 1;
+        } else if was_approved {
+            assert!(
+                enters,
+                "{what}: {skill} {args} waited for an approval, but neither its goal \
+                 {target:?} nor the robot's path {path:?} enters a restricted zone or \
+                 leaves the apartment"
+            );
+            seen.asked += 1;
+        } else {
+            assert!(
+                !enters,
+                "{what}: {skill} {args} ran without an approval, but its goal {target:?} \
+                 or the robot's path {path:?} enters a restricted zone or leaves the apartment"
+            );
+            seen.ran += 1;
         }
-        // A leg is judged once the robot has its path, or a moment after
-        // it was sent (a goal it refused, or one done at once).
-        if let Some((skill, args)) = leg.clone()
-            && (!path.is_empty() || quiet_ticks > 10)
-        {
-            let target = target_of(&world, &skill, &args).unwrap();
-            let enters = flagged_at(&world, target) || path_enters(&world, &path);
-            let was_approved = approved.as_ref() == Some(&(skill.clone(), args.clone()));
-            if only_asked {
-                assert!(
-                    was_approved,
-                    "{what}: {skill} {args} ran without an approval, but a Home Assistant \
-                     press only asks"
-                );
-                only_asked = false;
-                seen.asked += 1;
-            } else if was_approved {
-                assert!(
-                    enters,
-                    "{what}: {skill} {args} waited for an approval, but neither its goal \
-                     {target:?} nor the robot's path {path:?} enters a restricted zone or \
-                     leaves the apartment"
-                );
-                seen.asked += 1;
-            } else {
-                assert!(
-                    !enters,
-                    "{what}: {skill} {args} ran without an approval, but its goal {target:?} \
-                     or the robot's path {path:?} enters a restricted zone or leaves the apartment"
-                );
-                seen.ran += 1;
-            }
-            legs += 1;
-            leg = None;
-            approved = None;
-            // Let the leg run its course before the next one.
-            continue;
-        }
+    }
+
+    /// Approves the first op waiting, noting it if it moves the base.
+    fn approve_first(&mut self, engine: &mut Engine) {
         if let Some(pending) = engine.state().approvals.first().cloned() {
             if let Op::Dispatch { skill, args } = &pending.op
-                && target_of(&world, skill, args).is_some()
+                && target_of(self.world, skill, args).is_some()
             {
-                approved = Some((skill.clone(), args.clone()));
+                self.approved = Some((skill.clone(), args.clone()));
             }
             engine.submit(
                 Command::Approve {
@@ -354,7 +427,7 @@ fn send(world: &World, start: Point, blocked: Option<&str>, door: &Door, seen: &
                 },
                 Origin::console(),
             );
-            quiet_ticks = 0;
+            self.quiet_ticks = 0;
         }
     }
 }

@@ -514,6 +514,74 @@ struct Worker {
     last_discovery: Instant,
 }
 
+/// A `get_result` answer: the request, the goal's status, Nav2's error
+/// code and message.
+type ResultAnswer = (RmwRequestId, GoalStatusEnum, u16, String);
+
+/// What one poll read off both actions, acted on once the wire is let go.
+#[derive(Default)]
+struct Inbox {
+    /// `send_goal` answers: the request, and whether the goal was accepted.
+    accepted: Vec<(RmwRequestId, bool)>,
+    /// `get_result` answers.
+    results: Vec<ResultAnswer>,
+    /// Feedback, by goal UUID.
+    feedback: Vec<([u8; 16], NavFeedback)>,
+}
+
+impl Inbox {
+    /// Reads the goal responses, results, cancel answers and feedback of
+    /// both actions; a dock goal's distance to go is `dock_distance`.
+    fn drain(wire: &Wire, dock_distance: f64) -> Self {
+        let mut inbox = Self::default();
+        while let Ok(Some((id, resp))) = wire.nav.goal_client().receive_response() {
+            inbox.accepted.push((id, resp.accepted));
+        }
+        while let Ok(Some((id, resp))) = wire.dock.goal_client().receive_response() {
+            inbox.accepted.push((id, resp.accepted));
+        }
+        while let Ok(Some((id, resp))) = wire.nav.result_client().receive_response() {
+            let r = resp.result;
+            inbox
+                .results
+                .push((id, resp.status, r.error_code, r.error_msg));
+        }
+        while let Ok(Some((id, resp))) = wire.dock.result_client().receive_response() {
+            let r = resp.result;
+            inbox
+                .results
+                .push((id, resp.status, r.error_code, r.error_msg));
+        }
+        // Cancel answers carry nothing the results do not.
+        while let Ok(Some(_)) = wire.nav.cancel_client().receive_response() {}
+        while let Ok(Some(_)) = wire.dock.cancel_client().receive_response() {}
+        while let Ok(Some((msg, _))) = wire.nav.feedback_subscription().take() {
+            let f = msg.feedback;
+            inbox.feedback.push((
+                msg.goal_id.uuid.into_bytes(),
+                NavFeedback {
+                    distance_remaining: f64::from(f.distance_remaining),
+                    estimated_time_remaining: f.estimated_time_remaining.seconds(),
+                    navigation_time: f.navigation_time.seconds(),
+                    number_of_recoveries: u32::try_from(f.number_of_recoveries).unwrap_or(0),
+                },
+            ));
+        }
+        while let Ok(Some((msg, _))) = wire.dock.feedback_subscription().take() {
+            inbox.feedback.push((
+                msg.goal_id.uuid.into_bytes(),
+                NavFeedback {
+                    distance_remaining: dock_distance,
+                    estimated_time_remaining: 0.0,
+                    navigation_time: msg.feedback.docking_time.seconds(),
+                    number_of_recoveries: u32::from(msg.feedback.num_retries),
+                },
+            ));
+        }
+        inbox
+    }
+}
+
 /// An action's status array: each goal's UUID and `action_msgs/GoalStatus` code.
 type Statuses = Vec<([u8; 16], i8)>;
 
@@ -797,61 +865,38 @@ impl Worker {
     }
 
     fn poll_wire(&mut self) {
-        // Goal responses, results, cancels, feedback and statuses of both actions.
-        let mut accepted = Vec::new();
-        let mut results = Vec::new();
-        let mut feedback = Vec::new();
-        {
+        // Dock feedback carries no distance: it is the robot's to the dock.
+        let dock = self.world.dock_pose;
+        let dock_distance = (dock.x - self.robot.pose.x).hypot(dock.y - self.robot.pose.y);
+        let inbox = {
             let wire = self.shared.wire();
-            while let Ok(Some((id, resp))) = wire.nav.goal_client().receive_response() {
-                accepted.push((id, resp.accepted));
-            }
-            while let Ok(Some((id, resp))) = wire.dock.goal_client().receive_response() {
-                accepted.push((id, resp.accepted));
-            }
-            while let Ok(Some((id, resp))) = wire.nav.result_client().receive_response() {
-                let r = resp.result;
-                results.push((id, resp.status, r.error_code, r.error_msg));
-            }
-            while let Ok(Some((id, resp))) = wire.dock.result_client().receive_response() {
-                let r = resp.result;
-                results.push((id, resp.status, r.error_code, r.error_msg));
-            }
-            // Cancel answers carry nothing the results do not.
-            while let Ok(Some(_)) = wire.nav.cancel_client().receive_response() {}
-            while let Ok(Some(_)) = wire.dock.cancel_client().receive_response() {}
-            while let Ok(Some((msg, _))) = wire.nav.feedback_subscription().take() {
-                let f = msg.feedback;
-                feedback.push((
-                    msg.goal_id.uuid.into_bytes(),
-                    NavFeedback {
-                        distance_remaining: f64::from(f.distance_remaining),
-                        estimated_time_remaining: f.estimated_time_remaining.seconds(),
-                        navigation_time: f.navigation_time.seconds(),
-                        number_of_recoveries: u32::try_from(f.number_of_recoveries).unwrap_or(0),
-                    },
-                ));
-            }
-            while let Ok(Some((msg, _))) = wire.dock.feedback_subscription().take() {
-                let dock = self.world.dock_pose;
-                let d = (dock.x - self.robot.pose.x).hypot(dock.y - self.robot.pose.y);
-                feedback.push((
-                    msg.goal_id.uuid.into_bytes(),
-                    NavFeedback {
-                        distance_remaining: d,
-                        estimated_time_remaining: 0.0,
-                        navigation_time: msg.feedback.docking_time.seconds(),
-                        number_of_recoveries: u32::from(msg.feedback.num_retries),
-                    },
-                ));
-            }
+            let inbox = Inbox::drain(&wire, dock_distance);
             while let Ok(Some(array)) = wire.nav.receive_status() {
                 self.statuses[0] = Some(status_list(&array));
             }
             while let Ok(Some(array)) = wire.dock.receive_status() {
                 self.statuses[1] = Some(status_list(&array));
             }
+            inbox
+        };
+        self.answer_goal_responses(inbox.accepted);
+        self.answer_results(inbox.results);
+        for (bytes, fb) in inbox.feedback {
+            let Some(goal_id) = self.by_uuid.get(&bytes).cloned() else {
+                continue;
+            };
+            self.robot.distance_to_target = Some(fb.distance_remaining);
+            self.reply(LinkReply::Feedback {
+                goal_id,
+                feedback: fb,
+            });
         }
+        self.read_robot_state();
+    }
+
+    /// Marks each accepted goal running and asks for its result; forgets
+    /// and rejects each goal Nav2 refused.
+    fn answer_goal_responses(&mut self, accepted: Vec<(RmwRequestId, bool)>) {
         for (request, ok) in accepted {
             let Some(goal_id) = self.goal_requests.remove(&request) else {
                 continue;
@@ -875,6 +920,11 @@ impl Worker {
                 });
             }
         }
+    }
+
+    /// Ends each goal whose result came: its outcome as the goal's
+    /// `Result`, or as the answer to the status query that adopted it.
+    fn answer_results(&mut self, results: Vec<ResultAnswer>) {
         for (request, status, code, message) in results {
             let Some(goal_id) = self.result_requests.remove(&request) else {
                 continue;
@@ -912,16 +962,10 @@ impl Worker {
                 }),
             }
         }
-        for (bytes, fb) in feedback {
-            let Some(goal_id) = self.by_uuid.get(&bytes).cloned() else {
-                continue;
-            };
-            self.robot.distance_to_target = Some(fb.distance_remaining);
-            self.reply(LinkReply::Feedback {
-                goal_id,
-                feedback: fb,
-            });
-        }
+    }
+
+    /// Takes the battery state and the pose (odometry or AMCL) that arrived.
+    fn read_robot_state(&mut self) {
         while let Ok(Some((b, _))) = self.battery.take() {
             if b.percentage.is_finite() {
                 self.robot.battery_pct = Some(f64::from(b.percentage) * 100.0);

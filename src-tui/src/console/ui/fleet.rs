@@ -9,10 +9,21 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use robobrain_core::fleet::{FleetApproval, RobotEntry};
 use robobrain_core::protocol::describe;
 
 use super::super::fleet::{FleetApp, Pane};
 use super::Theme;
+
+/// A bordered pane titled `name`, marked `(keys)` while it has the keyboard.
+fn pane(name: &str, keys: bool) -> Block<'static> {
+    let title = if keys {
+        format!(" {name} (keys) ")
+    } else {
+        format!(" {name} ")
+    };
+    Block::default().borders(Borders::ALL).title(title)
+}
 
 /// Paints the fleet console.
 pub fn draw(fleet: &FleetApp, frame: &mut Frame) {
@@ -31,29 +42,59 @@ pub fn draw(fleet: &FleetApp, frame: &mut Frame) {
     ])
     .areas(frame.area());
 
+    frame.render_widget(
+        Paragraph::new(header_line(fleet, approvals.len(), theme)),
+        header,
+    );
+
+    frame.render_widget(
+        Paragraph::new(robot_lines(fleet, theme)).block(pane("Robots", fleet.pane == Pane::Robots)),
+        robots,
+    );
+
+    frame.render_widget(
+        Paragraph::new(approval_lines(fleet, &approvals, theme)).block(pane(
+            "Approvals across the fleet",
+            fleet.pane == Pane::Approvals,
+        )),
+        queue,
+    );
+
+    frame.render_widget(Paragraph::new(notice_line(fleet, theme)), notice);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            " ↑↓ select · Enter open robot (Ctrl-F back) · Tab robots/approvals · a/F3 approve · r/F8 reject · F12 E-stop robot · E E-stop all · q quit",
+            theme.dim(),
+        )),
+        hints,
+    );
+}
+
+/// The header: the broker, whether it is up, robots online and approvals waiting.
+fn header_line(fleet: &FleetApp, waiting: usize, theme: Theme) -> Line<'static> {
     let online = fleet.view.robots().filter(|r| r.online()).count();
     let link = if fleet.connected {
         Span::styled("broker up", theme.good())
     } else {
         Span::styled("broker DOWN", theme.bad())
     };
-    frame.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(
-                " robobrain fleet ",
-                theme.bold().add_modifier(Modifier::REVERSED),
-            ),
-            Span::raw(format!(" {} · ", fleet.broker)),
-            link,
-            Span::raw(format!(
-                " · {online}/{} robots online · {} approval(s) waiting",
-                fleet.view.len(),
-                approvals.len()
-            )),
-        ])),
-        header,
-    );
+    Line::from(vec![
+        Span::styled(
+            " robobrain fleet ",
+            theme.bold().add_modifier(Modifier::REVERSED),
+        ),
+        Span::raw(format!(" {} · ", fleet.broker)),
+        link,
+        Span::raw(format!(
+            " · {online}/{} robots online · {waiting} approval(s) waiting",
+            fleet.view.len(),
+        )),
+    ])
+}
 
+/// The robot table: a heading, then one row per robot (or a note that none
+/// was heard yet).
+fn robot_lines(fleet: &FleetApp, theme: Theme) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(
         format!(
             "  {:<14} {:<16} {:<6} {:<11} {:>5}  {:<28} {:>6} {:>9}",
@@ -62,50 +103,56 @@ pub fn draw(fleet: &FleetApp, frame: &mut Frame) {
         theme.dim(),
     )];
     for (i, robot) in fleet.view.robots().enumerate() {
-        let s = robot.snapshot.as_ref();
-        let task = s.and_then(|s| s.tasks.first()).map_or_else(
-            || "-".to_string(),
-            |t| format!("{} ({})", t.title, describe::word(&t.status)),
-        );
-        let mode = s.map_or("-", |s| if s.estop { "ESTOP" } else { s.mode.as_str() });
-        let row = format!(
-            "{} {:<14} {:<16} {:<6} {:<11} {:>4.0}%  {:<28} {:>6} {:>9}",
-            if i == fleet.selected { ">" } else { " " },
-            robot.id,
-            robot.connection_label(),
-            mode,
-            s.map_or("-", |s| s.activity.as_str()),
-            s.map_or(0.0, |s| s.robot.battery_pct),
-            truncate(&task, 28),
-            s.map_or(0, |s| s.alerts.len()),
-            s.map_or(0, |s| s.approvals.len()),
-        );
-        let mut style = if robot.online() {
-            ratatui::style::Style::default()
-        } else {
-            theme.bad()
-        };
-        if s.is_some_and(|s| s.estop) {
-            style = theme.bad();
-        }
-        if i == fleet.selected && fleet.pane == Pane::Robots {
-            style = style.add_modifier(Modifier::REVERSED);
-        }
-        lines.push(Line::styled(row, style));
+        lines.push(robot_row(fleet, i, robot, theme));
     }
     if fleet.view.is_empty() {
         lines.push(Line::styled("  no robot heard yet", theme.dim()));
     }
-    let title = if fleet.pane == Pane::Robots {
-        " Robots (keys) "
-    } else {
-        " Robots "
-    };
-    frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
-        robots,
-    );
+    lines
+}
 
+/// Row `i` of the robot table: offline or E-stopped robots in red, the
+/// selected one reversed while the table has the keys.
+fn robot_row(fleet: &FleetApp, i: usize, robot: &RobotEntry, theme: Theme) -> Line<'static> {
+    let s = robot.snapshot.as_ref();
+    let task = s.and_then(|s| s.tasks.first()).map_or_else(
+        || "-".to_string(),
+        |t| format!("{} ({})", t.title, describe::word(&t.status)),
+    );
+    let mode = s.map_or("-", |s| if s.estop { "ESTOP" } else { s.mode.as_str() });
+    let row = format!(
+        "{} {:<14} {:<16} {:<6} {:<11} {:>4.0}%  {:<28} {:>6} {:>9}",
+        if i == fleet.selected { ">" } else { " " },
+        robot.id,
+        robot.connection_label(),
+        mode,
+        s.map_or("-", |s| s.activity.as_str()),
+        s.map_or(0.0, |s| s.robot.battery_pct),
+        truncate(&task, 28),
+        s.map_or(0, |s| s.alerts.len()),
+        s.map_or(0, |s| s.approvals.len()),
+    );
+    let mut style = if robot.online() {
+        ratatui::style::Style::default()
+    } else {
+        theme.bad()
+    };
+    if s.is_some_and(|s| s.estop) {
+        style = theme.bad();
+    }
+    if i == fleet.selected && fleet.pane == Pane::Robots {
+        style = style.add_modifier(Modifier::REVERSED);
+    }
+    Line::styled(row, style)
+}
+
+/// The approval queue across the fleet, one line per approval (or a note
+/// that none is waiting).
+fn approval_lines(
+    fleet: &FleetApp,
+    approvals: &[FleetApproval],
+    theme: Theme,
+) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     for (i, a) in approvals.iter().enumerate() {
         let what = describe::op(&a.approval.op);
@@ -129,17 +176,12 @@ pub fn draw(fleet: &FleetApp, frame: &mut Frame) {
     if lines.is_empty() {
         lines.push(Line::styled("  no approval waiting", theme.dim()));
     }
-    let title = if fleet.pane == Pane::Approvals {
-        " Approvals across the fleet (keys) "
-    } else {
-        " Approvals across the fleet "
-    };
-    frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
-        queue,
-    );
+    lines
+}
 
-    let notice_line = if fleet.confirm_estop_all {
+/// The notice line: the E-stop-all question, else the last notice.
+fn notice_line(fleet: &FleetApp, theme: Theme) -> Line<'static> {
+    if fleet.confirm_estop_all {
         Line::styled(
             " E-STOP EVERY ROBOT? y / Enter: yes, any other key: no",
             theme.bad(),
@@ -148,15 +190,7 @@ pub fn draw(fleet: &FleetApp, frame: &mut Frame) {
         Line::styled(format!(" {text}"), theme.level(*level))
     } else {
         Line::raw("")
-    };
-    frame.render_widget(Paragraph::new(notice_line), notice);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            " ↑↓ select · Enter open robot (Ctrl-F back) · Tab robots/approvals · a/F3 approve · r/F8 reject · F12 E-stop robot · E E-stop all · q quit",
-            theme.dim(),
-        )),
-        hints,
-    );
+    }
 }
 
 fn truncate(text: &str, max: usize) -> String {

@@ -14,6 +14,7 @@ use crate::console::forecast::NoForecast;
 use crate::console::keys::BINDINGS;
 use crate::console::line::LineEditor;
 use crate::console::slash::{COMMANDS, FAULTS};
+use robobrain_core::protocol::ApprovalView;
 use robobrain_core::protocol::describe;
 
 /// Draws whichever overlay is open.
@@ -45,6 +46,8 @@ fn popup(frame: &mut Frame, area: Rect, w: u16, h: u16, title: String, theme: Th
     inner
 }
 
+/// Draws the approval card: what will happen, where it goes, the queue of
+/// pending approvals and the keys (or field) that answer it.
 fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     let Some(a) = app.selected_approval() else {
         return;
@@ -56,7 +59,33 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
         .iter()
         .position(|x| x.approval_id == a.approval_id)
         .unwrap_or(0);
-    let title = format!(
+    let title = approval_title(app, a, index, n);
+    let width = area.width.min(78);
+    let inner_width = usize::from(width.saturating_sub(2));
+    let mut lines = proposal_lines(a, theme);
+    lines.extend(forecast_lines(app, a, theme));
+    if n > 1 {
+        lines.push(queue_line(app, index, theme));
+    }
+    lines.push(Line::raw(""));
+    let cursor = stage_lines(app, a, &mut lines, inner_width, theme);
+    let rows: usize = lines
+        .iter()
+        .map(|l| l.width().div_ceil(inner_width.max(1)).max(1))
+        .sum();
+    let inner = popup(frame, area, width, rows as u16 + 2, title, theme);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+    if let Some((x, y)) = cursor
+        && (y as u16) < inner.height
+    {
+        frame.set_cursor_position((inner.x + x as u16, inner.y + y as u16));
+    }
+}
+
+/// The card's title: which approval of how many, its task, and whether the
+/// card has the keys.
+fn approval_title(app: &App, a: &ApprovalView, index: usize, n: usize) -> String {
+    format!(
         " Approval {} of {n} · {} for task {}{} ",
         index + 1,
         a.approval_id,
@@ -66,14 +95,16 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
         } else {
             ""
         }
-    );
-    let width = area.width.min(78);
-    let inner_width = usize::from(width.saturating_sub(2));
+    )
+}
+
+/// The proposal itself: the op and its arguments, the risk, why, and who asked.
+fn proposal_lines(a: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
     let args = match &a.op {
         robobrain_core::protocol::Op::Dispatch { args, .. } => args.to_string(),
         _ => String::new(),
     };
-    let mut lines = vec![
+    vec![
         Line::from(vec![
             Span::styled(describe::op(&a.op), theme.bold()),
             Span::raw(format!(" {args}  ")),
@@ -90,10 +121,14 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
                 ToString::to_string,
             )),
         ]),
-    ];
+    ]
+}
+
+/// Where a move would go and what it costs, or why that is not known.
+fn forecast_lines(app: &App, a: &ApprovalView, theme: Theme) -> Vec<Line<'static>> {
     match app.forecasts.get(&a.approval_id) {
-        Some(Ok(f)) => {
-            lines.push(Line::from(vec![
+        Some(Ok(f)) => vec![
+            Line::from(vec![
                 Span::styled("route: ", theme.dim()),
                 Span::raw(format!(
                     "{}  ({:.1} m, ETA {:.0} s)",
@@ -101,51 +136,59 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
                     f.distance_m,
                     f.eta_s
                 )),
-            ]));
-            lines.push(Line::from(vec![
+            ]),
+            Line::from(vec![
                 Span::styled("battery: ", theme.dim()),
                 Span::raw(format!(
                     "{:.1} % now → {:.1} % on arrival",
                     app.snap.robot.battery_pct, f.battery_after
                 )),
-            ]));
-        }
-        Some(Err(NoForecast::NoPath(why))) => {
-            lines.push(Line::styled(
-                format!("route: none from here ({why})"),
-                theme.bad(),
-            ));
-        }
-        Some(Err(NoForecast::UnknownPlace(p))) => {
-            lines.push(Line::styled(
-                format!("route: unknown place {p}"),
-                theme.bad(),
-            ));
-        }
+            ]),
+        ],
+        Some(Err(NoForecast::NoPath(why))) => vec![Line::styled(
+            format!("route: none from here ({why})"),
+            theme.bad(),
+        )],
+        Some(Err(NoForecast::UnknownPlace(p))) => vec![Line::styled(
+            format!("route: unknown place {p}"),
+            theme.bad(),
+        )],
         Some(Err(NoForecast::NotAMove)) | None => {
-            lines.push(Line::styled("route: the base does not move", theme.dim()));
+            vec![Line::styled("route: the base does not move", theme.dim())]
         }
     }
-    if n > 1 {
-        let queue: Vec<Span> = app
-            .snap
-            .approvals
-            .iter()
-            .enumerate()
-            .map(|(i, q)| {
-                let text = format!(" {} {} ", q.approval_id, describe::op(&q.op));
-                if i == index {
-                    Span::styled(text, theme.bold().add_modifier(Modifier::REVERSED))
-                } else {
-                    Span::raw(text)
-                }
-            })
-            .collect();
-        let mut line = vec![Span::styled("queue:", theme.dim())];
-        line.extend(queue);
-        lines.push(Line::from(line));
-    }
-    lines.push(Line::raw(""));
+}
+
+/// The pending approvals in a row, the shown one (`index`) highlighted.
+fn queue_line(app: &App, index: usize, theme: Theme) -> Line<'static> {
+    let queue: Vec<Span> = app
+        .snap
+        .approvals
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let text = format!(" {} {} ", q.approval_id, describe::op(&q.op));
+            if i == index {
+                Span::styled(text, theme.bold().add_modifier(Modifier::REVERSED))
+            } else {
+                Span::raw(text)
+            }
+        })
+        .collect();
+    let mut line = vec![Span::styled("queue:", theme.dim())];
+    line.extend(queue);
+    Line::from(line)
+}
+
+/// Adds what the prompt's stage shows (the keys, or a field being edited);
+/// returns where the cursor goes (column, line) if a field is open.
+fn stage_lines(
+    app: &App,
+    a: &ApprovalView,
+    lines: &mut Vec<Line<'static>>,
+    inner_width: usize,
+    theme: Theme,
+) -> Option<(usize, usize)> {
     let mut cursor = None;
     match &app.prompt.stage {
         // Typing never answers the card: F2 gives it the keys first.
@@ -176,7 +219,7 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
             sent,
         } => {
             cursor = Some(field(
-                &mut lines,
+                lines,
                 "args (JSON): ",
                 editor,
                 inner_width,
@@ -193,13 +236,7 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
             lines.push(Line::styled("Enter send · Esc back", theme.dim()));
         }
         Stage::Reject { editor } => {
-            cursor = Some(field(
-                &mut lines,
-                "reason: ",
-                editor,
-                inner_width,
-                theme.bad(),
-            ));
+            cursor = Some(field(lines, "reason: ", editor, inner_width, theme.bad()));
             lines.push(Line::styled("Enter reject · Esc back", theme.dim()));
         }
         Stage::Sent(what) => lines.push(Line::styled(
@@ -207,17 +244,7 @@ fn approval(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
             theme.dim(),
         )),
     }
-    let rows: usize = lines
-        .iter()
-        .map(|l| l.width().div_ceil(inner_width.max(1)).max(1))
-        .sum();
-    let inner = popup(frame, area, width, rows as u16 + 2, title, theme);
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
-    if let Some((x, y)) = cursor
-        && (y as u16) < inner.height
-    {
-        frame.set_cursor_position((inner.x + x as u16, inner.y + y as u16));
-    }
+    cursor
 }
 
 /// Adds a labelled text field to `lines`; returns where its cursor goes
