@@ -351,8 +351,16 @@ impl Engine {
         });
     }
 
-    /// The skill registry, to register more skills.
-    pub fn registry_mut(&mut self) -> &mut SkillRegistry {
+    /// The skill registry, read-only: what the run's skills are and how
+    /// each is doing. A face adds its own skill through
+    /// [`crate::session::Run::register_skill`] before the run starts.
+    pub fn registry(&self) -> &SkillRegistry {
+        &self.mind.registry
+    }
+
+    /// The skill registry, for the run's assembly inside the core (the
+    /// session builder, MCP services) to register more skills.
+    pub(crate) fn registry_mut(&mut self) -> &mut SkillRegistry {
         &mut self.mind.registry
     }
 

@@ -348,8 +348,8 @@ impl Run {
     }
 
     /// The specs of the run's skills (an MCP server's tool list).
-    pub fn skill_specs(&mut self) -> Vec<crate::skills::SkillSpec> {
-        self.engine.registry_mut().specs().cloned().collect()
+    pub fn skill_specs(&self) -> Vec<crate::skills::SkillSpec> {
+        self.engine.registry().specs().cloned().collect()
     }
 
     /// The run's sim time (a resumed thread's is where it was).

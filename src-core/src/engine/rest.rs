@@ -33,6 +33,43 @@ pub(super) struct Stop {
     unsent: Vec<String>,
 }
 
+/// Whether a request held for the robot may still go after a stop: cancels
+/// and queries may, a goal a tick dispatched but that has not left yet must
+/// never start (a stop's own `stop_base` aside).
+fn survives_stop(request: &LinkRequest) -> bool {
+    !matches!(request, LinkRequest::SendGoal { kind, .. } if *kind != GoalKind::StopBase)
+}
+
+/// The cancels a stop sends after its `stop_base`, decided from what the
+/// brain tracks: `queued`, the requests the runner queued while cancelling
+/// the goals it drives (`cancelled`); then every goal the ledger holds open
+/// that nothing cancels yet (a resumed brain still reconciling it may run
+/// on the robot too). Goals the E-stop line held back (`never_sent`) never
+/// reached the robot, so nothing is cancelled there. Pure: the engine
+/// sends what this returns, in order.
+fn stop_cancels(
+    queued: Vec<LinkRequest>,
+    never_sent: &[String],
+    cancelled: &[String],
+    open: Vec<String>,
+) -> Vec<LinkRequest> {
+    let mut cancels: Vec<LinkRequest> = queued
+        .into_iter()
+        .filter(|r| !matches!(r, LinkRequest::Cancel { goal_id } if never_sent.contains(goal_id)))
+        .collect();
+    for goal_id in open {
+        if !cancels
+            .iter()
+            .any(|r| matches!(r, LinkRequest::Cancel { goal_id: g } if *g == goal_id))
+            && !cancelled.contains(&goal_id)
+            && !never_sent.contains(&goal_id)
+        {
+            cancels.push(LinkRequest::Cancel { goal_id });
+        }
+    }
+    cancels
+}
+
 impl Engine {
     /// Brings the robot to rest because the brain stops thinking: `why`
     /// says what happened (the store failed, a shutdown, a panic).
@@ -92,9 +129,7 @@ impl Engine {
             .held
             .take()
             .into_iter()
-            .filter(
-                |r| !matches!(r, LinkRequest::SendGoal { kind, .. } if *kind != GoalKind::StopBase),
-            )
+            .filter(survives_stop)
             .collect();
         let (cancelled, _speech) = self.with_skills(|runner, registry, ctx, _| {
             let running: Vec<String> = runner.running().iter().map(|g| g.goal_id.clone()).collect();
@@ -103,27 +138,13 @@ impl Engine {
                 .filter_map(|id| runner.cancel(registry, ctx, id).ok().flatten())
                 .collect::<Vec<_>>()
         });
-        // Goals the ledger holds open but the runner no longer tracks (a
-        // resumed brain still reconciling them) may run on the robot too.
-        let mut cancels: Vec<LinkRequest> = self
-            .robot
-            .held
-            .take()
-            .into_iter()
-            .filter(
-                |r| !matches!(r, LinkRequest::Cancel { goal_id } if never_sent.contains(goal_id)),
-            )
-            .collect();
-        for goal_id in self.open_goals() {
-            if !cancels
-                .iter()
-                .any(|r| matches!(r, LinkRequest::Cancel { goal_id: g } if *g == goal_id))
-                && !cancelled.iter().any(|c| c.goal_id == goal_id)
-                && !never_sent.contains(&goal_id)
-            {
-                cancels.push(LinkRequest::Cancel { goal_id });
-            }
-        }
+        let cancelled_ids: Vec<String> = cancelled.iter().map(|c| c.goal_id.clone()).collect();
+        let cancels = stop_cancels(
+            self.robot.held.take(),
+            &never_sent,
+            &cancelled_ids,
+            self.open_goals(),
+        );
         for request in cancels {
             send(&mut self.robot.link, request);
         }
@@ -282,6 +303,48 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cancel(id: &str) -> LinkRequest {
+        LinkRequest::Cancel {
+            goal_id: id.to_string(),
+        }
+    }
+
+    fn ids(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn a_stop_keeps_cancels_and_its_own_goal_but_no_goal_that_has_not_left() {
+        let goal = |kind| LinkRequest::SendGoal {
+            goal_id: "g".into(),
+            kind,
+        };
+        assert!(!survives_stop(&goal(GoalKind::Dock)));
+        assert!(survives_stop(&goal(GoalKind::StopBase)));
+        assert!(survives_stop(&cancel("g")));
+    }
+
+    #[test]
+    fn a_stop_cancels_each_open_goal_once_and_none_the_robot_never_heard_of() {
+        let cancels = stop_cancels(
+            vec![cancel("driving"), cancel("held_back")],
+            &ids(&["held_back", "open_held_back"]),
+            &ids(&["driving", "ended_by_runner"]),
+            ids(&[
+                "driving",
+                "ended_by_runner",
+                "reconciling",
+                "open_held_back",
+            ]),
+        );
+        assert_eq!(cancels, vec![cancel("driving"), cancel("reconciling")]);
+    }
+
+    #[test]
+    fn a_stop_with_nothing_tracked_sends_no_cancel() {
+        assert!(stop_cancels(Vec::new(), &[], &[], Vec::new()).is_empty());
+    }
     use crate::config::Config;
     use crate::link::LinkError;
     use crate::protocol::Origin;

@@ -290,7 +290,7 @@ mod tests {
     fn listen(config: &Config, args: Value) -> (Engine, Vec<Event>) {
         let mut engine = Engine::simulated(config, World::builtin("apartment").unwrap()).unwrap();
         assert!(
-            !engine.registry_mut().is_initialized("listen"),
+            !engine.registry().is_initialized("listen"),
             "listen is lazy by default (seed 000 §8.1)"
         );
         engine.submit(
@@ -304,7 +304,7 @@ mod tests {
         let mut events = Vec::new();
         while engine.time() < 30.0 {
             engine.tick(&mut events);
-            if engine.registry_mut().is_waiting() {
+            if engine.registry().is_waiting() {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
         }

@@ -155,7 +155,7 @@ mod tests {
         config.alert.backoff_ms = 5;
         let mut engine = Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap();
         assert_eq!(
-            engine.registry_mut().spec("notify").map(|s| s.risk),
+            engine.registry().spec("notify").map(|s| s.risk),
             Some(crate::skills::Risk::HighWrite)
         );
         engine.submit(
@@ -179,7 +179,7 @@ mod tests {
         while engine.time() < 900.0 {
             let from = events.len();
             engine.tick(&mut events);
-            if engine.registry_mut().is_waiting() {
+            if engine.registry().is_waiting() {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
             for e in &events[from..] {
