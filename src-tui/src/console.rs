@@ -7,7 +7,9 @@
 //! them: the terminal, the run's [`Transport`], and one `select!` loop. The
 //! run is the session builder's, in this process ([`run`]), or one
 //! `robobrain serve` runs elsewhere ([`attach`], `tui --connect`): the loop
-//! does not know which.
+//! does not know which. The fleet console ([`fleet`]) runs in the same
+//! loop: each console is a `Console` (what its source says, a key, a paste
+//! → its own action; the action carried out; a frame painted).
 //!
 //! - `transport.rs`: the run in process or over a WebSocket, one trait.
 //! - `line.rs`: the one-line editor (wide characters, cursor, scrolling).
@@ -96,7 +98,14 @@ pub fn run(config: &Config, options: SessionOptions, color: bool) -> Result<Ende
         let mut app = App::new(session.world().clone(), session.runtime().snapshot(), color)
             .with_skills(session.skills().to_vec());
         let mut local = Local::new(session);
-        let result = on_terminal(&mut app, &mut local, signals).await;
+        let result = on_terminal(
+            &mut RunConsole {
+                app: &mut app,
+                transport: &mut local,
+            },
+            signals,
+        )
+        .await;
         // The robot is at rest and every event in the log before this returns.
         let stopped = local.session.stop().await;
         let ended = result?;
@@ -126,7 +135,14 @@ pub fn attach(url: &str, options: &transport::ConnectOptions, color: bool) -> Re
         let skills = greeting.hello.skills;
         let mut app = App::new(greeting.hello.world, greeting.snapshot, color).with_skills(skills);
         app.attached(remote.url(), greeting.hello.role);
-        let ended = on_terminal(&mut app, &mut remote, signals).await?;
+        let ended = on_terminal(
+            &mut RunConsole {
+                app: &mut app,
+                transport: &mut remote,
+            },
+            signals,
+        )
+        .await?;
         let _ = writeln!(std::io::stdout(), "detached from {}", remote.url());
         Ok(ended)
     })
@@ -145,91 +161,19 @@ pub fn fleet(
         let signals = Signals::listen()?;
         let mut client = robobrain_core::fleet::FleetClient::connect(mqtt);
         let mut app = fleet::FleetApp::new(url, color);
-        let mut terminal = ratatui::init();
-        let _ = execute!(std::io::stdout(), EnableBracketedPaste);
-        let result = drive_fleet(&mut terminal, &mut app, &mut client, signals).await;
-        restore_terminal();
+        let result = on_terminal(
+            &mut FleetConsole {
+                app: &mut app,
+                client: &mut client,
+            },
+            signals,
+        )
+        .await;
         client.close().await;
         let ended = result?;
         let _ = writeln!(std::io::stdout(), "left the fleet at {url}");
         Ok(ended)
     })
-}
-
-enum FleetInput {
-    Heard(Result<robobrain_core::fleet::ClientEvent, robobrain_core::fleet::FleetError>),
-    Term(Option<Term>),
-    Frame,
-    Signal(i32),
-}
-
-async fn drive_fleet(
-    terminal: &mut DefaultTerminal,
-    app: &mut fleet::FleetApp,
-    client: &mut robobrain_core::fleet::FleetClient,
-    mut signals: Signals,
-) -> Result<Ended> {
-    use fleet::{FleetAction, FleetEffect};
-    let (keys, mut terminal_events) = mpsc::unbounded_channel();
-    let stop = Arc::new(AtomicBool::new(false));
-    let reader = spawn_reader(keys, stop.clone());
-    let mut frames = tokio::time::interval(FRAME);
-    frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut dirty = true;
-    let outcome = loop {
-        let input = tokio::select! {
-            biased;
-            signal = signals.recv() => FleetInput::Signal(signal),
-            term = terminal_events.recv() => FleetInput::Term(term),
-            heard = client.recv() => FleetInput::Heard(heard),
-            _ = frames.tick() => FleetInput::Frame,
-        };
-        let action = match input {
-            FleetInput::Signal(n) => break Ok(Ended::Signal(n)),
-            FleetInput::Heard(Ok(event)) => Some(FleetAction::Heard(Box::new(event))),
-            FleetInput::Heard(Err(e)) => break Err(anyhow::Error::new(e)),
-            FleetInput::Term(None) => break Err(anyhow::anyhow!("the terminal closed")),
-            FleetInput::Term(Some(Term::Key(key))) => fleet::action(app, key),
-            FleetInput::Term(Some(Term::Paste(text))) => {
-                Some(FleetAction::Robot(Action::Edit(line::Edit::Insert(text))))
-            }
-            FleetInput::Term(Some(_)) => {
-                dirty = true;
-                None
-            }
-            FleetInput::Frame => {
-                if dirty {
-                    if let Err(e) = terminal.draw(|f| ui::fleet::draw(app, f)) {
-                        break Err(anyhow::Error::new(e).context("cannot draw the console"));
-                    }
-                    dirty = false;
-                }
-                None
-            }
-        };
-        if let Some(action) = action {
-            dirty = true;
-            if let Some((_, robot)) = &mut app.robot {
-                robot.set_clock(Instant::now());
-            }
-            match app.update(action) {
-                Some(FleetEffect::Quit) => break Ok(Ended::Quit),
-                Some(FleetEffect::Send(robot, command)) => {
-                    client.send(&robot, command)?;
-                }
-                Some(FleetEffect::SendAll(command)) => {
-                    let robots: Vec<String> = app.view.robots().map(|r| r.id.clone()).collect();
-                    for robot in robots {
-                        client.send(&robot, command.clone())?;
-                    }
-                }
-                None => {}
-            }
-        }
-    };
-    stop.store(true, Ordering::Relaxed);
-    release(reader).await;
-    outcome
 }
 
 /// The console's own async runtime: one thread (the kernel has its own).
@@ -242,15 +186,11 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// The terminal taken, the loop run, the terminal given back.
-async fn on_terminal(
-    app: &mut App,
-    transport: &mut impl Transport,
-    signals: Signals,
-) -> Result<Ended> {
+async fn on_terminal(console: &mut impl Console, signals: Signals) -> Result<Ended> {
     let mut terminal = ratatui::init();
     // Paste (and some IME commits) arrive whole rather than as keys.
     let _ = execute!(std::io::stdout(), EnableBracketedPaste);
-    let result = drive(&mut terminal, app, transport, signals).await;
+    let result = drive(&mut terminal, console, signals).await;
     restore_terminal();
     result
 }
@@ -296,17 +236,187 @@ impl Signals {
     }
 }
 
-enum Input {
-    Run(Incoming),
+/// What the one loop drives: a console over one run ([`RunConsole`]) or
+/// over a fleet ([`FleetConsole`]). Each turns what its source says, a
+/// key and a paste into its own action, carries an action out, and paints
+/// itself; the loop around them (signals, the terminal, frames) is one.
+trait Console {
+    /// What its source says: the run's [`Incoming`], the broker's events.
+    type Heard;
+    /// What a key, a paste or what was heard becomes.
+    type Action;
+
+    /// The next thing its source says.
+    fn listen(&mut self) -> impl Future<Output = Self::Heard>;
+
+    /// Before any input is handled: the wall clock now.
+    fn at(&mut self, now: Instant);
+
+    /// What was heard, as an action; `Err` ends the console.
+    fn heard(&mut self, heard: Self::Heard) -> Result<Option<Self::Action>>;
+
+    /// A key, as an action.
+    fn key(&self, key: event::KeyEvent) -> Option<Self::Action>;
+
+    /// A paste, as an action.
+    fn paste(&self, text: String) -> Option<Self::Action>;
+
+    /// Carries out an action; `Some` when the console ends.
+    fn act(&mut self, action: Self::Action) -> impl Future<Output = Option<Result<Ended>>>;
+
+    /// Before a frame: whether the state moved on its own since the last.
+    fn refresh(&mut self) -> bool;
+
+    /// Paints the console.
+    fn draw(&self, frame: &mut ratatui::Frame);
+}
+
+/// The console over one run, in process or over a WebSocket.
+struct RunConsole<'a, T: Transport> {
+    app: &'a mut App,
+    transport: &'a mut T,
+}
+
+impl<T: Transport> Console for RunConsole<'_, T> {
+    type Heard = Incoming;
+    type Action = Action;
+
+    fn listen(&mut self) -> impl Future<Output = Incoming> {
+        self.transport.recv()
+    }
+
+    fn at(&mut self, now: Instant) {
+        self.app.set_clock(now);
+    }
+
+    fn heard(&mut self, heard: Incoming) -> Result<Option<Action>> {
+        Ok(match heard {
+            Incoming::Event(event) => Some(Action::Core(event)),
+            Incoming::Snapshot(snap) => Some(Action::Snapshot(snap)),
+            Incoming::Lagged(n) => {
+                // The next snapshot repaints the state; only lines of the
+                // feeds are lost.
+                self.app.notice = Some((
+                    app::Level::Warn,
+                    format!("{n} events skipped (console too slow)"),
+                ));
+                None
+            }
+            Incoming::Notice(text) => {
+                self.app.notice = Some((app::Level::Warn, text));
+                None
+            }
+            Incoming::Closed(why) => return Err(anyhow::anyhow!(why)),
+        })
+    }
+
+    fn key(&self, key: event::KeyEvent) -> Option<Action> {
+        keys::action(self.app, key)
+    }
+
+    fn paste(&self, text: String) -> Option<Action> {
+        Some(Action::Edit(line::Edit::Insert(text)))
+    }
+
+    async fn act(&mut self, action: Action) -> Option<Result<Ended>> {
+        let effect = self.app.update(action);
+        if effect == Some(Effect::Quit) {
+            return Some(Ok(Ended::Quit));
+        }
+        if let Some(Effect::Send(cmd)) = effect
+            && let Err(why) = self.transport.send(cmd).await
+        {
+            return Some(Err(anyhow::anyhow!("the brain stopped: {why}")));
+        }
+        None
+    }
+
+    fn refresh(&mut self) -> bool {
+        if let Some(snap) = self.transport.snapshot()
+            && (snap.step != self.app.snapshot().step || snap.time != self.app.snapshot().time)
+        {
+            self.app.update(Action::Snapshot(Box::new(snap)));
+            return true;
+        }
+        false
+    }
+
+    fn draw(&self, frame: &mut ratatui::Frame) {
+        ui::draw(self.app, frame);
+    }
+}
+
+/// The fleet console: every robot on a broker, one approval queue.
+struct FleetConsole<'a> {
+    app: &'a mut fleet::FleetApp,
+    client: &'a mut robobrain_core::fleet::FleetClient,
+}
+
+impl Console for FleetConsole<'_> {
+    type Heard = Result<robobrain_core::fleet::ClientEvent, robobrain_core::fleet::FleetError>;
+    type Action = fleet::FleetAction;
+
+    fn listen(&mut self) -> impl Future<Output = Self::Heard> {
+        self.client.recv()
+    }
+
+    fn at(&mut self, _now: Instant) {}
+
+    fn heard(&mut self, heard: Self::Heard) -> Result<Option<fleet::FleetAction>> {
+        Ok(Some(fleet::FleetAction::Heard(Box::new(heard?))))
+    }
+
+    fn key(&self, key: event::KeyEvent) -> Option<fleet::FleetAction> {
+        fleet::action(self.app, key)
+    }
+
+    fn paste(&self, text: String) -> Option<fleet::FleetAction> {
+        Some(fleet::FleetAction::Robot(Action::Edit(line::Edit::Insert(
+            text,
+        ))))
+    }
+
+    async fn act(&mut self, action: fleet::FleetAction) -> Option<Result<Ended>> {
+        use fleet::FleetEffect;
+        if let Some((_, robot)) = &mut self.app.robot {
+            robot.set_clock(Instant::now());
+        }
+        let sent = match self.app.update(action)? {
+            FleetEffect::Quit => return Some(Ok(Ended::Quit)),
+            FleetEffect::Send(robot, command) => self.client.send(&robot, command).map(drop),
+            FleetEffect::SendAll(command) => {
+                let robots: Vec<String> = self.app.view.robots().map(|r| r.id.clone()).collect();
+                robots
+                    .iter()
+                    .try_for_each(|robot| self.client.send(robot, command.clone()).map(drop))
+            }
+        };
+        sent.err().map(|e| Err(anyhow::Error::new(e)))
+    }
+
+    fn refresh(&mut self) -> bool {
+        false
+    }
+
+    fn draw(&self, frame: &mut ratatui::Frame) {
+        ui::fleet::draw(self.app, frame);
+    }
+}
+
+/// One input to the loop, whichever console it drives.
+enum Input<H> {
+    Heard(H),
     Term(Option<Term>),
     Frame,
     Signal(i32),
 }
 
+/// The one `select!` loop of both consoles: a signal ends it; a key, a
+/// paste or what the source says becomes the console's action, carried
+/// out at once; a frame paints when something changed.
 async fn drive(
     terminal: &mut DefaultTerminal,
-    app: &mut App,
-    transport: &mut impl Transport,
+    console: &mut impl Console,
     mut signals: Signals,
 ) -> Result<Ended> {
     let (keys, mut terminal_events) = mpsc::unbounded_channel();
@@ -320,46 +430,31 @@ async fn drive(
             biased;
             signal = signals.recv() => Input::Signal(signal),
             term = terminal_events.recv() => Input::Term(term),
-            incoming = transport.recv() => Input::Run(incoming),
+            heard = console.listen() => Input::Heard(heard),
             _ = frames.tick() => Input::Frame,
         };
-        app.set_clock(Instant::now());
+        console.at(Instant::now());
         let action = match input {
             Input::Signal(n) => break Ok(Ended::Signal(n)),
-            Input::Run(Incoming::Event(event)) => Some(Action::Core(event)),
-            Input::Run(Incoming::Snapshot(snap)) => Some(Action::Snapshot(snap)),
-            Input::Run(Incoming::Lagged(n)) => {
-                // The next snapshot repaints the state; only lines of the
-                // feeds are lost.
-                app.notice = Some((
-                    app::Level::Warn,
-                    format!("{n} events skipped (console too slow)"),
-                ));
-                None
-            }
-            Input::Run(Incoming::Notice(text)) => {
-                app.notice = Some((app::Level::Warn, text));
+            Input::Heard(heard) => {
                 dirty = true;
-                None
+                match console.heard(heard) {
+                    Ok(action) => action,
+                    Err(e) => break Err(e),
+                }
             }
-            Input::Run(Incoming::Closed(why)) => break Err(anyhow::anyhow!(why)),
             Input::Term(None) => break Err(anyhow::anyhow!("the terminal closed")),
-            Input::Term(Some(Term::Key(key))) => keys::action(app, key),
-            Input::Term(Some(Term::Paste(text))) => Some(Action::Edit(line::Edit::Insert(text))),
+            Input::Term(Some(Term::Key(key))) => console.key(key),
+            Input::Term(Some(Term::Paste(text))) => console.paste(text),
             Input::Term(Some(_)) => {
                 dirty = true;
                 None
             }
             Input::Frame => {
-                if let Some(snap) = transport.snapshot()
-                    && (snap.step != app.snapshot().step || snap.time != app.snapshot().time)
-                {
-                    app.update(Action::Snapshot(Box::new(snap)));
-                    dirty = true;
-                }
+                dirty |= console.refresh();
                 if dirty {
                     // A terminal that has gone away fails here.
-                    if let Err(e) = terminal.draw(|f| ui::draw(app, f)) {
+                    if let Err(e) = terminal.draw(|f| console.draw(f)) {
                         break Err(anyhow::Error::new(e).context("cannot draw the console"));
                     }
                     dirty = false;
@@ -369,14 +464,8 @@ async fn drive(
         };
         if let Some(action) = action {
             dirty = true;
-            let effect = app.update(action);
-            if effect == Some(Effect::Quit) {
-                break Ok(Ended::Quit);
-            }
-            if let Some(Effect::Send(cmd)) = effect
-                && let Err(why) = transport.send(cmd).await
-            {
-                break Err(anyhow::anyhow!("the brain stopped: {why}"));
+            if let Some(end) = console.act(action).await {
+                break end;
             }
         }
     };

@@ -3,25 +3,22 @@
 //! WebSocket is a [`FleetPage`] — `fleet_hello`, the board whenever it
 //! changes, the opened robot's own messages — whose requests (open a
 //! robot, an operator line for one, E-stop all) it carries out. `/metrics`
-//! is the board's, `/healthz` the broker link's, `/api/fleet` the board.
+//! is the board's, `/healthz` the broker link's, `/api/fleet` the board:
+//! the routes are a run's ([`router`]), over a [`Page`] that is the fleet.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Result;
-use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use robobrain_core::fleet::board::FleetMessage;
 use robobrain_core::fleet::hub::{FleetHub, FleetPage};
-use serde::Deserialize;
 use serde_json::json;
 
-use super::access::Access;
-use super::server::{MAX_WS_MESSAGE, WebServer, admit_to, asset, file};
+use super::access::{Access, Role};
+use super::server::{Page, Params, WebServer, router};
 
 /// What every fleet page shares: the hub and the access rules.
 pub struct FleetServed {
@@ -31,109 +28,62 @@ pub struct FleetServed {
     pub access: Access,
 }
 
-/// Query parameters of `/ws` and `/api/*`.
-#[derive(Debug, Default, Deserialize)]
-struct Params {
-    token: Option<String>,
-    role: Option<String>,
-}
-
 impl WebServer {
-    /// Binds `addr` for the fleet `served`.
+    /// Binds `addr` for the fleet `served`: the same routes as a run's
+    /// ([`router`]).
     pub async fn bind_fleet(served: Arc<FleetServed>, addr: SocketAddr) -> Result<Self> {
-        let router = Router::new()
-            .route("/", get(|| async { asset("index.html") }))
-            .route("/{file}", get(file))
-            .route("/api/{what}", get(api))
-            .route("/metrics", get(metrics))
-            .route("/healthz", get(healthz))
-            .route("/ws", get(socket))
-            .with_state(served);
-        Self::listen(addr, router).await
+        Self::listen(addr, router(served)).await
     }
 }
 
-fn admit(
-    served: &FleetServed,
-    p: &Params,
-    headers: &HeaderMap,
-) -> Result<robobrain_core::protocol::Role, (StatusCode, String)> {
-    admit_to(
-        &served.access,
-        p.token.as_deref(),
-        p.role.as_deref(),
-        headers,
-    )
-}
-
-/// `/api/fleet`: the board as JSON.
-async fn api(
-    State(served): State<Arc<FleetServed>>,
-    axum::extract::Path(what): axum::extract::Path<String>,
-    Query(p): Query<Params>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(refused) = admit(&served, &p, &headers) {
-        return refused.into_response();
+impl Page for FleetServed {
+    fn access(&self) -> &Access {
+        &self.access
     }
-    match what.as_str() {
-        "fleet" => axum::Json(&*served.hub.board()).into_response(),
-        _ => (
-            StatusCode::NOT_FOUND,
-            format!("no such API: {what} (serve --fleet has /api/fleet)"),
-        )
-            .into_response(),
-    }
-}
 
-/// `/metrics`: the board in Prometheus' text format, admitted as `/api` is.
-async fn metrics(
-    State(served): State<Arc<FleetServed>>,
-    Query(p): Query<Params>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(refused) = admit(&served, &p, &headers) {
-        return refused.into_response();
-    }
-    (
-        [(header::CONTENT_TYPE, robobrain_core::metrics::CONTENT_TYPE)],
-        served.hub.board().metrics(),
-    )
-        .into_response()
-}
-
-/// `/healthz`: 200 while the broker link is up, 503 otherwise; no token.
-async fn healthz(State(served): State<Arc<FleetServed>>) -> Response {
-    let board = served.hub.board();
-    let status = if board.connected {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    let body = json!({
-        "status": if board.connected { "ok" } else { "unavailable" },
-        "broker": if board.connected { "up" } else { "down" },
-        "robots": board.robots.len(),
-        "online": board.online(),
-    });
-    (status, axum::Json(body)).into_response()
-}
-
-async fn socket(
-    State(served): State<Arc<FleetServed>>,
-    Query(p): Query<Params>,
-    headers: HeaderMap,
-    upgrade: WebSocketUpgrade,
-) -> Response {
-    match admit(&served, &p, &headers) {
-        Ok(role) => {
-            let page = FleetPage::new(Arc::clone(&served.hub), role);
-            upgrade
-                .max_message_size(MAX_WS_MESSAGE)
-                .max_frame_size(MAX_WS_MESSAGE)
-                .on_upgrade(move |ws| connection(page, ws))
+    /// `/api/fleet`: the board as JSON.
+    fn api(&self, what: &str) -> Response {
+        match what {
+            "fleet" => axum::Json(&*self.hub.board()).into_response(),
+            _ => (
+                StatusCode::NOT_FOUND,
+                format!("no such API: {what} (serve --fleet has /api/fleet)"),
+            )
+                .into_response(),
         }
-        Err(refused) => refused.into_response(),
+    }
+
+    /// The board in Prometheus' text format.
+    fn metrics(&self) -> String {
+        self.hub.board().metrics()
+    }
+
+    /// 200 while the broker link is up, 503 otherwise.
+    fn health(&self) -> Response {
+        let board = self.hub.board();
+        let status = if board.connected {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        let body = json!({
+            "status": if board.connected { "ok" } else { "unavailable" },
+            "broker": if board.connected { "up" } else { "down" },
+            "robots": board.robots.len(),
+            "online": board.online(),
+        });
+        (status, axum::Json(body)).into_response()
+    }
+
+    fn connect(
+        self: Arc<Self>,
+        role: Role,
+        _params: Params,
+        _extensions: &axum::http::Extensions,
+        upgrade: WebSocketUpgrade,
+    ) -> Response {
+        let page = FleetPage::new(Arc::clone(&self.hub), role);
+        upgrade.on_upgrade(move |ws| connection(page, ws))
     }
 }
 

@@ -65,9 +65,10 @@ pub struct WebServer {
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
 }
 
-/// Query parameters of `/ws` and `/api/*`.
+/// Query parameters of `/ws`, `/api/*` and `/metrics` (a fleet reads the
+/// token and the role alone).
 #[derive(Debug, Default, Deserialize)]
-struct Params {
+pub(super) struct Params {
     token: Option<String>,
     role: Option<String>,
     since: Option<u64>,
@@ -81,15 +82,7 @@ struct Params {
 impl WebServer {
     /// Binds `addr` for `served`.
     pub async fn bind(served: Arc<Served>, addr: SocketAddr) -> Result<Self> {
-        let router = Router::new()
-            .route("/", get(|| async { asset("index.html") }))
-            .route("/{file}", get(file))
-            .route("/api/{what}", get(api))
-            .route("/metrics", get(metrics))
-            .route("/healthz", get(healthz))
-            .route("/ws", get(socket))
-            .with_state(served);
-        Self::listen(addr, router).await
+        Self::listen(addr, router(served)).await
     }
 
     /// Binds `addr` for `router`: the page's files, then what it serves;
@@ -194,7 +187,43 @@ pub(crate) async fn local_host_only(
     }
 }
 
-pub(super) async fn file(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+/// What a server serves behind the one [`router`]: a run ([`Served`]) or
+/// a fleet (`FleetServed`). The router admits every request the same way
+/// (the access rules, the token, the role) and asks the page for the rest.
+pub(super) trait Page: Send + Sync + 'static {
+    /// Tokens and roles.
+    fn access(&self) -> &Access;
+    /// `/api/{what}` for an admitted client: JSON, or 404 naming the APIs.
+    fn api(&self, what: &str) -> Response;
+    /// `/metrics` in Prometheus' text format.
+    fn metrics(&self) -> String;
+    /// `/healthz`: 200 while all is well, 503 otherwise; no token.
+    fn health(&self) -> Response;
+    /// `/ws` for a client admitted as `role`: the upgraded connection
+    /// (`upgrade` already bounded to [`MAX_WS_MESSAGE`]).
+    fn connect(
+        self: Arc<Self>,
+        role: Role,
+        params: Params,
+        extensions: &axum::http::Extensions,
+        upgrade: WebSocketUpgrade,
+    ) -> Response;
+}
+
+/// The one route table of `serve` and `serve --fleet`: the page's files,
+/// `/api/*`, `/metrics`, `/healthz` and `/ws` over `served`.
+pub(super) fn router<P: Page>(served: Arc<P>) -> Router {
+    Router::new()
+        .route("/", get(|| async { asset("index.html") }))
+        .route("/{file}", get(file))
+        .route("/api/{what}", get(api::<P>))
+        .route("/metrics", get(metrics::<P>))
+        .route("/healthz", get(healthz::<P>))
+        .route("/ws", get(socket::<P>))
+        .with_state(served)
+}
+
+async fn file(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
     asset(&name)
 }
 
@@ -206,14 +235,15 @@ pub(super) fn asset(name: &str) -> Response {
     }
 }
 
-/// The role `params` and `headers` get, or the refusal (status and why).
+/// The role `params` and `headers` get under `access`, or the refusal
+/// (status and why).
 fn admit(
-    served: &Served,
+    access: &Access,
     params: &Params,
     headers: &HeaderMap,
 ) -> Result<Role, (StatusCode, String)> {
     admit_to(
-        &served.access,
+        access,
         params.token.as_deref(),
         params.role.as_deref(),
         headers,
@@ -222,7 +252,7 @@ fn admit(
 
 /// The role a request gets under `access` with this `token` (else the
 /// bearer header's) and asked `role`, or the refusal (status and why).
-pub(super) fn admit_to(
+fn admit_to(
     access: &Access,
     token: Option<&str>,
     role: Option<&str>,
@@ -246,52 +276,110 @@ pub(super) fn admit_to(
         })
 }
 
-/// `/api/map` and `/api/snapshot`: JSON for anyone admitted.
-async fn api(
-    State(served): State<Arc<Served>>,
+/// `/api/*`: JSON for anyone admitted.
+async fn api<P: Page>(
+    State(served): State<Arc<P>>,
     axum::extract::Path(what): axum::extract::Path<String>,
     Query(p): Query<Params>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = admit(&served, &p, &headers) {
-        return refused.into_response();
-    }
-    match what.as_str() {
-        "map" => axum::Json(served.session.map()).into_response(),
-        "snapshot" => axum::Json(served.session.runtime().snapshot()).into_response(),
-        _ => (StatusCode::NOT_FOUND, format!("no such API: {what}")).into_response(),
+    match admit(served.access(), &p, &headers) {
+        Ok(_) => served.api(&what),
+        Err(refused) => refused.into_response(),
     }
 }
 
-/// `/metrics`: the run's metrics in Prometheus' text format, for anyone
-/// admitted as `/api` is (an operator's or a viewer's token when the server
-/// has one, as `Authorization: Bearer …` or `?token=`).
-async fn metrics(
-    State(served): State<Arc<Served>>,
+/// `/metrics` in Prometheus' text format, for anyone admitted as `/api` is
+/// (an operator's or a viewer's token when the server has one, as
+/// `Authorization: Bearer …` or `?token=`).
+async fn metrics<P: Page>(
+    State(served): State<Arc<P>>,
     Query(p): Query<Params>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = admit(&served, &p, &headers) {
+    if let Err(refused) = admit(served.access(), &p, &headers) {
         return refused.into_response();
     }
     (
         [(header::CONTENT_TYPE, robobrain_core::metrics::CONTENT_TYPE)],
-        served.session.metrics(),
+        served.metrics(),
     )
         .into_response()
 }
 
-/// `/healthz`: 200 and `{"status":"ok",…}` while the kernel thread runs and
-/// the robot link is up; 503 and `{"status":"unavailable",…}` otherwise.
-/// No token: it tells whether the run is alive, nothing of what it does.
-async fn healthz(State(served): State<Arc<Served>>) -> Response {
-    let health = served.session.health();
-    let status = if health.is_ok() {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (status, axum::Json(health)).into_response()
+/// `/healthz`: no token; it tells whether the run (or the broker link) is
+/// alive, nothing of what it does.
+async fn healthz<P: Page>(State(served): State<Arc<P>>) -> Response {
+    served.health()
+}
+
+/// `/ws`: the page's connection, for anyone admitted.
+async fn socket<P: Page>(
+    State(served): State<Arc<P>>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    extensions: axum::http::Extensions,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    match admit(served.access(), &p, &headers) {
+        // A frame over MAX_LINE_BYTES is answered with an error and the
+        // connection goes on; only one over this hard bound closes it.
+        Ok(role) => {
+            let upgrade = upgrade
+                .max_message_size(MAX_WS_MESSAGE)
+                .max_frame_size(MAX_WS_MESSAGE);
+            served.connect(role, p, &extensions, upgrade)
+        }
+        Err(refused) => refused.into_response(),
+    }
+}
+
+impl Page for Served {
+    fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// `/api/map` and `/api/snapshot`.
+    fn api(&self, what: &str) -> Response {
+        match what {
+            "map" => axum::Json(self.session.map()).into_response(),
+            "snapshot" => axum::Json(self.session.runtime().snapshot()).into_response(),
+            _ => (StatusCode::NOT_FOUND, format!("no such API: {what}")).into_response(),
+        }
+    }
+
+    fn metrics(&self) -> String {
+        self.session.metrics()
+    }
+
+    /// 200 and `{"status":"ok",…}` while the kernel thread runs and the
+    /// robot link is up; 503 and `{"status":"unavailable",…}` otherwise.
+    fn health(&self) -> Response {
+        let health = self.session.health();
+        let status = if health.is_ok() {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        (status, axum::Json(health)).into_response()
+    }
+
+    fn connect(
+        self: Arc<Self>,
+        role: Role,
+        p: Params,
+        extensions: &axum::http::Extensions,
+        upgrade: WebSocketUpgrade,
+    ) -> Response {
+        let origin = origin_of(role, extensions);
+        let since = p
+            .since
+            .filter(|_| p.thread.as_deref() == Some(self.session.thread_id()));
+        let every = p
+            .snapshot_ms
+            .map(|ms| Duration::from_millis(ms.max(MIN_SNAPSHOT_MS)));
+        upgrade.on_upgrade(move |ws| connection(self, ws, origin, since, every))
+    }
 }
 
 /// WebSocket connections so far: each gets the next number (`ws#3`).
@@ -306,33 +394,6 @@ fn origin_of(role: Role, extensions: &axum::http::Extensions) -> Origin {
         None => format!("ws#{n}"),
     };
     Origin::new(Door::Web, detail).with_role(role)
-}
-
-async fn socket(
-    State(served): State<Arc<Served>>,
-    Query(p): Query<Params>,
-    headers: HeaderMap,
-    extensions: axum::http::Extensions,
-    upgrade: WebSocketUpgrade,
-) -> Response {
-    match admit(&served, &p, &headers) {
-        Ok(role) => {
-            let origin = origin_of(role, &extensions);
-            let since = p
-                .since
-                .filter(|_| p.thread.as_deref() == Some(served.session.thread_id()));
-            let every = p
-                .snapshot_ms
-                .map(|ms| Duration::from_millis(ms.max(MIN_SNAPSHOT_MS)));
-            // A frame over MAX_LINE_BYTES is answered with an error and the
-            // connection goes on; only one over this hard bound closes it.
-            upgrade
-                .max_message_size(MAX_WS_MESSAGE)
-                .max_frame_size(MAX_WS_MESSAGE)
-                .on_upgrade(move |ws| connection(served, ws, origin, since, every))
-        }
-        Err(refused) => refused.into_response(),
-    }
 }
 
 fn message(m: &ServerMessage) -> Message {
