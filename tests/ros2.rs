@@ -348,7 +348,7 @@ fn a_brain_killed_mid_patrol_reconciles_with_nav2_and_repeats_no_goal() {
     let seen = no_goal_twice(&fake);
     let ledger = store.ledger(crate::durable::THREAD).unwrap();
     let hex = |id: &str| -> String {
-        robobrain_core::link::ros2::goal_uuid(id)
+        robobrain_core::ros2::goal_uuid(id)
             .iter()
             .fold(String::new(), |mut s, b| {
                 let _ = std::fmt::Write::write_fmt(&mut s, format_args!("{b:02x}"));

@@ -25,8 +25,8 @@ use std::sync::mpsc::channel;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use robobrain_core::geometry::Point;
-use robobrain_core::link::ros2::{Ros2Link, Ros2Options};
 use robobrain_core::link::{GoalKind, LinkReply, LinkRequest, RobotLink};
+use robobrain_core::ros2::{Ros2Link, Ros2Options};
 use robobrain_core::world::World;
 use serde_json::Value;
 

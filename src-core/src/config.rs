@@ -884,6 +884,7 @@ impl Config {
             .problem()
             .or_else(|| self.link.problem())
             .or_else(|| self.robot.problem())
+            .or_else(|| ros2_problem(&self.robot))
             .or_else(|| self.patrol.problem())
             .or_else(|| self.alert.problem())
             .or_else(|| self.home.problem())
@@ -1044,6 +1045,18 @@ impl McpConfig {
         }
         None
     }
+}
+
+/// What is wrong with a `ros2:` robot URL (`[robot] url`), as the ROS 2
+/// crate reads it; `None` for any other URL (`RobotConfig::problem`).
+fn ros2_problem(robot: &crate::link::RobotConfig) -> Option<(&'static str, String)> {
+    let url = robot.url.as_deref()?.trim();
+    if !url.starts_with("ros2:") {
+        return None;
+    }
+    crate::ros2::Ros2Options::parse(url)
+        .err()
+        .map(|e| ("robot.url", e.to_string()))
 }
 
 #[cfg(test)]

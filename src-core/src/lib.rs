@@ -66,6 +66,7 @@ pub use robobrain_intents::intents;
 pub use robobrain_link::{link, sim};
 pub use robobrain_llm::{audio, llm};
 pub use robobrain_memory::memory;
+pub use robobrain_ros2::ros2;
 pub use robobrain_store::store;
 #[cfg(any(test, feature = "test-utils"))]
 pub use robobrain_wire::testing;

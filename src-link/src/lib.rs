@@ -1,7 +1,7 @@
 //! robobrain-link: the brain ↔ robot boundary and the simulated robot.
 //!
 //! - [`link`]: `RobotLink`, shaped like a ROS 2 action; in process (`SimLink`),
-//!   over TCP (`TcpLink`), over ROS 2 / Nav2 (feature `ros2`).
+//!   over TCP (`TcpLink`); over ROS 2 / Nav2 in `robobrain-ros2`.
 //! - [`sim`]: the simulated robot in a world: base, battery, goals, faults; `SimLink`, `SimServer`.
 
 pub mod link;

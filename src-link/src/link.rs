@@ -7,9 +7,9 @@
 //! and a status query by id (so a resumed brain can ask "what happened to
 //! goal X"). The in-process simulator ([`crate::sim::SimLink`]) is one
 //! implementation; a simulator in another process ([`tcp::TcpLink`]) or a
-//! real robot on ROS 2 and Nav2 ([`ros2`], feature `ros2`) is another.
+//! real robot on ROS 2 and Nav2 (`robobrain-ros2`, feature `ros2`) is
+//! another.
 
-pub mod ros2;
 pub mod tcp;
 
 use serde::{Deserialize, Serialize};
@@ -283,10 +283,10 @@ impl RobotConfig {
     /// What is wrong with the settings, if anything: `(key, problem)`.
     pub fn problem(&self) -> Option<(&'static str, String)> {
         let url = self.url.as_deref()?.trim();
+        // A ROS 2 robot's options are read by robobrain-ros2, above this
+        // crate: the core's config asks it (`Config::validate`).
         if url.starts_with("ros2:") {
-            return ros2::Ros2Options::parse(url)
-                .err()
-                .map(|e| ("robot.url", e.to_string()));
+            return None;
         }
         let known = url == "sim" || url.starts_with("sim:") || url.starts_with("tcp://");
         (!known).then(|| {

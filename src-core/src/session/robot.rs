@@ -9,9 +9,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::config::Config;
-use crate::link::ros2::Ros2Options;
 use crate::link::tcp::TcpLink;
 use crate::link::{LinkError, RobotLink};
+use crate::ros2::Ros2Options;
 use crate::sim::SimLink;
 use crate::world::World;
 

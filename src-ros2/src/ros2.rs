@@ -5,7 +5,8 @@
 //! robot's URL ([`Ros2Options`]), goal ids as ROS goal UUIDs
 //! ([`goal_uuid`]) and Nav2's outcomes and error codes in our terms
 //! ([`outcome_of`], [`nav_error`]). The link itself ([`Ros2Link`]) and
-//! the message types are behind the `ros2` feature of robobrain-core; a
+//! the message types are behind the `ros2` feature (of this crate, and of
+//! robobrain-core, which passes it on); a
 //! build without it answers `ros2://` with an error that says so.
 //!
 //! - `dds.rs`: [`Ros2Link`], the worker thread that owns the ROS node.
@@ -23,7 +24,7 @@ use std::time::Duration;
 #[cfg(feature = "ros2")]
 pub use dds::Ros2Link;
 
-use super::{GoalOutcome, LinkError, NavErrorCode, RobotLink};
+use crate::link::{GoalOutcome, LinkError, NavErrorCode, RobotLink};
 use crate::world::World;
 
 /// The RMW (ROS middleware) the robot runs: it decides how services sit on DDS.
