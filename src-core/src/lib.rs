@@ -37,7 +37,6 @@
 //! - `testing` (feature `test-utils`): the test suite's prerequisites — required, or a skip that is said.
 
 pub mod brain;
-pub mod config;
 pub mod devices;
 pub mod diagnostics;
 pub mod engine;
@@ -62,6 +61,7 @@ pub mod webhook;
 // The layers below the core, each its own crate (ARCHITECTURE.md, "Crates"),
 // re-exported so that `robobrain_core::protocol::…` and `crate::protocol::…`
 // name the same items as before the split.
+pub use robobrain_config::config;
 pub use robobrain_intents::intents;
 pub use robobrain_link::{link, sim};
 pub use robobrain_llm::{audio, llm};

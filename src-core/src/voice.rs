@@ -12,40 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::llm::{LlmClient, LlmConfig};
 use crate::offload::Offload;
 
-/// Which voice `[speech] voice` asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VoiceChoice {
-    /// espeak-ng when it is on the `PATH`, else text only.
-    #[default]
-    Auto,
-    /// espeak-ng (text only, with a notice, when it is missing).
-    Espeak,
-    /// The model's speech endpoint (`[llm] omni_model`), espeak-ng standing
-    /// in for a line that fails; espeak-ng, with a notice, when no model is
-    /// configured.
-    Model,
-    /// Text only.
-    Text,
-}
-
-impl VoiceChoice {
-    /// Parses a `[speech] voice` value (`auto`, `espeak`, `model`, `text`).
-    pub fn parse(value: &str) -> Option<Self> {
-        match value.trim() {
-            "auto" => Some(Self::Auto),
-            "espeak" => Some(Self::Espeak),
-            "model" => Some(Self::Model),
-            "text" => Some(Self::Text),
-            _ => None,
-        }
-    }
-}
+pub use crate::config::VoiceChoice;
 
 /// How long a finished run waits for model lines still on their way.
 const DRAIN: Duration = Duration::from_secs(5);

@@ -64,50 +64,6 @@ impl Message {
 /// The robot's buttons (`[home] buttons`): what a press asks of the run.
 pub use crate::config::HaButton as Button;
 
-impl Button {
-    /// Every button there is, in the order they are announced.
-    pub const ALL: [Self; 3] = [Self::EStop, Self::Patrol, Self::Dock];
-
-    /// Its object id (the last topic level).
-    pub fn object_id(self) -> &'static str {
-        match self {
-            Self::EStop => "estop",
-            Self::Patrol => "patrol",
-            Self::Dock => "dock",
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::EStop => "E-stop",
-            Self::Patrol => "Patrol",
-            Self::Dock => "Dock",
-        }
-    }
-
-    fn icon(self) -> &'static str {
-        match self {
-            Self::EStop => "mdi:alert-octagon",
-            Self::Patrol => "mdi:routes",
-            Self::Dock => "mdi:battery-charging",
-        }
-    }
-
-    /// The command a press sends — the same an operator's console sends.
-    /// Sent from Home Assistant's door, a command that moves the robot
-    /// only asks: its task waits for an operator's approval
-    /// ([`crate::protocol::Door::only_asks`]).
-    pub fn command(self) -> Command {
-        match self {
-            Self::EStop => Command::EStop,
-            Self::Patrol => Command::StartPatrol { route: None },
-            Self::Dock => Command::Say {
-                text: "go charge".into(),
-            },
-        }
-    }
-}
-
 /// Object ids that earlier versions announced and no button has now
 /// (`resume` released the E-stop's tasks from Home Assistant): their
 /// configs are removed, so Home Assistant drops the entities.

@@ -178,6 +178,52 @@ pub enum HaButton {
     Dock,
 }
 
+impl HaButton {
+    /// Every button there is, in the order they are announced.
+    pub const ALL: [Self; 3] = [Self::EStop, Self::Patrol, Self::Dock];
+
+    /// Its object id (the last topic level).
+    pub fn object_id(self) -> &'static str {
+        match self {
+            Self::EStop => "estop",
+            Self::Patrol => "patrol",
+            Self::Dock => "dock",
+        }
+    }
+
+    /// Its name in Home Assistant.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::EStop => "E-stop",
+            Self::Patrol => "Patrol",
+            Self::Dock => "Dock",
+        }
+    }
+
+    /// Its icon in Home Assistant.
+    pub fn icon(self) -> &'static str {
+        match self {
+            Self::EStop => "mdi:alert-octagon",
+            Self::Patrol => "mdi:routes",
+            Self::Dock => "mdi:battery-charging",
+        }
+    }
+
+    /// The command a press sends — the same an operator's console sends.
+    /// Sent from Home Assistant's door, a command that moves the robot
+    /// only asks: its task waits for an operator's approval
+    /// ([`crate::protocol::Door::only_asks`]).
+    pub fn command(self) -> crate::protocol::Command {
+        match self {
+            Self::EStop => crate::protocol::Command::EStop,
+            Self::Patrol => crate::protocol::Command::StartPatrol { route: None },
+            Self::Dock => crate::protocol::Command::Say {
+                text: "go charge".into(),
+            },
+        }
+    }
+}
+
 /// A broker address, `HOST:PORT` (`[home] mqtt`) → its parts; `None` when
 /// it is not that.
 pub fn parse_broker(addr: &str) -> Option<(String, u16)> {
@@ -583,7 +629,7 @@ impl Default for SkillsConfig {
 pub struct SpeechConfig {
     /// `auto` (espeak-ng when installed), `espeak`, `model` (the speech
     /// endpoint, `[llm] omni_model`), or `text` (no audio); env `ROBOBRAIN_VOICE`.
-    pub voice: crate::voice::VoiceChoice,
+    pub voice: VoiceChoice,
     /// The speech endpoint's voice name (with `voice = "model"`).
     pub model_voice: String,
     /// Also play the lines on the sound card (feature `audio`).
@@ -593,7 +639,7 @@ pub struct SpeechConfig {
 impl Default for SpeechConfig {
     fn default() -> Self {
         Self {
-            voice: crate::voice::VoiceChoice::Auto,
+            voice: VoiceChoice::Auto,
             model_voice: "Cherry".into(),
             play: false,
         }
@@ -844,11 +890,10 @@ impl Config {
             self.patrol.interval_s = Some(seconds);
         }
         if let Some(v) = get("ROBOBRAIN_VOICE") {
-            self.speech.voice =
-                crate::voice::VoiceChoice::parse(&v).ok_or_else(|| ConfigError::Env {
-                    name: "ROBOBRAIN_VOICE".into(),
-                    message: format!("expected auto, espeak, model or text, found {v:?}"),
-                })?;
+            self.speech.voice = VoiceChoice::parse(&v).ok_or_else(|| ConfigError::Env {
+                name: "ROBOBRAIN_VOICE".into(),
+                message: format!("expected auto, espeak, model or text, found {v:?}"),
+            })?;
         }
         if let Some(v) = get("ROBOBRAIN_ALERT_WEBHOOK") {
             self.alert.webhook = Some(v).filter(|v| !v.trim().is_empty());
@@ -1044,6 +1089,36 @@ impl McpConfig {
             }
         }
         None
+    }
+}
+
+/// Which voice `[speech] voice` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VoiceChoice {
+    /// espeak-ng when it is on the `PATH`, else text only.
+    #[default]
+    Auto,
+    /// espeak-ng (text only, with a notice, when it is missing).
+    Espeak,
+    /// The model's speech endpoint (`[llm] omni_model`), espeak-ng standing
+    /// in for a line that fails; espeak-ng, with a notice, when no model is
+    /// configured.
+    Model,
+    /// Text only.
+    Text,
+}
+
+impl VoiceChoice {
+    /// Parses a `[speech] voice` value (`auto`, `espeak`, `model`, `text`).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "auto" => Some(Self::Auto),
+            "espeak" => Some(Self::Espeak),
+            "model" => Some(Self::Model),
+            "text" => Some(Self::Text),
+            _ => None,
+        }
     }
 }
 
