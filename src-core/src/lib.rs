@@ -47,16 +47,15 @@ pub mod kernel;
 pub mod mcap;
 pub mod mcp;
 pub mod metrics;
-pub mod offload;
-pub mod perception;
 pub mod policy;
 pub mod react;
 pub mod runtime;
 pub mod scenario;
 pub mod session;
-pub mod skills;
 pub mod voice;
-pub mod webhook;
+
+#[cfg(test)]
+mod skills_through_the_engine;
 
 // The layers below the core, each its own crate (ARCHITECTURE.md, "Crates"),
 // re-exported so that `robobrain_core::protocol::…` and `crate::protocol::…`
@@ -67,6 +66,7 @@ pub use robobrain_link::{link, sim};
 pub use robobrain_llm::{audio, llm};
 pub use robobrain_memory::memory;
 pub use robobrain_ros2::ros2;
+pub use robobrain_skills::{offload, perception, skills, webhook};
 pub use robobrain_store::store;
 #[cfg(any(test, feature = "test-utils"))]
 pub use robobrain_wire::testing;

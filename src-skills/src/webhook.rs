@@ -163,50 +163,59 @@ async fn post(http: &reqwest::Client, url: &str, body: &Value, backoff: Backoff)
     }
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use std::sync::{Arc, Mutex};
-
+/// For tests (feature `test-utils`): a webhook receiver on loopback
+/// answering with `statuses` in turn (the last
+/// one from then on); returns its URL and the bodies it got.
+#[cfg(any(test, feature = "test-utils"))]
+#[allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+pub fn test_receiver(
+    statuses: Vec<u16>,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
     use axum::Router;
     use axum::http::StatusCode;
     use axum::routing::post;
+    use serde_json::Value;
+    use std::sync::{Arc, Mutex};
+
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&got);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = Router::new().route(
+                "/hook",
+                post(move |body: axum::body::Bytes| {
+                    let seen = Arc::clone(&seen);
+                    let statuses = statuses.clone();
+                    async move {
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                        let n = seen.len().min(statuses.len()) - 1;
+                        StatusCode::from_u16(statuses[n]).unwrap()
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (url, got)
+}
+
+#[cfg(test)]
+mod tests {
     use serde_json::json;
 
     use super::*;
-
-    /// A receiver on loopback answering with `statuses` in turn (the last
-    /// one from then on); returns its URL and the bodies it got.
-    pub(crate) fn receiver(statuses: Vec<u16>) -> (String, Arc<Mutex<Vec<Value>>>) {
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&got);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let app = Router::new().route(
-                    "/hook",
-                    post(move |body: axum::body::Bytes| {
-                        let seen = Arc::clone(&seen);
-                        let statuses = statuses.clone();
-                        async move {
-                            let mut seen = seen.lock().unwrap();
-                            seen.push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                            let n = seen.len().min(statuses.len()) - 1;
-                            StatusCode::from_u16(statuses[n]).unwrap()
-                        }
-                    }),
-                );
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        (url, got)
-    }
 
     fn config(url: &str, retries: u32) -> AlertConfig {
         AlertConfig {
@@ -230,7 +239,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_server_error_is_retried_until_the_incident_is_delivered() {
-        let (url, got) = receiver(vec![503, 503, 200]);
+        let (url, got) = test_receiver(vec![503, 503, 200]);
         let mut worker = WebhookWorker::spawn(&config(&url, 3)).unwrap();
         worker
             .send("g1", json!({"incident": {"id": "i1"}}))
@@ -253,7 +262,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_client_error_is_final_and_retries_run_out() {
-        let (url, got) = receiver(vec![404]);
+        let (url, got) = test_receiver(vec![404]);
         let mut worker = WebhookWorker::spawn(&config(&url, 3)).unwrap();
         worker.send("g1", json!({})).unwrap();
         let (_, outcome) = wait(&mut worker);
@@ -261,7 +270,7 @@ pub(crate) mod tests {
         assert_eq!(e.code(), "rejected");
         assert_eq!(got.lock().unwrap().len(), 1, "a 404 is not retried");
 
-        let (url, got) = receiver(vec![500]);
+        let (url, got) = test_receiver(vec![500]);
         let mut worker = WebhookWorker::spawn(&config(&url, 2)).unwrap();
         worker.send("g2", json!({})).unwrap();
         let (_, outcome) = wait(&mut worker);

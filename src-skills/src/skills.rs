@@ -102,7 +102,7 @@ pub enum Started {
 }
 
 /// Where a goal sends the robot's base: what the policy judges a motion by
-/// ([`crate::policy::motion`]), whatever door the goal came through.
+/// (robobrain-core's `policy::motion`), whatever door the goal came through.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Motion {
     /// The goal does not move the base.

@@ -1,5 +1,5 @@
 //! `speak`: say something. The line is a `speech` event; the engine's
-//! speaker voices it ([`crate::voice`]: the speech model, espeak-ng, or text only).
+//! speaker voices it (robobrain-core's `voice`: the speech model, espeak-ng, or text only).
 
 use serde_json::{Value, json};
 
