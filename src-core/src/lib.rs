@@ -45,7 +45,6 @@ pub mod fleet;
 pub mod hci;
 pub mod kernel;
 pub mod mcap;
-pub mod mcp;
 pub mod metrics;
 pub mod policy;
 pub mod react;
@@ -54,6 +53,8 @@ pub mod scenario;
 pub mod session;
 pub mod voice;
 
+#[cfg(test)]
+mod mcp_through_the_engine;
 #[cfg(test)]
 mod skills_through_the_engine;
 
@@ -64,6 +65,7 @@ pub use robobrain_config::config;
 pub use robobrain_intents::intents;
 pub use robobrain_link::{link, sim};
 pub use robobrain_llm::{audio, llm};
+pub use robobrain_mcp::mcp;
 pub use robobrain_memory::memory;
 pub use robobrain_ros2::ros2;
 pub use robobrain_skills::{offload, perception, skills, webhook};
