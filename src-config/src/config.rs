@@ -163,8 +163,9 @@ pub struct HomeConfig {
     pub summary: String,
 }
 
-/// A button the robot shows Home Assistant (`[home] buttons`); what a press
-/// does is `devices::mqtt::discovery`'s.
+/// A button the robot shows Home Assistant (`[home] buttons`): its fixed
+/// facts and what a press sends ([`HaButton::command`]) are here; announcing
+/// it and hearing presses is robobrain-core's `devices::mqtt::discovery`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HaButton {
