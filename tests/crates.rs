@@ -671,7 +671,7 @@ fn the_reader_of_imports_sees_what_the_compiler_sees() {
     assert!(core["engine"].contains("kernel"), "{core:?}");
     assert!(!core["react"].contains("brain"), "{core:?}");
     // A folder's own modules are read too: `hci::intent` names `verb`.
-    let hci = &folder_graphs("src-core")["hci"];
+    let hci = &folder_graphs("src-home")["hci"];
     assert!(hci["intent"].contains("verb"), "{hci:?}");
     assert!(!hci["intent"].contains("summary"), "{hci:?}");
 }

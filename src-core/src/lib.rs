@@ -37,22 +37,23 @@
 //! - `testing` (feature `test-utils`): the test suite's prerequisites — required, or a skip that is said.
 
 pub mod brain;
-pub mod devices;
 pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
 pub mod fleet;
-pub mod hci;
 pub mod kernel;
 pub mod mcap;
 pub mod metrics;
-pub mod policy;
 pub mod react;
 pub mod runtime;
 pub mod scenario;
 pub mod session;
 pub mod voice;
 
+#[cfg(test)]
+mod doors_through_the_engine;
+#[cfg(test)]
+mod home_assistant_through_the_session;
 #[cfg(test)]
 mod mcp_through_the_engine;
 #[cfg(test)]
@@ -62,6 +63,7 @@ mod skills_through_the_engine;
 // re-exported so that `robobrain_core::protocol::…` and `crate::protocol::…`
 // name the same items as before the split.
 pub use robobrain_config::config;
+pub use robobrain_home::{devices, hci, policy};
 pub use robobrain_intents::intents;
 pub use robobrain_link::{link, sim};
 pub use robobrain_llm::{audio, llm};

@@ -518,8 +518,8 @@ pub const ASSIST_MINI_OVERALL: (usize, usize) = (50, 46);
 
 /// The floors assist-mini must hold (`ASSIST_MINI_OVERALL`, `ASSIST_MINI_FLOORS`),
 /// and the lock rule: every lock sentence that acted asked first, once.
-#[cfg(test)]
-pub(crate) fn assert_floors(report: &AssistReport) {
+#[cfg(any(test, feature = "test-utils"))]
+pub fn assert_floors(report: &AssistReport) {
     let failures = render_failures(report);
     let (total, floor) = ASSIST_MINI_OVERALL;
     assert_eq!(report.overall.total, total, "the dataset changed");

@@ -330,8 +330,8 @@ pub fn language_of(sentence: &str) -> &'static str {
 
 /// The assist-mini dataset in the shared test data (read in place, never
 /// copied); the test fails naming the path when it is absent.
-#[cfg(test)]
-pub(crate) fn assist_mini_dir() -> PathBuf {
+#[cfg(any(test, feature = "test-utils"))]
+pub fn assist_mini_dir() -> PathBuf {
     crate::testing::test_data("home-assistant-datasets/assist-mini")
 }
 

@@ -4,6 +4,9 @@
 //! the new state. It can fall silent (a device that stopped answering) or go
 //! offline (zigbee2mqtt's availability check gave up on it).
 
+// Test kit: a fake that cannot do what a test asks fails the test.
+#![allow(clippy::expect_used)]
+
 use std::time::Duration;
 
 use rumqttc::{AsyncClient, LastWill, MqttOptions, QoS};

@@ -25,8 +25,8 @@ mod zigbee2mqtt;
 
 #[cfg(any(test, feature = "test-utils"))]
 pub mod broker;
-#[cfg(test)]
-pub(crate) mod fake;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod fake;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,10 +38,10 @@ use crate::config::HomeConfig;
 use crate::llm::Secret;
 
 pub use backend::{MqttBackend, from_z2m, to_z2m};
-pub(crate) use connection::{Net, Subscriptions, spawn_poll};
+pub use connection::{Net, Subscriptions, spawn_poll};
 pub use discovery::Discovery;
 pub use publisher::{CommandSink, ECHO_WAIT, HaPublisher};
-pub(crate) use running::{Running, disconnect};
+pub use running::{Running, disconnect};
 pub use table::{DeviceTable, MqttDevice, Reachability};
 pub use zigbee2mqtt::{MqttEvent, Zigbee2Mqtt};
 
@@ -258,7 +258,7 @@ impl MqttError {
 /// retained message on a command topic was not acted on: the broker kept
 /// an old press, command or order and replayed it when we subscribed. A
 /// command is only ever a message forwarded live.
-pub(crate) fn ignored_retained(topic: &str) {
+pub fn ignored_retained(topic: &str) {
     tracing::warn!(
         "mqtt: ignored a retained message on the command topic `{topic}`: retained messages \
          are never acted on (clear it with an empty retained publish)"
@@ -268,7 +268,7 @@ pub(crate) fn ignored_retained(topic: &str) {
 /// Says loudly — on the diagnostics (stderr, or the face's log file) —
 /// that the broker refused a subscription to `filter`, and returns the
 /// words for the run's `error` event.
-pub(crate) fn refused_subscription(filter: &str) -> String {
+pub fn refused_subscription(filter: &str) -> String {
     let message = format!(
         "the MQTT broker refused the subscription to `{filter}` (SUBACK 0x80: its ACL denies it); \
          nothing published there reaches robobrain"
@@ -293,7 +293,5 @@ pub fn backend_for(
     MqttBackend::connect(mqtt, devices, &home.mqtt_names).map(Some)
 }
 
-#[cfg(test)]
-mod ha_tests;
 #[cfg(test)]
 mod tests;

@@ -225,9 +225,6 @@ pub fn reason(
 }
 
 #[cfg(test)]
-mod doors;
-
-#[cfg(test)]
 mod tests {
     use super::*;
 

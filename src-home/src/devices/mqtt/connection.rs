@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 /// an old press or order must not act again on every reconnect. A
 /// message the broker forwards live is [`Net::Message`], whatever flag
 /// its sender set (MQTT 3.1.1 §3.3.1.3 clears it on live delivery).
-pub(crate) enum Net {
+pub enum Net {
     /// The broker accepted the connection.
     Up,
     /// The connection dropped (or could not be made): why.
@@ -46,7 +46,7 @@ pub(crate) enum Net {
 /// SUBACK's packet id can be told back as its filter. Subscribe through
 /// [`Subscriptions::subscribe`] and hand a clone to [`poll`].
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Subscriptions {
+pub struct Subscriptions {
     inner: Arc<Mutex<Book>>,
 }
 
@@ -60,7 +60,7 @@ struct Book {
 
 impl Subscriptions {
     /// Subscribes `client` to `filter` (QoS 1), remembering the filter.
-    pub(crate) fn subscribe(&self, client: &AsyncClient, filter: impl Into<String>) {
+    pub fn subscribe(&self, client: &AsyncClient, filter: impl Into<String>) {
         let filter = filter.into();
         let mut book = self.book();
         if client
@@ -92,7 +92,7 @@ impl Subscriptions {
 
 /// Starts [`poll`] on the current tokio runtime with a fresh
 /// [`Subscriptions`]: subscribe through the one returned.
-pub(crate) fn spawn_poll(
+pub fn spawn_poll(
     eventloop: rumqttc::EventLoop,
     net: mpsc::Sender<Net>,
     delay: Duration,

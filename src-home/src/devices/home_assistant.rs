@@ -2,7 +2,7 @@
 //! benchmark of understanding.
 //!
 //! - [`command`]: rule parsing of device commands (English and Chinese) against a device world.
-//! - the runner's assistant through the whole engine is `crate::engine::assist` (it drives an engine, which sits above the devices).
+//! - the runner's assistant through the whole engine is `robobrain_core::engine::assist` (it drives an engine, which sits above the home).
 //! - [`fixture`]: a home description (areas, devices, entities with state).
 //! - [`dataset`]: the test files (sentences, setup, expected changes).
 //! - [`runner`]: the dataset runner: pass rates per category, language and locale.

@@ -14,7 +14,7 @@ const STOP_WAIT: Duration = Duration::from_secs(2);
 /// A running worker and its connection. Dropped without [`Running::stop`],
 /// both are aborted at once: the broker then speaks the connection's last
 /// will, as it would for a process that died.
-pub(crate) struct Running {
+pub struct Running {
     stop: Mutex<Option<oneshot::Sender<()>>>,
     task: Mutex<Option<JoinHandle<()>>>,
     /// The connection's poller: aborted, the connection closes (rumqttc's
@@ -25,11 +25,7 @@ pub(crate) struct Running {
 impl Running {
     /// The worker `task`, told to stop through `stop`, on the connection
     /// `poller` drives.
-    pub(crate) fn new(
-        stop: oneshot::Sender<()>,
-        task: JoinHandle<()>,
-        poller: AbortHandle,
-    ) -> Self {
+    pub fn new(stop: oneshot::Sender<()>, task: JoinHandle<()>, poller: AbortHandle) -> Self {
         Self {
             stop: Mutex::new(Some(stop)),
             task: Mutex::new(Some(task)),
@@ -40,7 +36,7 @@ impl Running {
     /// Tells the worker to stop (it says goodbye, retained, and
     /// disconnects) and waits, [`STOP_WAIT`] at most, until it has. Later
     /// calls do nothing.
-    pub(crate) async fn stop(&self) {
+    pub async fn stop(&self) {
         if let Some(stop) = lock(&self.stop).take() {
             let _ = stop.send(());
         }
@@ -70,7 +66,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Disconnects `client` and waits until the DISCONNECT has left, so the
 /// goodbye published just before it reaches the broker (`net` reports the
 /// connection closing).
-pub(crate) async fn disconnect(
+pub async fn disconnect(
     client: &rumqttc::AsyncClient,
     net: &mut tokio::sync::mpsc::Receiver<super::Net>,
 ) {

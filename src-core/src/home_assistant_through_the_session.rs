@@ -12,10 +12,10 @@ use rumqttc::{AsyncClient, ConnectionError, Event as NetEvent, MqttOptions, Pack
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::broker::{Mosquitto, certificates, password_file, users};
-use super::fake::FakeDevice;
-use super::*;
 use crate::config::{Config, HaButton, HomeConfig};
+use crate::devices::mqtt::broker::{Mosquitto, certificates, password_file, users};
+use crate::devices::mqtt::fake::FakeDevice;
+use crate::devices::mqtt::*;
 use crate::protocol::{ApprovalStatus, Event, EventKind, Mode, Op, Risk};
 use crate::runtime::Pace;
 use crate::session::{Session, SessionOptions};
