@@ -36,15 +36,12 @@
 //! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
 //! - `testing` (feature `test-utils`): the test suite's prerequisites — required, or a skip that is said.
 
-pub mod brain;
 pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
 pub mod fleet;
-pub mod kernel;
 pub mod mcap;
 pub mod metrics;
-pub mod react;
 pub mod runtime;
 pub mod scenario;
 pub mod session;
@@ -65,6 +62,7 @@ mod skills_through_the_engine;
 pub use robobrain_config::config;
 pub use robobrain_home::{devices, hci, policy};
 pub use robobrain_intents::intents;
+pub use robobrain_kernel::{brain, kernel, react};
 pub use robobrain_link::{link, sim};
 pub use robobrain_llm::{audio, llm};
 pub use robobrain_mcp::mcp;

@@ -90,12 +90,12 @@ impl TaskQueue {
     /// Takes the tasks out, leaving the queue's other fields: the durable
     /// engine serialises the rest of the state without them and the tasks
     /// that changed on their own. Put them back with [`TaskQueue::put_tasks`].
-    pub(crate) fn take_tasks(&mut self) -> Vec<Task> {
+    pub fn take_tasks(&mut self) -> Vec<Task> {
         std::mem::take(&mut self.tasks)
     }
 
     /// Puts back what [`TaskQueue::take_tasks`] took.
-    pub(crate) fn put_tasks(&mut self, tasks: Vec<Task>) {
+    pub fn put_tasks(&mut self, tasks: Vec<Task>) {
         self.tasks = tasks;
     }
 
