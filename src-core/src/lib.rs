@@ -39,9 +39,7 @@
 pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
-pub mod fleet;
 pub mod mcap;
-pub mod metrics;
 pub mod runtime;
 pub mod scenario;
 pub mod session;
@@ -49,6 +47,8 @@ pub mod voice;
 
 #[cfg(test)]
 mod doors_through_the_engine;
+#[cfg(test)]
+mod fleet_through_the_session;
 #[cfg(test)]
 mod home_assistant_through_the_session;
 #[cfg(test)]
@@ -60,6 +60,7 @@ mod skills_through_the_engine;
 // re-exported so that `robobrain_core::protocol::…` and `crate::protocol::…`
 // name the same items as before the split.
 pub use robobrain_config::config;
+pub use robobrain_fleet::fleet;
 pub use robobrain_home::{devices, hci, policy};
 pub use robobrain_intents::intents;
 pub use robobrain_kernel::{brain, kernel, react};
@@ -73,6 +74,6 @@ pub use robobrain_store::store;
 #[cfg(any(test, feature = "test-utils"))]
 pub use robobrain_wire::testing;
 pub use robobrain_wire::{
-    geometry, lines, mapview, places, progress, protocol, rng, secrets, source, text, timezone,
-    world,
+    geometry, lines, mapview, metrics, places, progress, protocol, rng, secrets, source, text,
+    timezone, world,
 };

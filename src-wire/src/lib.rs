@@ -3,6 +3,7 @@
 //! Pure data and logic; it reads files but opens no socket and starts no thread.
 //!
 //! - [`protocol`]: the wire — `Command` in, `Event` out, `Snapshot` for a first paint.
+//! - [`metrics`]: a run's metrics in Prometheus' text format and its health, counted from its events.
 //! - [`matcher`]: subset matching of events against the patterns scenario files write.
 //! - [`world`]: the map — zones, passages, routes — read from world files; the grid and the A* planner.
 //! - [`mapview`]: the map as the faces draw it.
@@ -21,6 +22,7 @@ pub mod geometry;
 pub mod lines;
 pub mod mapview;
 pub mod matcher;
+pub mod metrics;
 pub mod places;
 pub mod progress;
 pub mod protocol;

@@ -112,7 +112,7 @@ export type ServerMessage =
   | { type: "closed"; reason: string };
 
 // The fleet (`robobrain serve --fleet`, the desktop app's fleet window;
-// `fleet::board` in src-core/src/fleet/board.rs, docs/web.md).
+// `fleet::board` in src-fleet/src/fleet/board.rs, docs/web.md).
 
 /** One robot's row on the fleet's board. */
 export interface RobotRow {

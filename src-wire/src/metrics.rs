@@ -326,30 +326,28 @@ fn number(v: f64) -> String {
 
 /// The exposition being written (also the fleet board's, `fleet::board`).
 #[derive(Default)]
-pub(crate) struct Text(String);
+pub struct Text(String);
 
 impl Text {
     /// The text written.
-    pub(crate) fn finish(self) -> String {
+    pub fn finish(self) -> String {
         self.0
     }
 
-    pub(crate) fn family(&mut self, name: &str, kind: &str, help: &str) {
+    /// A metric family's `HELP` and `TYPE` lines.
+    pub fn family(&mut self, name: &str, kind: &str, help: &str) {
         let _ = writeln!(self.0, "# HELP {name} {help}");
         let _ = writeln!(self.0, "# TYPE {name} {kind}");
     }
 
-    pub(crate) fn gauge(&mut self, name: &str, help: &str, value: impl std::fmt::Display) {
+    /// A gauge with no labels: its family and its one sample.
+    pub fn gauge(&mut self, name: &str, help: &str, value: impl std::fmt::Display) {
         self.family(name, "gauge", help);
         self.sample(name, &[], value);
     }
 
-    pub(crate) fn sample(
-        &mut self,
-        name: &str,
-        labels: &[(&str, &str)],
-        value: impl std::fmt::Display,
-    ) {
+    /// One sample: the name, the labels (values escaped) and the value.
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
         self.0.push_str(name);
         if !labels.is_empty() {
             self.0.push('{');

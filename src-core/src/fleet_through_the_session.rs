@@ -6,10 +6,10 @@
 use rumqttc::QoS;
 use serde_json::{Value, json};
 
-use super::testkit::{OPERATOR, Observer, Schemas, fleet_broker, robot_password};
-use super::vda5050::ConnectionState;
-use super::*;
 use crate::config::Config;
+use crate::fleet::testkit::{OPERATOR, Observer, Schemas, fleet_broker, robot_password};
+use crate::fleet::vda5050::ConnectionState;
+use crate::fleet::*;
 use crate::protocol::Command;
 use crate::runtime::Pace;
 use crate::session::{Session, SessionOptions};
@@ -322,7 +322,7 @@ async fn commands_carry_ids_and_a_repeat_is_not_applied_twice() {
     op.until(VDA, "connection", |v| v["connectionState"] == "ONLINE")
         .await;
 
-    let mut console = super::connection(
+    let mut console = crate::fleet::connection(
         &format!("mqtt://127.0.0.1:{}", broker.port),
         Some(OPERATOR.0),
         None,
@@ -455,7 +455,8 @@ async fn the_acl_refuses_a_robot_that_publishes_on_another_robots_topics() {
 /// The operator's console connection to the broker at `port`.
 fn console(port: u16, name: &str) -> FleetClient {
     let mut mqtt =
-        super::connection(&format!("mqtt://127.0.0.1:{port}"), None, None, None, None).unwrap();
+        crate::fleet::connection(&format!("mqtt://127.0.0.1:{port}"), None, None, None, None)
+            .unwrap();
     mqtt.client_id = format!("console-{name}");
     mqtt.credentials = Some((OPERATOR.0.into(), crate::llm::Secret::new(OPERATOR.1)));
     FleetClient::connect(&mqtt)
@@ -619,7 +620,8 @@ async fn a_robot_and_a_console_meet_over_tls_with_a_self_made_ca() {
     let session = Session::open(&config, SessionOptions::new("fleet-test"))
         .await
         .unwrap();
-    let mut mqtt = super::connection(&url, None, None, None, Some(&certs.join("ca.crt"))).unwrap();
+    let mut mqtt =
+        crate::fleet::connection(&url, None, None, None, Some(&certs.join("ca.crt"))).unwrap();
     mqtt.client_id = "console-tls".into();
     mqtt.credentials = Some((OPERATOR.0.into(), crate::llm::Secret::new(OPERATOR.1)));
     let mut client = FleetClient::connect(&mqtt);
@@ -637,7 +639,7 @@ async fn a_robot_and_a_console_meet_over_tls_with_a_self_made_ca() {
     .await;
     // Without the CA, mqtts:// is refused before anything is sent.
     assert_eq!(
-        super::connection(&url, None, None, None, None)
+        crate::fleet::connection(&url, None, None, None, None)
             .unwrap_err()
             .to_string(),
         format!("fleet broker {url}: mqtts:// needs a CA certificate ([fleet] ca, --ca)")

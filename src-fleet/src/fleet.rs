@@ -134,6 +134,3 @@ fn wall_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
-
-#[cfg(test)]
-mod tests;
