@@ -35,7 +35,7 @@ const CODES: &[&str] = &[
 /// `protocol::line::parse_line`): never a panic, a refusal only with a
 /// documented code, and a command read from a line reads back the same from
 /// its JSON form.
-pub fn operator_line(data: &[u8]) {
+pub(super) fn operator_line(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -60,7 +60,7 @@ pub fn operator_line(data: &[u8]) {
 
 /// A command as JSON (the WebSocket, Tauri IPC, MCP's side channel): what
 /// parses serialises and parses back to the same command.
-pub fn command_json(data: &[u8]) {
+pub(super) fn command_json(data: &[u8]) {
     let Ok(command) = serde_json::from_slice::<Command>(data) else {
         return;
     };
@@ -77,7 +77,7 @@ fn names_the_file(result: Result<(), String>) {
 }
 
 /// A world file (assets/worlds/*.toml): a world or an error naming the file.
-pub fn world_file(data: &[u8]) {
+pub(super) fn world_file(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -89,7 +89,7 @@ pub fn world_file(data: &[u8]) {
 }
 
 /// A config file (robobrain.toml): a config or an error naming the file.
-pub fn config_file(data: &[u8]) {
+pub(super) fn config_file(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -101,7 +101,7 @@ pub fn config_file(data: &[u8]) {
 }
 
 /// A scenario file (tests/scenarios/*.toml): a scenario or an error naming the file.
-pub fn scenario_file(data: &[u8]) {
+pub(super) fn scenario_file(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -115,7 +115,7 @@ pub fn scenario_file(data: &[u8]) {
 /// The checkpoint delta codec on a JSON array `[old, new]`: applying
 /// `diff(old, new)` to `old` gives `new`, through the text the store keeps;
 /// a value has no delta to itself.
-pub fn checkpoint_delta(data: &[u8]) {
+pub(super) fn checkpoint_delta(data: &[u8]) {
     let Ok(Value::Array(pair)) = serde_json::from_slice::<Value>(data) else {
         return;
     };
@@ -137,7 +137,7 @@ pub fn checkpoint_delta(data: &[u8]) {
 /// zigbee2mqtt topics and payloads (`topic \0 payload`): topics read back
 /// into the topic they came from, payloads are an object or a typed error,
 /// and a state confirms the command that asked for exactly it.
-pub fn mqtt_payload(data: &[u8]) {
+pub(super) fn mqtt_payload(data: &[u8]) {
     const BASE: &str = "zigbee2mqtt";
     let split = data.iter().position(|b| *b == 0).unwrap_or(data.len());
     let (topic, payload) = (&data[..split], data.get(split + 1..).unwrap_or_default());

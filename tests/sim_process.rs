@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 /// The simulator process; stopped when dropped.
-pub struct SimProcess {
+pub(crate) struct SimProcess {
     child: Child,
     /// `tcp://…` to reach it.
     pub url: String,
@@ -15,7 +15,7 @@ pub struct SimProcess {
 
 impl SimProcess {
     /// `robobrain [global…] sim --listen 127.0.0.1:0 --speed SPEED --record RECORD`.
-    pub fn start(record: &Path, speed: &str, global: &[&str]) -> Self {
+    pub(crate) fn start(record: &Path, speed: &str, global: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_robobrain"))
             .args(global)
             .args([

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// What a run of the binary produced.
-pub struct Output {
+pub(crate) struct Output {
     /// Exit code (-1 when killed by a signal).
     pub code: i32,
     /// Standard output.
@@ -16,7 +16,7 @@ pub struct Output {
 }
 
 /// The workspace root (tests run the binary from here).
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()
@@ -24,24 +24,24 @@ pub fn root() -> PathBuf {
 }
 
 /// A fresh folder for one test's logs.
-pub fn temp_dir(name: &str) -> PathBuf {
+pub(crate) fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("robobrain-e2e-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
 /// Runs `robobrain ARGS…` with `stdin` piped in, colours off.
-pub fn robobrain(args: &[&str], stdin: &str) -> Output {
+pub(crate) fn robobrain(args: &[&str], stdin: &str) -> Output {
     run_with(args, stdin, &[])
 }
 
 /// Runs `robobrain ARGS…` with these bytes (not necessarily text) on stdin.
-pub fn robobrain_bytes(args: &[&str], stdin: &[u8]) -> Output {
+pub(crate) fn robobrain_bytes(args: &[&str], stdin: &[u8]) -> Output {
     run_bytes(args, stdin, &[])
 }
 
 /// Runs `robobrain ARGS…` with these environment variables, stdin empty.
-pub fn robobrain_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn robobrain_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     run_with(args, "", env)
 }
 
@@ -52,7 +52,7 @@ fn run_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
 /// Starts `robobrain ARGS…` from the workspace root with these environment
 /// variables (and the caller's `RUST_LOG` unset), colours off, stdin,
 /// stdout and stderr piped.
-pub fn start(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+pub(crate) fn start(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_robobrain"))
         .args(args)
         .current_dir(root())
@@ -80,7 +80,7 @@ fn run_bytes(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
 }
 
 /// The `.toml` files in a folder of the workspace, sorted.
-pub fn toml_files(dir: &str) -> Vec<String> {
+pub(crate) fn toml_files(dir: &str) -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir(root().join(dir))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -96,7 +96,7 @@ pub fn toml_files(dir: &str) -> Vec<String> {
 
 /// A mock-llm server on loopback playing `script` (mock-llm TOML), written
 /// to `dir/mock.toml`.
-pub fn mock_model(dir: &Path, script: &str) -> robobrain_core::llm::mock_server::MockServer {
+pub(crate) fn mock_model(dir: &Path, script: &str) -> robobrain_core::llm::mock_server::MockServer {
     use robobrain_core::llm::{mock_script, mock_server::MockServer};
     let path = dir.join("mock.toml");
     std::fs::write(&path, script).unwrap();
@@ -105,7 +105,7 @@ pub fn mock_model(dir: &Path, script: &str) -> robobrain_core::llm::mock_server:
 
 /// The `[[mcp.services]]` entry of PyPI's reference `mcp-server-time`
 /// (installed by `./x setup`), run with `ROBOBRAIN_PYTHON`.
-pub fn time_service() -> String {
+pub(crate) fn time_service() -> String {
     let python = std::env::var("ROBOBRAIN_PYTHON").unwrap_or_else(|_| "python3".into());
     format!(
         "[[mcp.services]]\nname = \"time\"\ncommand = {python:?}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n"
@@ -114,7 +114,7 @@ pub fn time_service() -> String {
 
 /// A config in `dir` for a run that leaves no trace outside it: data in
 /// `dir/runs`, memory off, speech as text only.
-pub fn quiet_config(dir: &Path) -> PathBuf {
+pub(crate) fn quiet_config(dir: &Path) -> PathBuf {
     let config = dir.join("robobrain.toml");
     std::fs::write(
         &config,
@@ -131,7 +131,7 @@ pub fn quiet_config(dir: &Path) -> PathBuf {
 /// follows the marker on that line (trimmed), with the lines after it: a
 /// thread keeps draining stderr into the receiver, so the child never
 /// blocks on a full pipe. Panics with `ended` if stderr ends first.
-pub fn after_stderr_line(
+pub(crate) fn after_stderr_line(
     child: &mut std::process::Child,
     marker: &str,
     ended: &str,
@@ -155,7 +155,7 @@ pub fn after_stderr_line(
 
 /// The JSON objects a child writes on `stdout`, one a line, as they come
 /// (read on a thread of their own; lines that are not JSON are skipped).
-pub fn json_lines(
+pub(crate) fn json_lines(
     stdout: std::process::ChildStdout,
 ) -> std::sync::mpsc::Receiver<serde_json::Value> {
     use std::io::BufRead;

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 /// Records one figure: `id` (dotted, `group.what`), a name people read,
 /// the value and its unit.
-pub fn record(id: &str, name: &str, value: f64, unit: &str) {
+pub(crate) fn record(id: &str, name: &str, value: f64, unit: &str) {
     let Some(file) = std::env::var_os("ROBOBRAIN_BENCH_FIGURES") else {
         return;
     };
@@ -32,13 +32,13 @@ pub fn record(id: &str, name: &str, value: f64, unit: &str) {
 }
 
 /// The nearest-rank percentile `q` (0–1) of sorted samples.
-pub fn percentile<T: Copy>(sorted: &[T], q: f64) -> T {
+pub(crate) fn percentile<T: Copy>(sorted: &[T], q: f64) -> T {
     sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
 }
 
 /// Records p50, p99 and max of `samples` (any order, already in `unit`) as
 /// `id.p50`, `id.p99` and `id.max`.
-pub fn record_spread(id: &str, name: &str, samples: &[f64], unit: &str) {
+pub(crate) fn record_spread(id: &str, name: &str, samples: &[f64], unit: &str) {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     for (stat, q) in [("p50", 0.5), ("p99", 0.99), ("max", 1.0)] {
@@ -52,7 +52,7 @@ pub fn record_spread(id: &str, name: &str, samples: &[f64], unit: &str) {
 }
 
 /// [`record_spread`] for durations, in milliseconds (`"ms"`) or microseconds (`"µs"`).
-pub fn record_durations(id: &str, name: &str, samples: &[Duration], unit: &str) {
+pub(crate) fn record_durations(id: &str, name: &str, samples: &[Duration], unit: &str) {
     let scale = if unit == "µs" { 1e6 } else { 1e3 };
     let xs: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * scale).collect();
     record_spread(id, name, &xs, unit);
@@ -63,7 +63,7 @@ pub fn record_durations(id: &str, name: &str, samples: &[Duration], unit: &str) 
 /// in microseconds. Reads the estimates criterion wrote under
 /// `CRITERION_HOME` during this process (`since`); a benchmark that a
 /// filter left out records nothing.
-pub fn criterion(bench: &str, id: &str, name: &str, since: SystemTime) {
+pub(crate) fn criterion(bench: &str, id: &str, name: &str, since: SystemTime) {
     if std::env::var_os("ROBOBRAIN_BENCH_FIGURES").is_none() {
         return;
     }

@@ -17,7 +17,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// A robot that finishes every goal at once: the benchmark then measures the
 /// brain, not the physics.
 #[derive(Default)]
-pub struct InstantLink {
+pub(crate) struct InstantLink {
     replies: Vec<LinkReply>,
     telemetry: Telemetry,
 }
@@ -65,7 +65,7 @@ impl RobotLink for InstantLink {
 
 /// The default configuration for thread `thread`, without a voice (a bench
 /// times the brain, not espeak-ng).
-pub fn config(thread: &str) -> Config {
+pub(crate) fn config(thread: &str) -> Config {
     let mut config = Config {
         thread_id: Some(thread.into()),
         ..Config::default()
@@ -77,20 +77,20 @@ pub fn config(thread: &str) -> Config {
 
 /// [`config`] with patrols that only go round (no `watch` at the
 /// waypoints): what the loop itself costs.
-pub fn loop_only_config(thread: &str) -> Config {
+pub(crate) fn loop_only_config(thread: &str) -> Config {
     let mut config = config(thread);
     config.patrol.look_around = false;
     config
 }
 
 /// The built-in apartment.
-pub fn world() -> World {
+pub(crate) fn world() -> World {
     World::resolve("apartment").expect("built-in world")
 }
 
 /// An engine over the instant robot, already running a patrol of `steps`
 /// waypoints (kitchen and bedroom in turn, so every step is a new goal).
-pub fn instant_patrol(steps: usize) -> Engine {
+pub(crate) fn instant_patrol(steps: usize) -> Engine {
     let mut config = loop_only_config("bench");
     // A long patrol is the point here, not the loop guard.
     config.kernel.max_iterations = u32::MAX;
@@ -111,7 +111,7 @@ pub fn instant_patrol(steps: usize) -> Engine {
 }
 
 /// Times `iters` ticks of `engine` (each runs one ReAct iteration on a patrol).
-pub fn time_ticks(engine: &mut Engine, iters: u64) -> std::time::Duration {
+pub(crate) fn time_ticks(engine: &mut Engine, iters: u64) -> std::time::Duration {
     let mut events = Vec::with_capacity(64);
     let start = std::time::Instant::now();
     for _ in 0..iters {

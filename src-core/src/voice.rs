@@ -388,14 +388,14 @@ mod player {
     const WAIT_FOR_FILE: Duration = Duration::from_secs(30);
 
     /// Plays voiced lines in order on a thread of its own.
-    pub struct Player {
+    pub(super) struct Player {
         lines: mpsc::Sender<(u64, Option<Child>, PathBuf)>,
         /// Lines said before this generation are cut.
         generation: Arc<AtomicU64>,
     }
 
     impl Player {
-        pub fn start() -> Self {
+        pub(super) fn start() -> Self {
             let (lines, queue) = mpsc::channel::<(u64, Option<Child>, PathBuf)>();
             let generation = Arc::new(AtomicU64::new(0));
             let current = Arc::clone(&generation);
@@ -426,13 +426,13 @@ mod player {
         }
 
         /// Queues a line: voiced by `child`, or (none) written by the model.
-        pub fn queue(&self, child: Option<Child>, path: PathBuf) {
+        pub(super) fn queue(&self, child: Option<Child>, path: PathBuf) {
             let _ = self
                 .lines
                 .send((self.generation.load(Ordering::SeqCst), child, path));
         }
 
-        pub fn cut(&self) {
+        pub(super) fn cut(&self) {
             self.generation.fetch_add(1, Ordering::SeqCst);
         }
     }

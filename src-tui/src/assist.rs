@@ -16,7 +16,7 @@ use robobrain_core::engine::assist::EngineAssistant;
 
 /// Arguments of `robobrain assist`.
 #[derive(Debug, ClapArgs)]
-pub struct Args {
+pub(crate) struct Args {
     /// The dataset folder: one sub-folder per home with a `_fixtures.yaml`
     /// and test files (e.g. tests/data/home-assistant-datasets/assist-mini).
     #[arg(long, value_name = "DIR")]
@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 /// Runs the dataset and prints the report.
-pub fn run(config: &robobrain_core::config::Config, args: &Args) -> Result<ExitCode> {
+pub(crate) fn run(config: &robobrain_core::config::Config, args: &Args) -> Result<ExitCode> {
     let homes = load_dataset(&args.dataset).context("loading the dataset")?;
     let report = {
         let bar = crate::progress::Bar::on_stderr();

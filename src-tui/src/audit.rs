@@ -11,7 +11,7 @@ use robobrain_core::store::audit::{AuditFilter, AuditLog, AuditRow};
 
 /// Filters for `robobrain audit`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Only this run (thread id).
     #[arg(long, value_name = "ID")]
     pub trace: Option<String>,
@@ -36,7 +36,7 @@ pub struct Args {
 }
 
 /// Lists the audit rows that pass the filters.
-pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
+pub(crate) fn run(config: &Config, args: &Args) -> Result<ExitCode> {
     let path = config.db_path();
     anyhow::ensure!(
         path.exists(),
@@ -69,7 +69,7 @@ pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
 }
 
 /// The rows as an aligned table.
-pub fn table(rows: &[AuditRow]) -> String {
+pub(crate) fn table(rows: &[AuditRow]) -> String {
     let mut s = format!(
         "{:<5} {:<20} {:<6} {:<8} {:<28} {:>9}  {:<40} {:<28} args",
         "id", "trace", "plan", "step", "tool", "µs", "result", "origin"

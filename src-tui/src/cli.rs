@@ -40,7 +40,7 @@ const DEMO_SPEED: f64 = 10.0;
 /// A robot brain you can watch think.
 #[derive(Debug, Parser)]
 #[command(name = "robobrain", version, about, after_help = robobrain_core::intents::CREDITS)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Config file (default: ./robobrain.toml when present, else
     /// ~/.config/robobrain/robobrain.toml when present; `robobrain paths`).
     #[arg(long, global = true, value_name = "FILE")]
@@ -81,7 +81,7 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Cmd {
+pub(crate) enum Cmd {
     /// The operator console (the default on a terminal).
     #[command(alias = "console")]
     Tui {
@@ -196,7 +196,7 @@ pub enum Cmd {
 }
 
 /// Parses the arguments, runs, and turns the outcome into an exit code.
-pub fn main() -> ExitCode {
+pub(crate) fn main() -> ExitCode {
     use clap::{CommandFactory, FromArgMatches};
     let help = format!(
         "{}\n\n{}",

@@ -12,7 +12,7 @@ use robobrain_core::world::World;
 
 /// What to convert a log to.
 #[derive(Debug, clap::Subcommand)]
-pub enum To {
+pub(crate) enum To {
     /// An MCAP file for Foxglove: every event on `/events/<kind>`, the
     /// pose, battery, log lines, map and evidence frames as Foxglove views.
     Mcap {
@@ -25,7 +25,7 @@ pub enum To {
 }
 
 /// Runs `robobrain export …`; `world` is `--world`, when given.
-pub fn run(to: &To, world: Option<&str>) -> Result<ExitCode> {
+pub(crate) fn run(to: &To, world: Option<&str>) -> Result<ExitCode> {
     match to {
         To::Mcap { log, output } => mcap(log, output.as_deref(), world),
     }
@@ -53,7 +53,7 @@ fn mcap(log: &Path, output: Option<&Path>, world: Option<&str>) -> Result<ExitCo
 /// The map of the world `world` names, else the one the log's first
 /// snapshot names; `None` (with a warning ending in `without`) when neither
 /// resolves.
-pub fn map_of(events: &[Event], world: Option<&str>, without: &str) -> Option<MapView> {
+pub(crate) fn map_of(events: &[Event], world: Option<&str>, without: &str) -> Option<MapView> {
     let named = events.iter().find_map(|e| match &e.kind {
         EventKind::Snapshot { snapshot } => Some(snapshot.world.clone()),
         _ => None,

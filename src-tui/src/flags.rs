@@ -8,13 +8,14 @@ use robobrain_core::session::{RobotUrl, SessionOptions};
 use tokio::runtime::Runtime;
 
 /// Help for `--log`.
-pub const LOG_HELP: &str = "Event log file (default: <runs_dir>/<thread_id>.jsonl)";
+pub(crate) const LOG_HELP: &str = "Event log file (default: <runs_dir>/<thread_id>.jsonl)";
 /// Help for `--mcap`.
-pub const MCAP_HELP: &str = "Also record the run as an MCAP file for Foxglove (docs/foxglove.md)";
+pub(crate) const MCAP_HELP: &str =
+    "Also record the run as an MCAP file for Foxglove (docs/foxglove.md)";
 
 /// The durability and robot flags, as given.
 #[derive(Debug, Clone, Default)]
-pub struct Durability {
+pub(crate) struct Durability {
     /// `--resume`: continue the thread from its last checkpoint.
     pub resume: bool,
     /// `--robot URL`.
@@ -25,7 +26,7 @@ pub struct Durability {
 
 impl Durability {
     /// The session options of face `face` with these flags applied.
-    pub fn options(&self, face: &'static str) -> Result<SessionOptions> {
+    pub(crate) fn options(&self, face: &'static str) -> Result<SessionOptions> {
         let robot = match &self.robot {
             Some(url) => Some(url.parse::<RobotUrl>().context("--robot")?),
             None => None,
@@ -42,7 +43,7 @@ impl Durability {
 /// The async runtime a subcommand runs its session on: `workers` threads
 /// (the kernel has its own; the MCP services' workers and the run's
 /// recorder run here, in lockstep runs too).
-pub fn async_runtime(workers: usize) -> Result<Runtime> {
+pub(crate) fn async_runtime(workers: usize) -> Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
@@ -53,7 +54,7 @@ pub fn async_runtime(workers: usize) -> Result<Runtime> {
 /// A secret a subcommand takes: `--NAME VALUE` (visible to every user of
 /// the machine in `ps`: a warning says so), `--NAME-file FILE`, or the
 /// environment variable `env`, in that order.
-pub fn secret(
+pub(crate) fn secret(
     flag: &str,
     given: Option<&str>,
     file: Option<&std::path::Path>,
@@ -79,7 +80,7 @@ pub fn secret(
 
 /// Says on stderr that the secret `what` was given on the command line,
 /// where every user of the machine sees it (`ps`), and what to use instead.
-pub fn warn_visible(what: &str, instead: &str) {
+pub(crate) fn warn_visible(what: &str, instead: &str) {
     eprintln!(
         "warning: {what} on the command line is visible to other users of this machine (ps); use {instead}"
     );
@@ -89,7 +90,7 @@ pub fn warn_visible(what: &str, instead: &str) {
 /// `robobrain serve --fleet`): a user, its password from the environment or
 /// a file — never a flag's value, which `ps` shows — and the CA for mqtts://.
 #[derive(Debug, Default, clap::Args)]
-pub struct BrokerLogin {
+pub(crate) struct BrokerLogin {
     /// The user name on the broker (the operator role may command and approve).
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
@@ -106,7 +107,7 @@ pub struct BrokerLogin {
 
 impl BrokerLogin {
     /// Whether any of it was given.
-    pub fn given(&self) -> bool {
+    pub(crate) fn given(&self) -> bool {
         self.user.is_some()
             || self.password_env.is_some()
             || self.password_file.is_some()
@@ -114,7 +115,7 @@ impl BrokerLogin {
     }
 
     /// The connection to the broker at `url`, as the client `client_id`.
-    pub fn connection(
+    pub(crate) fn connection(
         &self,
         url: &str,
         client_id: String,

@@ -17,11 +17,11 @@ use robobrain_core::fleet::vda5050::ConnectionState;
 use robobrain_core::fleet::{ClientEvent, FleetClient, FleetView};
 
 /// The operator's user name on a broker `fleet up` starts.
-pub const OPERATOR: &str = "operator";
+pub(crate) const OPERATOR: &str = "operator";
 
 /// Arguments of `robobrain fleet`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// `up`: start a local broker and robots; `down`: stop them.
     #[command(subcommand)]
     pub action: Option<Action>,
@@ -35,7 +35,7 @@ pub struct Args {
 
 /// `fleet up` and `fleet down`.
 #[derive(Debug, clap::Subcommand)]
-pub enum Action {
+pub(crate) enum Action {
     /// Start a local mosquitto and N simulated robots (in the background),
     /// wait until every robot is visible, and say how to watch and stop them.
     Up {
@@ -64,7 +64,7 @@ pub enum Action {
 }
 
 /// Runs `robobrain fleet …`.
-pub fn run(config: &Config, args: &Args, color: bool) -> Result<ExitCode> {
+pub(crate) fn run(config: &Config, args: &Args, color: bool) -> Result<ExitCode> {
     match &args.action {
         Some(Action::Up {
             robots,

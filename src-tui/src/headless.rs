@@ -32,16 +32,16 @@ use tokio::sync::{broadcast, mpsc};
 use crate::flags::{Durability, LOG_HELP, MCAP_HELP};
 
 /// Sim seconds of nothing to do, after stdin ends, before the run stops.
-pub const SETTLE_S: f64 = 2.0;
+pub(crate) const SETTLE_S: f64 = 2.0;
 /// Default of `--grace`: sim seconds the run waits, once stdin has ended,
 /// for an approval nobody can give any more.
-pub const GRACE_S: f64 = 30.0;
+pub(crate) const GRACE_S: f64 = 30.0;
 /// Wall time between checks of the clock and the settled state.
 const POLL: Duration = Duration::from_millis(20);
 
 /// Arguments of `robobrain headless`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// As fast as possible (no pacing).
     #[arg(long)]
     pub fast: bool,
@@ -68,11 +68,11 @@ pub struct Args {
 }
 
 use robobrain_tui::operator::{Forwarded, LineReader, ReadLine};
-pub use robobrain_tui::operator::{Line, error_line, parse_line};
+pub(crate) use robobrain_tui::operator::{Line, error_line, parse_line};
 
 /// Whether the robot has nothing left to do: no running skill, no approval
 /// waiting, no task queued, running or set aside.
-pub fn is_idle(s: &Snapshot) -> bool {
+pub(crate) fn is_idle(s: &Snapshot) -> bool {
     s.running.is_empty()
         && s.approvals.is_empty()
         && !s.tasks.iter().any(|t| {
@@ -129,7 +129,7 @@ impl Grace {
 
 /// Runs headless: the run from the session builder, driven in lockstep
 /// (`--fast`) or started at real-time pace.
-pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
+pub(crate) fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     if let Some(d) = args.duration {
         anyhow::ensure!(
             d.is_finite() && d > 0.0,

@@ -30,7 +30,7 @@ use crate::flags::{Durability, LOG_HELP, MCAP_HELP, secret};
 
 /// Arguments of `robobrain mcp`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Serve streamable HTTP at ADDR (endpoint `/mcp`) instead of stdio; stdin then takes operator lines.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
@@ -57,7 +57,7 @@ pub struct Args {
 }
 
 /// Runs the MCP server until the client leaves (stdio) or a signal (HTTP).
-pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
+pub(crate) fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     anyhow::ensure!(
         args.call_timeout.is_finite() && args.call_timeout > 0.0,
         "--call-timeout: expected positive seconds, found {}",
@@ -158,7 +158,7 @@ async fn serve(
 }
 
 /// Cancels `shutdown` on Ctrl-C or SIGTERM.
-pub async fn on_signal(shutdown: CancellationToken) {
+pub(crate) async fn on_signal(shutdown: CancellationToken) {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

@@ -17,7 +17,7 @@ use crate::progress::Bar;
 
 /// `robobrain memory` arguments.
 #[derive(Debug, ClapArgs)]
-pub struct Args {
+pub(crate) struct Args {
     /// Memory folder (default: config `[memory] dir`, else <runs_dir>/memory).
     #[arg(long, global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -28,7 +28,7 @@ pub struct Args {
 
 /// The memory subcommands.
 #[derive(Debug, Subcommand)]
-pub enum MemoryCmd {
+pub(crate) enum MemoryCmd {
     /// The memories most relevant to a query, with their scores and why (JSON).
     Search {
         /// What to look for.
@@ -90,7 +90,7 @@ pub enum MemoryCmd {
 
 /// `robobrain memory prefs …`.
 #[derive(Debug, Subcommand)]
-pub enum PrefsCmd {
+pub(crate) enum PrefsCmd {
     /// Every preference with where it came from.
     List,
     /// Sets one.
@@ -161,7 +161,7 @@ fn print_json(v: &impl serde::Serialize) -> Result<()> {
 }
 
 /// Runs `robobrain memory …`.
-pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
+pub(crate) fn run(config: &Config, args: &Args) -> Result<ExitCode> {
     let dir = args
         .dir
         .clone()

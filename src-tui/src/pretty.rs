@@ -14,20 +14,20 @@ use robobrain_core::protocol::describe;
 use robobrain_core::protocol::{DecisionType, Event, EventKind, SkillStatus, TaskStatus, Verdict};
 
 /// Seconds between feedback lines of one goal (unless recoveries change).
-pub const FEEDBACK_EVERY_S: f64 = 5.0;
+pub(crate) const FEEDBACK_EVERY_S: f64 = 5.0;
 /// Seconds between telemetry lines (unless the zone or charging changes).
-pub const TELEMETRY_EVERY_S: f64 = 10.0;
+pub(crate) const TELEMETRY_EVERY_S: f64 = 10.0;
 
 /// How lines are drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Style {
+pub(crate) struct Style {
     /// Use ANSI colours.
     pub color: bool,
 }
 
 impl Style {
     /// Colours when stdout is a terminal and `NO_COLOR` is unset.
-    pub fn detect() -> Self {
+    pub(crate) fn detect() -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Self {
             color: !no_color && std::io::stdout().is_terminal(),
@@ -35,7 +35,7 @@ impl Style {
     }
 
     /// `text` in the ANSI colour `code` (`"1;35"`), or plain.
-    pub fn paint(self, code: &str, text: &str) -> String {
+    pub(crate) fn paint(self, code: &str, text: &str) -> String {
         if self.color && !code.is_empty() {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
@@ -58,7 +58,7 @@ const PLAIN: &str = "";
 /// One line for `event`, or `None` for events not worth a line (snapshots,
 /// node updates, tokens, debug notes, allowed guardrail verdicts): its time,
 /// its kind in capitals and [`describe::text`], coloured by what it says.
-pub fn render(event: &Event, style: Style) -> Option<String> {
+pub(crate) fn render(event: &Event, style: Style) -> Option<String> {
     let color = color(&event.kind)?;
     let label = event.kind.name().to_uppercase();
     let line = format!(
@@ -129,14 +129,14 @@ fn color(kind: &EventKind) -> Option<&'static str> {
 /// [`FEEDBACK_EVERY_S`] per goal or when its recoveries change, telemetry
 /// every [`TELEMETRY_EVERY_S`] or when the zone or charging changes.
 #[derive(Debug, Default)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     feedback: HashMap<String, (f64, u32)>,
     telemetry: Option<(f64, Option<String>, bool)>,
 }
 
 impl Throttle {
     /// Whether `event` should be printed; remembers what was let through.
-    pub fn admit(&mut self, event: &Event) -> bool {
+    pub(crate) fn admit(&mut self, event: &Event) -> bool {
         match &event.kind {
             EventKind::Skill {
                 goal_id,

@@ -9,13 +9,13 @@ use robobrain_core::progress::Progress;
 
 /// A bar on stderr, drawn only on a terminal; it stays on screen, full,
 /// when the job is done.
-pub struct Bar {
+pub(crate) struct Bar {
     bar: ProgressBar,
 }
 
 impl Bar {
     /// A bar for one job, shown only when stderr is a terminal.
-    pub fn on_stderr() -> Self {
+    pub(crate) fn on_stderr() -> Self {
         let target = if std::io::stderr().is_terminal() {
             ProgressDrawTarget::stderr()
         } else {

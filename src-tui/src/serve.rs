@@ -25,7 +25,7 @@ const RECENT_EVENTS: usize = 20_000;
 
 /// Arguments of `robobrain serve`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Address to serve on (port 0 picks a free one).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
     pub listen: SocketAddr,
@@ -71,7 +71,7 @@ pub struct Args {
 }
 
 /// Serves until Ctrl-C or SIGTERM.
-pub fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
+pub(crate) fn run(config: &Config, args: &Args, durable: &Durability) -> Result<ExitCode> {
     let access = Access {
         token: secret(
             "--token",

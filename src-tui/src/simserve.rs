@@ -18,7 +18,7 @@ use robobrain_core::{
 
 /// Arguments of `robobrain sim`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Address to listen on; port 0 picks a free port (printed on stdout).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7000")]
     pub listen: String,
@@ -31,7 +31,7 @@ pub struct Args {
 }
 
 /// Serves until the process is stopped.
-pub fn run(config: &Config, args: &Args) -> Result<ExitCode> {
+pub(crate) fn run(config: &Config, args: &Args) -> Result<ExitCode> {
     anyhow::ensure!(
         args.speed.is_finite() && args.speed > 0.0,
         "--speed: expected a positive number of sim seconds per wall second, found {}",

@@ -13,7 +13,7 @@ use crate::pretty::{Style, render};
 
 /// `threads show ID`.
 #[derive(Debug, Clone, clap::Subcommand)]
-pub enum Show {
+pub(crate) enum Show {
     /// Print a thread's events, oldest first.
     Show {
         /// Thread id.
@@ -25,7 +25,7 @@ pub enum Show {
 }
 
 /// Lists threads, or prints one thread's history.
-pub fn run(config: &Config, show: Option<&Show>) -> Result<ExitCode> {
+pub(crate) fn run(config: &Config, show: Option<&Show>) -> Result<ExitCode> {
     let path = config.db_path();
     anyhow::ensure!(
         path.exists(),
@@ -55,7 +55,7 @@ pub fn run(config: &Config, show: Option<&Show>) -> Result<ExitCode> {
 }
 
 /// The thread list as an aligned table.
-pub fn table(threads: &[ThreadInfo]) -> String {
+pub(crate) fn table(threads: &[ThreadInfo]) -> String {
     let mut s = format!(
         "{:<28} {:<18} {:<6} {:>9}  {}",
         "THREAD", "STATUS", "MODE", "LAST STEP", "PENDING APPROVAL"

@@ -48,7 +48,7 @@ pub(crate) struct Parts<'a> {
 
 impl Parts<'_> {
     /// The whole checkpoint, built from scratch.
-    pub fn value(&self) -> Value {
+    pub(super) fn value(&self) -> Value {
         whole(self.state, self.runner, self.home)
     }
 }
@@ -71,7 +71,7 @@ pub(crate) struct Checkpoint {
 
 impl Checkpoint {
     /// Starts from a checkpoint built from the whole state (`parts.value()`).
-    pub fn new(value: Value, parts: &Parts<'_>) -> Self {
+    pub(super) fn new(value: Value, parts: &Parts<'_>) -> Self {
         Self {
             value,
             tasks: parts.state.queue.tasks().to_vec(),
@@ -81,13 +81,13 @@ impl Checkpoint {
 
     /// The last checkpoint.
     #[cfg(test)]
-    pub fn value(&self) -> &Value {
+    pub(super) fn value(&self) -> &Value {
         &self.value
     }
 
     /// The changes from the last checkpoint to `parts` (empty when nothing
     /// changed), as [`delta::diff`] pairs; the checkpoint becomes `parts`'.
-    pub fn advance(&mut self, parts: &mut Parts<'_>) -> Vec<(String, Value)> {
+    pub(super) fn advance(&mut self, parts: &mut Parts<'_>) -> Vec<(String, Value)> {
         let in_step = matches!(self.value.pointer(TASKS), Some(Value::Array(a)) if a.len() == self.tasks.len());
         if !in_step {
             return self.rebuild(parts);
@@ -146,7 +146,7 @@ impl Checkpoint {
     /// last checkpoint to `parts` must give `fresh`, the value built from
     /// the whole state, both as kept and as a resume applies the pairs.
     #[cfg(debug_assertions)]
-    pub fn check(&self, parts: &mut Parts<'_>, fresh: &Value) {
+    pub(super) fn check(&self, parts: &mut Parts<'_>, fresh: &Value) {
         let mut kept = self.clone();
         let changes = kept.advance(parts);
         let mut applied = self.value.clone();

@@ -48,7 +48,7 @@ impl Timer {
 }
 
 /// "1 hour 5 minutes", "1小时5分钟" (whole seconds, rounded up).
-pub fn duration_text(seconds: f64, lang: Lang) -> String {
+pub(super) fn duration_text(seconds: f64, lang: Lang) -> String {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let total = seconds.max(0.0).ceil() as u64;
     let (h, m, s) = (total / 3600, total / 60 % 60, total % 60);
@@ -74,7 +74,7 @@ pub fn duration_text(seconds: f64, lang: Lang) -> String {
 
 /// What a request did to the timers, and what to say.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Applied {
+pub(super) struct Applied {
     /// The line to say.
     pub say: String,
     /// What changed, for the log (`None`: nothing did).
@@ -283,7 +283,7 @@ fn status(timers: &[Timer], ask: &TimerAsk, now: f64) -> String {
 
 /// Carries out `ask` on `timers` at sim time `now` (`next_id` numbers a new
 /// one): what changed and the line to say, in the language asked.
-pub fn apply(timers: &mut Vec<Timer>, ask: &TimerAsk, now: f64, next_id: u64) -> Applied {
+pub(super) fn apply(timers: &mut Vec<Timer>, ask: &TimerAsk, now: f64, next_id: u64) -> Applied {
     match ask.intent.as_str() {
         "HassStartTimer" => start(timers, ask, now, next_id).unwrap_or_else(nothing),
         "HassCancelAllTimers" => cancel_all(timers, ask),
@@ -299,7 +299,7 @@ pub fn apply(timers: &mut Vec<Timer>, ask: &TimerAsk, now: f64, next_id: u64) ->
 }
 
 /// The timers that end by `now` (running ones only), taken out, soonest first.
-pub fn ended(timers: &mut Vec<Timer>, now: f64) -> Vec<Timer> {
+pub(super) fn ended(timers: &mut Vec<Timer>, now: f64) -> Vec<Timer> {
     let mut done: Vec<Timer> = Vec::new();
     timers.retain(|t| {
         let ends = t.paused_left.is_none() && t.ends_at <= now;

@@ -21,7 +21,7 @@ use crate::devices::mqtt::{MqttConfig, Net, Subscriptions, spawn_poll};
 use crate::protocol::Command;
 
 /// How long a command waits for its reply before it is sent again.
-pub const RESEND: Duration = Duration::from_secs(1);
+pub(super) const RESEND: Duration = Duration::from_secs(1);
 
 /// A fleet console's connection.
 pub struct FleetClient {

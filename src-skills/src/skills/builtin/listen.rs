@@ -18,7 +18,7 @@ use crate::llm::{LlmClient, LlmConfig, LlmError};
 use crate::offload::Offload;
 
 /// Longest microphone recording, seconds.
-pub const MAX_SECONDS: f64 = 30.0;
+pub(super) const MAX_SECONDS: f64 = 30.0;
 
 /// What a listen ended with: the words, or a failure (code, message).
 type Heard = Result<String, (String, String)>;

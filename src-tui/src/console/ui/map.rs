@@ -53,7 +53,7 @@ impl Scale {
 }
 
 /// Draws the map of `app`'s world into `area` of `buf`.
-pub fn draw(app: &App, buf: &mut Buffer, area: Rect, theme: Theme) {
+pub(super) fn draw(app: &App, buf: &mut Buffer, area: Rect, theme: Theme) {
     let world = &app.world;
     let Some(scale) = Scale::fit(world.width_m(), world.height_m(), area) else {
         return;

@@ -18,7 +18,7 @@ use robobrain_core::protocol::ApprovalView;
 use robobrain_core::protocol::describe;
 
 /// Draws whichever overlay is open.
-pub fn draw(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
+pub(super) fn draw(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
     match app.overlay {
         Overlay::Help => help(frame, area, theme),
         Overlay::QuitConfirm => quit(frame, area, theme),
