@@ -114,35 +114,23 @@ pub enum Backend {
     Fleet(FleetCore),
 }
 
-/// A message for the page: a run's, or the fleet's.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum PageMessage {
-    /// A run's (`hello`, `snapshot`, …).
-    Run(ServerMessage),
-    /// The fleet's (`fleet_hello`, `fleet`, …).
-    Fleet(robobrain_core::fleet::board::FleetMessage),
-}
-
 /// The IPC commands the page invokes. (A module of their own: Tauri's
 /// command glue clashes with `pub` commands at a crate's root.)
 pub mod commands {
-    use super::{Backend, GuiError, PageMessage};
+    use super::{Backend, GuiError};
     use robobrain_core::protocol::Role;
+    use robobrain_core::protocol::ServerMessage;
     use tauri::State;
 
     /// `hello`: the first messages of the page (a run's `hello` and
     /// snapshot; the fleet's `fleet_hello` and board).
     #[tauri::command]
     #[allow(clippy::needless_pass_by_value)] // Tauri hands commands their state by value.
-    pub fn hello(backend: State<'_, Backend>) -> Vec<PageMessage> {
+    pub fn hello(backend: State<'_, Backend>) -> Vec<ServerMessage> {
         match &*backend {
-            Backend::Run(core) => core.greeting().into_iter().map(PageMessage::Run).collect(),
+            Backend::Run(core) => core.greeting(),
             Backend::Fleet(fleet) => {
                 robobrain_core::fleet::hub::greeting(&fleet.hub, Role::Operator)
-                    .into_iter()
-                    .map(PageMessage::Fleet)
-                    .collect()
             }
         }
     }
@@ -220,7 +208,6 @@ pub async fn forward_fleet<R: Runtime>(
     window: FleetWindow,
     notify: impl Fn(&AppHandle<R>, &str, &str),
 ) {
-    use robobrain_core::fleet::board::FleetMessage;
     let FleetWindow {
         mut page,
         mut lines,
@@ -241,7 +228,7 @@ pub async fn forward_fleet<R: Runtime>(
             },
         };
         for m in messages {
-            if let FleetMessage::Fleet(board) = &m {
+            if let ServerMessage::Fleet(board) = &m {
                 let now: std::collections::BTreeSet<(String, String)> = board
                     .approvals
                     .iter()

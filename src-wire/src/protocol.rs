@@ -15,6 +15,7 @@
 //! - [`origin`]: where a command came from ([`Origin`]), stamped by its door.
 
 pub mod describe;
+pub mod fleet;
 pub mod frame;
 pub mod line;
 pub mod memory;
@@ -23,6 +24,7 @@ pub mod risk;
 pub mod robot;
 pub mod run;
 
+pub use fleet::{FleetApproval, FleetBoard, Reply, ReplyStatus, RobotRow};
 pub use frame::{Hello, Role, ServerMessage, SkillView};
 pub use memory::{MemorySize, MemoryUse};
 pub use origin::{Door, Origin};

@@ -22,7 +22,7 @@ export function emptyFleet(): FleetState {
 }
 
 /** Whether a message is the fleet's (not a single run's). */
-export function isFleetMessage(m: ServerMessage | FleetMessage): m is FleetMessage {
+export function isFleetMessage(m: ServerMessage): m is FleetMessage {
   return m.type === "fleet_hello" || m.type === "fleet" || m.type === "robot" || m.type === "sent" || m.type === "reply";
 }
 

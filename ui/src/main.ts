@@ -4,7 +4,7 @@
 import { DEFAULT_REJECT_REASON, GUARD_MS, parseChat, refusal } from "./approval";
 import { applyFleet, emptyFleet, isFleetMessage, openRequest, queued as inQueue, sendRequest } from "./fleet";
 import { drawMap, drawSparkline } from "./map";
-import type { ApprovalView, FleetRequest, Incoming, RbEvent, ServerMessage } from "./protocol";
+import type { ApprovalView, FleetRequest, RbEvent, ServerMessage } from "./protocol";
 import { askedBy } from "./protocol";
 import { validate } from "./schema";
 import { apply, empty, parseLog, replay, type ViewState } from "./state";
@@ -59,7 +59,7 @@ function schedule(): void {
   }
 }
 
-function onMessage(m: Incoming): void {
+function onMessage(m: ServerMessage): void {
   if (!isFleetMessage(m)) return onRun(m);
   const { robot, reopen } = applyFleet(fleet, m);
   // A new connection follows no robot yet: open the one shown again.

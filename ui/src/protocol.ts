@@ -102,15 +102,6 @@ export interface RbEvent {
 
 export interface SkillSpecView { name: string; description: string; args_schema: unknown; risk: string }
 
-/** What the server (or the desktop app) sends. */
-export type ServerMessage =
-  | { type: "hello"; role: "operator" | "viewer"; thread_id: string; map: MapView; skills?: SkillSpecView[]; run?: RunInfo }
-  | { type: "snapshot"; snapshot: Snapshot }
-  | { type: "event"; event: RbEvent }
-  | { type: "refused"; reason: string }
-  | { type: "error"; code?: string; message: string }
-  | { type: "closed"; reason: string };
-
 // The fleet (`robobrain serve --fleet`, the desktop app's fleet window;
 // `fleet::board` in src-fleet/src/fleet/board.rs, docs/web.md).
 
@@ -139,13 +130,26 @@ export interface FleetBoard { broker: string; connected: boolean; robots: RobotR
 /** A robot's answer to a command (docs/fleet.md). */
 export interface Reply { id?: string; status: "accepted" | "duplicate" | "refused" | "rejected"; code?: string; message?: string; topic?: string }
 
-/** What a fleet server sends (besides `refused`, `error` and `closed`, as `ServerMessage`). */
-export type FleetMessage =
+/**
+ * What a server sends — a run's (`robobrain serve`) or a fleet's
+ * (`serve --fleet`) — or the desktop app: one frame type, tagged by `type`
+ * (`ServerMessage` in src-wire/src/protocol/frame.rs).
+ */
+export type ServerMessage =
+  | { type: "hello"; role: "operator" | "viewer"; thread_id: string; map: MapView; skills?: SkillSpecView[]; run?: RunInfo }
+  | { type: "snapshot"; snapshot: Snapshot }
+  | { type: "event"; event: RbEvent }
+  | { type: "refused"; reason: string }
+  | { type: "error"; code?: string; message: string }
+  | { type: "closed"; reason: string }
   | { type: "fleet_hello"; role: "operator" | "viewer"; broker: string }
   | ({ type: "fleet" } & FleetBoard)
   | { type: "robot"; robot: string; message: ServerMessage }
   | { type: "sent"; robot: string; id: string }
   | { type: "reply"; robot: string; reply: Reply };
+
+/** The frames only a fleet page gets. */
+export type FleetMessage = Extract<ServerMessage, { type: "fleet_hello" | "fleet" | "robot" | "sent" | "reply" }>;
 
 /** What a fleet page asks for (one JSON text frame each). */
 export type FleetRequest =
@@ -153,6 +157,3 @@ export type FleetRequest =
   | { op: "close" }
   | { op: "send"; robot: string; line: string }
   | { op: "estop_all" };
-
-/** Anything a server (single run or fleet) sends. */
-export type Incoming = ServerMessage | FleetMessage;

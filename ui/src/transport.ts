@@ -2,7 +2,7 @@
 // page talks over IPC; in a browser, over the WebSocket of `robobrain serve`,
 // reconnecting with `since=<last seq>` so nothing seen is sent twice.
 
-import type { Incoming } from "./protocol";
+import type { ServerMessage } from "./protocol";
 
 export interface Transport {
   /** Sends an operator line (a command as JSON, or words to say). */
@@ -12,7 +12,7 @@ export interface Transport {
 }
 
 export interface Handlers {
-  message(m: Incoming): void;
+  message(m: ServerMessage): void;
   status(connected: boolean, detail: string): void;
   lastSeq(): number;
   /** The thread the last seq belongs to. */
@@ -26,11 +26,11 @@ interface TauriGlobal {
 
 /** The desktop app's IPC: commands `hello` and `send`, events `robobrain://message`. */
 function tauri(t: TauriGlobal, h: Handlers): Transport {
-  void t.event.listen("robobrain://message", (e) => h.message(e.payload as Incoming));
+  void t.event.listen("robobrain://message", (e) => h.message(e.payload as ServerMessage));
   void t.core
     .invoke("hello")
     .then((msgs) => {
-      for (const m of msgs as Incoming[]) h.message(m);
+      for (const m of msgs as ServerMessage[]) h.message(m);
       h.status(true, "desktop app");
     })
     .catch((e) => h.status(false, String(e)));
@@ -65,7 +65,7 @@ function websocket(h: Handlers): Transport {
       delay = 250;
       h.status(true, url.host);
     };
-    ws.onmessage = (m) => h.message(JSON.parse(String(m.data)) as Incoming);
+    ws.onmessage = (m) => h.message(JSON.parse(String(m.data)) as ServerMessage);
     ws.onclose = () => {
       h.status(false, `reconnecting to ${url.host}…`);
       setTimeout(open, delay);

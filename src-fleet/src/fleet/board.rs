@@ -1,247 +1,131 @@
 //! The fleet as a page shows it, as plain logic: the board (every robot in
 //! one row — connection, mode, activity, battery, task, alerts, approvals —
-//! and one approval queue across the fleet), the messages a fleet page is
-//! sent ([`FleetMessage`]) and the requests it sends ([`FleetRequest`]),
+//! and one approval queue across the fleet; its types are the wire's,
+//! `protocol::fleet`, sent in [`ServerMessage`]'s fleet frames) built from
+//! what the console heard, the requests a page sends ([`FleetRequest`]),
 //! and the board as Prometheus metrics. `serve --fleet` and the desktop
 //! app's fleet window speak this over their transports (docs/web.md); the
 //! IO around it is [`super::hub`].
 
 use serde::{Deserialize, Serialize};
 
-use super::bridge::Reply;
-use super::view::{FleetApproval, FleetView, RobotEntry};
+use super::view::{FleetView, RobotEntry};
+use crate::protocol::Role;
+#[cfg(doc)]
+use crate::protocol::ServerMessage;
+pub use crate::protocol::fleet::{FleetBoard, RobotRow};
 use crate::protocol::line::Refused;
-use crate::protocol::{Activity, Mode, Role, ServerMessage};
 
 /// The largest request a fleet page may send, in bytes: an operator line
 /// (at most [`crate::protocol::MAX_LINE_BYTES`], checked again inside) in
 /// its JSON envelope, escaped.
 pub const MAX_REQUEST_BYTES: usize = 4 * crate::protocol::MAX_LINE_BYTES;
 
-/// One robot's row on the board.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RobotRow {
-    /// Its id.
-    pub id: String,
-    /// `ONLINE`, `OFFLINE`, `CONNECTIONBROKEN`, or `?` (not heard yet).
-    pub connection: String,
-    /// Whether it is online.
-    pub online: bool,
-    /// The kernel's mode (absent before its first snapshot).
-    pub mode: Option<Mode>,
-    /// Whether its E-stop is latched.
-    pub estop: bool,
-    /// What it is doing.
-    pub activity: Option<Activity>,
-    /// Its battery, in percent.
-    pub battery_pct: Option<f64>,
-    /// The zone it is in.
-    pub zone: Option<String>,
-    /// Its current task: the first one not over (`title (status)`).
-    pub task: Option<String>,
-    /// Alerts still open.
-    pub alerts: usize,
-    /// Approvals waiting on it.
-    pub approvals: usize,
-    /// Its world (map) name.
-    pub world: Option<String>,
-}
-
-impl RobotRow {
-    /// The row of `robot`.
-    pub fn of(robot: &RobotEntry) -> Self {
-        let s = robot.snapshot.as_ref();
-        Self {
-            id: robot.id.clone(),
-            connection: robot.connection_label().to_string(),
-            online: robot.online(),
-            mode: s.map(|s| s.mode),
-            estop: s.is_some_and(|s| s.estop),
-            activity: s.map(|s| s.activity),
-            battery_pct: s.map(|s| s.robot.battery_pct),
-            zone: s.and_then(|s| s.robot.zone.clone()),
-            task: s.and_then(|s| {
-                s.tasks.iter().find(|t| !t.status.is_terminal()).map(|t| {
-                    format!(
-                        "{} ({})",
-                        t.title,
-                        crate::protocol::describe::word(&t.status)
-                    )
-                })
-            }),
-            alerts: s.map_or(0, |s| {
-                s.alerts
-                    .iter()
-                    .filter(|a| a.status == crate::protocol::AlertStatus::Open)
-                    .count()
-            }),
-            approvals: s.map_or(0, |s| s.approvals.len()),
-            world: s.map(|s| s.world.clone()),
-        }
+/// The row of `robot` on the board.
+pub fn row(robot: &RobotEntry) -> RobotRow {
+    let s = robot.snapshot.as_ref();
+    RobotRow {
+        id: robot.id.clone(),
+        connection: robot.connection_label().to_string(),
+        online: robot.online(),
+        mode: s.map(|s| s.mode),
+        estop: s.is_some_and(|s| s.estop),
+        activity: s.map(|s| s.activity),
+        battery_pct: s.map(|s| s.robot.battery_pct),
+        zone: s.and_then(|s| s.robot.zone.clone()),
+        task: s.and_then(|s| {
+            s.tasks.iter().find(|t| !t.status.is_terminal()).map(|t| {
+                format!(
+                    "{} ({})",
+                    t.title,
+                    crate::protocol::describe::word(&t.status)
+                )
+            })
+        }),
+        alerts: s.map_or(0, |s| {
+            s.alerts
+                .iter()
+                .filter(|a| a.status == crate::protocol::AlertStatus::Open)
+                .count()
+        }),
+        approvals: s.map_or(0, |s| s.approvals.len()),
+        world: s.map(|s| s.world.clone()),
     }
 }
 
-/// The whole fleet on one board.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FleetBoard {
-    /// Where the broker is (`mqtt://…`).
-    pub broker: String,
-    /// Whether the link to the broker is up.
-    pub connected: bool,
-    /// Every robot heard of, by id.
-    pub robots: Vec<RobotRow>,
-    /// Every approval waiting across the fleet (online robots), robot by robot.
-    pub approvals: Vec<FleetApproval>,
-}
-
-impl FleetBoard {
-    /// The board of `view`.
-    pub fn of(view: &FleetView, broker: &str, connected: bool) -> Self {
-        Self {
-            broker: broker.to_string(),
-            connected,
-            robots: view.robots().map(RobotRow::of).collect(),
-            approvals: view.approvals(),
-        }
-    }
-
-    /// How many robots are online.
-    pub fn online(&self) -> usize {
-        self.robots.iter().filter(|r| r.online).count()
-    }
-
-    /// The board as Prometheus text (`/metrics` on `serve --fleet`).
-    pub fn metrics(&self) -> String {
-        let mut t = crate::metrics::Text::default();
-        t.gauge(
-            "robobrain_fleet_broker_up",
-            "1 while the link to the broker is up",
-            u8::from(self.connected),
-        );
-        t.family(
-            "robobrain_fleet_robots",
-            "gauge",
-            "robots heard of, by their VDA 5050 connection state",
-        );
-        for state in ["ONLINE", "OFFLINE", "CONNECTIONBROKEN", "?"] {
-            let n = self.robots.iter().filter(|r| r.connection == state).count();
-            t.sample("robobrain_fleet_robots", &[("connection", state)], n);
-        }
-        t.gauge(
-            "robobrain_fleet_approvals_waiting",
-            "approvals waiting across the fleet",
-            self.approvals.len(),
-        );
-        t.family(
-            "robobrain_fleet_robot_online",
-            "gauge",
-            "1 while the robot is online",
-        );
-        for r in &self.robots {
-            t.sample(
-                "robobrain_fleet_robot_online",
-                &[("robot", &r.id)],
-                u8::from(r.online),
-            );
-        }
-        t.family(
-            "robobrain_fleet_robot_estop",
-            "gauge",
-            "1 while the robot's E-stop is latched",
-        );
-        for r in &self.robots {
-            t.sample(
-                "robobrain_fleet_robot_estop",
-                &[("robot", &r.id)],
-                u8::from(r.estop),
-            );
-        }
-        t.family(
-            "robobrain_fleet_robot_battery_percent",
-            "gauge",
-            "the robot's battery",
-        );
-        for r in &self.robots {
-            if let Some(pct) = r.battery_pct {
-                t.sample(
-                    "robobrain_fleet_robot_battery_percent",
-                    &[("robot", &r.id)],
-                    pct,
-                );
-            }
-        }
-        t.finish()
+/// The board of `view`.
+pub fn board(view: &FleetView, broker: &str, connected: bool) -> FleetBoard {
+    FleetBoard {
+        broker: broker.to_string(),
+        connected,
+        robots: view.robots().map(row).collect(),
+        approvals: view.approvals(),
     }
 }
 
-/// What a fleet page is sent, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum FleetMessage {
-    /// First, always: this page shows a fleet, and may do what `role` allows.
-    FleetHello {
-        /// What this page may do.
-        role: Role,
-        /// Where the broker is.
-        broker: String,
-    },
-    /// The board, whenever it changed.
-    Fleet(Box<FleetBoard>),
-    /// A message of the robot the page opened, exactly as `serve` sends its
-    /// own: `hello` (with the page's role), `snapshot`, `event`.
-    Robot {
-        /// The robot.
-        robot: String,
-        /// The message.
-        message: Box<ServerMessage>,
-    },
-    /// A command went out to a robot with this id.
-    Sent {
-        /// The robot.
-        robot: String,
-        /// The command's id (the robot's reply carries it).
-        id: String,
-    },
-    /// A robot's answer to a command.
-    Reply {
-        /// The robot.
-        robot: String,
-        /// The answer.
-        reply: Reply,
-    },
-    /// A viewer asked for a command.
-    Refused {
-        /// Why.
-        reason: String,
-    },
-    /// A request that was not one, or could not be carried out.
-    Error {
-        /// `invalid_request`, `unknown_robot`, `not_heard`, `not_sent`, or a
-        /// refused operator line's code (`invalid_command`, `line_too_long`, …).
-        code: String,
-        /// What was wrong.
-        message: String,
-    },
-    /// The broker connection has stopped for good.
-    Closed {
-        /// Why.
-        reason: String,
-    },
+/// The board as Prometheus text (`/metrics` on `serve --fleet`).
+pub fn metrics(board: &FleetBoard) -> String {
+    let mut t = crate::metrics::Text::default();
+    t.gauge(
+        "robobrain_fleet_broker_up",
+        "1 while the link to the broker is up",
+        u8::from(board.connected),
+    );
+    t.family(
+        "robobrain_fleet_robots",
+        "gauge",
+        "robots heard of, by their VDA 5050 connection state",
+    );
+    for state in ["ONLINE", "OFFLINE", "CONNECTIONBROKEN", "?"] {
+        let n = board
+            .robots
+            .iter()
+            .filter(|r| r.connection == state)
+            .count();
+        t.sample("robobrain_fleet_robots", &[("connection", state)], n);
+    }
+    t.gauge(
+        "robobrain_fleet_approvals_waiting",
+        "approvals waiting across the fleet",
+        board.approvals.len(),
+    );
+    per_robot(
+        &mut t,
+        board,
+        "robobrain_fleet_robot_online",
+        "1 while the robot is online",
+        |r| Some(f64::from(u8::from(r.online))),
+    );
+    per_robot(
+        &mut t,
+        board,
+        "robobrain_fleet_robot_estop",
+        "1 while the robot's E-stop is latched",
+        |r| Some(f64::from(u8::from(r.estop))),
+    );
+    per_robot(
+        &mut t,
+        board,
+        "robobrain_fleet_robot_battery_percent",
+        "the robot's battery",
+        |r| r.battery_pct,
+    );
+    t.finish()
 }
 
-impl FleetMessage {
-    /// The message as JSON text.
-    pub fn to_text(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|e| {
-            format!(r#"{{"type":"error","code":"internal","message":"unserialisable frame: {e}"}}"#)
-        })
-    }
-
-    /// An `error` message.
-    pub fn error(code: &str, message: impl Into<String>) -> Self {
-        Self::Error {
-            code: code.to_string(),
-            message: message.into(),
+/// A gauge family with one sample a robot (labelled `robot`), for the
+/// robots `value` has a value for.
+fn per_robot(
+    t: &mut crate::metrics::Text,
+    board: &FleetBoard,
+    name: &str,
+    help: &str,
+    value: impl Fn(&RobotRow) -> Option<f64>,
+) {
+    t.family(name, "gauge", help);
+    for r in &board.robots {
+        if let Some(v) = value(r) {
+            t.sample(name, &[("robot", &r.id)], v);
         }
     }
 }
@@ -311,7 +195,7 @@ mod tests {
     use super::*;
     use crate::fleet::vda5050::ConnectionState;
     use crate::fleet::view::ClientEvent;
-    use crate::protocol::{ApprovalView, Op, Snapshot, TaskStatus, TaskView};
+    use crate::protocol::{ApprovalView, Op, ServerMessage, Snapshot, TaskStatus, TaskView};
     use serde_json::json;
 
     fn view() -> FleetView {
@@ -352,7 +236,7 @@ mod tests {
 
     #[test]
     fn the_board_has_a_row_per_robot_and_one_queue() {
-        let board = FleetBoard::of(&view(), "mqtt://b:1", true);
+        let board = board(&view(), "mqtt://b:1", true);
         let r1 = &board.robots[0];
         assert_eq!(r1.connection, "?");
         assert!(r1.online && r1.estop);
@@ -361,7 +245,7 @@ mod tests {
         assert_eq!(board.robots[1].connection, "CONNECTIONBROKEN");
         assert!(!board.robots[1].online);
         assert_eq!(board.online(), 1);
-        let wire = serde_json::to_value(FleetMessage::Fleet(Box::new(board))).unwrap();
+        let wire = serde_json::to_value(ServerMessage::Fleet(Box::new(board))).unwrap();
         assert_eq!(wire["type"], "fleet");
         assert_eq!(wire["approvals"][0]["robot"], "r1");
         assert_eq!(wire["approvals"][0]["approval"]["risk"], "high_write");
@@ -370,7 +254,7 @@ mod tests {
 
     #[test]
     fn metrics_count_robots_by_connection() {
-        let text = FleetBoard::of(&view(), "mqtt://b:1", true).metrics();
+        let text = metrics(&board(&view(), "mqtt://b:1", true));
         for line in [
             "robobrain_fleet_broker_up 1",
             "robobrain_fleet_robots{connection=\"CONNECTIONBROKEN\"} 1",
@@ -404,7 +288,7 @@ mod tests {
         assert_eq!(FleetRequest::parse(&big).unwrap_err().code, "line_too_long");
         assert!(!FleetRequest::EstopAll.allowed(Role::Viewer));
         assert!(FleetRequest::Close.allowed(Role::Viewer));
-        let sent = FleetMessage::Sent {
+        let sent = ServerMessage::Sent {
             robot: "r1".into(),
             id: "c-1".into(),
         };

@@ -94,38 +94,7 @@ pub struct Envelope {
     pub command: Command,
 }
 
-/// What became of a command, or of a message that was not one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReplyStatus {
-    /// Put on the run's queue.
-    Accepted,
-    /// Its id was seen before: not applied again.
-    Duplicate,
-    /// The run refused it (its queue is full, it has stopped, not over the fleet).
-    Refused,
-    /// Malformed or oversized: nothing was done.
-    Rejected,
-}
-
-/// The answer on a robot's reply topic.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reply {
-    /// The command's id (absent when none could be read).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// What became of it.
-    pub status: ReplyStatus,
-    /// Why, for `refused` and `rejected`: a code (`malformed`, `too_large`, …).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub code: String,
-    /// In words.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-    /// The topic the message came on (for rejections).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub topic: String,
-}
+pub use crate::protocol::fleet::{Reply, ReplyStatus};
 
 /// What the bridge is told about the robot and its broker identity.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 //! it ([`FleetPage`]): the board whenever it changes, the messages of the
 //! robot the page opened, and the page's requests (open a robot, send it an
 //! operator line, E-stop every robot) carried out. `serve --fleet` and the
-//! desktop app's fleet window only move [`FleetMessage`]s and requests
+//! desktop app's fleet window only move [`ServerMessage`]s and requests
 //! over their transports.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use super::board::{FleetBoard, FleetMessage, FleetRequest};
+use super::board::{FleetBoard, FleetRequest};
 use super::view::{ClientEvent, FleetView};
 use super::{FleetClient, FleetError};
 use crate::devices::mqtt::MqttConfig;
@@ -187,7 +187,7 @@ async fn run(
             Input::Call(None) | Input::Heard(Err(_)) => break,
             Input::Board => {
                 dirty = false;
-                let now = FleetBoard::of(&view, &broker, connected);
+                let now = super::board::board(&view, &broker, connected);
                 board.send_if_modified(|old| {
                     let changed = **old != now;
                     if changed {
@@ -257,13 +257,13 @@ async fn run(
 }
 
 /// A fleet page's first messages: `fleet_hello` (with `role`), then the board.
-pub fn greeting(hub: &FleetHub, role: Role) -> Vec<FleetMessage> {
+pub fn greeting(hub: &FleetHub, role: Role) -> Vec<ServerMessage> {
     vec![
-        FleetMessage::FleetHello {
+        ServerMessage::FleetHello {
             role,
             broker: hub.broker.clone(),
         },
-        FleetMessage::Fleet(Box::new((*hub.board()).clone())),
+        ServerMessage::Fleet(Box::new((*hub.board()).clone())),
     ]
 }
 
@@ -305,7 +305,7 @@ impl FleetPage {
     }
 
     /// The page's first messages: `fleet_hello`, then the board.
-    pub fn greeting(&mut self) -> Vec<FleetMessage> {
+    pub fn greeting(&mut self) -> Vec<ServerMessage> {
         self.board.mark_unchanged();
         greeting(&self.hub, self.role)
     }
@@ -313,13 +313,13 @@ impl FleetPage {
     /// The next message for the page: the board when it changed, the
     /// opened robot's messages, every robot's replies. `None` once the hub
     /// has stopped. Cancel-safe.
-    pub async fn next(&mut self) -> Option<FleetMessage> {
+    pub async fn next(&mut self) -> Option<ServerMessage> {
         loop {
             tokio::select! {
                 changed = self.board.changed() => {
                     changed.ok()?;
                     let board = Arc::clone(&self.board.borrow_and_update());
-                    return Some(FleetMessage::Fleet(Box::new((*board).clone())));
+                    return Some(ServerMessage::Fleet(Box::new((*board).clone())));
                 }
                 heard = self.heard.recv() => match heard {
                     Ok(heard) => {
@@ -331,7 +331,7 @@ impl FleetPage {
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         let Some(robot) = self.robot.clone() else { continue };
                         if let Ok(Some((_, Some(snapshot)))) = self.hub.robot(&robot).await {
-                            return Some(FleetMessage::Robot {
+                            return Some(ServerMessage::Robot {
                                 robot,
                                 message: Box::new(ServerMessage::snapshot(snapshot)),
                             });
@@ -344,9 +344,9 @@ impl FleetPage {
     }
 
     /// What the page is told of `heard`, if anything.
-    fn translate(&self, heard: &Heard) -> Option<FleetMessage> {
+    fn translate(&self, heard: &Heard) -> Option<ServerMessage> {
         match &heard.message {
-            HeardKind::Reply(reply) => Some(FleetMessage::Reply {
+            HeardKind::Reply(reply) => Some(ServerMessage::Reply {
                 robot: heard.robot.clone(),
                 reply: reply.clone(),
             }),
@@ -358,7 +358,7 @@ impl FleetPage {
                     })),
                     other => other.clone(),
                 };
-                Some(FleetMessage::Robot {
+                Some(ServerMessage::Robot {
                     robot: heard.robot.clone(),
                     message: Box::new(message),
                 })
@@ -368,29 +368,29 @@ impl FleetPage {
     }
 
     /// Carries out a request the page sent (as text); what to tell the page.
-    pub async fn request(&mut self, text: &str) -> Vec<FleetMessage> {
+    pub async fn request(&mut self, text: &str) -> Vec<ServerMessage> {
         let request = match FleetRequest::parse(text) {
             Ok(r) => r,
-            Err(refused) => return vec![FleetMessage::error(refused.code, refused.why)],
+            Err(refused) => return vec![ServerMessage::error(refused.code, refused.why)],
         };
         if !request.allowed(self.role) {
             // Worded as every door words it (`… may only watch: … was refused`).
-            return vec![FleetMessage::Refused {
+            return vec![ServerMessage::Refused {
                 reason: format!(
                     "this fleet page (a viewer) may only watch: `{}` was refused",
                     request.op()
                 ),
             }];
         }
-        let stopped = |e: FleetError| vec![FleetMessage::error("not_sent", e.to_string())];
+        let stopped = |e: FleetError| vec![ServerMessage::error("not_sent", e.to_string())];
         match request {
             FleetRequest::Open { robot } => match self.hub.robot(&robot).await {
                 Err(e) => stopped(e),
-                Ok(None) => vec![FleetMessage::error(
+                Ok(None) => vec![ServerMessage::error(
                     "unknown_robot",
                     format!("no robot {robot} on the broker"),
                 )],
-                Ok(Some((None, _))) => vec![FleetMessage::error(
+                Ok(Some((None, _))) => vec![ServerMessage::error(
                     "not_heard",
                     format!("{robot}: nothing heard from it yet"),
                 )],
@@ -402,7 +402,7 @@ impl FleetPage {
                     }));
                     std::iter::once(hello)
                         .chain(snapshot.map(ServerMessage::snapshot))
-                        .map(|m| FleetMessage::Robot {
+                        .map(|m| ServerMessage::Robot {
                             robot: robot.clone(),
                             message: Box::new(m),
                         })
@@ -415,16 +415,16 @@ impl FleetPage {
             }
             FleetRequest::Send { robot, line } => match parse_line(&line) {
                 Line::Command(command) => match self.hub.send(&robot, command).await {
-                    Ok(id) => vec![FleetMessage::Sent { robot, id }],
+                    Ok(id) => vec![ServerMessage::Sent { robot, id }],
                     Err(e) => stopped(e),
                 },
                 Line::Blank => Vec::new(),
-                Line::Bad(refused) => vec![FleetMessage::error(refused.code, refused.why)],
+                Line::Bad(refused) => vec![ServerMessage::error(refused.code, refused.why)],
             },
             FleetRequest::EstopAll => match self.hub.send_all(Command::EStop).await {
                 Ok(sent) => sent
                     .into_iter()
-                    .map(|(robot, id)| FleetMessage::Sent { robot, id })
+                    .map(|(robot, id)| ServerMessage::Sent { robot, id })
                     .collect(),
                 Err(e) => stopped(e),
             },
@@ -451,13 +451,13 @@ mod tests {
         let greeting = page.greeting();
         assert_eq!(
             greeting[0],
-            FleetMessage::FleetHello {
+            ServerMessage::FleetHello {
                 role: Role::Viewer,
                 broker: "mqtt://127.0.0.1:1".into()
             }
         );
         assert!(
-            matches!(&greeting[1], FleetMessage::Fleet(b) if b.robots.is_empty() && !b.connected)
+            matches!(&greeting[1], ServerMessage::Fleet(b) if b.robots.is_empty() && !b.connected)
         );
         for request in [
             r#"{"op":"estop_all"}"#,
@@ -466,7 +466,7 @@ mod tests {
             let op = FleetRequest::parse(request).unwrap().op();
             assert_eq!(
                 page.request(request).await,
-                vec![FleetMessage::Refused {
+                vec![ServerMessage::Refused {
                     reason: format!(
                         "this fleet page (a viewer) may only watch: `{op}` was refused"
                     )
@@ -480,11 +480,11 @@ mod tests {
     #[tokio::test]
     async fn bad_requests_and_unknown_robots_are_named() {
         let mut page = FleetPage::new(hub(), Role::Operator);
-        let [FleetMessage::Error { code, .. }] = &page.request("{not json").await[..] else {
+        let [ServerMessage::Error { code, .. }] = &page.request("{not json").await[..] else {
             panic!("not an error")
         };
         assert_eq!(code, "invalid_request");
-        let [FleetMessage::Error { code, message }] =
+        let [ServerMessage::Error { code, message }] =
             &page.request(r#"{"op":"open","robot":"ghost"}"#).await[..]
         else {
             panic!("not an error")
@@ -494,7 +494,7 @@ mod tests {
             ("unknown_robot", "no robot ghost on the broker")
         );
         assert_eq!(page.robot(), None);
-        let [FleetMessage::Error { code, .. }] = &page
+        let [ServerMessage::Error { code, .. }] = &page
             .request(r#"{"op":"send","robot":"r1","line":"{\"cmd\":\"fly\"}"}"#)
             .await[..]
         else {
@@ -502,7 +502,7 @@ mod tests {
         };
         assert_eq!(code, "invalid_command");
         // A command to a robot not heard yet goes out with an id (sent again until answered).
-        let [FleetMessage::Sent { robot, id }] = &page
+        let [ServerMessage::Sent { robot, id }] = &page
             .request(r#"{"op":"send","robot":"r1","line":"{\"cmd\":\"estop\"}"}"#)
             .await[..]
         else {

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
 
-use super::bridge::Reply;
 use super::topics::{self, Kind};
 use super::vda5050::{Connection, ConnectionState};
-use crate::protocol::{ApprovalView, Event, Hello, ServerMessage, Snapshot};
+use crate::protocol::Reply;
+use crate::protocol::{Event, Hello, ServerMessage, Snapshot};
 
 /// The largest message a console reads on a topic of this kind, in bytes.
 pub fn limit(kind: Kind) -> usize {
@@ -160,14 +160,7 @@ impl RobotEntry {
     }
 }
 
-/// An approval waiting somewhere in the fleet.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FleetApproval {
-    /// The robot it waits on.
-    pub robot: String,
-    /// The approval.
-    pub approval: ApprovalView,
-}
+pub use crate::protocol::fleet::FleetApproval;
 
 /// Every robot heard of, by id.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -246,7 +239,7 @@ impl FleetView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Op;
+    use crate::protocol::{ApprovalView, Op};
     use serde_json::json;
 
     #[test]

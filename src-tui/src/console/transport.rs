@@ -218,6 +218,12 @@ impl Remote {
         };
         let hello = match next_message(&mut socket).await {
             Some(Ok(ServerMessage::Hello(hello))) => *hello,
+            Some(Ok(ServerMessage::FleetHello { broker, .. })) => {
+                return Err(protocol(format!(
+                    "it serves a fleet (broker {broker}), not one run: open it in a browser, or \
+                     watch the fleet with `robobrain fleet --broker {broker}` (docs/fleet.md)"
+                )));
+            }
             Some(Ok(other)) => return Err(protocol(format!("it began with {other:?}"))),
             Some(Err(why)) => return Err(protocol(why)),
             None => return Err(protocol("it closed the connection".into())),
@@ -385,6 +391,16 @@ impl Transport for Remote {
             Some(Ok(ServerMessage::Hello(_))) => {
                 Incoming::Notice("the server said hello again".into())
             }
+            // A run's server never sends the fleet's frames.
+            Some(Ok(
+                m @ (ServerMessage::FleetHello { .. }
+                | ServerMessage::Fleet(_)
+                | ServerMessage::Robot { .. }
+                | ServerMessage::Sent { .. }
+                | ServerMessage::Reply { .. }),
+            )) => Incoming::Notice(format!(
+                "a fleet frame from a run's server, ignored: {m:.120?}"
+            )),
             Some(Err(why)) => Incoming::Closed(format!("{}: {why}", self.url)),
             None => Incoming::Closed(format!("{} closed the connection", self.url)),
         }

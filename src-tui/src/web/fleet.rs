@@ -13,8 +13,8 @@ use anyhow::Result;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use robobrain_core::fleet::board::FleetMessage;
 use robobrain_core::fleet::hub::{FleetHub, FleetPage};
+use robobrain_core::protocol::ServerMessage;
 use serde_json::json;
 
 use super::access::{Access, Role};
@@ -55,7 +55,7 @@ impl Page for FleetServed {
 
     /// The board in Prometheus' text format.
     fn metrics(&self) -> String {
-        self.hub.board().metrics()
+        robobrain_core::fleet::board::metrics(&self.hub.board())
     }
 
     /// 200 while the broker link is up, 503 otherwise.
@@ -87,7 +87,7 @@ impl Page for FleetServed {
     }
 }
 
-async fn send(ws: &mut WebSocket, m: &FleetMessage) -> bool {
+async fn send(ws: &mut WebSocket, m: &ServerMessage) -> bool {
     ws.send(Message::Text(m.to_text().into())).await.is_ok()
 }
 
@@ -102,7 +102,7 @@ async fn connection(mut page: FleetPage, mut ws: WebSocket) {
         tokio::select! {
             next = page.next() => {
                 let Some(m) = next else {
-                    let closed = FleetMessage::Closed { reason: "the fleet connection has stopped".into() };
+                    let closed = ServerMessage::Closed { reason: "the fleet connection has stopped".into() };
                     let _ = send(&mut ws, &closed).await;
                     return;
                 };
@@ -119,7 +119,7 @@ async fn connection(mut page: FleetPage, mut ws: WebSocket) {
                     }
                 }
                 Some(Ok(Message::Binary(_))) => {
-                    let m = FleetMessage::error("invalid_utf8", "a binary frame; expected a fleet request as JSON text");
+                    let m = ServerMessage::error("invalid_utf8", "a binary frame; expected a fleet request as JSON text");
                     if !send(&mut ws, &m).await {
                         return;
                     }

@@ -3,11 +3,15 @@
 //! IPC: [`Hello`] first, then a snapshot, then every event
 //! ([`ServerMessage`], tagged by `type`). A face in the same process gets
 //! the same things over channels (`crate::runtime::Runtime`); a remote face
-//! speaks this.
+//! speaks this. A fleet page (`serve --fleet`, the desktop app's fleet
+//! window) gets the same frame type: `fleet_hello` first, then the board
+//! (`fleet`), the frames of the robot it opened wrapped in `robot`, and
+//! `sent`/`reply` for its commands.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::fleet::{FleetBoard, Reply};
 use super::run::RunInfo;
 use super::{Event, Risk, Snapshot};
 use crate::mapview::MapView;
@@ -79,15 +83,49 @@ pub enum ServerMessage {
     /// A line that is not a command, or a command the brain could not take.
     Error {
         /// `invalid_command`, `line_too_long`, `utterance_too_long`,
-        /// `invalid_utf8`, `not_sent`.
+        /// `invalid_utf8`, `not_sent`; on a fleet page also
+        /// `invalid_request`, `unknown_robot`, `not_heard`.
         code: String,
         /// What was wrong and what was expected.
         message: String,
     },
-    /// The brain stopped.
+    /// The brain stopped, or (on a fleet page) the broker connection
+    /// stopped for good.
     Closed {
         /// Why.
         reason: String,
+    },
+    /// A fleet page's first frame: this page shows a fleet, and may do what
+    /// `role` allows.
+    FleetHello {
+        /// What this page may do.
+        role: Role,
+        /// Where the broker is.
+        broker: String,
+    },
+    /// The fleet's board, whenever it changed.
+    Fleet(Box<FleetBoard>),
+    /// A frame of the robot a fleet page opened, exactly as `serve` sends
+    /// its own: `hello` (with the page's role), `snapshot`, `event`.
+    Robot {
+        /// The robot.
+        robot: String,
+        /// The frame.
+        message: Box<ServerMessage>,
+    },
+    /// A command went out to a robot with this id.
+    Sent {
+        /// The robot.
+        robot: String,
+        /// The command's id (the robot's reply carries it).
+        id: String,
+    },
+    /// A robot's answer to a command.
+    Reply {
+        /// The robot.
+        robot: String,
+        /// The answer.
+        reply: Reply,
     },
 }
 
@@ -111,6 +149,14 @@ impl ServerMessage {
     pub fn event(event: Event) -> Self {
         Self::Event {
             event: Box::new(event),
+        }
+    }
+
+    /// An `error` frame: a code and what was wrong.
+    pub fn error(code: &str, message: impl Into<String>) -> Self {
+        Self::Error {
+            code: code.to_string(),
+            message: message.into(),
         }
     }
 
