@@ -72,6 +72,8 @@ pub(crate) struct FakeNav2 {
     events: Receiver<Value>,
     /// Every goal it received (tests/fixtures/fake_nav2.py `--record`).
     pub(crate) record: PathBuf,
+    /// How it was started, for a restart.
+    args: (u16, PathBuf, Vec<String>),
 }
 
 impl FakeNav2 {
@@ -115,6 +117,11 @@ impl FakeNav2 {
             child,
             events,
             record,
+            args: (
+                domain.id,
+                dir.to_path_buf(),
+                extra.iter().map(ToString::to_string).collect(),
+            ),
         };
         if fake
             .wait_for(Duration::from_secs(20), |e| e["event"] == "ready")
@@ -132,6 +139,30 @@ impl FakeNav2 {
             );
         }
         fake
+    }
+
+    /// The robot's Nav2 restarted: this process killed (SIGKILL, as a crash
+    /// does), a new one started with the same arguments and record file. It
+    /// knows no goal of the old one.
+    pub(crate) fn restart(mut self, domain: &Domain) -> Self {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (id, dir, extra) = self.args.clone();
+        assert_eq!(id, domain.id);
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        Self::start(domain, &dir, &extra)
+    }
+
+    /// Panics if the fake died (a duplicate goal UUID kills it, as it kills
+    /// a Nav2 server).
+    pub(crate) fn assert_alive(&mut self) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            let mut stderr = String::new();
+            if let Some(mut e) = self.child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+            }
+            panic!("the fake Nav2 died ({status}): {stderr}");
+        }
     }
 
     /// Events until one holds `stop`, or `timeout`.
@@ -164,6 +195,10 @@ impl FakeNav2 {
         let mut seen = BTreeMap::new();
         for line in text.lines() {
             let v: Value = serde_json::from_str(line).unwrap();
+            assert!(
+                v.get("conflict").is_none(),
+                "navigation and docking drove the base at once: {line}"
+            );
             *seen
                 .entry(v["goal_id"].as_str().unwrap().to_string())
                 .or_insert(0) += 1;
@@ -179,11 +214,23 @@ impl Drop for FakeNav2 {
     }
 }
 
+/// Whether the UUID `hex` (as the fake records it) is a send of `goal_id`.
+fn is_send_of(hex: &str, goal_id: &str) -> bool {
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+    }
+    robobrain_core::ros2::uuid_of(&bytes, &robobrain_core::ros2::goal_key(goal_id))
+}
+
 fn is_task(ev: &Value, kind: &str, status: &str) -> bool {
     ev["kind"] == "task" && ev["task"]["kind"] == kind && ev["task"]["status"] == status
 }
 
-fn no_goal_twice(fake: &FakeNav2) -> BTreeMap<String, usize> {
+/// Asserts the fake is alive and received no goal UUID twice (across its
+/// restarts); the goals it received.
+fn no_goal_twice(fake: &mut FakeNav2) -> BTreeMap<String, usize> {
+    fake.assert_alive();
     let seen = fake.goals_received();
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
     assert!(
@@ -193,14 +240,53 @@ fn no_goal_twice(fake: &FakeNav2) -> BTreeMap<String, usize> {
     seen
 }
 
+/// A test on a fresh fake (started with `extra`) and a brain told to go to
+/// the bedroom, once the robot has accepted the navigation goal: the
+/// domain, the fake, the brain and the fake's goal event.
+fn bedroom_run(name: &str, extra: &[&str]) -> (Domain, FakeNav2, Brain, Value) {
+    let dir = temp_dir(name);
+    let domain = Domain::take();
+    let fake = FakeNav2::start(&domain, &dir, extra);
+    let db = dir.join("brain.db");
+    let brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &["去卧室"]);
+    let goal = fake.wait_for(Duration::from_secs(30), |e| {
+        e["event"] == "goal" && e["accepted"] == true
+    });
+    let goal = goal.expect("the robot never got the navigation goal");
+    (domain, fake, brain, goal)
+}
+
+/// Whether `ev` is a task's end (succeeded or failed).
+fn is_end(ev: &Value) -> bool {
+    ev["kind"] == "task"
+        && ["succeeded", "failed"].contains(&ev["task"]["status"].as_str().unwrap_or(""))
+}
+
+/// The brain's first task end within `secs`.
+fn task_end(brain: &mut Brain, secs: u64) -> Option<Value> {
+    brain.wait_for(Duration::from_secs(secs), false, &is_end)
+}
+
+/// The brain's first `reconcile …` line within `secs`.
+fn reconcile_note(brain: &mut Brain, secs: u64) -> Option<String> {
+    let note = brain.wait_for(Duration::from_secs(secs), false, &|ev| {
+        ev["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("reconcile "))
+    });
+    note.and_then(|n| n["message"].as_str().map(str::to_string))
+}
+
 /// A patrol of the apartment's default route on the ROS 2 robot: every
 /// waypoint is a Nav2 goal the Cyclone fake accepts, moves to and reports
-/// succeeded; the task ends succeeded and no goal reached the robot twice.
+/// succeeded; the task ends succeeded and no goal reached the robot twice
+/// — with every fourth `send_goal`/`get_result` reply lost on the way
+/// (the link finds the goal on the status topic, or asks again).
 #[test]
 fn a_patrol_runs_end_to_end_on_a_cyclone_dds_nav2() {
     let dir = temp_dir("ros2-patrol");
     let domain = Domain::take();
-    let fake = FakeNav2::start(&domain, &dir, &[]);
+    let mut fake = FakeNav2::start(&domain, &dir, &["--lose-replies", "4"]);
     let db = dir.join("brain.db");
     let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &["巡逻"]);
     let done = brain.wait_for(Duration::from_secs(120), true, &|ev| {
@@ -209,12 +295,17 @@ fn a_patrol_runs_end_to_end_on_a_cyclone_dds_nav2() {
     let _ = brain.child.kill();
     let done = done.expect("the patrol never ended");
     assert_eq!(done["task"]["status"], "succeeded", "{done}");
-    let seen = no_goal_twice(&fake);
+    let seen = no_goal_twice(&mut fake);
     let world = World::builtin("apartment").unwrap();
     let route = world.route("default").unwrap();
     assert!(
         seen.len() >= route.len(),
         "one Nav2 goal per waypoint of {route:?}: {seen:?}"
+    );
+    assert!(
+        fake.wait_for(Duration::from_secs(1), |e| e["event"] == "lost_reply")
+            .is_some(),
+        "no reply was lost: the test tested nothing"
     );
 }
 
@@ -271,7 +362,7 @@ fn a_brain_killed_mid_patrol_reconciles_with_nav2_and_repeats_no_goal() {
         .unwrap_or(4);
     let dir = temp_dir("ros2-kill");
     let domain = Domain::take();
-    let fake = FakeNav2::start(&domain, &dir, &[]);
+    let mut fake = FakeNav2::start(&domain, &dir, &[]);
     let db = dir.join("brain.db");
     let _ = std::fs::remove_file(&db);
     let url = domain.url();
@@ -345,18 +436,10 @@ fn a_brain_killed_mid_patrol_reconciles_with_nav2_and_repeats_no_goal() {
         "no goal was found on Nav2 by a resumed brain: {notes:?}"
     );
     eprintln!("reconcile notes: {notes:#?}");
-    let seen = no_goal_twice(&fake);
+    let seen = no_goal_twice(&mut fake);
     let ledger = store.ledger(crate::durable::THREAD).unwrap();
-    let hex = |id: &str| -> String {
-        robobrain_core::ros2::goal_uuid(id)
-            .iter()
-            .fold(String::new(), |mut s, b| {
-                let _ = std::fmt::Write::write_fmt(&mut s, format_args!("{b:02x}"));
-                s
-            })
-    };
     for uuid in seen.keys() {
-        let row = ledger.iter().find(|l| hex(&l.goal_id) == *uuid);
+        let row = ledger.iter().find(|l| is_send_of(uuid, &l.goal_id));
         assert!(
             row.is_some_and(|l| l.status == LedgerStatus::Done),
             "goal {uuid} on the robot: {row:?}"
@@ -401,18 +484,20 @@ fn a_goal_nav2_aborts_as_blocked_is_replanned() {
     let _ = brain.child.kill();
     let done = done.expect("the task never ended");
     assert_eq!(done["task"]["status"], "succeeded", "{done}");
-    no_goal_twice(&fake);
+    no_goal_twice(&mut fake);
 }
 
 /// The robot goes silent mid-goal (its process stopped: no DDS at all)
-/// and comes back: the link goes down (the kernel is SAFE), rejoins the
-/// domain, comes up, asks Nav2 about the goal, adopts it, and the task
-/// finishes, with no goal received twice.
+/// for 5 s, half its DDS lease (Cyclone's default 10 s), and comes back:
+/// the link notices anyway (`battery_state` silent for `lost_after`), goes
+/// down (the kernel is SAFE), rejoins the domain, comes up, asks Nav2
+/// about the goal, adopts it, and the task finishes, with no goal received
+/// twice.
 #[test]
 fn a_robot_lost_and_back_is_safe_then_reconciled() {
     let dir = temp_dir("ros2-lost");
     let domain = Domain::take();
-    let fake = FakeNav2::start(&domain, &dir, &["--speed", "1"]);
+    let mut fake = FakeNav2::start(&domain, &dir, &["--speed", "1"]);
     let db = dir.join("brain.db");
     let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &["去卧室"]);
     assert!(
@@ -429,10 +514,13 @@ fn a_robot_lost_and_back_is_safe_then_reconciled() {
         assert!(ok, "kill {sig} failed");
     };
     signal("-STOP");
-    let safe = brain.wait_for(Duration::from_secs(30), false, &|ev| {
+    std::thread::sleep(Duration::from_secs(5));
+    signal("-CONT");
+    // Whatever the brain printed meanwhile is buffered: a link that
+    // waited for the lease never went SAFE at all.
+    let safe = brain.wait_for(Duration::from_secs(20), false, &|ev| {
         ev["kind"] == "mode" && ev["to"] == "SAFE"
     });
-    signal("-CONT");
     assert_eq!(
         safe.expect("the brain never noticed the robot was gone")["reason"],
         "robot link is down"
@@ -442,34 +530,34 @@ fn a_robot_lost_and_back_is_safe_then_reconciled() {
             .as_str()
             .is_some_and(|m| m.starts_with("reconcile "))
     });
+    // Found running on Nav2: adopted, or (the kernel gave up on it while
+    // the robot was away) cancelled by its UUID.
     let note = note.expect("no reconcile once the robot was back");
+    let m = note["message"].as_str().unwrap();
     assert!(
-        note["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("still running on the robot"),
+        m.ends_with("still running on the robot")
+            || m.ends_with("running on the robot but no longer wanted; cancelled"),
         "{note}"
     );
-    let done = brain.wait_for(Duration::from_secs(60), false, &|ev| {
-        ev["kind"] == "task"
-            && ["succeeded", "failed"].contains(&ev["task"]["status"].as_str().unwrap_or(""))
-    });
+    let done = task_end(&mut brain, 60);
     let _ = brain.child.kill();
     assert_eq!(
         done.expect("the task never ended")["task"]["status"],
         "succeeded"
     );
-    no_goal_twice(&fake);
+    no_goal_twice(&mut fake);
 }
 
 /// A low battery on the ROS 2 robot: the kernel's CHARGE docks it through
 /// Nav2's `dock_robot` action (the `DockRobot` types over the wire), the
-/// battery reports charging, and the charge task succeeds.
+/// battery reports charging only after the dock's result, and the charge
+/// task succeeds with exactly one dock: the link holds the dock's success
+/// until the battery charges, so the brain never docks a second time.
 #[test]
 fn a_low_battery_docks_through_nav2_docking() {
     let dir = temp_dir("ros2-dock");
     let domain = Domain::take();
-    let fake = FakeNav2::start(&domain, &dir, &["--battery", "12", "--charge-rate", "20"]);
+    let mut fake = FakeNav2::start(&domain, &dir, &["--battery", "12", "--charge-rate", "20"]);
     let db = dir.join("brain.db");
     let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &[]);
     let done = brain.wait_for(Duration::from_secs(60), false, &|ev| {
@@ -481,9 +569,227 @@ fn a_low_battery_docks_through_nav2_docking() {
         "succeeded"
     );
     let text = std::fs::read_to_string(&fake.record).unwrap();
-    assert!(
-        text.lines().any(|l| l.contains("\"dock_robot\"")),
-        "no DockRobot goal reached the robot:\n{text}"
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("\"dock_robot\""))
+            .count(),
+        1,
+        "one DockRobot goal:\n{text}"
     );
-    no_goal_twice(&fake);
+    no_goal_twice(&mut fake);
+}
+
+/// Goals of one action the fake received.
+fn goals_of(fake: &FakeNav2, action: &str) -> usize {
+    std::fs::read_to_string(&fake.record)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&format!("\"action\": \"{action}\"")))
+        .count()
+}
+
+/// Docks whose battery never says charging (a dead charger): with the
+/// docking server (`DockRobot`) or without it (`NavigateToPose` to the
+/// dock pose), the link holds each dock's success for the battery, backs
+/// off between docks and gives up after `DockGate::LIMIT` in a row, saying
+/// why (or the kernel's own cap on failures asks a human first) — never a
+/// stream of goals.
+fn docks_without_charging_back_off_and_stop(no_dock: bool) {
+    let dir = temp_dir(if no_dock {
+        "ros2-nodock"
+    } else {
+        "ros2-deadcharger"
+    });
+    let domain = Domain::take();
+    let mut extra = vec!["--battery", "12", "--never-charge"];
+    if no_dock {
+        extra.push("--no-dock");
+    }
+    let mut fake = FakeNav2::start(&domain, &dir, &extra);
+    let db = dir.join("brain.db");
+    let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &[]);
+    let gave_up = brain.wait_for(Duration::from_secs(120), false, &|ev| {
+        ev.to_string()
+            .contains("docks in a row ended without battery_state saying charging")
+            || is_task(ev, "charge", "waiting_human")
+            || is_task(ev, "charge", "failed")
+    });
+    // What the brain does next must not reach the robot as more docks.
+    brain.wait_for(Duration::from_secs(3), false, &|_| false);
+    let _ = brain.child.kill();
+    assert!(gave_up.is_some(), "docking never gave up");
+    let action = if no_dock {
+        "navigate_to_pose"
+    } else {
+        "dock_robot"
+    };
+    let docks = goals_of(&fake, action);
+    let limit = robobrain_core::ros2::pace::DockGate::LIMIT as usize;
+    assert!(
+        (1..=limit).contains(&docks),
+        "{docks} {action} goals for a dock that never charges (limit {limit})"
+    );
+    no_goal_twice(&mut fake);
+}
+
+#[test]
+fn a_dead_charger_behind_a_docking_server_is_docked_with_backoff_and_a_limit() {
+    docks_without_charging_back_off_and_stop(false);
+}
+
+#[test]
+fn a_dead_charger_without_a_docking_server_is_navigated_to_with_backoff_and_a_limit() {
+    docks_without_charging_back_off_and_stop(true);
+}
+
+/// Nav2's server restarts mid-goal (the fake killed and started again: it
+/// knows no goal of before, and publishes no status until it has one).
+/// The link sees a new server before any lease runs out, the brain
+/// reconciles ("unknown to the robot"), and the patrol goes on to success;
+/// no UUID reached either server twice (a duplicate would have killed it).
+#[test]
+fn a_nav2_restarted_mid_goal_gets_the_goal_again_under_a_new_uuid() {
+    let (domain, fake, mut brain, _) = bedroom_run("ros2-restart", &["--speed", "0.5"]);
+    let mut fake = fake.restart(&domain);
+    let note = reconcile_note(&mut brain, 60).expect("no reconcile after the restart");
+    assert!(
+        note.contains("unknown to the robot (never received, or forgotten by a restart)"),
+        "{note}"
+    );
+    let done = task_end(&mut brain, 90);
+    let _ = brain.child.kill();
+    assert_eq!(
+        done.expect("the task never ended")["task"]["status"],
+        "succeeded"
+    );
+    let seen = no_goal_twice(&mut fake);
+    assert!(
+        seen.len() >= 2,
+        "nothing was sent to the new server: {seen:?}"
+    );
+}
+
+/// Telemetry zones the brain printed until `n` telemetry events.
+fn zones(brain: &mut Brain, n: usize) -> Vec<Value> {
+    let mut zones = Vec::new();
+    while zones.len() < n {
+        let Some(ev) = brain.wait_for(Duration::from_secs(30), false, &|ev| {
+            ev["kind"] == "telemetry"
+        }) else {
+            break;
+        };
+        zones.push(ev["zone"].clone());
+    }
+    zones
+}
+
+/// The pose is AMCL's, in the map frame: its last pose, published before
+/// the brain joined (a robot standing still publishes no new one), arrives
+/// through transient-local durability. Odometry, offset from map as on a
+/// real robot (its origin is where it started: (0, 0), the study), is not
+/// read: the robot is in the living room, never in the study.
+#[test]
+fn the_pose_is_amcls_retained_map_pose_not_odometry() {
+    let dir = temp_dir("ros2-amcl");
+    let domain = Domain::take();
+    let mut fake = FakeNav2::start(&domain, &dir, &[]);
+    let db = dir.join("brain.db");
+    let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &[]);
+    let seen = zones(&mut brain, 10);
+    let _ = brain.child.kill();
+    assert!(!seen.contains(&Value::from("study")), "{seen:?}");
+    assert_eq!(seen.last(), Some(&Value::from("living_room")), "{seen:?}");
+    fake.assert_alive();
+}
+
+/// No `amcl_pose` at all (localisation not up): the pose is unknown, so
+/// the robot is in no zone — not in the study at (0, 0).
+#[test]
+fn an_unknown_pose_is_in_no_zone() {
+    let dir = temp_dir("ros2-nopose");
+    let domain = Domain::take();
+    let mut fake = FakeNav2::start(&domain, &dir, &["--no-amcl"]);
+    let db = dir.join("brain.db");
+    let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &[]);
+    let seen = zones(&mut brain, 10);
+    let _ = brain.child.kill();
+    assert_eq!(seen.len(), 10, "no telemetry");
+    assert!(seen.iter().all(Value::is_null), "{seen:?}");
+    fake.assert_alive();
+}
+
+/// Nav2's feedback at 100 Hz reaches the brain coalesced: the brain's
+/// navigation feedback events are fewer than a tenth of the messages the
+/// robot sent for the goal.
+#[test]
+fn feedback_at_nav2s_100_hz_is_coalesced() {
+    let (_domain, mut fake, mut brain, _) = bedroom_run("ros2-feedback", &["--speed", "1"]);
+    let count = std::cell::Cell::new(0usize);
+    let done = brain.wait_for(Duration::from_secs(90), false, &|ev| {
+        if ev["kind"] == "skill" && ev["skill"] == "navigate_to" && ev["status"] == "feedback" {
+            count.set(count.get() + 1);
+        }
+        is_end(ev)
+    });
+    let _ = brain.child.kill();
+    assert_eq!(
+        done.expect("the task never ended")["task"]["status"],
+        "succeeded"
+    );
+    let mut sent = 0;
+    while let Some(r) = fake.wait_for(Duration::from_secs(1), |e| {
+        e["event"] == "result" && e["action"] == "navigate_to_pose"
+    }) {
+        sent += r["feedbacks"].as_u64().unwrap_or(0) as usize;
+    }
+    let got = count.get();
+    assert!(sent > 100, "the robot sent {sent} feedback messages");
+    assert!(
+        got >= 1 && got * 10 < sent,
+        "{got} feedback events for {sent} messages"
+    );
+    no_goal_twice(&mut fake);
+}
+
+/// On a shared robot another client's goal waits on `dock_robot`. The
+/// user's stop, the E-stop (without `estop_cancel_all=true`) and the
+/// brain's shutdown cancel robobrain's goal by its UUID, never every goal:
+/// the other client's goal is never cancelled.
+#[test]
+fn stops_cancel_only_the_goals_robobrain_sent() {
+    let (_domain, mut fake, mut brain, goal) = bedroom_run("ros2-shared", &["--speed", "0.3"]);
+    let ours = goal["goal_id"].clone();
+    fake.send("foreign");
+    let foreign = fake.wait_for(Duration::from_secs(10), |e| e["event"] == "foreign");
+    let foreign = foreign.expect("no foreign goal")["goal_id"].clone();
+    brain.send(r#"{"cmd":"stop"}"#);
+    let cancel = fake.wait_for(Duration::from_secs(20), |e| e["event"] == "cancel");
+    let cancel = cancel.expect("the stop cancelled nothing");
+    assert_eq!(cancel["everything"], false, "{cancel}");
+    assert_eq!(cancel["canceled"], Value::from(vec![ours]), "{cancel}");
+    brain.send(r#"{"cmd":"estop"}"#);
+    assert!(
+        fake.wait_for(Duration::from_secs(10), |e| e["event"] == "cmd_vel"
+            && e["zero"] == true)
+            .is_some(),
+        "no zero twist after the E-stop"
+    );
+    // The shutdown's rest: SIGTERM, the brain closes the run.
+    let _ = Command::new("kill")
+        .args(["-TERM", &brain.child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while brain.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = brain.child.kill();
+    let mut cancels = Vec::new();
+    while let Some(c) = fake.wait_for(Duration::from_secs(2), |e| e["event"] == "cancel") {
+        cancels.push(c);
+    }
+    for c in &cancels {
+        assert_eq!(c["everything"], false, "{c}");
+        assert!(!c["canceled"].as_array().unwrap().contains(&foreign), "{c}");
+    }
+    no_goal_twice(&mut fake);
 }

@@ -11,11 +11,14 @@
 //!
 //! - `dds.rs`: [`Ros2Link`], the worker thread that owns the ROS node.
 //! - `msgs.rs`: the ROS messages, in their `.msg` field order.
+//! - `pace.rs`: the link's pure timing rules (feedback coalescing, the
+//!   dock's backoff, the robot's silence), apart from the wire.
 
 #[cfg(feature = "ros2")]
 pub mod dds;
 #[cfg(feature = "ros2")]
 pub mod msgs;
+pub mod pace;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -42,15 +45,17 @@ pub enum Rmw {
 /// Where the robot's pose comes from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum PoseSource {
-    /// `nav_msgs/Odometry` (`odom`).
-    #[default]
+    /// `nav_msgs/Odometry` (`odom`): only where the user says the odom
+    /// frame is the map frame (`odom_is_map=true`), since zones are in `map`.
     Odometry,
-    /// `geometry_msgs/PoseWithCovarianceStamped` (`amcl_pose`, map frame).
+    /// `geometry_msgs/PoseWithCovarianceStamped` (`amcl_pose`, map frame),
+    /// read reliable and transient local: AMCL's last pose arrives on joining.
+    #[default]
     Amcl,
 }
 
 /// A ROS 2 robot, as its URL names it:
-/// `ros2://?domain=0&namespace=/robot1&rmw=cyclonedds&cmd_vel=cmd_vel&odom=odom&battery=battery_state&pose=odom&frame=map&interface=127.0.0.1&wait=10`.
+/// `ros2://?domain=0&namespace=/robot1&rmw=cyclonedds&cmd_vel=cmd_vel&amcl_pose=amcl_pose&battery=battery_state&frame=map&interface=127.0.0.1&wait=10&lost_after=2`.
 /// Every parameter is optional.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ros2Options {
@@ -74,6 +79,13 @@ pub struct Ros2Options {
     pub networks: Vec<IpAddr>,
     /// How long to wait for the robot at start.
     pub wait: Duration,
+    /// The robot counts as lost once `battery_state` has been silent this
+    /// long (DDS's own participant lease is Cyclone's 10 s by default).
+    pub lost_after: Duration,
+    /// Whether the E-stop also cancels goals robobrain did not send (every
+    /// goal on both servers). Off by default: on a shared robot those are
+    /// other clients' goals.
+    pub estop_cancels_all: bool,
 }
 
 impl Default for Ros2Options {
@@ -84,12 +96,23 @@ impl Default for Ros2Options {
             rmw: Rmw::CycloneDds,
             cmd_vel: "cmd_vel".into(),
             battery: "battery_state".into(),
-            pose: PoseSource::Odometry,
-            pose_topic: "odom".into(),
+            pose: PoseSource::Amcl,
+            pose_topic: "amcl_pose".into(),
             frame: None,
             networks: Vec::new(),
             wait: Duration::from_secs(10),
+            lost_after: Duration::from_secs(2),
+            estop_cancels_all: false,
         }
+    }
+}
+
+/// A `true`/`false` URL value.
+fn flag(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(format!("{key}: expected true or false, found `{value}`")),
     }
 }
 
@@ -121,86 +144,105 @@ impl Ros2Options {
             }
         };
         let mut o = Self::default();
+        let mut odom_is_map = false;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair
                 .split_once('=')
                 .ok_or_else(|| bad(format!("expected KEY=VALUE, found `{pair}`")))?;
-            match key {
-                "domain" => {
-                    o.domain =
-                        value
-                            .parse()
-                            .ok()
-                            .filter(|d| *d <= MAX_DOMAIN)
-                            .ok_or_else(|| {
-                                bad(format!(
-                                    "domain: expected 0 to {MAX_DOMAIN}, found `{value}`"
-                                ))
-                            })?;
-                }
-                "namespace" => {
-                    let ns = value.trim_end_matches('/');
-                    if !ns.is_empty() && (!ns.starts_with('/') || !topic_ok(&ns[1..])) {
-                        return Err(bad(format!(
-                            "namespace: expected /NAME (letters, digits, _), found `{value}`"
-                        )));
-                    }
-                    o.namespace = ns.to_string();
-                }
-                "rmw" => {
-                    o.rmw = match value {
-                        "cyclonedds" | "rmw_cyclonedds_cpp" => Rmw::CycloneDds,
-                        "fastrtps" | "fastdds" | "rmw_fastrtps_cpp" => Rmw::FastRtps,
-                        _ => {
-                            return Err(bad(format!(
-                                "rmw: expected cyclonedds or fastrtps, found `{value}`"
-                            )));
-                        }
-                    };
-                }
-                "cmd_vel" | "battery" | "odom" | "amcl_pose" | "frame" => {
-                    if !topic_ok(value) {
-                        return Err(bad(format!(
-                            "{key}: expected a relative name (letters, digits, _, /), found `{value}`"
-                        )));
-                    }
-                    match key {
-                        "cmd_vel" => o.cmd_vel = value.into(),
-                        "battery" => o.battery = value.into(),
-                        "frame" => o.frame = Some(value.into()),
-                        "odom" => {
-                            o.pose = PoseSource::Odometry;
-                            o.pose_topic = value.into();
-                        }
-                        _ => {
-                            o.pose = PoseSource::Amcl;
-                            o.pose_topic = value.into();
-                        }
-                    }
-                }
-                "interface" => {
-                    for a in value.split(',') {
-                        o.networks.push(a.parse().map_err(|_| {
-                            bad(format!("interface: expected an IP address, found `{a}`"))
-                        })?);
-                    }
-                }
-                "wait" => {
-                    o.wait = value
-                        .parse::<f64>()
-                        .ok()
-                        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                        .ok_or_else(|| bad(format!("wait: expected seconds, found `{value}`")))?;
-                }
-                _ => {
-                    return Err(bad(format!(
-                        "unknown parameter `{key}`; expected domain, namespace, rmw, cmd_vel, \
-                         battery, odom, amcl_pose, frame, interface or wait"
-                    )));
-                }
+            if key == "odom_is_map" {
+                odom_is_map = flag(key, value).map_err(bad)?;
+            } else {
+                o.set(key, value).map_err(bad)?;
             }
         }
+        if o.pose == PoseSource::Odometry && !odom_is_map {
+            return Err(bad(format!(
+                "odom: the odom frame drifts away from the map frame the zones are in; read \
+                 amcl_pose (the default), or add odom_is_map=true if {} is in map coordinates",
+                o.pose_topic
+            )));
+        }
         Ok(o)
+    }
+
+    /// Takes one `key=value` of the URL.
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "domain" => {
+                self.domain = value
+                    .parse()
+                    .ok()
+                    .filter(|d| *d <= MAX_DOMAIN)
+                    .ok_or_else(|| {
+                        format!("domain: expected 0 to {MAX_DOMAIN}, found `{value}`")
+                    })?;
+            }
+            "namespace" => {
+                let ns = value.trim_end_matches('/');
+                if !ns.is_empty() && (!ns.starts_with('/') || !topic_ok(&ns[1..])) {
+                    return Err(format!(
+                        "namespace: expected /NAME (letters, digits, _), found `{value}`"
+                    ));
+                }
+                self.namespace = ns.to_string();
+            }
+            "rmw" => {
+                self.rmw = match value {
+                    "cyclonedds" | "rmw_cyclonedds_cpp" => Rmw::CycloneDds,
+                    "fastrtps" | "fastdds" | "rmw_fastrtps_cpp" => Rmw::FastRtps,
+                    _ => {
+                        return Err(format!(
+                            "rmw: expected cyclonedds or fastrtps, found `{value}`"
+                        ));
+                    }
+                };
+            }
+            "cmd_vel" | "battery" | "odom" | "amcl_pose" | "frame" => {
+                if !topic_ok(value) {
+                    return Err(format!(
+                        "{key}: expected a relative name (letters, digits, _, /), found `{value}`"
+                    ));
+                }
+                let value = value.to_string();
+                match key {
+                    "cmd_vel" => self.cmd_vel = value,
+                    "battery" => self.battery = value,
+                    "frame" => self.frame = Some(value),
+                    "odom" => (self.pose, self.pose_topic) = (PoseSource::Odometry, value),
+                    _ => (self.pose, self.pose_topic) = (PoseSource::Amcl, value),
+                }
+            }
+            "interface" => {
+                for a in value.split(',') {
+                    self.networks.push(
+                        a.parse().map_err(|_| {
+                            format!("interface: expected an IP address, found `{a}`")
+                        })?,
+                    );
+                }
+            }
+            "wait" | "lost_after" => {
+                let d = value
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(|| format!("{key}: expected seconds, found `{value}`"))?;
+                if key == "wait" {
+                    self.wait = d;
+                } else {
+                    self.lost_after = d;
+                }
+            }
+            "estop_cancel_all" => self.estop_cancels_all = flag(key, value)?,
+            _ => {
+                return Err(format!(
+                    "unknown parameter `{key}`; expected domain, namespace, rmw, cmd_vel, \
+                     battery, amcl_pose, odom, odom_is_map, frame, interface, wait, lost_after \
+                     or estop_cancel_all"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The link to this robot, for a run in `world` (its zones and dock
@@ -243,11 +285,11 @@ impl fmt::Display for Ros2Options {
             write!(f, "&frame={frame}")?;
         }
         match self.pose {
-            PoseSource::Odometry if self.pose_topic != d.pose_topic => {
-                write!(f, "&odom={}", self.pose_topic)?;
+            PoseSource::Odometry => write!(f, "&odom={}&odom_is_map=true", self.pose_topic)?,
+            PoseSource::Amcl if self.pose_topic != d.pose_topic => {
+                write!(f, "&amcl_pose={}", self.pose_topic)?;
             }
-            PoseSource::Amcl => write!(f, "&amcl_pose={}", self.pose_topic)?,
-            PoseSource::Odometry => {}
+            PoseSource::Amcl => {}
         }
         if !self.networks.is_empty() {
             let list: Vec<String> = self.networks.iter().map(ToString::to_string).collect();
@@ -255,6 +297,12 @@ impl fmt::Display for Ros2Options {
         }
         if self.wait != d.wait {
             write!(f, "&wait={}", self.wait.as_secs_f64())?;
+        }
+        if self.lost_after != d.lost_after {
+            write!(f, "&lost_after={}", self.lost_after.as_secs_f64())?;
+        }
+        if self.estop_cancels_all {
+            f.write_str("&estop_cancel_all=true")?;
         }
         Ok(())
     }
@@ -327,21 +375,41 @@ pub fn settled(s: i8) -> bool {
     )
 }
 
-/// A goal id as a ROS goal UUID: a fixed hash (two FNV-1a 64-bit halves,
-/// RFC 9562 version 8), so the same id is the same UUID in every process.
-pub fn goal_uuid(goal_id: &str) -> [u8; 16] {
+/// A goal id's key: the first 8 bytes of every UUID its sends carry, a
+/// fixed hash (FNV-1a 64), so a brain resumed in another process finds
+/// whichever of its goal's UUIDs Nav2 knows.
+pub fn goal_key(goal_id: &str) -> [u8; 8] {
+    fnv(goal_id.as_bytes(), 0xcbf2_9ce4_8422_2325).to_be_bytes()
+}
+
+/// FNV-1a 64 of `bytes` from `basis`.
+fn fnv(bytes: &[u8], basis: u64) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let fnv = |basis: u64| {
-        goal_id
-            .bytes()
-            .fold(basis, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME))
-    };
+    bytes
+        .iter()
+        .fold(basis, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
+}
+
+/// The ROS goal UUID of one send of `goal_id`: the goal's key
+/// ([`goal_key`]), then 8 bytes from `nonce`, with RFC 9562's version 8
+/// and variant bits. Every send takes a fresh nonce, so no UUID is ever
+/// sent twice (rclcpp_action's server throws on a goal id it already
+/// holds, finished goals included, and the node dies); the key maps each
+/// of them back to the one goal id.
+pub fn goal_uuid(goal_id: &str, nonce: u64) -> [u8; 16] {
     let mut out = [0; 16];
-    out[..8].copy_from_slice(&fnv(0xcbf2_9ce4_8422_2325).to_be_bytes());
-    out[8..].copy_from_slice(&fnv(0x6c62_272e_07bb_0142).to_be_bytes());
+    out[..8].copy_from_slice(&goal_key(goal_id));
+    out[8..].copy_from_slice(&fnv(&nonce.to_le_bytes(), 0x6c62_272e_07bb_0142).to_be_bytes());
     out[6] = (out[6] & 0x0f) | 0x80;
     out[8] = (out[8] & 0x3f) | 0x80;
     out
+}
+
+/// Whether `uuid` is one of the sends of the goal whose key is `key`.
+pub fn uuid_of(uuid: &[u8; 16], key: &[u8; 8]) -> bool {
+    let mut k = *key;
+    k[6] = (k[6] & 0x0f) | 0x80;
+    uuid[..8] == k
 }
 
 /// Nav2's error codes (Jazzy) in our terms: FollowPath's 1xx,
@@ -405,10 +473,13 @@ mod tests {
         assert_eq!(o.cmd_vel, "cmd_vel");
         assert_eq!(o.to_string(), "ros2://?domain=7&namespace=/robot1");
         let full = "ros2://?domain=3&namespace=/r&rmw=fastrtps&cmd_vel=base/cmd_vel&battery=bat\
-                    &frame=world&amcl_pose=amcl_pose&interface=127.0.0.1&wait=2.5";
+                    &frame=world&amcl_pose=pose&interface=127.0.0.1&wait=2.5&lost_after=1.5\
+                    &estop_cancel_all=true";
         let o = Ros2Options::parse(full).unwrap();
         assert_eq!(o.rmw, Rmw::FastRtps);
         assert_eq!(o.pose, PoseSource::Amcl);
+        assert!(o.estop_cancels_all);
+        assert_eq!(o.lost_after, Duration::from_secs_f64(1.5));
         assert_eq!(Ros2Options::parse(&o.to_string()).unwrap(), o);
         assert_eq!(Ros2Options::parse("ros2:").unwrap(), Ros2Options::default());
     }
@@ -424,6 +495,10 @@ mod tests {
             ("ros2://?cmd_vel=/abs", "cmd_vel: expected a relative name"),
             ("ros2://?interface=lo", "interface: expected an IP address"),
             ("ros2://?domain", "expected KEY=VALUE"),
+            (
+                "ros2://?estop_cancel_all=maybe",
+                "estop_cancel_all: expected true or false",
+            ),
         ] {
             let e = Ros2Options::parse(url).unwrap_err().to_string();
             assert!(e.contains(want), "{url}: {e}");
@@ -431,23 +506,45 @@ mod tests {
     }
 
     #[test]
-    fn goal_uuids_are_fixed_distinct_and_version_8() {
-        let a = goal_uuid("kill-test/s3/op0");
-        assert_eq!(a, goal_uuid("kill-test/s3/op0"), "same id, same UUID");
-        assert_ne!(a, goal_uuid("kill-test/s3/op1"));
+    fn every_send_has_a_fresh_uuid_that_maps_back_to_its_goal() {
+        let key = goal_key("kill-test/s3/op0");
+        let a = goal_uuid("kill-test/s3/op0", 1);
+        let b = goal_uuid("kill-test/s3/op0", 2);
+        assert_ne!(a, b, "a re-send is a new UUID");
+        assert!(
+            uuid_of(&a, &key) && uuid_of(&b, &key),
+            "both are the one goal's"
+        );
+        assert!(!uuid_of(&goal_uuid("kill-test/s3/op1", 1), &key));
         assert_eq!(a[6] >> 4, 8);
         assert_eq!(a[8] >> 6, 0b10);
         // Pinned: a resumed brain of another build must find its goals.
-        let hex = goal_uuid("t1/nav").iter().fold(String::new(), |mut s, b| {
+        let hex = goal_key("t1/nav").iter().fold(String::new(), |mut s, b| {
             let _ = std::fmt::Write::write_fmt(&mut s, format_args!("{b:02x}"));
             s
         });
-        assert_eq!(hex.len(), 32);
         assert_eq!(hex, GOLDEN_T1_NAV);
     }
 
-    /// Computed independently (Python, the same FNV-1a halves and version bits).
-    const GOLDEN_T1_NAV: &str = "8180ef0bcce084949ed742ee0b6bfddb";
+    /// Computed independently (Python, FNV-1a 64 of the id).
+    const GOLDEN_T1_NAV: &str = "8180ef0bcce03494";
+
+    #[test]
+    fn odom_needs_the_user_to_say_it_is_the_map_frame() {
+        let e = Ros2Options::parse("ros2://?odom=odom")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("odom_is_map=true"), "{e}");
+        let o = Ros2Options::parse("ros2://?odom=odom&odom_is_map=true").unwrap();
+        assert_eq!(o.pose, PoseSource::Odometry);
+        assert_eq!(Ros2Options::parse(&o.to_string()).unwrap(), o);
+        let d = Ros2Options::default();
+        assert_eq!(
+            (d.pose, d.pose_topic.as_str()),
+            (PoseSource::Amcl, "amcl_pose")
+        );
+        assert!(!d.estop_cancels_all);
+    }
 
     #[test]
     fn nav2_error_codes_map_to_ours() {

@@ -291,9 +291,11 @@ impl Engine {
         let note = match (status, tracked) {
             (GoalStatus::Unknown, true) => {
                 if let Some(request) = request {
-                    // The robot never heard of it: this is its first delivery.
+                    // The robot does not know it: never received, or
+                    // forgotten by a restarted server (a ROS 2 link sends
+                    // it under a new goal UUID). Either way it is sent now.
                     let _ = self.robot.held.send(request);
-                    "never reached the robot; sent now"
+                    "unknown to the robot (never received, or forgotten by a restart); sent now"
                 } else {
                     let result = GoalResult::Failed {
                         code: "lost".into(),
@@ -307,9 +309,9 @@ impl Engine {
                 self.ledger_update(
                     goal_id,
                     LedgerStatus::Done,
-                    Some(json!({"status": "not_sent"})),
+                    Some(json!({"status": "not_sent", "why": "unknown to the robot"})),
                 );
-                "never reached the robot and is no longer wanted"
+                "unknown to the robot (never received, or forgotten by a restart) and no longer wanted"
             }
             (GoalStatus::Running, true) => {
                 self.ledger_update(goal_id, LedgerStatus::Accepted, None);
@@ -731,7 +733,7 @@ mod tests {
         tick_until(
             &mut engine,
             &mut after,
-            |e| matches!(&e.kind, EventKind::Log { message, .. } if message.contains("never reached the robot; sent now")),
+            |e| matches!(&e.kind, EventKind::Log { message, .. } if message.contains("unknown to the robot (never received, or forgotten by a restart); sent now")),
         );
         tick_until(&mut engine, &mut after, |e| {
             matches!(

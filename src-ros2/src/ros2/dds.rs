@@ -6,20 +6,27 @@
 //!   goal when the robot serves `dock_robot` (else a `NavigateToPose` to the
 //!   world's dock pose). Every accepted goal gets a `get_result` request at
 //!   once; its answer is the goal's [`LinkReply::Result`].
-//! - Our goal ids become ROS goal UUIDs by a fixed hash
-//!   ([`super::goal_uuid`]), so a brain resumed after a kill asks Nav2 about
-//!   the very goal it sent: a status query reads the action's `status`
-//!   topic (transient local: the latest array arrives on joining) and, for
-//!   a finished goal, asks `get_result`.
-//! - `stop_base` cancels every goal of both actions and publishes a zero
-//!   `Twist` on `cmd_vel`; the E-stop line does the same from the caller's
+//! - Every send of a goal gets a fresh ROS goal UUID whose first 8 bytes
+//!   are a fixed hash of the goal id ([`super::goal_uuid`]): Nav2's server
+//!   dies on a UUID it already holds, and a brain resumed after a kill
+//!   still finds whichever send Nav2 knows: a status query reads the
+//!   action's `status` topic (transient local: the latest array arrives on
+//!   joining) and, for a finished goal, asks `get_result`.
+//! - `stop_base` cancels the goals robobrain sent, by their UUIDs, and
+//!   publishes a zero `Twist` on `cmd_vel` (other clients' goals stay; only
+//!   the E-stop cancels every goal, and only with `estop_cancel_all=true`);
+//!   the E-stop line does the same from the caller's
 //!   thread — or, when the worker is inside a call on the wire, has the
 //!   worker do it at its next poll, so the line never waits. Goals the
 //!   kernel sends while the line holds are dropped, never sent
 //!   ([`RobotLink::take_held_back`]).
 //! - The link is up while the `navigate_to_pose` server is discovered (a
-//!   reader on its `send_goal` request topic): DDS discovery, with the
-//!   robot's participant lease, is the heartbeat.
+//!   reader on its `send_goal` request topic) and `battery_state` has not
+//!   been silent for `lost_after` ([`Silence`]).
+//! - A dock's success waits for `battery_state` to say charging; docks
+//!   again back off and stop at a limit ([`DockGate`]). Feedback is
+//!   coalesced ([`Coalescer`]). A `send_goal` or `get_result` answer that
+//!   never comes is made good from the status topic.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,7 +36,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ros2_client::action::{ActionClientQosPolicies, GoalStatusEnum, SendGoalRequest};
-use ros2_client::dds::rustdds::{DomainParticipant, DomainParticipantBuilder};
+use ros2_client::dds::rustdds::{DomainParticipant, DomainParticipantBuilder, GUID};
 use ros2_client::qos::{Durability, History, Reliability, WhenFull};
 use ros2_client::unique_identifier_msgs::UUID;
 use ros2_client::{
@@ -43,8 +50,10 @@ use super::msgs::{
     POWER_SUPPLY_STATUS_CHARGING, POWER_SUPPLY_STATUS_FULL, PoseStamped, PoseWithCovarianceStamped,
     Quaternion, Twist, Vec3,
 };
+use super::pace::{Coalescer, DockGate, DockVerdict, Silence};
 use super::{
-    Action, GoalState, NavFailure, PoseSource, Rmw, Ros2Options, goal_uuid, outcome_of, settled,
+    Action, GoalState, NavFailure, PoseSource, Rmw, Ros2Options, goal_key, goal_uuid, outcome_of,
+    settled, uuid_of,
 };
 use crate::geometry::{Point, Pose};
 use crate::link::{
@@ -65,6 +74,16 @@ const MATCH_GRACE: Duration = Duration::from_millis(400);
 const REJOIN_EVERY: Duration = Duration::from_secs(2);
 /// A status query waits this long for the status topic before answering `unknown`.
 const QUERY_PATIENCE: Duration = Duration::from_secs(3);
+/// A `send_goal` or `get_result` answer missing this long is looked for
+/// on the status topic (a reply can be lost: rmw_cyclonedds answers
+/// before it has matched a reader without its `clientid`).
+const REPLY_PATIENCE: Duration = Duration::from_secs(2);
+/// Sends of one goal whose `send_goal` answer never came, before the link
+/// reports it rejected.
+const MAX_SENDS: u32 = 3;
+/// A dock's success waits this long for `battery_state` to say charging
+/// (Nav2's docking server waits `wait_charge_timeout`, 5 s by default).
+const CHARGE_PATIENCE: Duration = Duration::from_secs(5);
 
 type NavClient = ActionClient<NavigateToPoseGoal, NavigateToPoseResult, NavigateToPoseFeedback>;
 type DockClient = ActionClient<DockRobotGoal, DockRobotResult, DockRobotFeedback>;
@@ -74,18 +93,52 @@ struct Wire {
     nav: NavClient,
     dock: DockClient,
     cmd_vel: Publisher<Twist>,
+    /// The UUIDs of robobrain's goals not known to be finished: what a
+    /// stop cancels.
+    ours: Vec<(Action, [u8; 16])>,
 }
 
 impl Wire {
-    /// Cancels every goal of both actions and publishes a zero twist.
-    fn stop(&self) -> Result<(), String> {
+    /// Cancels robobrain's goals (with `all`, every goal of both actions:
+    /// zero UUID, zero stamp) and publishes a zero twist.
+    fn stop(&self, all: bool) -> Result<(), String> {
         let twist = self.cmd_vel.publish(Twist::default());
-        let nav = self.nav.cancel_all_goals();
-        let dock = self.dock.cancel_all_goals();
+        let mut failed = Vec::new();
+        if all {
+            for (name, r) in [
+                ("navigate_to_pose", self.nav.cancel_all_goals()),
+                ("dock_robot", self.dock.cancel_all_goals()),
+            ] {
+                if let Err(e) = r {
+                    failed.push(format!("{name} cancel: {e:?}"));
+                }
+            }
+        } else {
+            for (action, bytes) in &self.ours {
+                if let Err(e) = self.cancel(*action, *bytes) {
+                    failed.push(format!("{} cancel: {e}", action.ros_name()));
+                }
+            }
+        }
         twist.map_err(|e| format!("cmd_vel: {e:?}"))?;
-        nav.map_err(|e| format!("navigate_to_pose cancel: {e:?}"))?;
-        dock.map_err(|e| format!("dock_robot cancel: {e:?}"))?;
-        Ok(())
+        failed.first().map_or(Ok(()), |e| Err(e.clone()))
+    }
+
+    /// Cancels the goal `bytes` of `action`.
+    fn cancel(&self, action: Action, bytes: [u8; 16]) -> Result<(), String> {
+        let r = match action {
+            Action::Navigate => self.nav.cancel_goal(uuid(bytes)),
+            Action::Dock => self.dock.cancel_goal(uuid(bytes)),
+        };
+        r.map(|_| ()).map_err(|e| format!("{e:?}"))
+    }
+
+    /// Notes a goal of ours on the wire (`true`) or finished (`false`).
+    fn track(&mut self, action: Action, bytes: [u8; 16], on: bool) {
+        self.ours.retain(|(_, b)| *b != bytes);
+        if on {
+            self.ours.push((action, bytes));
+        }
     }
 }
 
@@ -102,6 +155,8 @@ struct Shared {
     /// the base to rest at its next poll (within [`POLL`]).
     stop_pending: AtomicBool,
     count: AtomicU64,
+    /// The E-stop cancels every goal (`estop_cancel_all=true`).
+    estop_all: bool,
 }
 
 impl Shared {
@@ -135,7 +190,7 @@ impl EStopLine for Line {
                 return Ok(());
             }
         };
-        wire.stop()
+        wire.stop(self.0.estop_all)
             .map_err(|e| LinkError::Disconnected(format!("E-stop line: {e}")))
     }
 }
@@ -182,6 +237,13 @@ fn qos(reliable: bool, transient: bool, depth: usize) -> QosProfile {
     } else {
         base
     }
+}
+
+/// AMCL publishes reliable and transient local, depth 1: read the same
+/// way, its last pose arrives on joining (a robot standing still publishes
+/// no new one).
+fn amcl_qos() -> QosProfile {
+    qos(true, true, 1)
 }
 
 /// The DDS name of a service's request topic under `namespace`.
@@ -261,6 +323,7 @@ impl Parts {
         let cmd_q = qos(true, false, 1);
         let cmd_topic = topic(&opts.cmd_vel, "geometry_msgs", "Twist", &cmd_q)?;
         let sensor = qos(false, false, 5);
+        let amcl = amcl_qos();
         let battery_topic = topic(&opts.battery, "sensor_msgs", "BatteryState", &sensor)?;
         let pose_topic = match opts.pose {
             PoseSource::Odometry => topic(&opts.pose_topic, "nav_msgs", "Odometry", &sensor)?,
@@ -268,7 +331,7 @@ impl Parts {
                 &opts.pose_topic,
                 "geometry_msgs",
                 "PoseWithCovarianceStamped",
-                &sensor,
+                &amcl,
             )?,
         };
         let cmd_vel = node
@@ -283,14 +346,19 @@ impl Parts {
                     .map_err(|e| create_error("the odometry subscription", e))?,
             ),
             PoseSource::Amcl => PoseSub::Amcl(
-                node.create_subscription(&pose_topic, Some(sensor))
+                node.create_subscription(&pose_topic, Some(amcl))
                     .map_err(|e| create_error("the pose subscription", e))?,
             ),
         };
         Ok(Self {
             participant,
             node,
-            wire: Wire { nav, dock, cmd_vel },
+            wire: Wire {
+                nav,
+                dock,
+                cmd_vel,
+                ours: Vec::new(),
+            },
             battery,
             pose,
         })
@@ -316,6 +384,7 @@ impl Ros2Link {
             fired: AtomicBool::new(false),
             stop_pending: AtomicBool::new(false),
             count: AtomicU64::new(0),
+            estop_all: opts.estop_cancels_all,
         });
         let (to_worker, requests) = channel();
         let (replies, from_worker) = channel();
@@ -338,6 +407,13 @@ impl Ros2Link {
             unsent: Vec::new(),
             seen: [None, None],
             lost_at: None,
+            servers: Vec::new(),
+            restarted: false,
+            gate: DockGate::default(),
+            silence: Silence::default(),
+            deferred: Vec::new(),
+            awaiting_charge: None,
+            nonce: nonce_seed(),
             robot: Robot::default(),
             started: Instant::now(),
             last_telemetry: Instant::now(),
@@ -463,18 +539,56 @@ enum PoseSub {
 
 /// A goal the worker follows.
 struct Tracked {
+    /// The UUID of its latest send (earlier ones are void).
     uuid: [u8; 16],
     action: Action,
     state: GoalState,
     sent: Instant,
     /// Answer the result as a status query's reply.
     query: bool,
+    /// What it asks (`None`: adopted from the status topic).
+    kind: Option<GoalKind>,
+    /// How many times it was sent.
+    sends: u32,
+    /// When the status topic first said it finished without a result here.
+    finished_seen: Option<Instant>,
+    feedback: Coalescer,
+}
+
+impl Tracked {
+    fn new(bytes: [u8; 16], action: Action, kind: Option<GoalKind>) -> Self {
+        Self {
+            uuid: bytes,
+            action,
+            state: GoalState::Sent,
+            sent: Instant::now(),
+            query: false,
+            kind,
+            sends: 1,
+            finished_seen: None,
+            feedback: Coalescer::default(),
+        }
+    }
+
+    /// Whether it takes the robot to its dock.
+    fn docks(&self) -> bool {
+        matches!(self.kind, Some(GoalKind::Dock))
+    }
+}
+
+/// A fresh start for the UUID nonces of this process: its id and the time.
+fn nonce_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    (u64::from(std::process::id()) << 32) ^ (t as u64)
 }
 
 /// What the worker knows of the robot.
 #[derive(Default)]
 struct Robot {
-    pose: Pose,
+    /// `None` until a pose arrives: no zone is made up for it.
+    pose: Option<Pose>,
     twist: crate::geometry::Twist,
     battery_pct: Option<f64>,
     charging: bool,
@@ -494,10 +608,10 @@ struct Worker {
     world: World,
     goals: HashMap<GoalId, Tracked>,
     by_uuid: HashMap<[u8; 16], GoalId>,
-    /// `send_goal` requests in flight.
-    goal_requests: BTreeMap<RmwRequestId, GoalId>,
-    /// `get_result` requests in flight.
-    result_requests: BTreeMap<RmwRequestId, GoalId>,
+    /// `send_goal` requests in flight, with the UUID each sent.
+    goal_requests: BTreeMap<RmwRequestId, (GoalId, [u8; 16])>,
+    /// `get_result` requests in flight, with the UUID each asked about.
+    result_requests: BTreeMap<RmwRequestId, (GoalId, [u8; 16])>,
     /// The latest status array of each action (`None`: none received yet).
     statuses: [Option<Statuses>; 2],
     /// Status queries waiting for the status topic.
@@ -508,6 +622,20 @@ struct Worker {
     seen: [Option<Instant>; 2],
     /// When the robot was lost (`None`: it is up).
     lost_at: Option<Instant>,
+    /// The `navigate_to_pose` server's `send_goal` readers last seen: a new
+    /// one is a restarted server, even one back before anything noticed.
+    servers: Vec<GUID>,
+    /// A restarted server was seen and not yet acted on.
+    restarted: bool,
+    gate: DockGate,
+    silence: Silence,
+    /// Dock goals waiting for the gate: when, and what.
+    deferred: Vec<(Instant, GoalId, GoalKind)>,
+    /// A dock that succeeded, its result held until the battery charges:
+    /// the goal, when it ended, its navigation time.
+    awaiting_charge: Option<(GoalId, Instant, f64)>,
+    /// The next UUID nonce.
+    nonce: u64,
     robot: Robot,
     started: Instant,
     last_telemetry: Instant,
@@ -601,11 +729,21 @@ impl Worker {
     }
 
     /// Looks for the action servers; true when navigation is served (and
-    /// has had time to see us).
+    /// has had time to see us) and the robot has not gone silent.
     fn discover(&mut self) -> bool {
         self.last_discovery = Instant::now();
         let readers = self.participant.discovered_readers();
         let ns = &self.opts.namespace;
+        let nav_topic = request_topic(ns, Action::Navigate.ros_name());
+        let servers: Vec<GUID> = readers
+            .iter()
+            .filter(|r| r.subscription_topic_data.topic_name == nav_topic)
+            .map(|r| r.reader_proxy.remote_reader_guid)
+            .collect();
+        if !self.servers.is_empty() && servers.iter().any(|g| !self.servers.contains(g)) {
+            self.restarted = true;
+        }
+        self.servers = servers;
         for (i, action) in [Action::Navigate, Action::Dock].into_iter().enumerate() {
             let topic = request_topic(ns, action.ros_name());
             let served = readers
@@ -618,6 +756,7 @@ impl Worker {
             };
         }
         self.seen[0].is_some_and(|t| t.elapsed() >= MATCH_GRACE)
+            && !self.silence.lost(Instant::now(), self.opts.lost_after)
     }
 
     /// Joins the domain again as a new participant. RustDDS does not take
@@ -628,10 +767,14 @@ impl Worker {
     /// once the link is back (`take_reconnected`).
     fn rejoin(&mut self) {
         self.lost_at = Some(Instant::now());
-        let Ok(parts) = Parts::join(&self.opts) else {
+        let Ok(mut parts) = Parts::join(&self.opts) else {
             return;
         };
-        *self.shared.wire() = parts.wire;
+        {
+            let mut wire = self.shared.wire();
+            parts.wire.ours = std::mem::take(&mut wire.ours);
+            *wire = parts.wire;
+        }
         self.participant = parts.participant;
         self.node = parts.node;
         self.battery = parts.battery;
@@ -639,6 +782,8 @@ impl Worker {
         self.goal_requests.clear();
         self.result_requests.clear();
         self.seen = [None, None];
+        self.servers.clear();
+        self.silence.reset();
     }
 
     fn dock_served(&self) -> bool {
@@ -649,7 +794,7 @@ impl Worker {
         let mut up = true;
         while !self.shared.stop.load(Ordering::SeqCst) {
             if self.shared.stop_pending.swap(false, Ordering::SeqCst) {
-                let _ = self.shared.wire().stop();
+                let _ = self.shared.wire().stop(self.shared.estop_all);
             }
             match self.requests.recv_timeout(POLL) {
                 Ok(request) => self.handle(request),
@@ -660,33 +805,52 @@ impl Worker {
                 self.handle(request);
             }
             if self.last_discovery.elapsed() >= DISCOVERY_EVERY {
-                let now_up = self.discover();
-                if now_up != up {
-                    up = now_up;
-                    self.shared.up.store(up, Ordering::SeqCst);
-                    if up {
-                        self.shared.reconnected.store(true, Ordering::SeqCst);
-                        for request in std::mem::take(&mut self.unsent) {
-                            self.handle(request);
-                        }
-                    } else {
-                        // What it had said is lost with it; the kernel asks again.
-                        self.statuses = [None, None];
-                        self.lost_at = Some(Instant::now());
-                    }
-                }
-                if !up && self.lost_at.is_some_and(|t| t.elapsed() >= REJOIN_EVERY) {
-                    self.rejoin();
+                up = self.check_up(up);
+                if up {
+                    self.send_deferred();
+                    self.watch_replies();
                 }
             }
             self.poll_wire();
             self.answer_queries();
+            self.answer_charging();
             if self.last_telemetry.elapsed() >= TELEMETRY_EVERY {
                 self.last_telemetry = Instant::now();
                 let telemetry = self.telemetry();
                 self.reply(LinkReply::Telemetry { telemetry });
             }
         }
+    }
+
+    /// Whether the robot is up now (it was `up`): tells the kernel of a
+    /// change, sends what waited for the robot, rejoins while it is away.
+    fn check_up(&mut self, up: bool) -> bool {
+        let now_up = self.discover();
+        if now_up != up {
+            self.shared.up.store(now_up, Ordering::SeqCst);
+            if now_up {
+                self.shared.reconnected.store(true, Ordering::SeqCst);
+                for request in std::mem::take(&mut self.unsent) {
+                    self.handle(request);
+                }
+            } else {
+                // What it had said is lost with it; the kernel asks again.
+                self.statuses = [None, None];
+                self.lost_at = Some(Instant::now());
+            }
+        }
+        if now_up && std::mem::take(&mut self.restarted) {
+            // A new Nav2 knows none of the goals of the old one, and
+            // answers none of the requests made to it: ask again.
+            self.statuses = [None, None];
+            self.goal_requests.clear();
+            self.result_requests.clear();
+            self.shared.reconnected.store(true, Ordering::SeqCst);
+        }
+        if !now_up && self.lost_at.is_some_and(|t| t.elapsed() >= REJOIN_EVERY) {
+            self.rejoin();
+        }
+        now_up
     }
 
     fn handle(&mut self, request: LinkRequest) {
@@ -703,7 +867,9 @@ impl Worker {
                     });
                     return;
                 }
-                let wrote = self.shared.wire().stop();
+                // Ours only: other clients' goals are not this brain's to end.
+                let wrote = self.shared.wire().stop(false);
+                self.deferred.clear();
                 self.reply(LinkReply::Accepted {
                     goal_id: goal_id.clone(),
                 });
@@ -718,31 +884,51 @@ impl Worker {
                 };
                 self.reply(LinkReply::Result { goal_id, outcome });
             }
-            LinkRequest::SendGoal { goal_id, kind } => self.send_goal(goal_id, &kind),
+            LinkRequest::SendGoal { goal_id, kind } => self.send_goal(goal_id, kind),
             LinkRequest::Cancel { goal_id } => {
                 if !up {
                     self.unsent.push(LinkRequest::Cancel { goal_id });
                     return;
                 }
-                match self.goals.get(&goal_id) {
-                    Some(t) if !t.query => {
-                        let wire = self.shared.wire();
-                        let id = uuid(t.uuid);
-                        let _ = match t.action {
-                            Action::Navigate => wire.nav.cancel_goal(id),
-                            Action::Dock => wire.dock.cancel_goal(id),
-                        };
-                    }
-                    // Not ours to cancel (a former brain's): say what it is.
-                    _ => self.queries.push((goal_id, Instant::now())),
-                }
+                self.cancel(goal_id);
             }
             LinkRequest::QueryGoal { goal_id } => self.queries.push((goal_id, Instant::now())),
             LinkRequest::Inject { .. } | LinkRequest::Heartbeat => {}
         }
     }
 
-    fn send_goal(&mut self, goal_id: GoalId, kind: &GoalKind) {
+    fn cancel(&mut self, goal_id: GoalId) {
+        // A dock whose success waits for charging, or one the gate holds:
+        // ended here (the robot has nothing of it to cancel).
+        let held = self
+            .awaiting_charge
+            .as_ref()
+            .is_some_and(|(g, _, _)| *g == goal_id);
+        let deferred = self.deferred.iter().position(|(_, g, _)| *g == goal_id);
+        if held || deferred.is_some() {
+            if held {
+                self.awaiting_charge = None;
+            }
+            if let Some(i) = deferred {
+                self.deferred.remove(i);
+            }
+            self.reply(LinkReply::Result {
+                goal_id,
+                outcome: GoalOutcome::Canceled,
+            });
+            return;
+        }
+        match self.goals.get(&goal_id) {
+            Some(t) if !t.query => {
+                let _ = self.shared.wire().cancel(t.action, t.uuid);
+            }
+            // Not ours to cancel (a former brain's): say what it is.
+            _ => self.queries.push((goal_id, Instant::now())),
+        }
+    }
+
+    /// A goal from the kernel: sent, or (a dock the gate holds) deferred.
+    fn send_goal(&mut self, goal_id: GoalId, kind: GoalKind) {
         if let Some(t) = self.goals.get(&goal_id)
             && !t.query
         {
@@ -752,7 +938,45 @@ impl Worker {
             }
             return;
         }
-        let target = match kind {
+        if matches!(kind, GoalKind::Dock) {
+            match self.gate.verdict(Instant::now()) {
+                DockVerdict::Go => {}
+                DockVerdict::At(at) => {
+                    self.deferred.push((at, goal_id, kind));
+                    return;
+                }
+                DockVerdict::GiveUp(n) => {
+                    self.reply(LinkReply::Rejected {
+                        goal_id,
+                        error: NavErrorCode::Unavailable,
+                        message: format!(
+                            "{n} docks in a row ended without battery_state saying charging: \
+                             not docking again until it does (check the charger and its contacts)"
+                        ),
+                    });
+                    return;
+                }
+            }
+            self.gate.tried();
+        }
+        self.write_goal(goal_id, kind, 1);
+    }
+
+    /// Dock goals whose wait is over go out.
+    fn send_deferred(&mut self) {
+        let now = Instant::now();
+        let (due, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .partition(|(at, _, _)| *at <= now);
+        self.deferred = wait;
+        for (_, goal_id, kind) in due {
+            self.send_goal(goal_id, kind);
+        }
+    }
+
+    /// Writes `goal_id`'s `sends`-th send under a fresh UUID.
+    fn write_goal(&mut self, goal_id: GoalId, kind: GoalKind, sends: u32) {
+        let target = match &kind {
             GoalKind::Navigate { target, .. } => *target,
             _ => Point {
                 x: self.world.dock_pose.x,
@@ -761,18 +985,13 @@ impl Worker {
         };
         let dock = matches!(kind, GoalKind::Dock) && self.dock_served();
         let action = if dock { Action::Dock } else { Action::Navigate };
-        // One goal moves the base: Nav2 ends the running one when a new one
-        // comes (aborted, no error code); ours is then a preemption.
-        for t in self.goals.values_mut() {
-            if t.state == GoalState::Running && !t.query {
-                t.state = GoalState::Preempted;
-            }
-        }
-        let bytes = goal_uuid(&goal_id);
-        let pose = self.target_pose(target, kind);
+        self.make_room(&goal_id, action);
+        self.nonce = self.nonce.wrapping_add(1);
+        let bytes = goal_uuid(&goal_id, self.nonce);
+        let pose = self.target_pose(target, &kind);
         let sent = {
-            let wire = self.shared.wire();
-            if dock {
+            let mut wire = self.shared.wire();
+            let sent = if dock {
                 let goal = DockRobotGoal {
                     use_dock_id: false,
                     dock_id: String::new(),
@@ -794,22 +1013,19 @@ impl Worker {
                     goal_id: uuid(bytes),
                     goal,
                 })
+            };
+            if sent.is_ok() {
+                wire.track(action, bytes, true);
             }
+            sent
         };
         match sent {
             Ok(request) => {
-                self.goal_requests.insert(request, goal_id.clone());
+                self.goal_requests.insert(request, (goal_id.clone(), bytes));
                 self.by_uuid.insert(bytes, goal_id.clone());
-                self.goals.insert(
-                    goal_id,
-                    Tracked {
-                        uuid: bytes,
-                        action,
-                        state: GoalState::Sent,
-                        sent: Instant::now(),
-                        query: false,
-                    },
-                );
+                let mut t = Tracked::new(bytes, action, Some(kind));
+                t.sends = sends;
+                self.goals.insert(goal_id, t);
             }
             Err(e) => self.reply(LinkReply::Rejected {
                 goal_id,
@@ -819,12 +1035,31 @@ impl Worker {
         }
     }
 
+    /// One goal moves the base. On the same server Nav2 ends the running
+    /// one when a new one comes (aborted, no error code): ours is then a
+    /// preemption. The other server (navigation and docking are separate
+    /// servers, neither preempts the other) is told to cancel ours.
+    fn make_room(&mut self, goal_id: &GoalId, action: Action) {
+        let wire = self.shared.wire();
+        for (id, t) in &mut self.goals {
+            if id == goal_id || t.query || !matches!(t.state, GoalState::Running | GoalState::Sent)
+            {
+                continue;
+            }
+            if t.action != action {
+                let _ = wire.cancel(t.action, t.uuid);
+            }
+            t.state = GoalState::Preempted;
+        }
+    }
+
     /// The goal pose in the map frame, facing the way there.
     fn target_pose(&self, target: Point, kind: &GoalKind) -> PoseStamped {
+        let here = self.robot.pose.unwrap_or_default();
         let yaw = if matches!(kind, GoalKind::Dock) {
             self.world.dock_pose.theta
         } else {
-            (target.y - self.robot.pose.y).atan2(target.x - self.robot.pose.x)
+            (target.y - here.y).atan2(target.x - here.x)
         };
         PoseStamped {
             header: Header {
@@ -851,23 +1086,90 @@ impl Worker {
         let Some(t) = self.goals.get(goal_id) else {
             return;
         };
-        let id = uuid(t.uuid);
+        let (action, bytes) = (t.action, t.uuid);
         let sent = {
             let wire = self.shared.wire();
-            match t.action {
-                Action::Navigate => wire.nav.request_result(id),
-                Action::Dock => wire.dock.request_result(id),
+            match action {
+                Action::Navigate => wire.nav.request_result(uuid(bytes)),
+                Action::Dock => wire.dock.request_result(uuid(bytes)),
             }
         };
         if let Ok(request) = sent {
-            self.result_requests.insert(request, goal_id.clone());
+            self.result_requests
+                .insert(request, (goal_id.clone(), bytes));
         }
     }
 
+    /// Answers that never came, made good from the status topic: a goal
+    /// Nav2 lists was accepted; one it does not list after
+    /// [`REPLY_PATIENCE`] is sent again under a fresh UUID (up to
+    /// [`MAX_SENDS`]); a goal listed finished whose result did not come is
+    /// asked for its result again.
+    fn watch_replies(&mut self) {
+        let mut accept = Vec::new();
+        let mut resend = Vec::new();
+        let mut ask = Vec::new();
+        for (goal_id, t) in &mut self.goals {
+            let listed = self.statuses[usize::from(t.action == Action::Dock)]
+                .as_ref()
+                .and_then(|l| l.iter().find(|(u, _)| *u == t.uuid).map(|(_, s)| *s));
+            match (t.state, listed) {
+                (GoalState::Sent, Some(_)) if t.sent.elapsed() >= REPLY_PATIENCE => {
+                    accept.push(goal_id.clone());
+                }
+                (GoalState::Sent, None) if t.sent.elapsed() >= REPLY_PATIENCE => {
+                    resend.push(goal_id.clone());
+                }
+                (_, Some(s)) if settled(s) && s != super::status::UNKNOWN => {
+                    let seen = *t.finished_seen.get_or_insert_with(Instant::now);
+                    if seen.elapsed() >= REPLY_PATIENCE {
+                        t.finished_seen = Some(Instant::now());
+                        ask.push(goal_id.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        for goal_id in accept {
+            self.goal_requests.retain(|_, (g, _)| *g != goal_id);
+            self.accepted(&goal_id);
+        }
+        for goal_id in ask {
+            self.request_result(&goal_id);
+        }
+        for goal_id in resend {
+            self.resend(goal_id);
+        }
+    }
+
+    /// Sends again a goal whose `send_goal` answer never came.
+    fn resend(&mut self, goal_id: GoalId) {
+        let Some(t) = self.goals.remove(&goal_id) else {
+            return;
+        };
+        self.goal_requests.retain(|_, (g, _)| *g != goal_id);
+        self.shared.wire().track(t.action, t.uuid, false);
+        match t.kind {
+            Some(kind) if t.sends < MAX_SENDS => self.write_goal(goal_id, kind, t.sends + 1),
+            _ => self.reply(LinkReply::Rejected {
+                goal_id,
+                error: NavErrorCode::Unavailable,
+                message: format!(
+                    "{} never answered the goal ({} sends, each a new goal id)",
+                    t.action.ros_name(),
+                    t.sends
+                ),
+            }),
+        }
+    }
+}
+
+impl Worker {
     fn poll_wire(&mut self) {
         // Dock feedback carries no distance: it is the robot's to the dock.
         let dock = self.world.dock_pose;
-        let dock_distance = (dock.x - self.robot.pose.x).hypot(dock.y - self.robot.pose.y);
+        let here = self.robot.pose.unwrap_or_default();
+        let dock_distance = (dock.x - here.x).hypot(dock.y - here.y);
         let inbox = {
             let wire = self.shared.wire();
             let inbox = Inbox::drain(&wire, dock_distance);
@@ -881,15 +1183,21 @@ impl Worker {
         };
         self.answer_goal_responses(inbox.accepted);
         self.answer_results(inbox.results);
+        let now = Instant::now();
         for (bytes, fb) in inbox.feedback {
             let Some(goal_id) = self.by_uuid.get(&bytes).cloned() else {
                 continue;
             };
+            let Some(t) = self.goals.get_mut(&goal_id).filter(|t| t.uuid == bytes) else {
+                continue;
+            };
             self.robot.distance_to_target = Some(fb.distance_remaining);
-            self.reply(LinkReply::Feedback {
-                goal_id,
-                feedback: fb,
-            });
+            if t.feedback.admit(now, fb.number_of_recoveries) {
+                self.reply(LinkReply::Feedback {
+                    goal_id,
+                    feedback: fb,
+                });
+            }
         }
         self.read_robot_state();
     }
@@ -898,19 +1206,14 @@ impl Worker {
     /// and rejects each goal Nav2 refused.
     fn answer_goal_responses(&mut self, accepted: Vec<(RmwRequestId, bool)>) {
         for (request, ok) in accepted {
-            let Some(goal_id) = self.goal_requests.remove(&request) else {
+            let Some((goal_id, bytes)) = self.goal_requests.remove(&request) else {
                 continue;
             };
+            if self.goals.get(&goal_id).is_none_or(|t| t.uuid != bytes) {
+                continue;
+            }
             if ok {
-                if let Some(t) = self.goals.get_mut(&goal_id)
-                    && t.state == GoalState::Sent
-                {
-                    t.state = GoalState::Running;
-                }
-                self.reply(LinkReply::Accepted {
-                    goal_id: goal_id.clone(),
-                });
-                self.request_result(&goal_id);
+                self.accepted(&goal_id);
             } else {
                 self.forget(&goal_id);
                 self.reply(LinkReply::Rejected {
@@ -922,51 +1225,126 @@ impl Worker {
         }
     }
 
+    /// A goal Nav2 accepted: running, and its result asked for.
+    fn accepted(&mut self, goal_id: &GoalId) {
+        if let Some(t) = self.goals.get_mut(goal_id)
+            && t.state == GoalState::Sent
+        {
+            t.state = GoalState::Running;
+        }
+        self.reply(LinkReply::Accepted {
+            goal_id: goal_id.clone(),
+        });
+        self.request_result(goal_id);
+    }
+
     /// Ends each goal whose result came: its outcome as the goal's
-    /// `Result`, or as the answer to the status query that adopted it.
+    /// `Result`, or as the answer to the status query that adopted it. A
+    /// dock's success waits for the battery to say charging.
     fn answer_results(&mut self, results: Vec<ResultAnswer>) {
         for (request, status, code, message) in results {
-            let Some(goal_id) = self.result_requests.remove(&request) else {
+            let Some((goal_id, bytes)) = self.result_requests.remove(&request) else {
                 continue;
             };
+            if self.goals.get(&goal_id).is_none_or(|t| t.uuid != bytes) {
+                continue;
+            }
             let Some(t) = self.goals.remove(&goal_id) else {
                 continue;
             };
-            self.by_uuid.remove(&t.uuid);
+            self.result_requests.retain(|_, (g, _)| *g != goal_id);
+            self.by_uuid.retain(|_, g| *g != goal_id);
+            self.shared.wire().track(t.action, t.uuid, false);
             let failure = NavFailure {
                 code,
                 message,
                 action: t.action,
             };
+            let elapsed = t.sent.elapsed().as_secs_f64();
             let outcome = outcome_of(
                 status_code(status),
                 t.state == GoalState::Preempted,
-                t.sent.elapsed().as_secs_f64(),
+                elapsed,
                 &failure,
             );
             self.robot.distance_to_target = None;
-            match (t.query, outcome) {
-                (true, outcome) => self.reply(LinkReply::GoalStatus {
-                    goal_id,
-                    status: outcome.map_or(GoalStatus::Unknown, |outcome| GoalStatus::Finished {
-                        outcome,
-                    }),
-                }),
-                (false, Some(outcome)) => self.reply(LinkReply::Result { goal_id, outcome }),
-                (false, None) => self.reply(LinkReply::Result {
-                    goal_id,
-                    outcome: GoalOutcome::Failed {
-                        error: NavErrorCode::Unavailable,
-                        message: "the robot's Nav2 does not know the goal".into(),
-                    },
-                }),
+            if t.docks() {
+                self.gate.ended(Instant::now());
+                if matches!(outcome, Some(GoalOutcome::Succeeded { .. })) && !t.query {
+                    // Docked: the distance is 0 now (the coalesced feedback
+                    // may have stopped short of it); charging is awaited.
+                    self.reply(LinkReply::Feedback {
+                        goal_id: goal_id.clone(),
+                        feedback: NavFeedback {
+                            distance_remaining: 0.0,
+                            estimated_time_remaining: 0.0,
+                            navigation_time: elapsed,
+                            number_of_recoveries: 0,
+                        },
+                    });
+                    self.awaiting_charge = Some((goal_id, Instant::now(), elapsed));
+                    continue;
+                }
             }
+            self.report(goal_id, t.query, outcome);
+        }
+    }
+
+    fn report(&self, goal_id: GoalId, query: bool, outcome: Option<GoalOutcome>) {
+        match (query, outcome) {
+            (true, outcome) => self.reply(LinkReply::GoalStatus {
+                goal_id,
+                status: outcome.map_or(GoalStatus::Unknown, |outcome| GoalStatus::Finished {
+                    outcome,
+                }),
+            }),
+            (false, Some(outcome)) => self.reply(LinkReply::Result { goal_id, outcome }),
+            (false, None) => self.reply(LinkReply::Result {
+                goal_id,
+                outcome: GoalOutcome::Failed {
+                    error: NavErrorCode::Unavailable,
+                    message: "the robot's Nav2 does not know the goal".into(),
+                },
+            }),
+        }
+    }
+
+    /// A docked robot's success once the battery charges; a failure when it
+    /// does not within [`CHARGE_PATIENCE`].
+    fn answer_charging(&mut self) {
+        let Some((_, ended, time)) = &self.awaiting_charge else {
+            return;
+        };
+        let outcome = if self.robot.charging {
+            GoalOutcome::Succeeded {
+                navigation_time: *time,
+            }
+        } else if ended.elapsed() >= CHARGE_PATIENCE {
+            GoalOutcome::Failed {
+                error: NavErrorCode::Unavailable,
+                message: format!(
+                    "docked, but {} did not say charging within {} s",
+                    self.opts.battery,
+                    CHARGE_PATIENCE.as_secs()
+                ),
+            }
+        } else {
+            return;
+        };
+        if let Some((goal_id, _, _)) = self.awaiting_charge.take() {
+            // The kernel hears of the charging before the dock's end, or it
+            // judges the dock by a battery that did not charge yet.
+            self.reply(LinkReply::Telemetry {
+                telemetry: self.telemetry(),
+            });
+            self.reply(LinkReply::Result { goal_id, outcome });
         }
     }
 
     /// Takes the battery state and the pose (odometry or AMCL) that arrived.
     fn read_robot_state(&mut self) {
         while let Ok(Some((b, _))) = self.battery.take() {
+            self.silence.heard(Instant::now());
             if b.percentage.is_finite() {
                 self.robot.battery_pct = Some(f64::from(b.percentage) * 100.0);
             }
@@ -974,12 +1352,16 @@ impl Worker {
                 b.power_supply_status,
                 POWER_SUPPLY_STATUS_CHARGING | POWER_SUPPLY_STATUS_FULL
             );
+            if self.robot.charging {
+                self.gate.charging();
+            }
         }
         match &self.pose {
             PoseSub::Odom(sub) => {
                 while let Ok(Some((odom, _))) = sub.take() {
                     let p = odom.pose.pose;
-                    self.robot.pose = Pose::new(p.position.x, p.position.y, p.orientation.yaw());
+                    self.robot.pose =
+                        Some(Pose::new(p.position.x, p.position.y, p.orientation.yaw()));
                     self.robot.twist = crate::geometry::Twist {
                         linear: odom.twist.twist.linear.x,
                         angular: odom.twist.twist.angular.z,
@@ -989,7 +1371,8 @@ impl Worker {
             PoseSub::Amcl(sub) => {
                 while let Ok(Some((msg, _))) = sub.take() {
                     let p = msg.pose.pose;
-                    self.robot.pose = Pose::new(p.position.x, p.position.y, p.orientation.yaw());
+                    self.robot.pose =
+                        Some(Pose::new(p.position.x, p.position.y, p.orientation.yaw()));
                 }
             }
         }
@@ -997,8 +1380,27 @@ impl Worker {
 
     fn forget(&mut self, goal_id: &GoalId) {
         if let Some(t) = self.goals.remove(goal_id) {
-            self.by_uuid.remove(&t.uuid);
+            self.by_uuid.retain(|_, g| g != goal_id);
+            self.shared.wire().track(t.action, t.uuid, false);
         }
+    }
+
+    /// The send of `goal_id` the status topics list (a running one first),
+    /// with its action and status; `None` when neither lists one.
+    fn find_listed(&self, goal_id: &str) -> Option<(Action, [u8; 16], i8)> {
+        let key = goal_key(goal_id);
+        let mut found = None;
+        for (action, list) in [Action::Navigate, Action::Dock]
+            .into_iter()
+            .zip(&self.statuses)
+        {
+            for (u, s) in list.iter().flatten() {
+                if uuid_of(u, &key) && found.is_none_or(|(_, _, f)| settled(f) && !settled(*s)) {
+                    found = Some((action, *u, *s));
+                }
+            }
+        }
+        found
     }
 
     /// Answers the status queries the status topics can answer now.
@@ -1012,42 +1414,10 @@ impl Worker {
             self.statuses[1].is_some() || !dock_served,
         ];
         for (goal_id, asked) in std::mem::take(&mut self.queries) {
-            let bytes = goal_uuid(&goal_id);
-            let found = [Action::Navigate, Action::Dock]
-                .into_iter()
-                .zip(&self.statuses)
-                .find_map(|(action, list)| {
-                    list.as_ref()?
-                        .iter()
-                        .find(|(u, _)| *u == bytes)
-                        .map(|(_, s)| (action, *s))
-                });
-            match found {
-                Some((action, status)) => {
-                    let running = !settled(status);
-                    if running {
-                        self.reply(LinkReply::GoalStatus {
-                            goal_id: goal_id.clone(),
-                            status: GoalStatus::Running,
-                        });
-                    }
-                    // Running: adopted, its result is its `Result`;
-                    // finished: its result answers the query.
-                    let tracked = self.goals.entry(goal_id.clone()).or_insert(Tracked {
-                        uuid: bytes,
-                        action,
-                        state: GoalState::Running,
-                        sent: Instant::now(),
-                        query: !running,
-                    });
-                    tracked.query = !running;
-                    self.by_uuid.insert(bytes, goal_id.clone());
-                    if !self.result_requests.values().any(|g| *g == goal_id) {
-                        self.request_result(&goal_id);
-                    }
-                }
-                // Not on the robot: never received (or forgotten by a
-                // restarted Nav2). Whatever this link had sent is void.
+            match self.find_listed(&goal_id) {
+                Some((action, bytes, status)) => self.adopt(&goal_id, action, bytes, status),
+                // Not listed: never received, or forgotten by a restarted
+                // Nav2. Whatever this link had sent is void.
                 None if known.iter().all(|k| *k) || asked.elapsed() >= QUERY_PATIENCE => {
                     self.forget(&goal_id);
                     self.reply(LinkReply::GoalStatus {
@@ -1060,23 +1430,54 @@ impl Worker {
         }
     }
 
+    /// A goal the status topic lists: running, it is adopted (its result is
+    /// its `Result`); finished, its result answers the query.
+    fn adopt(&mut self, goal_id: &str, action: Action, bytes: [u8; 16], status: i8) {
+        let goal_id = goal_id.to_string();
+        let running = !settled(status);
+        if running {
+            self.reply(LinkReply::GoalStatus {
+                goal_id: goal_id.clone(),
+                status: GoalStatus::Running,
+            });
+        }
+        let tracked = self.goals.entry(goal_id.clone()).or_insert_with(|| {
+            let mut t = Tracked::new(bytes, action, None);
+            t.state = GoalState::Running;
+            t
+        });
+        tracked.query = !running;
+        tracked.uuid = bytes;
+        tracked.action = action;
+        if tracked.state == GoalState::Sent {
+            tracked.state = GoalState::Running;
+        }
+        self.by_uuid.insert(bytes, goal_id.clone());
+        if running {
+            self.shared.wire().track(action, bytes, true);
+        }
+        if !self.result_requests.values().any(|(g, _)| *g == goal_id) {
+            self.request_result(&goal_id);
+        }
+    }
+
     fn telemetry(&self) -> Telemetry {
         let r = &self.robot;
-        let at = Point {
-            x: r.pose.x,
-            y: r.pose.y,
-        };
         let busy = self
             .goals
             .values()
             .any(|t| !t.query && matches!(t.state, GoalState::Sent | GoalState::Running));
         Telemetry {
             time: self.started.elapsed().as_secs_f64(),
-            pose: r.pose,
+            pose: r.pose.unwrap_or_default(),
             twist: r.twist,
             battery_pct: r.battery_pct.unwrap_or(100.0),
             charging: r.charging,
-            zone: self.world.zone_at(at).map(|z| z.name.clone()),
+            // A pose not known yet is in no zone (never the one at (0, 0)).
+            zone: r
+                .pose
+                .and_then(|p| self.world.zone_at(Point { x: p.x, y: p.y }))
+                .map(|z| z.name.clone()),
             distance_to_target: if busy { r.distance_to_target } else { None },
             busy: if busy {
                 vec!["base".into()]
