@@ -705,16 +705,30 @@ fn the_pose_is_amcls_retained_map_pose_not_odometry() {
 /// No `amcl_pose` at all (localisation not up): the pose is unknown, so
 /// the robot is in no zone — not in the study at (0, 0).
 #[test]
-fn an_unknown_pose_is_in_no_zone() {
+fn an_unknown_pose_is_in_no_zone_and_every_motion_from_it_asks() {
     let dir = temp_dir("ros2-nopose");
     let domain = Domain::take();
     let mut fake = FakeNav2::start(&domain, &dir, &["--no-amcl"]);
     let db = dir.join("brain.db");
     let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &[]);
     let seen = zones(&mut brain, 10);
-    let _ = brain.child.kill();
     assert_eq!(seen.len(), 10, "no telemetry");
     assert!(seen.iter().all(Value::is_null), "{seen:?}");
+    // From nowhere known no way can be judged: even the kitchen, free from
+    // the living room, waits for an operator (the pose (0, 0) would be in
+    // the study, and the policy never judges from it).
+    brain.send("go to the kitchen");
+    let asked = brain.wait_for(Duration::from_secs(30), false, &|ev| {
+        ev["kind"] == "approval" && ev["status"] == "requested"
+    });
+    let _ = brain.child.kill();
+    let asked = asked.expect("a motion from an unknown pose did not ask");
+    assert!(
+        asked["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("not known yet")),
+        "{asked}"
+    );
     fake.assert_alive();
 }
 

@@ -318,7 +318,7 @@ mod tests {
         let nav = registry.spec("navigate_to").unwrap();
         let to = |z: &str| json!({"zone": z});
         let start = motion::Start {
-            at: world.start_pose.point(),
+            at: Some(world.start_pose.point()),
             blocked: &[],
             open: None,
         };

@@ -150,8 +150,13 @@ pub enum GoalStatus {
 pub struct Telemetry {
     /// Robot clock, seconds since start.
     pub time: f64,
-    /// Where the robot is.
+    /// Where the robot is (the default pose while [`Self::pose_unknown`]).
     pub pose: Pose,
+    /// The robot has not said where it is yet (a real robot before its
+    /// first map pose): `pose` means nothing, the robot is in no zone, and
+    /// the policy judges no way from it (every motion asks).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pose_unknown: bool,
     /// How it is moving.
     pub twist: Twist,
     /// State of charge, percent.
@@ -184,6 +189,7 @@ impl From<&Telemetry> for RobotView {
     fn from(t: &Telemetry) -> Self {
         Self {
             pose: t.pose,
+            pose_unknown: t.pose_unknown,
             twist: t.twist,
             battery_pct: t.battery_pct,
             charging: t.charging,
@@ -457,6 +463,7 @@ mod tests {
         let telemetry = Telemetry {
             time: 12.0,
             pose: Pose::new(1.0, 2.0, 0.5),
+            pose_unknown: true,
             twist: Twist {
                 linear: 0.3,
                 angular: -0.1,

@@ -546,8 +546,12 @@ pub struct DecisionView {
 /// The robot's state as the brain sees it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RobotView {
-    /// Pose.
+    /// Pose (meaningless while `pose_unknown`).
     pub pose: Pose,
+    /// The robot has not said where it is yet (a real robot before its
+    /// first map pose): it is in no zone, and every motion asks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pose_unknown: bool,
     /// Velocity.
     pub twist: Twist,
     /// Battery, percent.

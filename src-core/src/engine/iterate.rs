@@ -285,7 +285,7 @@ impl Engine {
             task_id: id,
             home: Some(&gate),
             start: crate::policy::motion::Start {
-                at: self.state.telemetry.pose.point(),
+                at: (!self.state.telemetry.pose_unknown).then(|| self.state.telemetry.pose.point()),
                 blocked: &self.state.telemetry.blocked_passages,
                 open: Some(&self.setup.grid),
             },

@@ -27,8 +27,10 @@ use crate::world::{Path, PlanError, World, Zone, plan};
 /// Where the robot is when a motion is judged.
 #[derive(Debug, Clone, Copy)]
 pub struct Start<'a> {
-    /// The robot's position.
-    pub at: Point,
+    /// The robot's position; `None` while it is not known (a real robot
+    /// before its first map pose): no way from there can be judged, so
+    /// every motion asks (`reason`).
+    pub at: Option<Point>,
     /// The passages the kernel last heard are blocked.
     pub blocked: &'a [String],
     /// The world's grid with every passage open, when the caller keeps
@@ -81,6 +83,7 @@ fn flag(zone: &Zone) -> Option<Flag> {
 /// grid with the blocked passages, else with every passage open; `None`
 /// when the target is off the map or in a wall.
 pub fn path(world: &World, start: &Start<'_>, target: Point) -> Option<Path> {
+    let at = start.at?;
     let built;
     let open = if let Some(grid) = start.open {
         grid
@@ -95,15 +98,15 @@ pub fn path(world: &World, start: &Start<'_>, target: Point) -> Option<Path> {
         .flat_map(|p| world.passage_cells(p))
         .collect();
     let planned = if blocked.is_empty() {
-        plan(open, start.at, target)
+        plan(open, at, target)
     } else {
         let mut grid = open.clone();
         grid.set_blocked(&blocked, true);
-        plan(&grid, start.at, target)
+        plan(&grid, at, target)
     };
     match planned {
         Ok(path) => Some(path),
-        Err(PlanError::NoPath) => plan(open, start.at, target).ok(),
+        Err(PlanError::NoPath) => plan(open, at, target).ok(),
         Err(_) => None,
     }
 }
@@ -203,6 +206,14 @@ pub fn reason(
         }
         Motion::To { target, what } => (*target, what),
     };
+    if start.at.is_none() {
+        return (policy.approve_outside || policy.approve_restricted).then(|| {
+            format!(
+                "{skill} moves the base to {what}, and where the robot is is not known yet: \
+                 the way there cannot be judged"
+            )
+        });
+    }
     let reach = reach(world, start, target);
     let mut flagged: Vec<&Reached> = reach.reached.iter().filter(|r| asks(r.flag)).collect();
     flagged.sort_by_key(|r| (r.flag != Flag::Outside, !r.goal));
@@ -251,7 +262,7 @@ mod tests {
         let world = apartment();
         let policy = PolicyConfig::default();
         let home = Start {
-            at: world.start_pose.point(),
+            at: Some(world.start_pose.point()),
             blocked: &[],
             open: None,
         };
@@ -285,11 +296,43 @@ mod tests {
     }
 
     #[test]
+    fn a_robot_whose_pose_is_not_known_asks_before_any_motion() {
+        let world = apartment();
+        let policy = PolicyConfig::default();
+        let lost = Start {
+            at: None,
+            blocked: &[],
+            open: None,
+        };
+        // The kitchen is free from the living room, but from nowhere known
+        // no way can be judged: the pose (0, 0) would be in the study.
+        let why = reason(&policy, "navigate_to", &to(8.25, 2.0), &world, &lost);
+        assert!(
+            why.as_deref().is_some_and(|w| w.contains("not known yet")),
+            "{why:?}"
+        );
+        assert_eq!(path(&world, &lost, Point::new(8.25, 2.0)), None);
+        assert_eq!(
+            reason(&policy, "navigate_to", &Motion::Still, &world, &lost),
+            None
+        );
+        let off = PolicyConfig {
+            approve_outside: false,
+            approve_restricted: false,
+            ..PolicyConfig::default()
+        };
+        assert_eq!(
+            reason(&off, "navigate_to", &to(8.25, 2.0), &world, &lost),
+            None
+        );
+    }
+
+    #[test]
     fn a_path_through_a_restricted_zone_needs_approval_and_the_way_round_does_not() {
         let world = through();
         let policy = PolicyConfig::default();
         let west = Start {
-            at: Point::new(1.25, 1.25),
+            at: Some(Point::new(1.25, 1.25)),
             blocked: &[],
             open: None,
         };
@@ -319,7 +362,7 @@ mod tests {
         let world = apartment();
         let policy = PolicyConfig::default();
         let in_study = Start {
-            at: Point::new(3.0, 2.0),
+            at: Some(Point::new(3.0, 2.0)),
             blocked: &[],
             open: None,
         };
@@ -332,7 +375,7 @@ mod tests {
         // From inside the vault, the way east leaves it and enters nothing.
         let world = through();
         let in_vault = Start {
-            at: Point::new(3.25, 1.25),
+            at: Some(Point::new(3.25, 1.25)),
             blocked: &[],
             open: None,
         };
@@ -349,7 +392,7 @@ mod tests {
         let world = apartment();
         let blocked = ["study_door".to_string()];
         let start = Start {
-            at: world.start_pose.point(),
+            at: Some(world.start_pose.point()),
             blocked: &blocked,
             open: None,
         };

@@ -193,7 +193,7 @@ mod tests {
             task_id: task,
             home: None,
             start: policy::motion::Start {
-                at: world.start_pose.point(),
+                at: Some(world.start_pose.point()),
                 blocked: &[],
                 open: None,
             },

@@ -237,6 +237,8 @@ impl Sim {
         Telemetry {
             time: self.time,
             pose,
+            // The simulator always knows where its robot is.
+            pose_unknown: false,
             twist: self.twist(),
             battery_pct: self.battery.pct(),
             charging: self.docked,

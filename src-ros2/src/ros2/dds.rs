@@ -1470,6 +1470,7 @@ impl Worker {
         Telemetry {
             time: self.started.elapsed().as_secs_f64(),
             pose: r.pose.unwrap_or_default(),
+            pose_unknown: r.pose.is_none(),
             twist: r.twist,
             battery_pct: r.battery_pct.unwrap_or(100.0),
             charging: r.charging,
