@@ -343,50 +343,9 @@
   function str(v) {
     return typeof v === "string" ? v : v === void 0 || v === null ? "" : JSON.stringify(v);
   }
-  function describe(e) {
-    switch (e.kind) {
-      case "decision":
-        return `${str(e.decision_type)} (${str(e.brain)}): ${str(e.reason)}`;
-      case "run":
-        return runSummary(e.run);
-      case "mode":
-      case "activity":
-        return `${str(e.from)} → ${str(e.to)}: ${str(e.reason)}`;
-      case "task": {
-        const t2 = e.task;
-        return `${t2.id} ${t2.status}: ${t2.title} — ${str(e.reason)}`;
-      }
-      case "skill":
-        return `${str(e.skill)} ${str(e.status)}${e.message ? `: ${str(e.message)}` : ""}`;
-      case "approval":
-        return `${str(e.approval_id)} ${str(e.status)}: ${str(e.reason)}`;
-      case "speech":
-        return `[${str(e.track)}] ${str(e.text)}`;
-      case "alert": {
-        const i = e.incident;
-        return `${i.id} ${i.status}: ${i.kinds.join(", ")} in ${i.zone}`;
-      }
-      case "log":
-        return `${str(e.level)}: ${str(e.message)}`;
-      case "error":
-        return `${str(e.code)}: ${str(e.message)}`;
-      case "guardrail":
-        return `${str(e.verdict)}: ${str(e.reason)}`;
-      case "intent":
-        return `${str(e.utterance)} → ${str(e.intent)}`;
-      case "memory": {
-        const used = e.used ?? [];
-        return `${used.length} ${used.length === 1 ? "memory" : "memories"} for “${str(e.query)}” (${str(e.mode)}, ${str(e.tokens)}/${str(e.budget)} tokens${Number(e.dropped) ? `, ${str(e.dropped)} left out` : ""})`;
-      }
-      case "device":
-        return `${str(e.device)}${e.online === false ? " (offline)" : ""}: ${JSON.stringify(e.state ?? {}).slice(0, 120)} — ${str(e.reason)}`;
-      case "telemetry":
-        return `battery ${Number(e.battery_pct).toFixed(1)}% in ${str(e.zone) || "—"}`;
-      default: {
-        const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, origin: _o, ...rest } = e;
-        return JSON.stringify(rest).slice(0, 200);
-      }
-    }
+  function raw(e) {
+    const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, origin: _o, ...rest } = e;
+    return JSON.stringify(rest).slice(0, 200);
   }
   function takeSnapshot(s, snap) {
     s.snap = snap;
@@ -399,11 +358,11 @@
     for (const [id, d] of Object.entries(snap.devices ?? {})) s.devices.set(id, { ...s.devices.get(id) ?? {}, ...d });
     push(s.battery, { time: snap.time, pct: snap.robot.battery_pct }, KEEP);
   }
-  function applyEvent(s, e) {
+  function applyEvent(s, e, text) {
     if (e.seq <= s.seq && e.kind !== "snapshot") return;
     s.seq = Math.max(s.seq, e.seq);
     if (e.kind !== "token" && e.kind !== "telemetry") {
-      const entry = { seq: e.seq, time: e.time, kind: e.kind, text: describe(e) };
+      const entry = { seq: e.seq, time: e.time, kind: e.kind, text: text ?? raw(e) };
       if (e.origin) entry.origin = originWords(e.origin);
       push(s.log, entry, KEEP_LOG);
     }
@@ -495,7 +454,7 @@
       case "memory": {
         const used = e.used ?? [];
         const lines = used.map((u) => `#${u.id} ${u.score.toFixed(2)}${u.bm25 !== void 0 ? ` bm25 ${u.bm25.toFixed(2)}` : ""}${u.dense !== void 0 ? ` cos ${u.dense.toFixed(2)}` : ""}: ${u.text} — ${u.why}`);
-        push(s.memory, { seq: e.seq, time: e.time, text: describe(e), extra: lines.join("\n") }, KEEP);
+        push(s.memory, { seq: e.seq, time: e.time, text: text ?? raw(e), extra: lines.join("\n") }, KEEP);
         break;
       }
       case "skill":
@@ -525,7 +484,7 @@
         if (m.snapshot.seq !== void 0) s.seq = m.snapshot.seq;
         break;
       case "event":
-        applyEvent(s, m.event);
+        applyEvent(s, m.event, m.text);
         break;
       case "refused":
         s.notice = `refused: ${m.reason}`;

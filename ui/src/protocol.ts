@@ -138,7 +138,8 @@ export interface Reply { id?: string; status: "accepted" | "duplicate" | "refuse
 export type ServerMessage =
   | { type: "hello"; role: "operator" | "viewer"; thread_id: string; map: MapView; skills?: SkillSpecView[]; run?: RunInfo }
   | { type: "snapshot"; snapshot: Snapshot }
-  | { type: "event"; event: RbEvent }
+  /** `text`: the event in words, as every face says it (`describe::text` in Rust). */
+  | { type: "event"; event: RbEvent; text?: string }
   | { type: "refused"; reason: string }
   | { type: "error"; code?: string; message: string }
   | { type: "closed"; reason: string }

@@ -2,7 +2,7 @@
 // so a live run and a replayed log paint the same way.
 
 import type { ApprovalView, DeviceView, IncidentRecord, MemoryUse, MapView, Origin, Point, RbEvent, RunInfo, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
-import { originWords, runSummary } from "./protocol";
+import { originWords } from "./protocol";
 
 export interface DecisionEntry { seq: number; time: number; type: string; reason: string; brain: string; task: string; ops: string }
 export interface LineEntry { seq: number; time: number; text: string; extra?: string }
@@ -66,51 +66,15 @@ function str(v: unknown): string {
   return typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v);
 }
 
-/** A one-line description of an event for the log. */
-export function describe(e: RbEvent): string {
-  switch (e.kind) {
-    case "decision":
-      return `${str(e.decision_type)} (${str(e.brain)}): ${str(e.reason)}`;
-    case "run":
-      return runSummary(e.run as RunInfo);
-    case "mode":
-    case "activity":
-      return `${str(e.from)} → ${str(e.to)}: ${str(e.reason)}`;
-    case "task": {
-      const t = e.task as TaskView;
-      return `${t.id} ${t.status}: ${t.title} — ${str(e.reason)}`;
-    }
-    case "skill":
-      return `${str(e.skill)} ${str(e.status)}${e.message ? `: ${str(e.message)}` : ""}`;
-    case "approval":
-      return `${str(e.approval_id)} ${str(e.status)}: ${str(e.reason)}`;
-    case "speech":
-      return `[${str(e.track)}] ${str(e.text)}`;
-    case "alert": {
-      const i = e.incident as IncidentRecord;
-      return `${i.id} ${i.status}: ${i.kinds.join(", ")} in ${i.zone}`;
-    }
-    case "log":
-      return `${str(e.level)}: ${str(e.message)}`;
-    case "error":
-      return `${str(e.code)}: ${str(e.message)}`;
-    case "guardrail":
-      return `${str(e.verdict)}: ${str(e.reason)}`;
-    case "intent":
-      return `${str(e.utterance)} → ${str(e.intent)}`;
-    case "memory": {
-      const used = (e.used as MemoryUse[] | undefined) ?? [];
-      return `${used.length} ${used.length === 1 ? "memory" : "memories"} for “${str(e.query)}” (${str(e.mode)}, ${str(e.tokens)}/${str(e.budget)} tokens${Number(e.dropped) ? `, ${str(e.dropped)} left out` : ""})`;
-    }
-    case "device":
-      return `${str(e.device)}${e.online === false ? " (offline)" : ""}: ${JSON.stringify(e.state ?? {}).slice(0, 120)} — ${str(e.reason)}`;
-    case "telemetry":
-      return `battery ${Number(e.battery_pct).toFixed(1)}% in ${str(e.zone) || "—"}`;
-    default: {
-      const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, origin: _o, ...rest } = e;
-      return JSON.stringify(rest).slice(0, 200);
-    }
-  }
+/**
+ * An event's own fields, compact, for an event that came without words: the
+ * page never words events itself — a server's `event` frame carries them
+ * (`text`, from the one Rust describer every face uses); only a log file
+ * replayed in the page has none, and shows what was recorded.
+ */
+export function raw(e: RbEvent): string {
+  const { seq: _s, time: _t, wall_ms: _w, thread_id: _th, step: _st, kind: _k, origin: _o, ...rest } = e;
+  return JSON.stringify(rest).slice(0, 200);
 }
 
 function takeSnapshot(s: ViewState, snap: Snapshot): void {
@@ -125,11 +89,11 @@ function takeSnapshot(s: ViewState, snap: Snapshot): void {
   push(s.battery, { time: snap.time, pct: snap.robot.battery_pct }, KEEP);
 }
 
-function applyEvent(s: ViewState, e: RbEvent): void {
+function applyEvent(s: ViewState, e: RbEvent, text?: string): void {
   if (e.seq <= s.seq && e.kind !== "snapshot") return;
   s.seq = Math.max(s.seq, e.seq);
   if (e.kind !== "token" && e.kind !== "telemetry") {
-    const entry: LogEntry = { seq: e.seq, time: e.time, kind: e.kind, text: describe(e) };
+    const entry: LogEntry = { seq: e.seq, time: e.time, kind: e.kind, text: text ?? raw(e) };
     if (e.origin) entry.origin = originWords(e.origin);
     push(s.log, entry, KEEP_LOG);
   }
@@ -221,7 +185,7 @@ function applyEvent(s: ViewState, e: RbEvent): void {
     case "memory": {
       const used = (e.used as MemoryUse[] | undefined) ?? [];
       const lines = used.map((u) => `#${u.id} ${u.score.toFixed(2)}${u.bm25 !== undefined ? ` bm25 ${u.bm25.toFixed(2)}` : ""}${u.dense !== undefined ? ` cos ${u.dense.toFixed(2)}` : ""}: ${u.text} — ${u.why}`);
-      push(s.memory, { seq: e.seq, time: e.time, text: describe(e), extra: lines.join("\n") }, KEEP);
+      push(s.memory, { seq: e.seq, time: e.time, text: text ?? raw(e), extra: lines.join("\n") }, KEEP);
       break;
     }
     case "skill":
@@ -253,7 +217,7 @@ export function apply(s: ViewState, m: ServerMessage): ViewState {
       if (m.snapshot.seq !== undefined) s.seq = m.snapshot.seq;
       break;
     case "event":
-      applyEvent(s, m.event);
+      applyEvent(s, m.event, m.text);
       break;
     case "refused":
       s.notice = `refused: ${m.reason}`;

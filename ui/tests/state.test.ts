@@ -71,9 +71,10 @@ test("devices come from the snapshot and follow their events", () => {
   const snap = { ...structuredClone(snapshot), devices: { kettle_plug: { state: { on: false, power_w: 0 }, online: true, room: "kitchen" } } };
   apply(s, { type: "snapshot", snapshot: snap });
   assert.equal(s.devices.get("kettle_plug")?.room, "kitchen");
-  apply(s, { type: "event", event: ev(4, "device", { device: "kettle_plug", room: "kitchen", state: { on: true, power_w: 1800 }, online: true, reason: "devices.invoke p1.s1" }) });
+  const words = "kettle_plug: on=true power_w=1800 — devices.invoke p1.s1";
+  apply(s, { type: "event", event: ev(4, "device", { device: "kettle_plug", room: "kitchen", state: { on: true, power_w: 1800 }, online: true, reason: "devices.invoke p1.s1" }), text: words });
   assert.deepEqual(s.devices.get("kettle_plug")?.state, { on: true, power_w: 1800 });
-  assert.match(s.log[s.log.length - 1].text, /kettle_plug: \{"on":true,"power_w":1800\} — devices.invoke p1.s1/);
+  assert.equal(s.log[s.log.length - 1].text, words, "the server's words, never the page's");
   apply(s, { type: "event", event: ev(5, "device", { device: "kettle_plug", room: "kitchen", state: { on: true, power_w: 1800 }, online: false, reason: "fault" }) });
   assert.equal(s.devices.get("kettle_plug")?.online, false, "an offline report marks it offline");
 });
@@ -81,8 +82,11 @@ test("devices come from the snapshot and follow their events", () => {
 test("a memory event lists what was used, with scores and why", () => {
   const s = empty();
   apply(s, { type: "snapshot", snapshot: structuredClone(snapshot) });
-  apply(s, { type: "event", event: ev(4, "memory", { query: "厨房的灯", mode: "hybrid", tokens: 40, budget: 600, dropped: 0, used: [{ id: 7, score: 0.91, bm25: 3.2, dense: 0.71, text: "the kitchen light flickers", why: "matched 厨房, 灯" }] }) });
+  apply(s, { type: "event", event: ev(4, "memory", { query: "厨房的灯", mode: "hybrid", tokens: 40, budget: 600, dropped: 0, used: [{ id: 7, score: 0.91, bm25: 3.2, dense: 0.71, text: "the kitchen light flickers", why: "matched 厨房, 灯" }] }), text: "1 memory for “厨房的灯” (hybrid, 40/600 tokens)" });
   assert.equal(s.memory[0].text, "1 memory for “厨房的灯” (hybrid, 40/600 tokens)");
+  // A replayed log file has no words: what was recorded is shown.
+  apply(s, { type: "event", event: ev(5, "log", { level: "info", message: "hi" }) });
+  assert.equal(s.log[s.log.length - 1].text, '{"level":"info","message":"hi"}');
   assert.equal(s.memory[0].extra, "#7 0.91 bm25 3.20 cos 0.71: the kitchen light flickers — matched 厨房, 灯");
 });
 

@@ -240,7 +240,7 @@ async fn run(
                     )),
                     ClientEvent::Event { robot, event } => Some((
                         robot,
-                        HeardKind::Robot(Box::new(ServerMessage::Event { event })),
+                        HeardKind::Robot(Box::new(ServerMessage::event(*event))),
                     )),
                     ClientEvent::Reply { robot, reply } => Some((robot, HeardKind::Reply(reply))),
                     ClientEvent::Connection { .. } | ClientEvent::Rejected { .. } => None,

@@ -103,7 +103,7 @@ pub fn read(topic: &str, payload: &[u8]) -> Option<ClientEvent> {
             snapshot: Box::new(s),
         }),
         Kind::Events => match parse::<ServerMessage>(payload) {
-            Ok(ServerMessage::Event { event }) => Ok(ClientEvent::Event { robot, event }),
+            Ok(ServerMessage::Event { event, .. }) => Ok(ClientEvent::Event { robot, event }),
             Ok(_) => Err("malformed: not an event frame".into()),
             Err(e) => Err(e),
         },

@@ -379,7 +379,7 @@ async fn next_message(socket: &mut Socket) -> Option<Result<ServerMessage, Strin
 impl Transport for Remote {
     async fn recv(&mut self) -> Incoming {
         match next_message(&mut self.socket).await {
-            Some(Ok(ServerMessage::Event { event })) => Incoming::Event(event),
+            Some(Ok(ServerMessage::Event { event, .. })) => Incoming::Event(event),
             Some(Ok(ServerMessage::Snapshot { snapshot })) => Incoming::Snapshot(snapshot),
             Some(Ok(ServerMessage::Refused { reason })) => {
                 Incoming::Notice(format!("refused: {reason}"))

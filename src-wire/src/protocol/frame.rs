@@ -74,6 +74,10 @@ pub enum ServerMessage {
     Event {
         /// The event.
         event: Box<Event>,
+        /// The event in words, as every face says it
+        /// (`describe::text`): a face shows this, never words events itself.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        text: String,
     },
     /// A viewer sent a command.
     Refused {
@@ -145,9 +149,10 @@ impl ServerMessage {
         }
     }
 
-    /// An `event` frame.
+    /// An `event` frame, with the event in words (`describe::text`).
     pub fn event(event: Event) -> Self {
         Self::Event {
+            text: super::describe::text(&event.kind),
             event: Box::new(event),
         }
     }
@@ -192,6 +197,8 @@ mod tests {
         assert_eq!(v["type"], "event");
         assert_eq!(v["event"]["kind"], "log");
         assert_eq!(v["event"]["seq"], 3);
+        // The words every face shows, from the one describer.
+        assert_eq!(v["text"], "hi");
         assert_eq!(
             serde_json::from_str::<ServerMessage>(&text).unwrap(),
             ServerMessage::event(event)
