@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A point in world coordinates (metres).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Point {
     /// East, metres.
@@ -28,6 +29,7 @@ impl Point {
 }
 
 /// A position with a heading.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Pose {
     /// East, metres.
@@ -51,6 +53,7 @@ impl Pose {
 }
 
 /// Linear and angular velocity of the base.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Twist {
     /// Forward speed, m/s.
@@ -60,6 +63,7 @@ pub struct Twist {
 }
 
 /// An axis-aligned rectangle in world coordinates.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Rect {
     /// West edge.

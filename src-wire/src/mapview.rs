@@ -8,6 +8,7 @@ use crate::geometry::{Point, Pose, Rect};
 use crate::world::World;
 
 /// A zone as drawn.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZoneView {
     /// Canonical name.
@@ -23,6 +24,7 @@ pub struct ZoneView {
 }
 
 /// A passage as drawn.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PassageView {
     /// Name (`hall_door`).
@@ -32,6 +34,7 @@ pub struct PassageView {
 }
 
 /// The map of a world.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MapView {
     /// World name.

@@ -23,6 +23,8 @@ pub mod origin;
 pub mod risk;
 pub mod robot;
 pub mod run;
+#[cfg(feature = "ts")]
+pub mod typescript;
 
 pub use fleet::{FleetApproval, FleetBoard, Reply, ReplyStatus, RobotRow};
 pub use frame::{Hello, Role, ServerMessage, SkillView};
@@ -39,6 +41,7 @@ use crate::geometry::{Point, Pose, Twist};
 
 /// A request from a face to the core. It is handed over with its
 /// [`Origin`], which its door stamps (never part of the command's JSON).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum Command {
@@ -233,6 +236,7 @@ impl Command {
 }
 
 /// One skill call of a [`Command::Chain`].
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkillCall {
     /// Skill name from the registry.
@@ -243,6 +247,7 @@ pub struct SkillCall {
 }
 
 /// The kernel's mode, decided by hard rules before any brain runs.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Mode {
@@ -270,6 +275,7 @@ impl Mode {
 }
 
 /// What the robot is doing, as an operator would say it (seed 000).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Activity {
@@ -297,6 +303,7 @@ impl Activity {
 }
 
 /// Task priority, highest first (seed 003 §8.1).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Priority {
@@ -313,6 +320,7 @@ pub enum Priority {
 }
 
 /// Life cycle of a task.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
@@ -342,6 +350,7 @@ impl TaskStatus {
 }
 
 /// The brain's decision type (seed 003 R2).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DecisionType {
@@ -377,6 +386,7 @@ impl DecisionType {
 }
 
 /// Which brain produced a decision.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BrainKind {
@@ -393,6 +403,7 @@ pub enum BrainKind {
 }
 
 /// One operation a decision asks for.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
@@ -416,6 +427,7 @@ pub enum Op {
 }
 
 /// A skill goal's life cycle, as reported in events.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkillStatus {
@@ -432,6 +444,7 @@ pub enum SkillStatus {
 }
 
 /// An approval's life cycle.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
@@ -448,6 +461,7 @@ pub enum ApprovalStatus {
 }
 
 /// Which track a spoken line came from (seed 002).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SpeechTrack {
@@ -460,6 +474,7 @@ pub enum SpeechTrack {
 }
 
 /// The guardrails' verdict on one op.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -472,6 +487,7 @@ pub enum Verdict {
 }
 
 /// A task as shown to faces.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskView {
     /// Task id (`t1`, `t2`, …).
@@ -493,6 +509,7 @@ pub struct TaskView {
 }
 
 /// A running skill goal as shown to faces.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunningSkillView {
     /// Goal id.
@@ -512,6 +529,7 @@ pub struct RunningSkillView {
 }
 
 /// A pending approval as shown to faces.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalView {
     /// Approval id.
@@ -531,6 +549,7 @@ pub struct ApprovalView {
 }
 
 /// The last decision, as shown to faces.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionView {
     /// Iteration within the task.
@@ -544,6 +563,7 @@ pub struct DecisionView {
 }
 
 /// The robot's state as the brain sees it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RobotView {
     /// Pose (meaningless while `pose_unknown`).
@@ -570,6 +590,7 @@ pub struct RobotView {
 }
 
 /// Everything a face needs to paint its first frame.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     /// Thread id of this run.
@@ -632,6 +653,7 @@ pub struct Snapshot {
 }
 
 /// Whether the brain hears the robot.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkState {
@@ -668,6 +690,7 @@ fn operator() -> String {
 }
 
 /// An incident the robot raised an alert about (seed 000 §3, `alert`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IncidentRecord {
     /// `i<n>`.
@@ -693,6 +716,7 @@ pub struct IncidentRecord {
 }
 
 /// Where an alert stands.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertStatus {
@@ -703,6 +727,7 @@ pub enum AlertStatus {
 }
 
 /// A ReAct or kernel node, for `update` events and step numbering.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Node {
@@ -737,6 +762,7 @@ pub enum Node {
 }
 
 /// One model call, as accounted in `llm_call` events.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LlmCallView {
     /// What it was for (`decide`, `repair`, `intent`, …).
@@ -767,6 +793,7 @@ pub struct LlmCallView {
 }
 
 /// What happened. The `kind` tag names the event in JSON.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind {
@@ -1010,6 +1037,7 @@ impl EventKind {
 }
 
 /// One event with its envelope.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// Sequence number within the run, from 1, no gaps.

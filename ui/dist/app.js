@@ -35,6 +35,35 @@
     return void 0;
   }
 
+  // src/protocol.ts
+  function originWords(o) {
+    return `${o.door}${o.role === "viewer" ? " viewer" : ""}${o.detail ? `: ${o.detail}` : ""}`;
+  }
+  function askedBy(a) {
+    return a.requested_by ? `asked by ${originWords(a.requested_by)}` : "asked by no one: the robot's own task";
+  }
+  function opSkill(op) {
+    return op.op === "dispatch" ? op.skill : void 0;
+  }
+  function opArgs(op) {
+    return op.op === "dispatch" ? op.args : void 0;
+  }
+  function opWords(op) {
+    switch (op.op) {
+      case "dispatch":
+        return `${op.skill} ${JSON.stringify(op.args)}`;
+      case "wait":
+        return `wait ${op.seconds}s`;
+      case "cancel":
+        return `cancel ${op.goal_id}`;
+    }
+  }
+  function runSummary(run) {
+    const brain = run.brain.kind === "model" && run.brain.model ? `model ${run.brain.model}` : run.brain.kind;
+    const services = run.services.length ? run.services.map((s) => `${s.name}(${s.error ? "failed" : s.tools})`).join(", ") : "none";
+    return `brain ${brain} · memory ${run.memory.mode} · mcp ${services}`;
+  }
+
   // src/fleet.ts
   function emptyFleet() {
     return { on: false, role: "viewer", broker: "", pending: /* @__PURE__ */ new Map() };
@@ -86,7 +115,7 @@
     return s.board?.approvals.find((a) => a.robot === robot && a.approval.approval_id === id)?.approval;
   }
   function what(a) {
-    return `${a.op.skill ?? a.op.op}${a.op.args !== void 0 ? ` ${JSON.stringify(a.op.args)}` : a.op.seconds !== void 0 ? ` ${a.op.seconds}s` : ""}`;
+    return opWords(a.op);
   }
   function summary(board) {
     if (!board) return "waiting for the broker…";
@@ -256,19 +285,6 @@
     }
   }
 
-  // src/protocol.ts
-  function originWords(o) {
-    return `${o.door}${o.role === "viewer" ? " viewer" : ""}${o.detail ? `: ${o.detail}` : ""}`;
-  }
-  function askedBy(a) {
-    return a.requested_by ? `asked by ${originWords(a.requested_by)}` : "asked by no one: the robot's own task";
-  }
-  function runSummary(run) {
-    const brain = run.brain.kind === "model" && run.brain.model ? `model ${run.brain.model}` : run.brain.kind;
-    const services = run.services.length ? run.services.map((s) => `${s.name}(${s.error ? "failed" : s.tools})`).join(", ") : "none";
-    return `brain ${brain} · memory ${run.memory.mode} · mcp ${services}`;
-  }
-
   // src/schema.ts
   function typeOf(v) {
     if (v === null) return "null";
@@ -424,7 +440,7 @@
       case "approval": {
         const id = e.approval_id;
         if (e.status === "requested") {
-          const a = { approval_id: id, task_id: e.task_id, op: e.op, reason: e.reason };
+          const a = { approval_id: id, task_id: e.task_id, op: e.op, reason: e.reason, risk: e.risk ?? "" };
           if (e.requested_by) a.requested_by = e.requested_by;
           s.approvals.set(id, a);
         } else {
@@ -453,16 +469,25 @@
       }
       case "memory": {
         const used = e.used ?? [];
-        const lines = used.map((u) => `#${u.id} ${u.score.toFixed(2)}${u.bm25 !== void 0 ? ` bm25 ${u.bm25.toFixed(2)}` : ""}${u.dense !== void 0 ? ` cos ${u.dense.toFixed(2)}` : ""}: ${u.text} — ${u.why}`);
+        const lines = used.map((u) => `#${u.id} ${u.score.toFixed(2)}${u.bm25 !== void 0 && u.bm25 !== null ? ` bm25 ${u.bm25.toFixed(2)}` : ""}${u.dense !== void 0 && u.dense !== null ? ` cos ${u.dense.toFixed(2)}` : ""}: ${u.text} — ${u.why}`);
         push(s.memory, { seq: e.seq, time: e.time, text: text ?? raw(e), extra: lines.join("\n") }, KEEP);
         break;
       }
       case "skill":
         if (snap) {
           const goal = e.goal_id;
+          const before = snap.running.find((r) => r.goal_id === goal);
           snap.running = snap.running.filter((r) => r.goal_id !== goal);
           if (e.status === "dispatched" || e.status === "feedback") {
-            snap.running.push({ goal_id: goal, skill: e.skill, args: e.args, started_at: e.time });
+            snap.running.push({
+              goal_id: goal,
+              skill: e.skill,
+              args: e.args ?? before?.args ?? null,
+              started_at: before?.started_at ?? e.time,
+              deadline: before?.deadline ?? 0,
+              resources: before?.resources ?? [],
+              feedback: e.feedback ?? before?.feedback ?? null
+            });
           }
         }
         break;
@@ -533,7 +558,7 @@
     return {
       kind: "tauri",
       send(line) {
-        t2.core.invoke("send_line", { line }).catch((e) => h.message({ type: "error", message: String(e) }));
+        t2.core.invoke("send_line", { line }).catch((e) => h.message({ type: "error", code: "not_sent", message: String(e) }));
       }
     };
   }
@@ -571,7 +596,7 @@
       kind: "websocket",
       send(line) {
         if (socket?.readyState === WebSocket.OPEN) socket.send(line);
-        else h.message({ type: "error", message: "not connected" });
+        else h.message({ type: "error", code: "not_sent", message: "not connected" });
       }
     };
   }
@@ -626,7 +651,7 @@
     set("devices", [...s.devices.entries()].map(([id, d]) => `<li class="device${d.online === false ? " offline" : ""}" data-device="${esc(id)}"><b>${esc(id)}</b>${d.room ? ` <span class="muted">${esc(d.room)}</span>` : ""}${d.online === false ? ` <span class="st">offline</span>` : ""} <span class="muted">${esc(JSON.stringify(d.state ?? {}).slice(0, 160))}</span></li>`).join("") || `<li class="muted">no devices</li>`);
     set("memory", s.memory.slice(-10).reverse().map((m) => `<li><span class="time">${t(m.time)}</span> ${esc(m.text)}${m.extra ? `<ul class="used">${m.extra.split("\n").map((u) => `<li class="muted">${esc(u)}</li>`).join("")}</ul>` : ""}</li>`).join("") || `<li class="muted">no memory used yet</li>`);
     const approvals = [...s.approvals.values()];
-    set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} <span class="asker muted">${esc(askedBy(a))}</span> ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+    set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(opSkill(a.op) ?? a.op.op)} <span class="muted">${esc(JSON.stringify(opArgs(a.op) ?? {}))}</span> — ${esc(a.reason)} <span class="asker muted">${esc(askedBy(a))}</span> ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
     $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";
     const text = filter2.text.toLowerCase();
     const lines = s.log.filter((l) => !filter2.hidden.has(l.kind) && (!text || l.text.toLowerCase().includes(text) || l.kind.includes(text)));
@@ -794,11 +819,11 @@
       if (reviewing?.id === id && reviewing.robot === robot) for (const b of answerButtons) b.disabled = false;
     }, GUARD_MS);
     const on = robot ?? fleet.opened;
-    el("ad-title").textContent = `${on ? `${on} · ` : ""}${a.approval_id}: ${a.op.skill ?? a.op.op}`;
+    el("ad-title").textContent = `${on ? `${on} · ` : ""}${a.approval_id}: ${opSkill(a.op) ?? a.op.op}`;
     el("ad-robot").textContent = `${on ? `robot ${on} · ` : ""}risk ${a.risk ?? "—"}`;
     el("ad-reason").textContent = a.reason;
     el("ad-asker").textContent = askedBy(a);
-    el("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
+    el("ad-args").value = JSON.stringify(opArgs(a.op) ?? {}, null, 2);
     el("ad-error").textContent = "";
     el("ad-reject-reason").value = "";
     if (!dialog.open) dialog.showModal();
@@ -844,7 +869,7 @@
       el("ad-error").textContent = `not JSON: ${err.message}`;
       return;
     }
-    const schema = a.op.skill && (!r.robot || r.robot === fleet.opened) ? live.skills.get(a.op.skill)?.args_schema : void 0;
+    const schema = opSkill(a.op) && (!r.robot || r.robot === fleet.opened) ? live.skills.get(opSkill(a.op) ?? "")?.args_schema : void 0;
     const problems = validate(schema, args);
     if (problems.length) {
       el("ad-error").textContent = problems.join("; ");

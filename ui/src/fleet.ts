@@ -3,6 +3,7 @@
 // and the requests the page sends. Pure: main.ts wires it to the DOM.
 
 import type { ApprovalView, FleetBoard, FleetMessage, FleetRequest, Reply, ServerMessage } from "./protocol";
+import { opWords } from "./protocol";
 
 export interface FleetState {
   /** Whether the server shows a fleet (it said `fleet_hello`). */
@@ -85,7 +86,7 @@ export function queued(s: FleetState, robot: string, id: string): ApprovalView |
 
 /** What an approval would do, in a few words: `navigate_to {"zone":"study"}`. */
 export function what(a: ApprovalView): string {
-  return `${a.op.skill ?? a.op.op}${a.op.args !== undefined ? ` ${JSON.stringify(a.op.args)}` : a.op.seconds !== undefined ? ` ${a.op.seconds}s` : ""}`;
+  return opWords(a.op);
 }
 
 /** The header's line: `3/4 robots online · 1 approval waiting`. */

@@ -5,7 +5,7 @@ import { DEFAULT_REJECT_REASON, GUARD_MS, parseChat, refusal } from "./approval"
 import { applyFleet, emptyFleet, isFleetMessage, openRequest, queued as inQueue, sendRequest } from "./fleet";
 import { drawMap, drawSparkline } from "./map";
 import type { ApprovalView, FleetRequest, RbEvent, ServerMessage } from "./protocol";
-import { askedBy } from "./protocol";
+import { askedBy, opArgs, opSkill } from "./protocol";
 import { validate } from "./schema";
 import { apply, empty, parseLog, replay, type ViewState } from "./state";
 import { connect, type Transport } from "./transport";
@@ -185,11 +185,11 @@ function review(id: string, robot?: string): void {
     if (reviewing?.id === id && reviewing.robot === robot) for (const b of answerButtons) b.disabled = false;
   }, GUARD_MS);
   const on = robot ?? fleet.opened;
-  el("ad-title").textContent = `${on ? `${on} · ` : ""}${a.approval_id}: ${a.op.skill ?? a.op.op}`;
+  el("ad-title").textContent = `${on ? `${on} · ` : ""}${a.approval_id}: ${opSkill(a.op) ?? a.op.op}`;
   el("ad-robot").textContent = `${on ? `robot ${on} · ` : ""}risk ${a.risk ?? "—"}`;
   el("ad-reason").textContent = a.reason;
   el("ad-asker").textContent = askedBy(a);
-  el<HTMLTextAreaElement>("ad-args").value = JSON.stringify(a.op.args ?? {}, null, 2);
+  el<HTMLTextAreaElement>("ad-args").value = JSON.stringify(opArgs(a.op) ?? {}, null, 2);
   el("ad-error").textContent = "";
   el<HTMLInputElement>("ad-reject-reason").value = "";
   if (!dialog.open) dialog.showModal();
@@ -242,7 +242,7 @@ el("ad-edit").addEventListener("click", (e) => {
     return;
   }
   // The skills are known for the run shown (the fleet's queue: the robot opened, if it is that one).
-  const schema = a.op.skill && (!r.robot || r.robot === fleet.opened) ? live.skills.get(a.op.skill)?.args_schema : undefined;
+  const schema = opSkill(a.op) && (!r.robot || r.robot === fleet.opened) ? live.skills.get(opSkill(a.op) ?? "")?.args_schema : undefined;
   const problems = validate(schema, args);
   if (problems.length) {
     el("ad-error").textContent = problems.join("; ");

@@ -1,6 +1,7 @@
 // The page's state, built only from what the server sends: a pure reducer,
 // so a live run and a replayed log paint the same way.
 
+import type { JsonValue, NavFeedback } from "./generated/protocol";
 import type { ApprovalView, DeviceView, IncidentRecord, MemoryUse, MapView, Origin, Point, RbEvent, RunInfo, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
 import { originWords } from "./protocol";
 
@@ -123,10 +124,10 @@ function applyEvent(s: ViewState, e: RbEvent, text?: string): void {
       }
       break;
     case "mode":
-      if (snap) snap.mode = e.to as string;
+      if (snap) snap.mode = e.to as Snapshot["mode"];
       break;
     case "activity":
-      if (snap) snap.activity = e.to as string;
+      if (snap) snap.activity = e.to as Snapshot["activity"];
       break;
     case "task": {
       const t = e.task as TaskView;
@@ -155,7 +156,7 @@ function applyEvent(s: ViewState, e: RbEvent, text?: string): void {
     case "approval": {
       const id = e.approval_id as string;
       if (e.status === "requested") {
-        const a: ApprovalView = { approval_id: id, task_id: e.task_id as string, op: e.op as ApprovalView["op"], reason: e.reason as string };
+        const a: ApprovalView = { approval_id: id, task_id: e.task_id as string, op: e.op as ApprovalView["op"], reason: e.reason as string, risk: (e.risk as string | undefined) ?? "" };
         if (e.requested_by) a.requested_by = e.requested_by as Origin;
         s.approvals.set(id, a);
       } else {
@@ -184,16 +185,26 @@ function applyEvent(s: ViewState, e: RbEvent, text?: string): void {
     }
     case "memory": {
       const used = (e.used as MemoryUse[] | undefined) ?? [];
-      const lines = used.map((u) => `#${u.id} ${u.score.toFixed(2)}${u.bm25 !== undefined ? ` bm25 ${u.bm25.toFixed(2)}` : ""}${u.dense !== undefined ? ` cos ${u.dense.toFixed(2)}` : ""}: ${u.text} — ${u.why}`);
+      const lines = used.map((u) => `#${u.id} ${u.score.toFixed(2)}${u.bm25 !== undefined && u.bm25 !== null ? ` bm25 ${u.bm25.toFixed(2)}` : ""}${u.dense !== undefined && u.dense !== null ? ` cos ${u.dense.toFixed(2)}` : ""}: ${u.text} — ${u.why}`);
       push(s.memory, { seq: e.seq, time: e.time, text: text ?? raw(e), extra: lines.join("\n") }, KEEP);
       break;
     }
     case "skill":
       if (snap) {
         const goal = e.goal_id as string;
+        const before = snap.running.find((r) => r.goal_id === goal);
         snap.running = snap.running.filter((r) => r.goal_id !== goal);
         if (e.status === "dispatched" || e.status === "feedback") {
-          snap.running.push({ goal_id: goal, skill: e.skill as string, args: e.args, started_at: e.time });
+          // What the event does not say is kept from the snapshot's entry.
+          snap.running.push({
+            goal_id: goal,
+            skill: e.skill as string,
+            args: (e.args as JsonValue | undefined) ?? before?.args ?? null,
+            started_at: before?.started_at ?? e.time,
+            deadline: before?.deadline ?? 0,
+            resources: before?.resources ?? [],
+            feedback: (e.feedback as NavFeedback | undefined) ?? before?.feedback ?? null,
+          });
         }
       }
       break;

@@ -37,7 +37,7 @@ function tauri(t: TauriGlobal, h: Handlers): Transport {
   return {
     kind: "tauri",
     send(line) {
-      t.core.invoke("send_line", { line }).catch((e) => h.message({ type: "error", message: String(e) }));
+      t.core.invoke("send_line", { line }).catch((e) => h.message({ type: "error", code: "not_sent", message: String(e) }));
     },
   };
 }
@@ -77,7 +77,7 @@ function websocket(h: Handlers): Transport {
     kind: "websocket",
     send(line) {
       if (socket?.readyState === WebSocket.OPEN) socket.send(line);
-      else h.message({ type: "error", message: "not connected" });
+      else h.message({ type: "error", code: "not_sent", message: "not connected" });
     },
   };
 }

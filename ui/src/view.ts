@@ -1,7 +1,7 @@
 // The panels: everything but the map, drawn from the state.
 
 import { type FleetState, summary, what } from "./fleet";
-import { askedBy, runSummary } from "./protocol";
+import { askedBy, opArgs, opSkill, runSummary } from "./protocol";
 import type { ViewState } from "./state";
 
 const esc = (s: unknown): string =>
@@ -70,7 +70,7 @@ export function renderPanels(s: ViewState, filter: LogFilter): void {
   set("memory", s.memory.slice(-10).reverse().map((m) => `<li><span class="time">${t(m.time)}</span> ${esc(m.text)}${m.extra ? `<ul class="used">${m.extra.split("\n").map((u) => `<li class="muted">${esc(u)}</li>`).join("")}</ul>` : ""}</li>`).join("") || `<li class="muted">no memory used yet</li>`);
 
   const approvals = [...s.approvals.values()];
-  set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(a.op.skill ?? a.op.op)} <span class="muted">${esc(JSON.stringify(a.op.args ?? {}))}</span> — ${esc(a.reason)} <span class="asker muted">${esc(askedBy(a))}</span> ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
+  set("approvals", approvals.map((a) => `<li class="approval"><b>${esc(a.approval_id)}</b> ${esc(opSkill(a.op) ?? a.op.op)} <span class="muted">${esc(JSON.stringify(opArgs(a.op) ?? {}))}</span> — ${esc(a.reason)} <span class="asker muted">${esc(askedBy(a))}</span> ${s.role === "operator" ? `<button type="button" data-review="${esc(a.approval_id)}">review</button>` : ""}</li>`).join("") || `<li class="muted">nothing waits for approval</li>`);
   $("approvals-count").textContent = approvals.length ? String(approvals.length) : "";
 
   const text = filter.text.toLowerCase();

@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { GUARD_MS, parseChat, refusal } from "../src/approval";
 import { applyFleet, emptyFleet, isFleetMessage, openRequest, queued, replyNotice, sendRequest, summary, what } from "../src/fleet";
 import type { FleetBoard, FleetMessage } from "../src/protocol";
-import type { RbEvent, RunInfo, Snapshot } from "../src/protocol";
+import type { Event } from "../src/generated/protocol";
+import type { RunInfo, Snapshot } from "../src/protocol";
 import { askedBy, originWords, runSummary } from "../src/protocol";
 import { validate } from "../src/schema";
 import { apply, empty, parseLog, replay } from "../src/state";
@@ -25,12 +26,13 @@ function test(name: string, body: () => void): void {
 
 const snapshot: Snapshot = {
   thread_id: "t1", time: 0, step: 0, seq: 3, mode: "IDLE", activity: "IDLE", estop: false,
-  robot: { pose: { x: 1, y: 1, theta: 0 }, battery_pct: 90, charging: false, zone: "living_room", distance_to_target: null, busy: [] },
-  tasks: [], running: [], approvals: [], last_failure: null, blocked_passages: [], incidents: [], world: "apartment",
+  robot: { pose: { x: 1, y: 1, theta: 0 }, twist: { linear: 0, angular: 0 }, battery_pct: 90, charging: false, zone: "living_room", distance_to_target: null, busy: [] },
+  tasks: [], running: [], approvals: [], last_decision: null, last_failure: null, blocked_passages: [], incidents: [], alerts: [], brain: null, world: "apartment",
 };
-const ev = (seq: number, kind: string, fields: Record<string, unknown>): RbEvent => ({ seq, time: seq / 10, wall_ms: 0, thread_id: "t1", step: seq, kind, ...fields });
+// An event with only the fields a test needs (the wire's `Event` has each kind's all).
+const ev = (seq: number, kind: string, fields: Record<string, unknown>): Event => ({ seq, time: seq / 10, wall_ms: 0, thread_id: "t1", step: seq, kind, ...fields }) as unknown as Event;
 const op = { op: "dispatch", skill: "navigate_to", args: { zone: "kitchen" } };
-const events: RbEvent[] = [
+const events: Event[] = [
   ev(4, "mode", { from: "IDLE", to: "EXEC", reason: "t1" }),
   ev(5, "approval", { approval_id: "a1", task_id: "t1", status: "requested", op, reason: "low_write" }),
   ev(6, "telemetry", { pose: { x: 3, y: 1, theta: 0 }, battery_pct: 89, charging: false, zone: "kitchen", distance_to_target: 1, busy: ["base"] }),

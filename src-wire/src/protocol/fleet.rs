@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{Activity, ApprovalView, Mode};
 
 /// What became of a command, or of a message that was not one.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReplyStatus {
@@ -23,6 +24,7 @@ pub enum ReplyStatus {
 }
 
 /// The answer on a robot's reply topic.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
     /// The command's id (absent when none could be read).
@@ -42,6 +44,7 @@ pub struct Reply {
 }
 
 /// An approval waiting somewhere in the fleet.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetApproval {
     /// The robot it waits on.
@@ -51,6 +54,7 @@ pub struct FleetApproval {
 }
 
 /// One robot's row on the board.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RobotRow {
     /// Its id.
@@ -80,6 +84,7 @@ pub struct RobotRow {
 }
 
 /// The whole fleet on one board.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FleetBoard {
     /// Where the broker is (`mqtt://…`).

@@ -18,6 +18,7 @@ use crate::mapview::MapView;
 use crate::world::World;
 
 /// What a connected face may do.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -28,6 +29,7 @@ pub enum Role {
 }
 
 /// A skill as a face needs it to edit an approval's arguments.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkillView {
     /// Its name (`navigate_to`, `mcp.time.get_current_time`).
@@ -41,6 +43,7 @@ pub struct SkillView {
 }
 
 /// The first frame of every connection.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
     /// What this face may do.
@@ -51,6 +54,7 @@ pub struct Hello {
     pub map: MapView,
     /// The whole world (zones and their names, routes, the robot's limits),
     /// for a face that plans and checks as the console does.
+    #[cfg_attr(feature = "ts", ts(type = "unknown"))]
     pub world: World,
     /// The registry's skills, for the approval editor.
     pub skills: Vec<SkillView>,
@@ -59,6 +63,7 @@ pub struct Hello {
 }
 
 /// One frame from the run to a face, tagged by `type`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMessage {

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One memory put into the model's input, and why.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryUse {
     /// The memory's id.
@@ -22,6 +23,7 @@ pub struct MemoryUse {
 }
 
 /// How much a run remembers (the snapshot's `memory`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemorySize {
     /// Searchable long-term memories (summaries, imported facts).

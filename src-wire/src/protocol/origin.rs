@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::frame::Role;
 
 /// Where a command came from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
     /// The door it came through.
@@ -31,6 +32,7 @@ pub struct Origin {
 }
 
 /// The doors a command comes in through.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Risk level (seed 001 §5).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {

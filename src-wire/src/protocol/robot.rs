@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// A fault or world change injected into a simulated robot.
 ///
 /// Real robots refuse these ([`LinkError::Unsupported`]).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case")]
 pub enum Fault {
@@ -68,6 +69,7 @@ fn default_camera_fault() -> String {
 }
 
 /// Progress of a running navigation or dock goal (Nav2's feedback fields).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NavFeedback {
     /// Path length still to go, metres.
@@ -81,6 +83,7 @@ pub struct NavFeedback {
 }
 
 /// An incident the robot can currently perceive.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incident {
     /// Zone it is in.

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A run as it was assembled.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// Who decides.
@@ -25,6 +26,7 @@ pub struct RunInfo {
 }
 
 /// The brain a run was given.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrainInfo {
     /// `model` (the rule brain standing in when it fails) or `rules`.
@@ -38,6 +40,7 @@ pub struct BrainInfo {
 }
 
 /// Which brain the config asked for.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BrainChoice {
@@ -51,6 +54,7 @@ pub enum BrainChoice {
 }
 
 /// The memory a run was given.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryInfo {
     /// How it retrieves.
@@ -62,6 +66,7 @@ pub struct MemoryInfo {
 }
 
 /// How a run's memory retrieves.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryMode {
@@ -77,6 +82,7 @@ pub enum MemoryMode {
 }
 
 /// One configured MCP service.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceInfo {
     /// Its name: its tools are skills `mcp.<name>.<tool>`.
