@@ -692,3 +692,105 @@ impl Engine {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brain::{Brain, BrainError};
+    use crate::config::Config;
+    use crate::protocol::{Command, Event, Origin, TaskStatus};
+    use crate::react::Decision;
+    use crate::skills::SkillRegistry;
+    use crate::world::World;
+
+    /// A model that answers the first decision at once and thinks about the
+    /// second for `ticks` ticks, then fails, leaving the rule brain's answer
+    /// for the world it was asked about — as `LlmBrain` does.
+    struct SlowModel {
+        asked: u32,
+        ticks: u32,
+        stale: Option<Decision>,
+    }
+
+    impl Brain for SlowModel {
+        fn kind(&self) -> BrainKind {
+            BrainKind::Model
+        }
+
+        fn decide(&mut self, obs: &Observation, registry: &SkillRegistry) -> Thinking {
+            self.asked += 1;
+            let rules = crate::brain::rule::decide(obs, registry);
+            if self.asked == 2 {
+                self.stale = Some(rules);
+                return Thinking::Pending;
+            }
+            Thinking::Done(Ok((rules, BrainKind::Rule)))
+        }
+
+        fn poll(&mut self, _events: &mut Vec<EventKind>) -> Thinking {
+            self.ticks = self.ticks.saturating_sub(1);
+            match (self.ticks, self.stale.take()) {
+                (0, Some(stale)) => Thinking::Done(Ok((stale, BrainKind::Fallback))),
+                (_, stale) => {
+                    self.stale = stale;
+                    if self.stale.is_some() {
+                        Thinking::Pending
+                    } else {
+                        Thinking::Done(Err(BrainError::Unavailable("nothing pending".into())))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Issue 40: a fallback computed at the progress check was applied after
+    /// the robot had arrived, and the next decision sent `navigate_to` again.
+    #[test]
+    fn a_step_that_ends_while_the_model_thinks_counts_and_a_stale_fallback_is_redone() {
+        let config = Config::default();
+        let apartment = World::builtin("apartment").unwrap();
+        let mut engine = super::Engine::simulated(&config, apartment).unwrap();
+        // Thinking for 60 sim seconds: the kitchen is reached meanwhile.
+        engine.set_brain(Box::new(SlowModel {
+            asked: 0,
+            ticks: 600,
+            stale: None,
+        }));
+        engine.submit(
+            Command::Say {
+                text: "go to the kitchen".into(),
+            },
+            Origin::console(),
+        );
+        let mut events: Vec<Event> = Vec::new();
+        while engine.time() < 120.0 {
+            engine.tick(&mut events);
+        }
+        let sent = events
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, EventKind::Skill { skill, status: SkillStatus::Dispatched, .. } if skill == "navigate_to")
+            })
+            .count();
+        assert_eq!(sent, 1, "navigate_to was sent again");
+        let last = events.iter().rev().find_map(|e| match &e.kind {
+            EventKind::Decision {
+                decision_type,
+                brain,
+                reason,
+                ..
+            } => Some((*decision_type, *brain, reason.clone())),
+            _ => None,
+        });
+        assert_eq!(
+            last.map(|(d, b, _)| (d, b)),
+            Some((DecisionType::Finish, BrainKind::Fallback))
+        );
+        assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Log { message, .. } if message.starts_with("the world moved while the model thought (the plan moved from step 1 to step 2)"))));
+        assert_eq!(
+            engine.state().queue.last().unwrap().status,
+            TaskStatus::Succeeded
+        );
+        assert_eq!(engine.state().telemetry.zone.as_deref(), Some("kitchen"));
+    }
+}
