@@ -152,6 +152,165 @@ fn a_hang_times_out_and_falls_back() {
     let call = of_kind(&events, "llm_call")[0];
     assert_eq!(call["outcome"], "timeout");
     assert_eq!(call["error"], "no reply within 1.5 s");
+    assert_eq!(
+        call["attempts"], 1,
+        "the request reached the server: one attempt"
+    );
+    assert_eq!(server.received().len(), 1);
+}
+
+/// Issue 40: SmolLM2 wrote 5 300 tokens of one sentence. Every request caps
+/// the reply; a reply that reached the cap is `truncated`, and the repair
+/// says it was cut off rather than that it is not JSON.
+#[test]
+fn a_reply_cut_at_max_tokens_is_truncated_and_the_repair_says_so() {
+    const CUT: &str = r#"
+[[reply]]
+content = "{\"type\": \"CONTINUE\", \"reason\": \"I will go to the kitchen. I will go to the kitchen. I will go"
+finish_reason = "length"
+"#;
+    let (server, events) = then_good("llm-length", CUT);
+    let calls = of_kind(&events, "llm_call");
+    assert_eq!(calls[0]["purpose"], "decide");
+    assert_eq!(calls[0]["outcome"], "truncated");
+    assert_eq!(
+        calls[0]["error"],
+        "the reply reached max_tokens (400) before it was complete"
+    );
+    assert_eq!(
+        (&calls[1]["purpose"], &calls[1]["outcome"]),
+        (&json!("repair"), &json!("ok"))
+    );
+    let received = server.received();
+    let repair = received[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        repair.starts_with(
+            "Your reply was rejected: your reply was cut off: it reached the limit of 400 tokens"
+        ),
+        "{repair}"
+    );
+    assert!(!repair.contains("not valid JSON"), "{repair}");
+    assert_eq!(first_decision(&events)["brain"], "model");
+    for r in &received {
+        assert_eq!(
+            r.body["max_tokens"], 400,
+            "every decision request is capped"
+        );
+        let reason = &r.body["tools"][0]["function"]["parameters"]["properties"]["reason"];
+        assert_eq!(reason["maxLength"], 300, "{reason}");
+    }
+}
+
+/// Each role asks with its own cap, and an intent call's `llm_call` names
+/// the form it was asked in (tools), not the decisions' mode.
+#[test]
+fn each_role_asks_for_its_own_max_tokens_and_names_its_own_form() {
+    let script = r#"
+[[reply]]
+tool_calls = [{ name = "navigate_to", arguments = { zone = "kitchen" } }]
+
+[[reply]]
+decision = { type = "CONTINUE", reason = "go", ops = [{ op = "dispatch", skill = "navigate_to", args = { zone = "kitchen" } }] }
+"#;
+    let (server, dir) = mock("llm-caps", script);
+    let llm = "structured = \"json\"\nmax_tokens = { decide = 123, intent = 45 }";
+    let events = run(&server, &dir, "我饿了，去做饭的地方", llm, 3.0);
+    let calls = of_kind(&events, "llm_call");
+    assert_eq!(
+        (&calls[0]["purpose"], &calls[0]["structured"]),
+        (&json!("intent"), &json!("tools"))
+    );
+    assert_eq!(
+        (&calls[1]["purpose"], &calls[1]["structured"]),
+        (&json!("decide"), &json!("json"))
+    );
+    let received = server.received();
+    assert_eq!(received[0].body["max_tokens"], 45);
+    assert_eq!(received[1].body["max_tokens"], 123);
+}
+
+/// Issue 40: on a one-slot server a memory summary held the slot for 60 s
+/// and the decision waited. Here the server works on one request at a time
+/// and the summary would take an hour: the summary gives its slot up, the
+/// decision is answered, and the summary is sent again after it.
+#[test]
+fn a_background_call_gives_the_only_slot_to_a_decision() {
+    let (server, _dir) = mock(
+        "llm-slots",
+        r#"
+slots = 1
+
+[[reply]]
+content = "a summary that takes an hour"
+latency_ms = 3600000
+
+[[reply]]
+content = "the decision"
+
+[[reply]]
+content = "the summary"
+"#,
+    );
+    let config = LlmConfig {
+        base_url: Some(server.base_url()),
+        timeout_s: 60.0,
+        ..LlmConfig::default()
+    };
+    assert_eq!(
+        config.effective_slots(),
+        1,
+        "a loopback endpoint has one slot"
+    );
+    let client = LlmClient::new(&config).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ask = |text: &str| json!({"model": "m", "messages": [{"role": "user", "content": text}]});
+    let summary = {
+        let client = client.clone();
+        let body = ask("summarise");
+        rt.spawn(async move { client.chat(body, &mut |_| {}).await })
+    };
+    // The summary is being served before the decision is asked for.
+    while server.received().is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let decision = rt.block_on(client.chat_as(
+        robobrain_core::llm::Role::Decide,
+        ask("decide"),
+        &mut |_| {},
+    ));
+    assert_eq!(decision.reply.unwrap().first_text(), "the decision");
+    let summary = rt.block_on(summary).unwrap();
+    assert_eq!(summary.reply.unwrap().first_text(), "the summary");
+    assert_eq!(summary.stats.attempts, 2, "sent again after yielding");
+    let order: Vec<String> = server
+        .received()
+        .iter()
+        .map(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(order, ["summarise", "decide", "summarise"]);
+    // Each call was capped by its role.
+    let caps: Vec<Value> = server
+        .received()
+        .iter()
+        .map(|r| r.body["max_tokens"].clone())
+        .collect();
+    assert_eq!(caps, [json!(300), json!(400), json!(300)]);
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! The inner loop (seed 003 R1–R8) as data: the per-task [`ReactState`] and
 //! the [`PlanStep`]s it walks, the [`Observation`] a brain sees, the
-//! [`Decision`] it returns, the guardrails that judge its ops, the loop
-//! guards, and [`step::step`], the loop's transitions as one pure function.
+//! [`Decision`] it returns, the world's check of what a decision claims
+//! ([`claims`]), the guardrails that judge its ops, the loop guards, and
+//! [`step::step`], the loop's transitions as one pure function.
 //! The engine drives it; nothing in here does IO.
 
+pub mod claims;
 pub mod decision;
 pub mod guardrails;
 pub mod guards;
@@ -43,6 +45,10 @@ pub enum Phase {
     Deciding {
         /// What the brain was shown.
         observation: Box<Observation>,
+        /// The goal carrying the task's step while the brain thinks (its
+        /// end is the step's end, recorded for the decision after this one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step_goal: Option<String>,
     },
     /// An op waits for the operator (R5).
     AwaitingApproval {
@@ -66,10 +72,20 @@ pub struct ReactState {
     pub progress: ProgressTracker,
     /// Sim time of the next progress check while a step runs.
     pub next_check: f64,
+    /// The brain's claims the world contradicted in a row
+    /// ([`claims`]); at [`step::CONTRADICTIONS_BEFORE_RULES`] the rule brain
+    /// decides the next turn.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub contradicted: u32,
     /// Ops the operator approved while the task was set aside: dispatched
     /// when it runs again, without asking twice.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approved: Vec<Op>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One step of a plan: a skill call.

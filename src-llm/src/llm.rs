@@ -7,6 +7,7 @@
 //! - [`accumulate`]: rebuilding a reply (content, tool calls, usage) from
 //!   streamed chunks — pure.
 //! - [`retry`]: the backoff policy — pure.
+//! - [`slots`]: how many calls an endpoint works on at once, decisions first.
 //! - [`worker`]: a background thread with its own small tokio runtime, so the
 //!   synchronous engine never blocks on the network.
 //! - [`prompt`]: prompt templates (`assets/prompts/*.txt`) with `{var}` substitution.
@@ -23,12 +24,13 @@ pub mod mock_server;
 pub mod model_name;
 pub mod prompt;
 pub mod retry;
+pub mod slots;
 pub mod worker;
 
 use thiserror::Error;
 
 pub use client::{CallResult, CallStats, LlmClient};
-pub use config::{LlmConfig, Secret, Structured};
+pub use config::{LlmConfig, MaxTokens, Role, Secret, Structured};
 pub use worker::{LlmWorker, Update};
 
 /// Why a model call gave no usable reply. Messages never contain the API key.

@@ -12,7 +12,8 @@ use super::{Engine, PendingApproval};
 use crate::brain::Thinking;
 use crate::kernel::Task;
 use crate::protocol::{
-    ApprovalStatus, DecisionView, EventKind, Mode, Node, Op, SkillStatus, SpeechTrack, Verdict,
+    ApprovalStatus, BrainKind, DecisionType, DecisionView, EventKind, Mode, Node, Op, SkillStatus,
+    SpeechTrack, Verdict,
 };
 use crate::react::guardrails::{GuardContext, Judged, judge};
 use crate::react::observation::{PLAN_WINDOW, PreemptObs, RunningGoalObs};
@@ -28,6 +29,21 @@ enum Dispatched {
     Ended(Box<Completion>),
     /// It could not start (the task has been told).
     Refused,
+}
+
+/// Where task `task` must end, when its success is a place: a `goto`'s
+/// zone, as its plan has it now (an operator's edit may have changed it).
+fn goal_zone(task: &Task) -> Option<String> {
+    if !matches!(task.kind, crate::kernel::TaskKind::Goto { .. }) {
+        return None;
+    }
+    task.plan
+        .iter()
+        .rev()
+        .find(|s| s.skill == "navigate_to")
+        .and_then(|s| s.args.get("zone"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 impl Engine {
@@ -86,6 +102,11 @@ impl Engine {
                             });
                         }
                     }
+                    Effect::ThinkByRules => {
+                        if let Some(obs) = obs {
+                            next = Some(self.think_by_rules(obs));
+                        }
+                    }
                     Effect::Poll => self.poll_brain(id),
                     Effect::Decided {
                         iteration,
@@ -93,22 +114,14 @@ impl Engine {
                         reason,
                         ops,
                         brain,
-                    } => {
-                        self.state.last_decision = Some(DecisionView {
-                            iteration,
-                            decision_type,
-                            reason: reason.clone(),
-                            brain,
-                        });
-                        self.emit(EventKind::Decision {
-                            task_id: id.to_string(),
-                            iteration,
-                            decision_type,
-                            reason,
-                            brain,
-                            ops,
-                        });
-                    }
+                    } => self.record_decision(id, iteration, decision_type, reason, ops, brain),
+                    Effect::Contradicted { claim, reason } => self.log(
+                        "warn",
+                        &format!(
+                            "kernel: the world contradicts the brain's {}: {reason}; nothing of it was done",
+                            claim.as_str()
+                        ),
+                    ),
                     Effect::SkipStep => {
                         if let Some(t) = self.state.queue.get_mut(id) {
                             t.cursor += 1;
@@ -159,6 +172,49 @@ impl Engine {
         }
     }
 
+    /// R2 by the rule brain, the brain's claims having been contradicted
+    /// too often in a row.
+    fn think_by_rules<'a>(&mut self, obs: &'a Observation) -> Input<'a> {
+        self.log(
+            "warn",
+            &format!(
+                "kernel: the brain's claims were contradicted {} times in a row: the rule brain decides this turn",
+                crate::react::step::CONTRADICTIONS_BEFORE_RULES
+            ),
+        );
+        let decision = crate::brain::rule::decide(obs, &self.mind.registry);
+        Input::Answered {
+            obs,
+            answer: Ok((decision, BrainKind::Fallback)),
+        }
+    }
+
+    /// R2's decision on record: the state's last decision and the `decision` event.
+    fn record_decision(
+        &mut self,
+        id: &str,
+        iteration: u32,
+        decision_type: DecisionType,
+        reason: String,
+        ops: Vec<Op>,
+        brain: BrainKind,
+    ) {
+        self.state.last_decision = Some(DecisionView {
+            iteration,
+            decision_type,
+            reason: reason.clone(),
+            brain,
+        });
+        self.emit(EventKind::Decision {
+            task_id: id.to_string(),
+            iteration,
+            decision_type,
+            reason,
+            brain,
+            ops,
+        });
+    }
+
     /// One ReAct iteration for task `id`: R1 here, the rest as the step machine asks.
     fn iterate(&mut self, id: &str, no_progress: Option<String>) {
         self.node(Node::BuildObservation);
@@ -185,17 +241,52 @@ impl Engine {
         self.drive(id, effects, Some(&obs));
     }
 
-    /// Polls a brain that is still thinking about task `id`.
+    /// Polls a brain that is still thinking about task `id`. Its answer is
+    /// checked against the world as it is now; a fallback the rule brain
+    /// computed for a world that has since moved is computed again.
     pub(super) fn poll_brain(&mut self, id: &str) {
         let mut events = Vec::new();
         let thinking = self.mind.brain.poll(&mut events);
         for e in events {
             self.emit(e);
         }
-        if let Thinking::Done(answer) = thinking {
-            let effects = self.step(id, Input::Polled { answer });
-            self.drive(id, effects, None);
+        let Thinking::Done(mut answer) = thinking else {
+            return;
+        };
+        let Some(task) = self.state.queue.get(id) else {
+            return;
+        };
+        let asked = match &task.react.phase {
+            Phase::Deciding { observation, .. } => Some(observation.as_ref().clone()),
+            _ => None,
+        };
+        let no_progress = asked.as_ref().and_then(|o| o.no_progress.clone());
+        let Some(mut now) = self.observe(id, no_progress) else {
+            return;
+        };
+        if let Some(asked) = &asked {
+            if now.last_result.is_none() {
+                now.last_result.clone_from(&asked.last_result);
+            }
+            if let (Ok((_, BrainKind::Fallback)), Some(why)) = (&answer, now.moved_since(asked)) {
+                self.log(
+                    "info",
+                    &format!(
+                        "the world moved while the model thought ({why}): the rule brain decides again on what it says now"
+                    ),
+                );
+                answer = Ok((
+                    crate::brain::rule::decide(&now, &self.mind.registry),
+                    BrainKind::Fallback,
+                ));
+                // The new result is in the decision just made: consumed.
+                if let Some(t) = self.state.queue.get_mut(id) {
+                    t.react.last = None;
+                }
+            }
         }
+        let effects = self.step(id, Input::Polled { answer, now: &now });
+        self.drive(id, effects, None);
     }
 
     /// K6 found the running step making no progress: one more failure of its skill.
@@ -240,6 +331,7 @@ impl Engine {
             task_id: task.id.clone(),
             task_kind: task.kind.name().into(),
             title: task.title(),
+            goal_zone: goal_zone(task),
             plan: task.plan_ahead(PLAN_WINDOW),
             step: task.cursor,
             plan_len: task.plan.len(),
@@ -598,5 +690,107 @@ impl Engine {
             code: "unknown_approval".into(),
             message,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brain::{Brain, BrainError};
+    use crate::config::Config;
+    use crate::protocol::{Command, Event, Origin, TaskStatus};
+    use crate::react::Decision;
+    use crate::skills::SkillRegistry;
+    use crate::world::World;
+
+    /// A model that answers the first decision at once and thinks about the
+    /// second for `ticks` ticks, then fails, leaving the rule brain's answer
+    /// for the world it was asked about — as `LlmBrain` does.
+    struct SlowModel {
+        asked: u32,
+        ticks: u32,
+        stale: Option<Decision>,
+    }
+
+    impl Brain for SlowModel {
+        fn kind(&self) -> BrainKind {
+            BrainKind::Model
+        }
+
+        fn decide(&mut self, obs: &Observation, registry: &SkillRegistry) -> Thinking {
+            self.asked += 1;
+            let rules = crate::brain::rule::decide(obs, registry);
+            if self.asked == 2 {
+                self.stale = Some(rules);
+                return Thinking::Pending;
+            }
+            Thinking::Done(Ok((rules, BrainKind::Rule)))
+        }
+
+        fn poll(&mut self, _events: &mut Vec<EventKind>) -> Thinking {
+            self.ticks = self.ticks.saturating_sub(1);
+            match (self.ticks, self.stale.take()) {
+                (0, Some(stale)) => Thinking::Done(Ok((stale, BrainKind::Fallback))),
+                (_, stale) => {
+                    self.stale = stale;
+                    if self.stale.is_some() {
+                        Thinking::Pending
+                    } else {
+                        Thinking::Done(Err(BrainError::Unavailable("nothing pending".into())))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Issue 40: a fallback computed at the progress check was applied after
+    /// the robot had arrived, and the next decision sent `navigate_to` again.
+    #[test]
+    fn a_step_that_ends_while_the_model_thinks_counts_and_a_stale_fallback_is_redone() {
+        let config = Config::default();
+        let apartment = World::builtin("apartment").unwrap();
+        let mut engine = super::Engine::simulated(&config, apartment).unwrap();
+        // Thinking for 60 sim seconds: the kitchen is reached meanwhile.
+        engine.set_brain(Box::new(SlowModel {
+            asked: 0,
+            ticks: 600,
+            stale: None,
+        }));
+        engine.submit(
+            Command::Say {
+                text: "go to the kitchen".into(),
+            },
+            Origin::console(),
+        );
+        let mut events: Vec<Event> = Vec::new();
+        while engine.time() < 120.0 {
+            engine.tick(&mut events);
+        }
+        let sent = events
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, EventKind::Skill { skill, status: SkillStatus::Dispatched, .. } if skill == "navigate_to")
+            })
+            .count();
+        assert_eq!(sent, 1, "navigate_to was sent again");
+        let last = events.iter().rev().find_map(|e| match &e.kind {
+            EventKind::Decision {
+                decision_type,
+                brain,
+                reason,
+                ..
+            } => Some((*decision_type, *brain, reason.clone())),
+            _ => None,
+        });
+        assert_eq!(
+            last.map(|(d, b, _)| (d, b)),
+            Some((DecisionType::Finish, BrainKind::Fallback))
+        );
+        assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Log { message, .. } if message.starts_with("the world moved while the model thought (the plan moved from step 1 to step 2)"))));
+        assert_eq!(
+            engine.state().queue.last().unwrap().status,
+            TaskStatus::Succeeded
+        );
+        assert_eq!(engine.state().telemetry.zone.as_deref(), Some("kitchen"));
     }
 }

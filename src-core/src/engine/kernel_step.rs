@@ -109,16 +109,22 @@ impl Engine {
             .task_id
             .as_deref()
             .and_then(|id| self.state.queue.get(id))
-            .is_some_and(
-                |t| matches!(&t.react.phase, Phase::Running { goal_id } if *goal_id == c.goal_id),
-            );
+            .is_some_and(|t| match &t.react.phase {
+                Phase::Running { goal_id }
+                | Phase::Deciding {
+                    step_goal: Some(goal_id),
+                    ..
+                } => *goal_id == c.goal_id,
+                _ => false,
+            });
         if is_step {
             self.step_ended(c);
         }
     }
 
     /// R7 for the task's current step: the plan moves on after a success,
-    /// failures are counted, and the loop is ready to decide again.
+    /// failures are counted, and the loop is ready to decide again (or,
+    /// when the brain is thinking, to decide again after its answer).
     pub(super) fn step_ended(&mut self, c: &Completion) {
         let Some(task) = c
             .task_id
@@ -127,7 +133,11 @@ impl Engine {
         else {
             return;
         };
-        task.react.phase = Phase::Ready;
+        match &mut task.react.phase {
+            // The brain still thinks: the result waits for the decision after its answer.
+            Phase::Deciding { step_goal, .. } => *step_goal = None,
+            phase => *phase = Phase::Ready,
+        }
         let failure = match &c.result {
             GoalResult::Succeeded { .. } => {
                 task.failures.remove(&c.skill);

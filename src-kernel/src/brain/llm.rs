@@ -276,7 +276,9 @@ impl LlmBrain {
         Thinking::Done(Ok((pending.fallback, BrainKind::Fallback)))
     }
 
-    fn account(&mut self, purpose: &str, result: &CallResult) {
+    /// The `llm_call` event of a call made for `purpose`, asked in the
+    /// `structured` form (the decision's mode, or `tools` for an intent).
+    fn account(&mut self, purpose: &str, structured: &str, result: &CallResult) {
         for r in &result.stats.retries {
             self.notes.push(log(
                 "warn",
@@ -289,6 +291,13 @@ impl LlmBrain {
         }
         let usage = result.reply.as_ref().ok().and_then(|c| c.usage);
         let (outcome, error) = match &result.reply {
+            Ok(c) if cut_off(c) => (
+                "truncated".to_string(),
+                format!(
+                    "the reply reached max_tokens ({}) before it was complete",
+                    self.cap(purpose)
+                ),
+            ),
             Ok(_) => ("ok".to_string(), String::new()),
             Err(e) => (e.kind().to_string(), e.to_string()),
         };
@@ -301,9 +310,14 @@ impl LlmBrain {
             first_token_ms: result.stats.first_token.map(|d| d.as_millis() as u64),
             prompt_tokens: usage.map(|u| u.prompt_tokens),
             completion_tokens: usage.map(|u| u.completion_tokens),
-            structured: self.mode.as_str().into(),
+            structured: structured.into(),
             error,
         })));
+    }
+
+    /// The reply cap of a call made for `purpose`.
+    fn cap(&self, purpose: &str) -> u32 {
+        crate::llm::Role::of_purpose(purpose).max_tokens(&self.config.max_tokens)
     }
 
     /// The pending call ended with `result`: a decision, a repair, a
@@ -332,6 +346,10 @@ impl LlmBrain {
             }
         };
         let verdict = match reply::decision_text(completion) {
+            _ if cut_off(completion) => Err(format!(
+                "your reply was cut off: it reached the limit of {} tokens before it was complete. Answer again, shorter: one short sentence of reason, only the ops needed",
+                self.cap(pending.purpose)
+            )),
             Err(problem) => Err(problem),
             Ok(text) => {
                 let parsed = match self.skills.as_ref() {
@@ -446,7 +464,8 @@ impl LlmBrain {
             return false;
         };
         let (_, utterance) = self.asked.remove(i);
-        self.account(purpose, result);
+        // Asked with the skills as tools, whatever the decisions' mode.
+        self.account(purpose, Structured::Tools.as_str(), result);
         self.heard.push((utterance, result.clone()));
         true
     }
@@ -474,6 +493,14 @@ impl LlmBrain {
             }
         }
     }
+}
+
+/// Whether the model stopped at its token cap rather than at its end.
+fn cut_off(completion: &crate::llm::accumulate::Completion) -> bool {
+    completion
+        .choices
+        .get(&0)
+        .is_some_and(|c| c.finish_reason.as_deref() == Some("length"))
 }
 
 /// The decision with each dispatched skill under its own name again (the
@@ -586,7 +613,8 @@ impl Brain for LlmBrain {
                     purpose,
                     result,
                 } => {
-                    self.account(&purpose, &result);
+                    let mode = self.mode.as_str();
+                    self.account(&purpose, mode, &result);
                     if Some(id) == current
                         && let Some(pending) = self.pending.take()
                     {

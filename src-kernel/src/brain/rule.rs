@@ -130,6 +130,11 @@ pub fn decide(obs: &Observation, registry: &SkillRegistry) -> Decision {
         Some(LastResult::Resumed { after }) => {
             start(obs, D::Continue, &format!("resume after {after}:"))
         }
+        Some(LastResult::Contradicted { reason, .. }) => start(
+            obs,
+            D::Continue,
+            &format!("the world says otherwise ({reason});"),
+        ),
         Some(LastResult::Succeeded { skill, .. })
             if skill == "watch"
                 && let Some(d) = emergency(obs) =>

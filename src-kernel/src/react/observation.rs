@@ -54,6 +54,14 @@ pub enum LastResult {
         /// The operator's reason.
         reason: String,
     },
+    /// The world contradicted what the brain's last decision claimed
+    /// (`react::claims`): nothing of it was carried out.
+    Contradicted {
+        /// The decision type that claimed it (`FINISH`, …).
+        claim: crate::protocol::DecisionType,
+        /// What the world says instead.
+        reason: String,
+    },
     /// The task runs again after being set aside.
     Resumed {
         /// Why it had stopped.
@@ -99,6 +107,10 @@ pub struct Observation {
     pub task_kind: String,
     /// Task in words.
     pub title: String,
+    /// Where the task must end, when its success is a place (a `goto`'s
+    /// zone): the robot there, not a brain's word, makes it done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal_zone: Option<String>,
     /// The plan ahead: the step the task is on and at most
     /// [`PLAN_WINDOW`]` - 1` after it (a summary, like the rest: a long patrol
     /// does not grow every observation).
@@ -156,6 +168,38 @@ impl Observation {
     pub fn on_last_step(&self) -> bool {
         self.step + 1 >= self.plan_len
     }
+
+    /// What changed between `earlier` and this observation of the same task
+    /// that a decision about `earlier` may not fit — the plan moved on, a
+    /// goal of the task started or ended, a new result came in, another
+    /// task began to wait, the robot changed zone — or `None`.
+    pub fn moved_since(&self, earlier: &Observation) -> Option<String> {
+        let goals = |o: &Observation| -> Vec<String> {
+            o.running.iter().map(|g| g.goal_id.clone()).collect()
+        };
+        if self.step != earlier.step {
+            Some(format!(
+                "the plan moved from step {} to step {}",
+                earlier.step + 1,
+                self.step + 1
+            ))
+        } else if goals(self) != goals(earlier) {
+            Some("the task's running goals changed".into())
+        } else if self.last_result != earlier.last_result {
+            Some("a new result came in".into())
+        } else if self.preempt != earlier.preempt {
+            Some("another task waits to run".into())
+        } else if self.zone != earlier.zone {
+            let name = |z: &Option<String>| z.clone().unwrap_or_else(|| "nowhere known".into());
+            Some(format!(
+                "the robot went from {} to {}",
+                name(&earlier.zone),
+                name(&self.zone)
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// An observation of a one-step `goto kitchen` task, for unit tests.
@@ -166,6 +210,7 @@ pub(crate) fn sample() -> Observation {
         task_id: "t1".into(),
         task_kind: "goto".into(),
         title: "go to kitchen".into(),
+        goal_zone: None,
         plan: vec![PlanStep::navigate("kitchen")],
         step: 0,
         plan_len: 1,
@@ -202,5 +247,29 @@ mod tests {
         o.plan_len = 1;
         o.step = 0;
         assert!(o.on_last_step(), "a one-step plan's only step");
+    }
+
+    #[test]
+    fn a_world_that_moved_says_how() {
+        let asked = sample();
+        let mut now = asked.clone();
+        now.time = 30.0;
+        now.distance_to_target = Some(1.0);
+        assert_eq!(now.moved_since(&asked), None, "time alone is no move");
+        now.zone = Some("kitchen".into());
+        assert_eq!(
+            now.moved_since(&asked).unwrap(),
+            "the robot went from hall to kitchen"
+        );
+        now.last_result = Some(LastResult::Succeeded {
+            skill: "navigate_to".into(),
+            args: serde_json::json!({"zone": "kitchen"}),
+        });
+        assert_eq!(now.moved_since(&asked).unwrap(), "a new result came in");
+        now.step = 1;
+        assert_eq!(
+            now.moved_since(&asked).unwrap(),
+            "the plan moved from step 1 to step 2"
+        );
     }
 }

@@ -20,10 +20,16 @@ use crate::config::KernelConfig;
 use crate::protocol::{BrainKind, DecisionType, Node, Op, TaskStatus, Verdict};
 use crate::react::BrainError;
 use crate::react::guardrails::Judged;
-use crate::react::{Decision, LastResult, Observation, Phase, ReactState, guards};
+use crate::react::{Decision, LastResult, Observation, Phase, ReactState, claims, guards};
 
 /// Slack on sim-time comparisons (ticks add up `tick_s` in floating point).
 const EPS: f64 = 1e-9;
+
+/// A brain's claims the world contradicted in a row before the rule brain
+/// decides a turn in its place (the contradiction is told to the brain
+/// first; a brain that keeps claiming what is not so is not asked again
+/// until the rules have moved the task on).
+pub const CONTRADICTIONS_BEFORE_RULES: u32 = 2;
 
 /// What the loop is told.
 #[derive(Debug)]
@@ -61,6 +67,9 @@ pub enum Input<'a> {
     Polled {
         /// Its answer.
         answer: Result<(Decision, BrainKind), BrainError>,
+        /// The world as it is now (the robot went on while the brain
+        /// thought): what the answer's claims are checked against.
+        now: &'a Observation,
     },
     /// R4: the guardrails' verdicts on the decision's ops, in op order.
     Judged {
@@ -129,6 +138,19 @@ pub enum Effect {
     Think,
     /// R2: poll the thinking brain; answer [`Input::Polled`] when it is done.
     Poll,
+    /// R2: the brain's claims were contradicted
+    /// [`CONTRADICTIONS_BEFORE_RULES`] times in a row: the rule brain
+    /// decides about the observation instead; answer [`Input::Answered`].
+    ThinkByRules,
+    /// R2: the world contradicts what the decision claimed (after its
+    /// `Decided`): nothing of it is carried out, and the next observation
+    /// tells the brain why.
+    Contradicted {
+        /// The decision type that claimed it.
+        claim: DecisionType,
+        /// What the world says instead.
+        reason: String,
+    },
     /// R2: record the decision as it stands after the kernel's overrules
     /// (the `decision` event).
     Decided {
@@ -191,6 +213,7 @@ pub fn step(mut state: ReactState, input: Input<'_>) -> (ReactState, Vec<Effect>
             // The loop guards speak first: the brain never sees a tripped loop.
             match guards::tripped(obs, limits) {
                 Some(reason) => decided(
+                    &mut state,
                     obs,
                     Ok((
                         Decision::new(DecisionType::AskHuman, reason),
@@ -198,18 +221,26 @@ pub fn step(mut state: ReactState, input: Input<'_>) -> (ReactState, Vec<Effect>
                     )),
                     &mut effects,
                 ),
+                None if state.contradicted >= CONTRADICTIONS_BEFORE_RULES => {
+                    effects.push(Effect::ThinkByRules);
+                }
                 None => effects.push(Effect::Think),
             }
         }
-        Input::Answered { obs, answer } => decided(obs, answer, &mut effects),
+        Input::Answered { obs, answer } => decided(&mut state, obs, answer, &mut effects),
         Input::Thinking { obs } => {
-            state.phase = Phase::Deciding { observation: obs };
+            let step_goal = match std::mem::take(&mut state.phase) {
+                Phase::Running { goal_id } => Some(goal_id),
+                _ => None,
+            };
+            state.phase = Phase::Deciding {
+                observation: obs,
+                step_goal,
+            };
         }
-        Input::Polled { answer } => {
-            if let Phase::Deciding { observation } =
-                std::mem::replace(&mut state.phase, Phase::Ready)
-            {
-                decided(&observation, answer, &mut effects);
+        Input::Polled { answer, now } => {
+            if let Phase::Deciding { .. } = std::mem::replace(&mut state.phase, Phase::Ready) {
+                decided(&mut state, now, answer, &mut effects);
             }
         }
         Input::Judged { decision, verdicts } => {
@@ -288,8 +319,10 @@ fn wake(
     effects.push(Effect::Observe { no_progress });
 }
 
-/// R2's answer: the kernel's overrules, then R3 and the call for R4.
+/// R2's answer: the kernel's overrules, the world's check of its claims,
+/// then R3 and the call for R4.
 fn decided(
+    state: &mut ReactState,
     obs: &Observation,
     answer: Result<(Decision, BrainKind), BrainError>,
     effects: &mut Vec<Effect>,
@@ -320,6 +353,24 @@ fn decided(
         ops: decision.ops.clone(),
         brain,
     });
+    // A brain's word is not the world's: the rules and the kernel are
+    // trusted, a model's (or a script's) claims are checked.
+    let claimed = matches!(brain, BrainKind::Model | BrainKind::Scripted)
+        .then(|| claims::contradiction(&decision, obs))
+        .flatten();
+    if let Some(reason) = claimed {
+        let claim = decision.decision_type;
+        effects.push(Effect::Contradicted {
+            claim,
+            reason: reason.clone(),
+        });
+        state.last = Some(LastResult::Contradicted { claim, reason });
+        state.contradicted += 1;
+        state.iteration += 1;
+        state.phase = Phase::Ready;
+        return;
+    }
+    state.contradicted = 0;
     // R3: compile the plan patch.
     effects.push(Effect::Node(Node::CompileOps));
     if decision.plan_patch.as_ref().is_some_and(|p| p.skip_current) {
@@ -451,6 +502,16 @@ mod tests {
             max_skill_failures: 2,
             ..KernelConfig::default()
         }
+    }
+
+    /// The sample `goto kitchen` after its step succeeded, the robot in the kitchen.
+    fn arrived() -> Observation {
+        let mut obs = sample();
+        obs.goal_zone = Some("kitchen".into());
+        obs.plan.clear();
+        obs.step = 1;
+        obs.zone = Some("kitchen".into());
+        obs
     }
 
     fn in_phase(phase: Phase) -> ReactState {
@@ -619,6 +680,7 @@ mod tests {
     fn a_thinking_brain_is_polled_each_tick() {
         let deciding = in_phase(Phase::Deciding {
             observation: Box::new(sample()),
+            step_goal: None,
         });
         let (state, effects) = tick(deciding.clone(), 1.0, true);
         assert_eq!((state, effects), (deciding, vec![Effect::Poll]));
@@ -723,6 +785,111 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_the_world_contradicts_goes_back_to_the_brain_then_to_the_rules() {
+        let mut obs = sample();
+        obs.goal_zone = Some("kitchen".into());
+        let lie = || {
+            Ok((
+                Decision::new(DecisionType::Finish, "done").with_ops([go("moon")]),
+                BrainKind::Model,
+            ))
+        };
+        let (state, effects) = step(
+            ReactState::default(),
+            Input::Answered {
+                obs: &obs,
+                answer: lie(),
+            },
+        );
+        let reason = "FINISH, but step 1/1 (navigate_to {\"zone\":\"kitchen\"}) has not succeeded";
+        // The lie is on record, nothing of it runs, and the brain is told why.
+        assert_eq!(decision_of(&effects).0, DecisionType::Finish);
+        assert_eq!(
+            effects.last(),
+            Some(&Effect::Contradicted {
+                claim: DecisionType::Finish,
+                reason: reason.into()
+            })
+        );
+        assert!(
+            !effects
+                .iter()
+                .any(|e| matches!(e, Effect::Judge { .. } | Effect::Halt { .. }))
+        );
+        assert_eq!(
+            state.last,
+            Some(LastResult::Contradicted {
+                claim: DecisionType::Finish,
+                reason: reason.into()
+            })
+        );
+        assert_eq!(
+            (state.phase.clone(), state.iteration, state.contradicted),
+            (Phase::Ready, 1, 1)
+        );
+        let observed = |state: ReactState| {
+            step(
+                state,
+                Input::Observed {
+                    obs: &obs,
+                    limits: &limits(),
+                },
+            )
+        };
+        let (state, effects) = observed(state);
+        assert_eq!(
+            effects,
+            [Effect::Think],
+            "told once, the brain is asked again"
+        );
+        let (state, _) = step(
+            state,
+            Input::Answered {
+                obs: &obs,
+                answer: lie(),
+            },
+        );
+        assert_eq!(state.contradicted, 2);
+        let (state, effects) = observed(state);
+        assert_eq!(effects, [Effect::ThinkByRules], "twice: the rules decide");
+        // The rules' answer is believed, and the count starts again.
+        let rules = Decision::new(DecisionType::Continue, "start").with_ops([go("kitchen")]);
+        let (state, effects) = step(
+            state,
+            Input::Answered {
+                obs: &obs,
+                answer: Ok((rules.clone(), BrainKind::Fallback)),
+            },
+        );
+        assert_eq!(effects.last(), Some(&Effect::Judge { decision: rules }));
+        assert_eq!(state.contradicted, 0);
+    }
+
+    #[test]
+    fn only_the_rules_and_the_kernel_are_taken_at_their_word() {
+        for brain in [BrainKind::Rule, BrainKind::Fallback, BrainKind::Kernel] {
+            let input = Input::Answered {
+                obs: &sample(),
+                answer: Ok((Decision::new(DecisionType::Finish, "done"), brain)),
+            };
+            let effects = step(ReactState::default(), input).1;
+            assert!(
+                matches!(effects.last(), Some(Effect::Judge { .. })),
+                "{brain:?}"
+            );
+        }
+        let input = Input::Answered {
+            obs: &sample(),
+            answer: Ok((
+                Decision::new(DecisionType::Abort, "bored"),
+                BrainKind::Scripted,
+            )),
+        };
+        let effects = step(ReactState::default(), input).1;
+        assert!(matches!(effects.last(), Some(Effect::Contradicted { .. })));
+    }
+
+    #[test]
     fn a_brain_that_ignores_a_preemption_is_overruled() {
         let mut obs = sample();
         obs.preempt = Some(PreemptObs {
@@ -766,12 +933,17 @@ mod tests {
             },
         );
         assert_eq!(effects, []);
-        assert!(matches!(state.phase, Phase::Deciding { .. }));
+        assert!(matches!(
+            &state.phase,
+            Phase::Deciding { step_goal: Some(g), .. } if g == "g1"
+        ));
         let answer = Ok((
             Decision::new(DecisionType::Finish, "there"),
             BrainKind::Model,
         ));
-        let (state, effects) = step(state, Input::Polled { answer });
+        // Checked against the world as it is when the answer comes: arrived.
+        let now = arrived();
+        let (state, effects) = step(state, Input::Polled { answer, now: &now });
         assert_eq!(state.phase, Phase::Ready);
         assert_eq!(
             decision_of(&effects),
@@ -787,7 +959,8 @@ mod tests {
             Decision::new(DecisionType::Finish, "late"),
             BrainKind::Model,
         ));
-        let (state, effects) = step(in_phase(Phase::Halted), Input::Polled { answer });
+        let now = arrived();
+        let (state, effects) = step(in_phase(Phase::Halted), Input::Polled { answer, now: &now });
         assert_eq!((state.phase, effects), (Phase::Ready, vec![]));
     }
 

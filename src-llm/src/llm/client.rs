@@ -21,7 +21,9 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::accumulate::{Accumulator, Completion};
+use super::config::{MaxTokens, Role};
 use super::retry::{Backoff, Retryable, classify_status, parse_retry_after};
+use super::slots::Slots;
 use super::{LlmConfig, LlmError};
 use crate::rng::SplitMix64;
 
@@ -63,6 +65,9 @@ pub struct LlmClient {
     config: OpenAIConfig,
     backoff: Backoff,
     timeout: Duration,
+    max_tokens: MaxTokens,
+    /// The endpoint's slots, shared by every client of it in the process.
+    slots: Option<Arc<Slots>>,
 }
 
 impl LlmClient {
@@ -91,40 +96,59 @@ impl LlmClient {
                 max: Duration::from_millis(config.backoff_max_ms),
             },
             timeout,
+            max_tokens: config.max_tokens,
+            slots: super::slots::for_endpoint(
+                config.effective_base_url(),
+                config.effective_slots() as usize,
+            ),
         })
     }
 
-    /// Sends a chat-completions request (`body` is the JSON request; its
-    /// `stream` flag decides the transport) and returns the whole reply.
-    /// `on_text` gets each piece of choice 0's text as it streams.
+    /// Sends a chat-completions request as background work
+    /// ([`Role::Summary`]: its reply cap, and it yields its slot to any
+    /// other call); see [`LlmClient::chat_as`].
     pub async fn chat(&self, body: Value, on_text: &mut (dyn FnMut(&str) + Send)) -> CallResult {
+        self.chat_as(Role::Summary, body, on_text).await
+    }
+
+    /// Sends a chat-completions request made for `role` (`body` is the JSON
+    /// request; its `stream` flag decides the transport) and returns the
+    /// whole reply. `body` gets the role's `max_tokens` unless it sets its
+    /// own. With a slot limit on the endpoint the call waits for a slot
+    /// (decisions first), and a background call gives its slot up to a
+    /// more urgent one and sends again when it gets one back; the deadline
+    /// covers all of it. `on_text` gets each piece of choice 0's text as it
+    /// streams.
+    pub async fn chat_as(
+        &self,
+        role: Role,
+        mut body: Value,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> CallResult {
+        if let Some(fields) = body.as_object_mut()
+            && !fields.contains_key("max_completion_tokens")
+        {
+            fields
+                .entry("max_tokens")
+                .or_insert_with(|| role.max_tokens(&self.max_tokens).into());
+        }
         let started = Instant::now();
         let notes = Arc::new(Mutex::new(Attempts::default()));
         let client = self.openai(&notes);
         let mut first_token = None;
-        let streamed = body.get("stream").and_then(Value::as_bool) == Some(true);
         let call = async {
-            if streamed {
-                let mut stream = client
-                    .chat()
-                    .create_stream_byot::<Value, Value>(body)
-                    .await
-                    .map_err(map_error)?;
-                let mut acc = Accumulator::new();
-                while let Some(chunk) = stream.next().await {
-                    let chunk = chunk.map_err(map_error)?;
-                    let delta = acc.push_chunk(&chunk);
-                    if !delta.text.is_empty() {
-                        first_token.get_or_insert_with(|| started.elapsed());
-                        on_text(&delta.text);
+            loop {
+                let Some(slots) = &self.slots else {
+                    return attempt(&client, body.clone(), started, &mut first_token, on_text)
+                        .await;
+                };
+                let mut permit = slots.acquire(role.priority()).await;
+                tokio::select! {
+                    reply = attempt(&client, body.clone(), started, &mut first_token, on_text) => {
+                        return reply;
                     }
+                    () = permit.yielded() => {}
                 }
-                Ok(acc.finish())
-            } else {
-                let reply: Value = client.chat().create_byot(body).await.map_err(map_error)?;
-                let mut acc = Accumulator::new();
-                acc.push_completion(&reply);
-                Ok(acc.finish())
             }
         };
         let reply = match tokio::time::timeout(self.timeout, call).await {
@@ -145,6 +169,36 @@ impl LlmClient {
             },
         }
     }
+}
+
+/// One request and its reply, streamed or whole.
+async fn attempt(
+    client: &Client<OpenAIConfig>,
+    body: Value,
+    started: Instant,
+    first_token: &mut Option<Duration>,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> Result<Completion, LlmError> {
+    let mut acc = Accumulator::new();
+    if body.get("stream").and_then(Value::as_bool) == Some(true) {
+        let mut stream = client
+            .chat()
+            .create_stream_byot::<Value, Value>(body)
+            .await
+            .map_err(map_error)?;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(map_error)?;
+            let delta = acc.push_chunk(&chunk);
+            if !delta.text.is_empty() {
+                first_token.get_or_insert_with(|| started.elapsed());
+                on_text(&delta.text);
+            }
+        }
+    } else {
+        let reply: Value = client.chat().create_byot(body).await.map_err(map_error)?;
+        acc.push_completion(&reply);
+    }
+    Ok(acc.finish())
 }
 
 impl LlmClient {
@@ -239,12 +293,17 @@ struct RetryService {
 }
 
 impl RetryService {
-    fn note(&self, retry: Option<RetryNote>) {
+    /// An attempt starts: counted now, so one a deadline cuts short counts too.
+    fn started(&self) {
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .count += 1;
+    }
+
+    fn note(&self, retry: RetryNote) {
         let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
-        notes.count += 1;
-        if let Some(r) = retry {
-            notes.retries.push(r);
-        }
+        notes.retries.push(retry);
     }
 
     async fn send(self, factory: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
@@ -252,6 +311,7 @@ impl RetryService {
         let mut retry = 0;
         loop {
             let request = factory.build().await?;
+            self.started();
             let outcome = self.http.execute(request).await;
             let (cause, retry_after) = match &outcome {
                 Ok(response) => {
@@ -271,11 +331,10 @@ impl RetryService {
                 Err(_) => (String::new(), None),
             };
             if cause.is_empty() || retry >= self.backoff.max_retries {
-                self.note(None);
                 return outcome.map_err(OpenAIError::Reqwest);
             }
             let delay = self.backoff.delay(retry, retry_after, rng.next_f64());
-            self.note(Some(RetryNote { cause, delay }));
+            self.note(RetryNote { cause, delay });
             tokio::time::sleep(delay).await;
             retry += 1;
         }

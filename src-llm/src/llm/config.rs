@@ -72,6 +72,81 @@ impl Structured {
     }
 }
 
+/// The longest reply each role may write, in tokens (`[llm.max_tokens]`,
+/// sent as `max_tokens`): a small model that repeats itself stops at the
+/// cap instead of holding the server for minutes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MaxTokens {
+    /// A decision (and its repair).
+    pub decide: u32,
+    /// Understanding an utterance.
+    pub intent: u32,
+    /// A summary or an analysis of a conversation, a home turn's summary.
+    pub summary: u32,
+    /// What the camera sees.
+    pub vision: u32,
+}
+
+impl Default for MaxTokens {
+    fn default() -> Self {
+        Self {
+            decide: 400,
+            intent: 200,
+            summary: 300,
+            vision: 300,
+        }
+    }
+}
+
+/// What a model call is for: its reply cap and its place in the queue for
+/// an endpoint's slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A decision, or its repair.
+    Decide,
+    /// Understanding an utterance.
+    Intent,
+    /// A summary or an analysis: background work.
+    Summary,
+    /// A look through the camera.
+    Vision,
+}
+
+impl Role {
+    /// The role of a call made for `purpose` (`decide`, `repair`, `intent`,
+    /// `watch`, `summary`, …): anything not named is background work.
+    pub fn of_purpose(purpose: &str) -> Self {
+        match purpose {
+            "decide" | "repair" => Self::Decide,
+            "intent" => Self::Intent,
+            "watch" | "vision" => Self::Vision,
+            _ => Self::Summary,
+        }
+    }
+
+    /// Its reply cap in `limits`.
+    pub fn max_tokens(self, limits: &MaxTokens) -> u32 {
+        match self {
+            Self::Decide => limits.decide,
+            Self::Intent => limits.intent,
+            Self::Summary => limits.summary,
+            Self::Vision => limits.vision,
+        }
+    }
+
+    /// Its priority for a slot.
+    pub fn priority(self) -> super::slots::Priority {
+        use super::slots::Priority;
+        match self {
+            Self::Decide => Priority::Decide,
+            Self::Intent => Priority::Intent,
+            Self::Vision => Priority::Vision,
+            Self::Summary => Priority::Background,
+        }
+    }
+}
+
 /// The model brain's settings (`[llm]`).
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -111,6 +186,12 @@ pub struct LlmConfig {
     pub prompts_dir: Option<String>,
     /// Ask the model what the rule parser did not understand.
     pub recognize_intents: bool,
+    /// The longest reply per role, in tokens.
+    pub max_tokens: MaxTokens,
+    /// Calls the endpoint works on at once (0: no limit); unset: 1 for an
+    /// endpoint on this machine or the local network (a llama.cpp or
+    /// Ollama server), no limit for others.
+    pub slots: Option<u32>,
 }
 
 impl fmt::Debug for LlmConfig {
@@ -145,6 +226,8 @@ impl Default for LlmConfig {
             cooldown_s: 60.0,
             prompts_dir: None,
             recognize_intents: true,
+            max_tokens: MaxTokens::default(),
+            slots: None,
         }
     }
 }
@@ -162,6 +245,14 @@ impl LlmConfig {
             .as_deref()
             .filter(|u| !u.is_empty())
             .unwrap_or("https://api.openai.com/v1")
+    }
+
+    /// Calls the endpoint works on at once (0: no limit): `slots`, else 1
+    /// for a local endpoint (loopback, a private address, `localhost`,
+    /// `*.local`), else no limit.
+    pub fn effective_slots(&self) -> u32 {
+        self.slots
+            .unwrap_or_else(|| u32::from(is_local(self.effective_base_url())))
     }
 
     /// Applies the seed's environment variables.
@@ -238,6 +329,16 @@ impl LlmConfig {
                 format!("expected an http:// or https:// URL, found {url:?}"),
             );
         }
+        for (key, cap) in [
+            ("llm.max_tokens.decide", self.max_tokens.decide),
+            ("llm.max_tokens.intent", self.max_tokens.intent),
+            ("llm.max_tokens.summary", self.max_tokens.summary),
+            ("llm.max_tokens.vision", self.max_tokens.vision),
+        ] {
+            if cap < 16 {
+                return err(key, format!("expected at least 16 tokens, found {cap}"));
+            }
+        }
         for (key, model) in [
             ("llm.decision_model", &self.decision_model),
             ("llm.vision_model", &self.vision_model),
@@ -249,6 +350,25 @@ impl LlmConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `url`'s host is this machine or the local network.
+fn is_local(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    let host = host.to_ascii_lowercase();
+    if host == "localhost" || host.rsplit('.').next() == Some("local") && host.contains('.') {
+        return true;
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => ip.is_loopback() || ip.is_unique_local(),
+        Err(_) => false,
     }
 }
 
@@ -266,6 +386,48 @@ mod tests {
         assert_eq!(format!("{}", Secret::new("sk-x")), "[redacted]");
         let json = serde_json::to_string(&c).unwrap();
         assert!(!json.contains("sk-very"), "{json}");
+    }
+
+    #[test]
+    fn local_endpoints_get_one_slot_by_default() {
+        let slots = |url: &str| {
+            LlmConfig {
+                base_url: Some(url.into()),
+                ..LlmConfig::default()
+            }
+            .effective_slots()
+        };
+        for local in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://192.168.1.20:8080/v1",
+            "http://[::1]:8080/v1",
+            "http://gpu-box.local/v1",
+        ] {
+            assert_eq!(slots(local), 1, "{local}");
+        }
+        for remote in [
+            "https://api.openai.com/v1",
+            "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        ] {
+            assert_eq!(slots(remote), 0, "{remote}");
+        }
+        let four = LlmConfig {
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            slots: Some(4),
+            ..LlmConfig::default()
+        };
+        assert_eq!(four.effective_slots(), 4);
+    }
+
+    #[test]
+    fn each_role_has_its_cap_and_decisions_go_first() {
+        let caps = MaxTokens::default();
+        assert_eq!(Role::of_purpose("repair"), Role::Decide);
+        assert_eq!(Role::of_purpose("summary"), Role::Summary);
+        assert_eq!(Role::of_purpose("watch").max_tokens(&caps), caps.vision);
+        assert!(Role::Decide.priority() > Role::Intent.priority());
+        assert!(Role::Vision.priority() > Role::Summary.priority());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! chunk_chars = 4          # characters per streamed chunk
 //! chunk_delay_ms = 0       # wall milliseconds between chunks
 //! refuse = ["tools"]       # request features answered with 400 (tools, json_schema, json_object)
+//! slots = 1                # requests worked on at once, like a one-slot llama.cpp server (default: no limit)
 //!
 //! [[reply]]                # a decision: a `decide` tool call when the request
 //! decision = { type = "REPLAN", reason = "door blocked", ops = [] }   # offers one, else JSON text
@@ -17,6 +18,7 @@
 //! content = "plain text"   # or tool_calls = [{ name = "navigate_to", arguments = { zone = "kitchen" } }]
 //! latency_ms = 200         # wait before answering
 //! choices = 2              # several choices with the same reply
+//! finish_reason = "length" # the reason the reply says it stopped (default: stop, or tool_calls)
 //!
 //! [[reply]]
 //! fault = "rate_limit"     # rate_limit (429, retry_after), server_error (500), hang,
@@ -154,6 +156,9 @@ pub struct Reply {
     pub choices: u32,
     /// How many requests this reply answers.
     pub times: u32,
+    /// The finish reason it gives instead of `stop` / `tool_calls`
+    /// (`length`: cut at the token cap).
+    pub finish_reason: Option<String>,
 }
 
 /// A parsed script.
@@ -167,6 +172,8 @@ pub struct Script {
     pub chunk_delay_ms: u64,
     /// Request features answered with 400.
     pub refuse: Vec<String>,
+    /// Requests worked on at once (the others wait their turn); `None`: no limit.
+    pub slots: Option<usize>,
     /// Replies, in order.
     pub replies: Vec<Reply>,
 }
@@ -178,6 +185,7 @@ struct RawScript {
     chunk_delay_ms: Option<u64>,
     #[serde(default)]
     refuse: Vec<Spanned<String>>,
+    slots: Option<Spanned<i64>>,
     #[serde(default)]
     reply: Vec<Spanned<RawReply>>,
 }
@@ -210,6 +218,7 @@ struct RawReply {
     latency_ms: Option<u64>,
     choices: Option<Spanned<i64>>,
     times: Option<Spanned<i64>>,
+    finish_reason: Option<String>,
 }
 
 /// Request features a script may refuse.
@@ -261,6 +270,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Script, SourceError> {
         chunk_chars,
         chunk_delay_ms: raw.chunk_delay_ms.unwrap_or(0),
         refuse: raw.refuse.into_iter().map(Spanned::into_inner).collect(),
+        slots: at_least_one(raw.slots.as_ref(), "slots", &src)?.map(|n| n as usize),
         replies,
     })
 }
@@ -336,6 +346,7 @@ fn parse_reply(
         latency_ms: r.latency_ms.unwrap_or(0),
         choices: count(r.choices.as_ref(), "choices")?,
         times: count(r.times.as_ref(), "times")?,
+        finish_reason: r.finish_reason,
     })
 }
 

@@ -58,6 +58,8 @@ struct Log {
 struct Shared {
     script: Script,
     log: Mutex<Log>,
+    /// The script's `slots`: one permit per request worked on.
+    gate: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Shared {
@@ -153,9 +155,13 @@ impl MockServer {
             .enable_all()
             .build()
             .map_err(bind_err)?;
+        let gate = script
+            .slots
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n)));
         let shared = Arc::new(Shared {
             script,
             log: Mutex::new(Log::default()),
+            gate,
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
@@ -321,6 +327,12 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             &error_body(&why, "invalid_request_error"),
         );
     }
+    // A request waits for its turn before it is read; a client that hangs
+    // up meanwhile, or while it is served, frees its turn.
+    let turn = match &shared.gate {
+        Some(gate) => gate.clone().acquire_owned().await.ok(),
+        None => None,
+    };
     let refused = refused_feature(&shared.script, &request);
     let (number, reply) = match reply_or_error(&shared, &request, refused) {
         Ok(picked) => picked,
@@ -339,7 +351,7 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         if cut {
             frames.truncate((frames.len() / 2).max(2));
         }
-        stream_response(shared, number, frames, cut)
+        stream_response(shared, number, frames, cut, turn)
     } else {
         json_response(StatusCode::OK, &completion(&reply, &request))
     }
@@ -520,11 +532,13 @@ fn stream_response(
     request: usize,
     frames: Vec<(String, String)>,
     cut: bool,
+    turn: Option<tokio::sync::OwnedSemaphorePermit>,
 ) -> Response {
     let delay = Duration::from_millis(shared.script.chunk_delay_ms);
-    let state = (frames.into_iter(), shared, false);
+    // The turn ends with the stream.
+    let state = (frames.into_iter(), shared, false, turn);
     let stream =
-        futures_util::stream::unfold(state, move |(mut frames, shared, done)| async move {
+        futures_util::stream::unfold(state, move |(mut frames, shared, done, turn)| async move {
             if done {
                 return None;
             }
@@ -540,14 +554,14 @@ fn stream_response(
                     });
                     let frame: Result<Bytes, std::io::Error> =
                         Ok(Bytes::from(format!("data: {data}\n\n")));
-                    Some((frame, (frames, shared, false)))
+                    Some((frame, (frames, shared, false, turn)))
                 }
                 None if cut => {
                     // Let what was sent reach the client before the connection drops.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     Some((
                         Err(std::io::Error::other("mock-llm: stream cut")),
-                        (frames, shared, true),
+                        (frames, shared, true, turn),
                     ))
                 }
                 None => None,
@@ -624,11 +638,7 @@ fn model_of(request: &Value) -> &str {
 /// A plain `chat.completion` body.
 fn completion(reply: &Reply, request: &Value) -> Value {
     let (content, calls) = message_parts(reply, request);
-    let finish = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
+    let finish = finish_reason(reply, &calls);
     let message = if calls.is_empty() {
         json!({"role": "assistant", "content": content})
     } else {
@@ -646,6 +656,15 @@ fn completion(reply: &Reply, request: &Value) -> Value {
         "model": model_of(request), "choices": choices,
         "usage": usage(request, &content, &calls),
     })
+}
+
+/// Why the reply says it stopped: the script's word, else `stop` or `tool_calls`.
+fn finish_reason<'a>(reply: &'a Reply, calls: &[(String, String, String)]) -> &'a str {
+    match &reply.finish_reason {
+        Some(reason) => reason,
+        None if calls.is_empty() => "stop",
+        None => "tool_calls",
+    }
 }
 
 fn pieces(text: &str, n: usize) -> Vec<String> {
@@ -691,11 +710,7 @@ fn stream_frames(reply: &Reply, request: &Value, chunk_chars: usize) -> Vec<(Str
                 frames.push((chunk(choice, d, None), text_of(&piece)));
             }
         }
-        let finish = if calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
+        let finish = finish_reason(reply, &calls);
         frames.push((chunk(choice, json!({}), Some(finish)), String::new()));
     }
     let usage_chunk = json!({
@@ -759,6 +774,7 @@ content = "next"
 "#,
             ),
             log: Mutex::new(Log::default()),
+            gate: None,
         };
         let ask = |text: &str| json!({"messages": [{"role": "system", "content": "Observation {}"}, {"role": "user", "content": text}]});
         let why = |pick: Pick| match pick {

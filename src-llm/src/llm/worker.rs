@@ -81,7 +81,8 @@ impl LlmWorker {
                                 });
                                 wake.notify_one();
                             };
-                            let result = client.chat(body, &mut on_text).await;
+                            let role = super::Role::of_purpose(&purpose);
+                            let result = client.chat_as(role, body, &mut on_text).await;
                             let _ = tx.send(Update::Done {
                                 id,
                                 purpose,
@@ -101,7 +102,9 @@ impl LlmWorker {
         })
     }
 
-    /// Starts a call; its updates carry the returned id.
+    /// Starts a call; its updates carry the returned id. `purpose` names
+    /// its role ([`super::Role::of_purpose`]): its reply cap and its turn
+    /// for the endpoint's slots.
     pub fn submit(&mut self, purpose: &str, body: Value) -> Result<u64, LlmError> {
         self.next_id += 1;
         let id = self.next_id;

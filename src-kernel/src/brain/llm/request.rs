@@ -10,6 +10,11 @@ use crate::llm::Structured;
 use crate::react::Observation;
 use crate::skills::{ModelNames, SkillRegistry};
 
+/// The longest `reason` a decision may give, in characters: a small model
+/// that repeats a sentence is stopped by the schema (where the endpoint
+/// enforces it) and refused by the validator (everywhere).
+pub const REASON_MAX_CHARS: usize = 300;
+
 /// The JSON Schema of a decision, with `skill` limited to `skills`.
 pub fn decision_schema(skills: &[String]) -> Value {
     json!({
@@ -18,7 +23,7 @@ pub fn decision_schema(skills: &[String]) -> Value {
         "required": ["type", "reason"],
         "properties": {
             "type": {"enum": ["CONTINUE", "REPLAN", "RETRY", "SWITCH_TASK", "ASK_HUMAN", "FINISH", "ABORT"]},
-            "reason": {"type": "string", "minLength": 1, "description": "why, in words an operator reads"},
+            "reason": {"type": "string", "minLength": 1, "maxLength": REASON_MAX_CHARS, "description": "why, in one short sentence an operator reads"},
             "plan_patch": {
                 "type": "object",
                 "additionalProperties": false,
@@ -39,7 +44,7 @@ pub fn decision_schema(skills: &[String]) -> Value {
                     {
                         "type": "object", "additionalProperties": false,
                         "required": ["op", "goal_id"],
-                        "properties": {"op": {"const": "cancel"}, "goal_id": {"type": "string"}}
+                        "properties": {"op": {"const": "cancel"}, "goal_id": {"type": "string", "maxLength": 64}}
                     },
                     {
                         "type": "object", "additionalProperties": false,
