@@ -559,6 +559,10 @@ async fn vda5050_orders_wait_for_approval_and_other_actions_are_refused() {
             })
             .await;
         for (row, order) in cases.iter().filter(|(r, _)| r.world == world) {
+            // VDA 5050 §6.6.1: an order starts where the robot stands.
+            master.mark();
+            let here = master.until("uagv/v2/acme/r1", "state", |_| true).await;
+            let order = from_here(order, &here["agvPosition"]);
             master.mark();
             master
                 .client
@@ -606,6 +610,19 @@ async fn vda5050_orders_wait_for_approval_and_other_actions_are_refused() {
             })
             .await;
     }
+}
+
+/// `order` (one node) from where the robot is (`at`, `state.agvPosition`):
+/// a first node there, then the order's node.
+fn from_here(order: &Value, at: &Value) -> Value {
+    let mut order = order.clone();
+    let mut node = order["nodes"][0].clone();
+    node["sequenceId"] = json!(2);
+    order["edges"] = json!([{"edgeId": "e1", "sequenceId": 1, "released": true,
+        "startNodeId": "here", "endNodeId": node["nodeId"], "actions": []}]);
+    order["nodes"] = json!([{"nodeId": "here", "sequenceId": 0, "released": true, "actions": [],
+        "nodePosition": {"x": at["x"], "y": at["y"], "mapId": at["mapId"]}}, node]);
+    order
 }
 
 /// A master control's instant actions `m` for robot `r1`.

@@ -294,22 +294,35 @@ fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
         "pids",
         "robot-1.password",
         "operator.password",
+        "viewer.password",
         "robot-1.toml",
         "robot-1/stderr.log",
     ]
     .map(|f| (f, fleet.join(f).exists().then(|| mode(&fleet.join(f)))));
     let log = fleet.join("mosquitto.log");
     let took_over = up.status.success() && second_login_takes_the_first_ones_place(&fleet, &port);
+    // A robot that died is not counted as stopped.
+    let pids = std::fs::read_to_string(fleet.join("pids")).unwrap_or_default();
+    if let Some(pid) = pids.lines().find_map(|l| l.strip_prefix("robot-1 ")) {
+        let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
     let down = crate::support::robobrain(&["fleet", "down", "--dir", fleet.to_str().unwrap()], "");
     assert!(up.status.success(), "{said}");
     assert_eq!(down.code, 0, "{}", down.stderr);
+    assert!(
+        down.stdout
+            .contains("fleet down: 1 processes stopped; 1 not running (robot-1)"),
+        "{}",
+        down.stdout
+    );
     assert!(said.contains("fleet up: 1 robots visible"), "{said}");
 
     let argv = std::fs::read_to_string(&record).unwrap();
     assert!(argv.contains("mosquitto_passwd -U "), "{argv}");
     assert!(argv.contains("mosquitto -c "), "{argv}");
     let mut passwords = 0;
-    for user in ["robot-1", "operator"] {
+    for user in ["robot-1", "operator", "viewer"] {
         let secret = std::fs::read_to_string(fleet.join(format!("{user}.password"))).unwrap();
         assert!(secret.len() >= 16, "{user}: {secret:?}");
         assert!(
@@ -324,7 +337,12 @@ fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
         assert!(hashed.contains(&format!("{user}:$7$")), "{hashed}");
         passwords += 1;
     }
-    assert_eq!(passwords, 2);
+    assert_eq!(passwords, 3);
+    let acl = std::fs::read_to_string(fleet.join("acl")).unwrap();
+    assert!(
+        acl.contains("user viewer\ntopic read robobrain/#\ntopic read uagv/#"),
+        "the viewer docs/fleet.md describes: {acl}"
+    );
     assert!(
         argv.contains(&format!("mode 600 {}", fleet.join("passwd").display())),
         "mosquitto_passwd was handed the plaintext file 0600: {argv}"

@@ -405,8 +405,8 @@ pub struct FleetConfig {
     pub password_file: Option<PathBuf>,
     /// The CA certificate (PEM) the broker's TLS certificate is signed by.
     pub ca: Option<PathBuf>,
-    /// The MQTT keep-alive, seconds: the broker says CONNECTIONBROKEN about
-    /// 1.5 keep-alives after the robot falls silent.
+    /// Within this many seconds of the robot falling silent the broker
+    /// says CONNECTIONBROKEN (the MQTT keep-alive is two thirds of it).
     pub keep_alive_s: u64,
     /// How often the snapshot, the VDA 5050 state and the visualization
     /// are published while they change, milliseconds.

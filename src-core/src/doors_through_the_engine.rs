@@ -126,14 +126,21 @@ fn free_point(rng: &mut SplitMix64, world: &World) -> Point {
     }
 }
 
-fn order(node: &Value) -> Value {
+/// An order from where the robot stands (`start`, its first node, as
+/// VDA 5050 wants it: §6.6.1) to `node`.
+fn order(start: Point, world: &World, node: &Value) -> Value {
+    let mut node = node.clone();
+    node["sequenceId"] = json!(2);
     json!({"headerId": 1, "timestamp": "2026-11-28T08:00:00.000Z", "version": "2.1.0",
            "manufacturer": "acme", "serialNumber": "r1", "orderId": "o1", "orderUpdateId": 0,
-           "nodes": [node], "edges": []})
+           "nodes": [{"nodeId": "here", "sequenceId": 0, "released": true, "actions": [],
+                      "nodePosition": {"x": start.x, "y": start.y, "mapId": world.name}}, node],
+           "edges": [{"edgeId": "e1", "sequenceId": 1, "released": true, "startNodeId": "here",
+                      "endNodeId": node["nodeId"], "actions": []}]})
 }
 
-/// A random goal through a random door.
-fn random_door(rng: &mut SplitMix64, world: &World) -> Door {
+/// A random goal through a random door, for a robot at `start`.
+fn random_door(rng: &mut SplitMix64, world: &World, start: Point) -> Door {
     let zone = &world.zones[rng.below(world.zones.len())];
     let name = if zone.aliases.is_empty() || rng.below(2) == 0 {
         zone.name.clone()
@@ -162,9 +169,13 @@ fn random_door(rng: &mut SplitMix64, world: &World) -> Door {
             },
         ]),
         4 => Door::Order(order(
+            start,
+            world,
             &json!({"nodeId": zone.name, "sequenceId": 0, "released": true, "actions": []}),
         )),
         5 => Door::Order(order(
+            start,
+            world,
             &json!({"nodeId": "n1", "sequenceId": 0, "released": true, "actions": [],
                    "nodePosition": {"x": p.x, "y": p.y, "mapId": world.name}}),
         )),
@@ -283,6 +294,10 @@ fn commands_of(door: &Door, world: &World, engine: &mut Engine) -> Vec<Command> 
                 topics: Topics::new("acme", "r1"),
                 world: world.clone(),
             });
+            // The bridge knows where the robot stands, as the link's does.
+            let mut snapshot = crate::protocol::Snapshot::default();
+            snapshot.robot.pose = world.start_pose;
+            bridge.snapshot(&snapshot, 0);
             let payload = serde_json::to_vec(order).unwrap();
             bridge
                 .message("uagv/v2/acme/r1/order", &payload, 0)
@@ -459,7 +474,7 @@ fn every_goal_that_enters_a_restricted_zone_or_leaves_waits_and_nothing_else_doe
         } else {
             None
         };
-        let door = random_door(&mut rng, world);
+        let door = random_door(&mut rng, world, start);
         send(world, start, blocked, &door, &mut seen);
     }
     // Both sides of the property were exercised.

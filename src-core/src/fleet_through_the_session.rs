@@ -100,6 +100,15 @@ fn order(id: &str, nodes: &[&str]) -> Value {
     )
 }
 
+/// Order `id` from where `state` says the robot is (a first node there,
+/// VDA 5050 §6.6.1) through `nodes`.
+fn from(state: &Value, id: &str, nodes: &[&str]) -> Value {
+    let mut o = order(id, &[&["here"], nodes].concat());
+    let at = &state["agvPosition"];
+    o["nodes"][0]["nodePosition"] = json!({"x": at["x"], "y": at["y"], "mapId": at["mapId"]});
+    o
+}
+
 const VDA: &str = "uagv/v2/acme/r1";
 
 /// Sends r1 one instant action as master control.
@@ -162,7 +171,7 @@ async fn a_robot_speaks_vda5050_and_its_own_protocol_on_a_broker_with_passwords_
         &schemas,
         &format!("{VDA}/order"),
         "order",
-        &order("o1", &["hallway", "kitchen"]),
+        &order("o1", &["living_room", "hallway", "kitchen"]),
     )
     .await;
     op.until(VDA, "state", |v| {
@@ -256,12 +265,14 @@ async fn a_robot_speaks_vda5050_and_its_own_protocol_on_a_broker_with_passwords_
 
     // An order into the restricted study waits for an operator's approval
     // like any task, and an operator who refuses it fails the order.
+    op.mark();
+    let here = op.until(VDA, "state", |_| true).await;
     master(
         &mut op,
         &schemas,
         &format!("{VDA}/order"),
         "order",
-        &order("o2", &["study"]),
+        &from(&here, "o2", &["study"]),
     )
     .await;
     let waiting = op
@@ -767,5 +778,154 @@ async fn a_connection_message_the_acl_denies_is_reported_not_silent() {
         refused.contains("uagv/v2/acme/r1/connection"),
         "the topic is named: {refused}"
     );
+    session.stop().await.unwrap();
+}
+
+/// The waiting-for-state of the table below: the newest `state` with an
+/// error of `error_type` naming order `id`.
+async fn refused_with(op: &mut Observer, id: &str, error_type: &str) -> Value {
+    op.until(VDA, "state", |v| {
+        v["errors"].as_array().is_some_and(|e| {
+            e.iter().any(|e| {
+                e["errorType"] == error_type && e["errorReferences"].to_string().contains(id)
+            })
+        })
+    })
+    .await
+}
+
+/// An order table through a real robot on mosquitto, every message checked
+/// against the schemas: each bad order refused with its error before
+/// anything drives (the robot never moves, its state names the order);
+/// a good one driven at once (a state with `driving` true goes out as the
+/// base starts); `cancelOrder` RUNNING until the base stands still, then
+/// FINISHED; `stateRequest` answered with a state; state and visualization
+/// on QoS 0, connection on QoS 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orders_row_by_row_through_a_robot_on_a_broker() {
+    let broker = fleet_broker("table", &["r1"], |_| String::new());
+    let schemas = Schemas::load();
+    let mut op = Observer::start(broker.port, "op-table", OPERATOR.0, OPERATOR.1).await;
+    let session = robot("table", "r1", broker.port).await;
+    let start = op.until(VDA, "state", |_| true).await;
+    let good = || order("good", &["living_room", "hallway", "kitchen"]);
+    let with = |id: &str, f: &dyn Fn(&mut Value)| {
+        let mut o = good();
+        o["orderId"] = json!(id);
+        f(&mut o);
+        o
+    };
+    let rows: Vec<(Value, &str)> = vec![
+        (
+            with("far", &|o| {
+                o["nodes"][0]["nodeId"] = json!("bedroom");
+                o["edges"][0]["startNodeId"] = json!("bedroom");
+            }),
+            "noRouteError",
+        ),
+        (
+            with("wall", &|o| {
+                o["nodes"][2]["nodePosition"] = json!({"x": 0.1, "y": 0.1, "mapId": "apartment"});
+            }),
+            "noRouteError",
+        ),
+        (
+            with("offmap", &|o| {
+                o["nodes"][2]["nodePosition"] = json!({"x": 40.0, "y": 6.0, "mapId": "apartment"});
+            }),
+            "noRouteError",
+        ),
+        (
+            with("edges", &|o| {
+                o["edges"].as_array_mut().unwrap().pop();
+            }),
+            "validationError",
+        ),
+        (
+            with("released", &|o| o["edges"][0]["released"] = json!(false)),
+            "validationError",
+        ),
+        (
+            with(
+                "trajectory",
+                &|o| o["edges"][0]["trajectory"] = json!({"degree": 1.0, "knotVector": [0.0, 1.0], "controlPoints": [{"x": 4.0, "y": 6.5}, {"x": 11.0, "y": 5.1}]}),
+            ),
+            "orderError",
+        ),
+        (
+            with("pick", &|o| {
+                o["nodes"][1]["actions"] =
+                    json!([{"actionType": "pick", "actionId": "p1", "blockingType": "HARD"}]);
+            }),
+            "orderError",
+        ),
+    ];
+    for (n, (row, error_type)) in rows.iter().enumerate() {
+        let id = row["orderId"].as_str().unwrap();
+        let mut row = row.clone();
+        row["headerId"] = json!(10 + n);
+        master(&mut op, &schemas, &format!("{VDA}/order"), "order", &row).await;
+        let state = refused_with(&mut op, id, error_type).await;
+        assert_eq!(
+            state["orderId"], "",
+            "{id}: taken though refused: {state:#}"
+        );
+        assert_eq!(state["driving"], false, "{id}: {state:#}");
+        assert_eq!(
+            state["agvPosition"], start["agvPosition"],
+            "{id}: the robot moved"
+        );
+    }
+    // stateRequest: a state, the action FINISHED.
+    act(&mut op, &schemas, 30, "stateRequest", "q1").await;
+    op.until(VDA, "state", |v| {
+        v["actionStates"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|a| a["actionId"] == "q1" && a["actionStatus"] == "FINISHED")
+        })
+    })
+    .await;
+    // The good order drives; the errors of the refused ones are gone.
+    master(&mut op, &schemas, &format!("{VDA}/order"), "order", &good()).await;
+    let driving = op
+        .until(VDA, "state", |v| {
+            v["orderId"] == "good" && v["driving"] == true
+        })
+        .await;
+    assert_eq!(driving["errors"], json!([]), "{driving:#}");
+    assert_eq!(driving["lastNodeId"], "living_room");
+    assert_eq!(
+        driving["velocity"]["vy"], 0.0,
+        "the vehicle's frame: {driving:#}"
+    );
+    assert_eq!(op.qos_of(&format!("{VDA}/state")), Some(0));
+    assert_eq!(op.qos_of(&format!("{VDA}/visualization")), Some(0));
+    assert_eq!(op.qos_of(&format!("{VDA}/connection")), Some(1));
+    // cancelOrder: RUNNING while the base still rolls, FINISHED standing.
+    act(&mut op, &schemas, 31, "cancelOrder", "c1").await;
+    let status = |v: &Value| {
+        v["actionStates"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["actionId"] == "c1"))
+            .map(|a| a["actionStatus"].clone())
+    };
+    let running = op.until(VDA, "state", |v| status(v).is_some()).await;
+    assert_eq!(status(&running), Some(json!("RUNNING")), "{running:#}");
+    let finished = op
+        .until(VDA, "state", |v| status(v) == Some(json!("FINISHED")))
+        .await;
+    assert_eq!(
+        finished["driving"], false,
+        "FINISHED while driving: {finished:#}"
+    );
+    assert_eq!(finished["nodeStates"], json!([]));
+    assert_eq!(finished["orderId"], "good", "the ids are kept");
+    // Every state from then on: standing still.
+    op.mark();
+    for _ in 0..3 {
+        op.mark();
+        let after = op.until(VDA, "state", |_| true).await;
+        assert_eq!(after["driving"], false, "{after:#}");
+    }
     session.stop().await.unwrap();
 }

@@ -6,6 +6,8 @@
 //!
 //! - [`topics`]: the topic names both ways, and the mosquitto ACL a fleet needs.
 //! - [`vda5050`]: VDA 5050's messages as serde types.
+//! - [`order`]: what a VDA 5050 order must be before anything drives, and
+//!   where one stands while it runs.
 //! - [`bridge`]: one robot's side as plain logic (messages in, publishes
 //!   and commands out); [`FleetLink`] is the IO around it, started by the
 //!   session builder, never by a face.
@@ -17,6 +19,7 @@ pub mod bridge;
 mod client;
 pub mod hub;
 pub mod link;
+pub mod order;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testkit;
 pub mod topics;
@@ -90,7 +93,7 @@ impl FleetSettings {
             fleet.password_file.as_deref(),
             fleet.ca.as_deref(),
         )?;
-        mqtt.keep_alive = Duration::from_secs(fleet.keep_alive_s);
+        mqtt.keep_alive = mqtt_keep_alive(fleet.keep_alive_s);
         mqtt.client_id = format!("robobrain-{}", fleet.robot_id);
         Ok(Some(Self {
             mqtt,
@@ -128,9 +131,28 @@ pub fn connection(
     Ok(mqtt)
 }
 
+/// The MQTT keep-alive that has the broker notice a lost robot within
+/// `keep_alive_s`: a broker drops a client 1.5 keep-alives after its last
+/// packet (MQTT 3.1.1 §3.1.2.10), so two thirds of it, whole seconds (the
+/// protocol's unit), one at least.
+fn mqtt_keep_alive(keep_alive_s: u64) -> Duration {
+    Duration::from_secs((keep_alive_s * 2 / 3).max(1))
+}
+
 /// Milliseconds since the Unix epoch, now.
 fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_broker_notices_a_lost_robot_within_keep_alive_s() {
+        for s in [1_u64, 2, 5, 10, 60] {
+            let k = super::mqtt_keep_alive(s).as_secs_f64();
+            assert!(k >= 1.0 && (k * 1.5 <= s as f64 || s == 1), "{s}: {k}");
+        }
+    }
 }

@@ -14,4 +14,4 @@ use robobrain_config::config;
 use robobrain_home::devices;
 #[cfg(any(test, feature = "test-utils"))]
 use robobrain_wire::testing;
-use robobrain_wire::{metrics, protocol, world};
+use robobrain_wire::{geometry, metrics, protocol, world};

@@ -18,6 +18,8 @@ use robobrain_core::fleet::{ClientEvent, FleetClient, FleetView};
 
 /// The operator's user name on a broker `fleet up` starts.
 pub(crate) const OPERATOR: &str = "operator";
+/// The viewer's user name there: it may read everything, command nothing.
+const VIEWER: &str = "viewer";
 
 /// Arguments of `robobrain fleet`.
 #[derive(Debug, clap::Args)]
@@ -320,7 +322,7 @@ fn start_broker(dir: &Path, port: u16, ids: &[String]) -> Result<std::process::C
         })?,
     );
     let mut logins = String::new();
-    for user in ids.iter().map(String::as_str).chain([OPERATOR]) {
+    for user in ids.iter().map(String::as_str).chain([OPERATOR, VIEWER]) {
         let secret = password()?;
         write_private(&dir.join(format!("{user}.password")), &secret)?;
         let _ = writeln!(logins, "{user}:{secret}");
@@ -342,7 +344,7 @@ fn start_broker(dir: &Path, port: u16, ids: &[String]) -> Result<std::process::C
         );
     }
     let acl = dir.join("acl");
-    write_private(&acl, &mosquitto_acl(&[OPERATOR], &[]))?;
+    write_private(&acl, &mosquitto_acl(&[OPERATOR], &[VIEWER]))?;
     // A client's id is its user name: nobody takes over another's session
     // by connecting with its client id.
     let conf = format!(
@@ -493,6 +495,17 @@ fn closed_folder(dir: &Path) -> Option<(PathBuf, u32)> {
     })
 }
 
+/// Whether process `pid` runs: it exists and is not a zombie (a process
+/// that has ended and that nobody has reaped yet still answers `kill -0`).
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // `PID (NAME) STATE …`: the state follows the name's last `)`.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
 fn down(dir: &Path) -> Result<ExitCode> {
     let file = dir.join("pids");
     let text = std::fs::read_to_string(&file).with_context(|| {
@@ -509,13 +522,8 @@ fn down(dir: &Path) -> Result<ExitCode> {
         .collect();
     // The robots first (they say OFFLINE through the broker), the broker last.
     entries.sort_by_key(|(name, _)| name == "broker");
-    let alive = |pid: &str| {
-        Process::new("kill")
-            .args(["-0", pid])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
+    let alive = |pid: &str| running(pid);
+    let (mut stopped, mut dead) = (0, Vec::new());
     for (name, pid) in &entries {
         if name == "broker" {
             // The robots have said OFFLINE through it: wait (5 s at most) until they are gone.
@@ -528,12 +536,27 @@ fn down(dir: &Path) -> Result<ExitCode> {
         }
         if !alive(pid) {
             eprintln!("{name} (PID {pid}) was not running");
+            dead.push(name.as_str());
             continue;
         }
-        let _ = Process::new("kill").args(["-TERM", pid]).status();
+        if Process::new("kill")
+            .args(["-TERM", pid])
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            stopped += 1;
+        }
     }
     std::fs::remove_file(&file)?;
-    println!("fleet down: {} processes stopped", entries.len());
+    if dead.is_empty() {
+        println!("fleet down: {stopped} processes stopped");
+    } else {
+        println!(
+            "fleet down: {stopped} processes stopped; {} not running ({})",
+            dead.len(),
+            dead.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

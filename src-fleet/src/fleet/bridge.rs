@@ -24,16 +24,18 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::order::{Leg, Map, OrderRun, Refusal};
 use super::topics::{Kind, Topics};
 use super::vda5050::{
     self, Action, ActionState, ActionStatus, AgvPosition, BatteryState, Connection,
     ConnectionState, EdgeState, Header, Info, InstantActions, NodeState, Order, Reference,
     SafetyState, State, VdaError, Velocity, Visualization,
 };
+use crate::geometry::Point;
 use crate::protocol::{
-    Command, Event, EventKind, Hello, ServerMessage, SkillCall, Snapshot, TaskStatus, Verdict,
+    Command, Event, EventKind, Hello, ServerMessage, Snapshot, TaskStatus, Verdict,
 };
 use crate::world::World;
 
@@ -45,15 +47,17 @@ pub const MAX_INSTANT_ACTIONS_BYTES: usize = 64 * 1024;
 pub const MAX_ORDER_BYTES: usize = 256 * 1024;
 /// How many command ids a robot remembers to drop repeats.
 const SEEN_IDS: usize = 4096;
-/// How many action states and errors `state` keeps.
+/// How many errors `state` keeps, and how many finished or failed action
+/// states (a new order clears those; running ones are always kept).
 const KEPT: usize = 32;
 
 /// MQTT's delivery guarantee for one publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Qos {
-    /// At most once: the snapshot, events, visualization.
+    /// At most once: the snapshot, events, and VDA 5050's `state`,
+    /// `visualization` and `factsheet` (§6.2).
     AtMostOnce,
-    /// At least once: hello, replies, state, connection, factsheet.
+    /// At least once: hello, replies, and VDA 5050's `connection` (§6.2).
     AtLeastOnce,
 }
 
@@ -76,7 +80,8 @@ pub enum Effect {
     /// Publish this.
     Publish(Publish),
     /// Give this command to the run, then tell the bridge the outcome with
-    /// [`Bridge::outcome`] when `id` is set.
+    /// [`Bridge::outcome`] when `id` is set, or with [`Bridge::refused`]
+    /// when it has none and the run said no.
     Command {
         /// The command's id, when it came with one (own protocol).
         id: Option<String>,
@@ -105,72 +110,18 @@ pub struct Identity {
     pub world: World,
 }
 
-/// An order being carried out, or the last one.
-#[derive(Debug, Clone, PartialEq)]
-struct OrderRun {
-    order_id: String,
-    update_id: u64,
-    nodes: Vec<vda5050::Node>,
-    edges: Vec<vda5050::Edge>,
-    call_id: String,
-    task_id: Option<String>,
-    /// Nodes reached so far (the task's plan step).
-    reached: usize,
-    ended: Option<TaskStatus>,
-}
-
 /// An order's part of `state`: its ids, the last node reached, and the
-/// nodes and edges still ahead (none once it has ended).
-#[derive(Debug, Default)]
-struct OrderProgress {
-    order_id: String,
-    update_id: u64,
-    last_node: Option<(String, u64)>,
-    node_states: Vec<NodeState>,
-    edge_states: Vec<EdgeState>,
-}
-
-impl OrderRun {
-    fn active(&self) -> bool {
-        self.ended.is_none()
-    }
-
-    /// Where the order stands, for `state`: the nodes reached are left out.
-    fn progress(&self) -> OrderProgress {
-        let released: Vec<&vda5050::Node> = self.nodes.iter().filter(|n| n.released).collect();
-        let done = self.reached.min(released.len());
-        let last = done.checked_sub(1).and_then(|i| released.get(i));
-        let last_seq = last.map_or(0, |n| n.sequence_id);
-        let nodes = self
-            .nodes
-            .iter()
-            .filter(|n| !(n.released && n.sequence_id <= last_seq && last.is_some()))
-            .filter(|_| self.active())
-            .map(|n| NodeState {
-                node_id: n.node_id.clone(),
-                sequence_id: n.sequence_id,
-                released: n.released,
-                node_position: n.node_position.clone(),
-            })
-            .collect();
-        let edges = self
-            .edges
-            .iter()
-            .filter(|e| e.sequence_id > last_seq && self.active())
-            .map(|e| EdgeState {
-                edge_id: e.edge_id.clone(),
-                sequence_id: e.sequence_id,
-                released: e.released,
-            })
-            .collect();
-        OrderProgress {
-            order_id: self.order_id.clone(),
-            update_id: self.update_id,
-            last_node: last.map(|n| (n.node_id.clone(), n.sequence_id)),
-            node_states: nodes,
-            edge_states: edges,
-        }
-    }
+/// nodes and edges ahead (base and horizon; none once it is deleted).
+fn progress(o: &OrderRun) -> (String, u64, (String, u64), Vec<NodeState>, Vec<EdgeState>) {
+    let nodes = o.nodes_ahead().map(NodeState::from).collect();
+    let edges = o.edges_ahead().map(EdgeState::from).collect();
+    (
+        o.order_id.clone(),
+        o.update_id,
+        o.last.clone(),
+        nodes,
+        edges,
+    )
 }
 
 /// `state`'s one `information` entry: the run's mode, activity, task,
@@ -201,7 +152,8 @@ fn information(s: &Snapshot) -> Vec<Info> {
 /// One robot's fleet bridge (see the module doc).
 #[derive(Debug)]
 pub struct Bridge {
-    id: Identity,
+    topics: Topics,
+    map: Map,
     headers: HashMap<Kind, u64>,
     seen: HashSet<String>,
     seen_order: VecDeque<String>,
@@ -211,13 +163,20 @@ pub struct Bridge {
     /// A task failed or was refused: why (for the order's error).
     refusals: HashMap<String, String>,
     snapshot: Snapshot,
+    /// The `cancelOrder` still RUNNING: its action id.
+    cancelling: Option<String>,
+    /// The `lastNodeId` an `initPosition` gave (until the next order).
+    init_node: Option<String>,
+    /// What the last `state` said: driving, and where the order stood.
+    reported: (bool, Option<(String, u64)>, Option<String>),
 }
 
 impl Bridge {
     /// A bridge for this robot.
     pub fn new(id: Identity) -> Self {
         Self {
-            id,
+            topics: id.topics,
+            map: Map::new(id.world),
             headers: HashMap::new(),
             seen: HashSet::new(),
             seen_order: VecDeque::new(),
@@ -226,19 +185,22 @@ impl Bridge {
             errors: VecDeque::new(),
             refusals: HashMap::new(),
             snapshot: Snapshot::default(),
+            cancelling: None,
+            init_node: None,
+            reported: (false, None, None),
         }
     }
 
     /// The robot's topics.
     pub fn topics(&self) -> &Topics {
-        &self.id.topics
+        &self.topics
     }
 
     /// What to subscribe to: the robot's in-topics.
     pub fn subscriptions(&self) -> Vec<String> {
         [Kind::Command, Kind::Order, Kind::InstantActions]
             .into_iter()
-            .map(|k| self.id.topics.of(k))
+            .map(|k| self.topics.of(k))
             .collect()
     }
 
@@ -267,28 +229,77 @@ impl Bridge {
     /// The periodic publishes for the newest snapshot: the snapshot
     /// (retained), `state` and `visualization`.
     pub fn snapshot(&mut self, snapshot: &Snapshot, wall_ms: u64) -> Vec<Publish> {
+        self.take(snapshot);
+        let own = serde_json::to_vec(snapshot).unwrap_or_default();
+        vec![
+            self.publish(Kind::Snapshot, own, true, Qos::AtMostOnce),
+            self.state(wall_ms),
+            self.visualization(wall_ms),
+        ]
+    }
+
+    /// A snapshot between the periodic rounds: `state` and `visualization`
+    /// at once when what `state` says has changed — the base started or
+    /// stopped, a node was reached, a `cancelOrder` finished — and nothing
+    /// otherwise (the next round carries the rest).
+    pub fn snapshot_changed(&mut self, snapshot: &Snapshot, wall_ms: u64) -> Vec<Publish> {
+        self.take(snapshot);
+        if self.summary() == self.reported {
+            return Vec::new();
+        }
+        vec![self.state(wall_ms), self.visualization(wall_ms)]
+    }
+
+    fn take(&mut self, snapshot: &Snapshot) {
         self.snapshot.clone_from(snapshot);
         self.follow_tasks();
-        let own = serde_json::to_vec(snapshot).unwrap_or_default();
+        self.settle_cancel();
+    }
+
+    fn visualization(&mut self, wall_ms: u64) -> Publish {
         let vis = Visualization {
             header: self.header(Kind::Visualization, wall_ms),
             agv_position: self.position(),
             velocity: self.velocity(),
         };
-        vec![
-            self.publish(Kind::Snapshot, own, true, Qos::AtMostOnce),
-            self.state(wall_ms),
-            self.publish_json(Kind::Visualization, &vis, false, Qos::AtMostOnce),
-        ]
+        self.publish_json(Kind::Visualization, &vis, false, Qos::AtMostOnce)
+    }
+
+    /// What a `state` says that a master control waits on: driving, the
+    /// last node reached, the `cancelOrder` still running.
+    fn summary(&self) -> (bool, Option<(String, u64)>, Option<String>) {
+        (
+            self.driving(),
+            self.order.as_ref().map(|o| o.last.clone()),
+            self.cancelling.clone(),
+        )
+    }
+
+    fn driving(&self) -> bool {
+        let twist = self.snapshot.robot.twist;
+        twist.linear.abs() > 1e-3 || twist.angular.abs() > 1e-3
+    }
+
+    /// Where the robot stands.
+    fn at(&self) -> Point {
+        Point::new(self.snapshot.robot.pose.x, self.snapshot.robot.pose.y)
     }
 
     /// An event of the run: published as is; an event about the order's
-    /// task may change `state`, which is then published too.
-    pub fn event(&mut self, event: &Event) -> Vec<Publish> {
+    /// task may change `state`, which is then published too, and may start
+    /// the order's next leg.
+    pub fn event(&mut self, event: &Event) -> Vec<Effect> {
         let text = ServerMessage::event(event.clone()).to_text();
-        let mut out = vec![self.publish(Kind::Events, text.into_bytes(), false, Qos::AtMostOnce)];
-        if self.order_event(event) {
-            out.push(self.state(event.wall_ms));
+        let mut out = vec![Effect::Publish(self.publish(
+            Kind::Events,
+            text.into_bytes(),
+            false,
+            Qos::AtMostOnce,
+        ))];
+        let (changed, next) = self.order_event(event);
+        out.extend(next.map(|command| Effect::Command { id: None, command }));
+        if changed {
+            out.push(Effect::Publish(self.state(event.wall_ms)));
         }
         out
     }
@@ -314,14 +325,19 @@ impl Bridge {
         self.publish_json(Kind::Reply, &reply, false, Qos::AtLeastOnce)
     }
 
-    /// The run refused a command a VDA 5050 message asked for (its queue is
-    /// full, it has stopped): an error in the next `state`.
-    pub fn refused(&mut self, why: &str) {
+    /// The run refused `command`, which a VDA 5050 message or the order's
+    /// progress asked for (its queue is full, it has stopped): an error in
+    /// the next `state`; a leg of the order that cannot start ends the order.
+    pub fn refused(&mut self, command: &Command, why: &str) {
         let refs = self
             .order
             .iter()
             .map(|o| Reference::new("orderId", o.order_id.clone()))
             .collect();
+        if let (Command::Chain { .. }, Some(order)) = (command, self.order.as_mut()) {
+            order.leg = None;
+            order.end(TaskStatus::Aborted);
+        }
         self.error("commandRefused", refs, format!("the run refused: {why}"));
     }
 
@@ -339,7 +355,7 @@ impl Bridge {
 
     /// A message on one of the robot's topics.
     pub fn message(&mut self, topic: &str, payload: &[u8], wall_ms: u64) -> Vec<Effect> {
-        match self.id.topics.kind(topic) {
+        match self.topics.kind(topic) {
             Some(Kind::Command) => self.command(topic, payload),
             Some(Kind::InstantActions) => self.instant_actions(topic, payload, wall_ms),
             Some(Kind::Order) => self.order(topic, payload, wall_ms),
@@ -447,28 +463,17 @@ impl Bridge {
             // A reset, not a start: the task the E-stop paused waits for a
             // `stopPause` (or an operator's resume).
             "eStopRelease" => (ActionStatus::Finished, None, run(Command::ResetEStop)),
-            "cancelOrder" => match &self.order {
-                Some(o) if o.active() => (ActionStatus::Finished, None, run(Command::Stop)),
-                _ => {
-                    self.error(
-                        "noOrderToCancel",
-                        vec![Reference::new("actionId", action.action_id.clone())],
-                        "there is no order to cancel".into(),
-                    );
-                    (
-                        ActionStatus::Failed,
-                        Some("no order to cancel".into()),
-                        None,
-                    )
-                }
-            },
+            "cancelOrder" => self.cancel_order(&action.action_id),
             "eStop" => (ActionStatus::Finished, None, run(Command::EStop)),
             "factsheetRequest" => {
                 let header = self.header(Kind::Factsheet, wall_ms);
-                let sheet = vda5050::factsheet(&header, self.id.world.base.max_speed);
-                let publish = self.publish_json(Kind::Factsheet, &sheet, true, Qos::AtLeastOnce);
+                let sheet = vda5050::factsheet(&header, self.map.world().base.max_speed);
+                let publish = self.publish_json(Kind::Factsheet, &sheet, true, Qos::AtMostOnce);
                 (ActionStatus::Finished, None, Some(Effect::Publish(publish)))
             }
+            // The state goes out after every instant actions message.
+            "stateRequest" => (ActionStatus::Finished, None, None),
+            "initPosition" => self.init_position(action),
             other => {
                 self.error(
                     "validationError",
@@ -487,116 +492,179 @@ impl Bridge {
         }
     }
 
+    /// `cancelOrder` (§6.6.3): RUNNING until the base has stopped, then
+    /// FINISHED; FAILED, with a `noOrderToCancel` warning, without an order.
+    fn cancel_order(&mut self, action_id: &str) -> (ActionStatus, Option<String>, Option<Effect>) {
+        let Some(order) = self.order.as_mut().filter(|o| o.busy()) else {
+            self.error(
+                "noOrderToCancel",
+                vec![Reference::new("actionId", action_id)],
+                "there is no order to cancel".into(),
+            );
+            return (
+                ActionStatus::Failed,
+                Some("no order to cancel".into()),
+                None,
+            );
+        };
+        // Only the order's own task is stopped, and only while it runs.
+        let stop = order.leg.is_some().then_some(Effect::Command {
+            id: None,
+            command: Command::Stop,
+        });
+        order.end(TaskStatus::Cancelled);
+        self.cancelling = Some(action_id.to_string());
+        (ActionStatus::Running, None, stop)
+    }
+
+    /// The `cancelOrder` RUNNING is FINISHED once the order's task has
+    /// ended and the base stands still.
+    fn settle_cancel(&mut self) {
+        let leg_gone = self.order.as_ref().is_none_or(|o| o.leg.is_none());
+        if !leg_gone || self.driving() {
+            return;
+        }
+        if let Some(action_id) = self.cancelling.take() {
+            self.action_state(ActionState {
+                action_id,
+                action_type: Some("cancelOrder".into()),
+                action_status: ActionStatus::Finished,
+                result_description: Some("the base has stopped; the order is cancelled".into()),
+            });
+        }
+    }
+
+    /// `initPosition`: robobrain localises itself on its map and cannot be
+    /// set elsewhere, so the pose given must be where it already is (within
+    /// its deviation range); then `lastNodeId` is the node given. Else
+    /// FAILED, saying why.
+    fn init_position(&mut self, action: &Action) -> (ActionStatus, Option<String>, Option<Effect>) {
+        let failed = |why: String| (ActionStatus::Failed, Some(why), None);
+        let param = |key: &str| {
+            action
+                .action_parameters
+                .iter()
+                .flatten()
+                .find(|p| p.key == key)
+                .map(|p| &p.value)
+        };
+        let number = |key: &str| param(key).and_then(Value::as_f64);
+        let (Some(x), Some(y), Some(theta)) = (number("x"), number("y"), number("theta")) else {
+            return failed("initPosition needs x, y and theta (numbers)".into());
+        };
+        let (Some(map_id), Some(node)) = (
+            param("mapId").and_then(Value::as_str),
+            param("lastNodeId").and_then(Value::as_str),
+        ) else {
+            return failed("initPosition needs mapId and lastNodeId (strings)".into());
+        };
+        if !(-std::f64::consts::PI..=std::f64::consts::PI).contains(&theta) {
+            return failed(format!("theta {theta} is not in [-π, π]"));
+        }
+        if self.order.as_ref().is_some_and(OrderRun::busy) {
+            return failed("an order is running: cancel it first".into());
+        }
+        if map_id != self.map.world().name {
+            return failed(format!(
+                "map `{map_id}` is not this robot's map `{}`",
+                self.map.world().name
+            ));
+        }
+        let off = Point::new(x, y).distance(self.at());
+        if off > super::order::VEHICLE_DEVIATION_M {
+            return failed(format!(
+                "the pose cannot be reset: robobrain localises itself on its map, and the pose                  given is {off:.2} m from where it is ({:.2}, {:.2})",
+                self.snapshot.robot.pose.x, self.snapshot.robot.pose.y
+            ));
+        }
+        self.init_node = Some(node.to_string());
+        (ActionStatus::Finished, None, None)
+    }
+
     fn order(&mut self, topic: &str, payload: &[u8], wall_ms: u64) -> Vec<Effect> {
         let order: Order = match self.vda_message(topic, payload, MAX_ORDER_BYTES, wall_ms) {
             Ok(m) => m,
             Err(out) => return out,
         };
-        let refs = |o: &Order| {
-            vec![
-                Reference::new("headerId", o.header.header_id.to_string()),
-                Reference::new("orderId", o.order_id.clone()),
-                Reference::new("orderUpdateId", o.order_update_id.to_string()),
-            ]
+        let mut out = Vec::new();
+        match self.take_order(&order) {
+            Ok(Some(leg)) => out.push(Effect::Command {
+                id: None,
+                command: Command::Chain {
+                    call_id: leg.call_id,
+                    calls: leg.calls,
+                },
+            }),
+            Ok(None) => {}
+            Err(Refusal {
+                error_type,
+                references,
+                description,
+            }) => {
+                let mut refs = vec![
+                    Reference::new("headerId", order.header.header_id.to_string()),
+                    Reference::new("orderId", order.order_id.clone()),
+                    Reference::new("orderUpdateId", order.order_update_id.to_string()),
+                ];
+                refs.extend(references);
+                self.error(error_type, refs, description);
+            }
+        }
+        out.push(Effect::Publish(self.state(wall_ms)));
+        out
+    }
+
+    /// Takes `order` as new or as an update (VDA 5050 §6.6.2, Figure 8):
+    /// the leg to start now, if any, or why it is refused.
+    fn take_order(&mut self, order: &Order) -> Result<Option<Leg>, Refusal> {
+        let at = self.at();
+        let refuse = |error_type, why: String| {
+            Err(Refusal {
+                error_type,
+                references: Vec::new(),
+                description: why,
+            })
         };
-        if let Some(current) = &self.order {
-            if current.order_id == order.order_id {
+        match self.order.as_mut() {
+            Some(current) if current.order_id == order.order_id => {
                 if order.order_update_id == current.update_id {
                     // The same order again (a resend): nothing new.
-                    return vec![Effect::Publish(self.state(wall_ms))];
+                    return Ok(None);
                 }
                 if order.order_update_id < current.update_id {
-                    self.error(
+                    return refuse(
                         "orderUpdateError",
-                        refs(&order),
                         format!(
                             "update {} is older than the current update {}",
                             order.order_update_id, current.update_id
                         ),
                     );
-                    return vec![Effect::Publish(self.state(wall_ms))];
                 }
+                let start = current.update(&self.map, order, at)?;
+                let leg = current.leg.clone().filter(|_| start);
+                self.errors.clear();
+                self.init_node = None;
+                Ok(leg)
             }
-            if current.active() {
-                self.error(
-                    "orderError",
-                    refs(&order),
-                    format!(
-                        "order `{}` is still running: cancel it (cancelOrder) first; \
-                         robobrain takes whole orders, not extensions",
-                        current.order_id
-                    ),
-                );
-                return vec![Effect::Publish(self.state(wall_ms))];
+            Some(current) if current.busy() || self.cancelling.is_some() => refuse(
+                "orderError",
+                format!(
+                    "order `{}` is still running or waiting for an update: cancel it \
+                     (cancelOrder) first",
+                    current.order_id
+                ),
+            ),
+            _ => {
+                let run = OrderRun::start(&self.map, order, at)?;
+                let leg = run.leg.clone();
+                self.order = Some(run);
+                self.errors.clear();
+                self.init_node = None;
+                // A new order (not an update) clears what has ended.
+                self.actions.retain(|a| !a.action_status.is_terminal());
+                Ok(leg)
             }
         }
-        let calls = match self.calls(&order) {
-            Ok(calls) => calls,
-            Err(why) => {
-                self.error("validationError", refs(&order), why);
-                return vec![Effect::Publish(self.state(wall_ms))];
-            }
-        };
-        let mut nodes = order.nodes.clone();
-        nodes.sort_by_key(|n| n.sequence_id);
-        let mut edges = order.edges.clone();
-        edges.sort_by_key(|e| e.sequence_id);
-        let call_id = format!("vda-{}-{}", order.order_id, order.order_update_id);
-        self.errors.clear();
-        self.order = Some(OrderRun {
-            order_id: order.order_id,
-            update_id: order.order_update_id,
-            nodes,
-            edges,
-            call_id: call_id.clone(),
-            task_id: None,
-            reached: 0,
-            ended: None,
-        });
-        vec![
-            Effect::Command {
-                id: None,
-                command: Command::Chain { call_id, calls },
-            },
-            Effect::Publish(self.state(wall_ms)),
-        ]
-    }
-
-    /// The order's released nodes as `navigate_to` calls: a node whose id
-    /// is a zone goes to that zone, else to its position on this map.
-    fn calls(&self, order: &Order) -> Result<Vec<SkillCall>, String> {
-        let mut nodes: Vec<&vda5050::Node> = order.nodes.iter().filter(|n| n.released).collect();
-        nodes.sort_by_key(|n| n.sequence_id);
-        if nodes.is_empty() {
-            return Err("the order has no released node".into());
-        }
-        nodes
-            .into_iter()
-            .map(|node| {
-                if let Some(zone) = self.id.world.zone(&node.node_id) {
-                    return Ok(SkillCall {
-                        skill: "navigate_to".into(),
-                        args: json!({"zone": zone.name}),
-                    });
-                }
-                let Some(p) = &node.node_position else {
-                    return Err(format!(
-                        "node `{}` is not a zone and has no nodePosition",
-                        node.node_id
-                    ));
-                };
-                if p.map_id != self.id.world.name {
-                    return Err(format!(
-                        "node `{}` is on map `{}`; this robot is on `{}`",
-                        node.node_id, p.map_id, self.id.world.name
-                    ));
-                }
-                Ok(SkillCall {
-                    skill: "navigate_to".into(),
-                    args: json!({"x": p.x, "y": p.y}),
-                })
-            })
-            .collect()
     }
 
     /// Reads a VDA 5050 message addressed to this robot, or the effects of
@@ -618,8 +686,8 @@ impl Bridge {
                 .map_err(|e| ("malformed", e.to_string()))
                 .and_then(|m| {
                     let h = m.header();
-                    if h.serial_number != self.id.topics.robot
-                        || h.manufacturer != self.id.topics.manufacturer
+                    if h.serial_number != self.topics.robot
+                        || h.manufacturer != self.topics.manufacturer
                     {
                         Err((
                             "not_addressed",
@@ -627,8 +695,8 @@ impl Bridge {
                                 "addressed to {}/{}, this is {}/{}",
                                 h.manufacturer,
                                 h.serial_number,
-                                self.id.topics.manufacturer,
-                                self.id.topics.robot
+                                self.topics.manufacturer,
+                                self.topics.robot
                             ),
                         ))
                     } else {
@@ -649,64 +717,65 @@ impl Bridge {
         })
     }
 
-    /// Follows the order's task through its events; whether `state` changed.
-    fn order_event(&mut self, event: &Event) -> bool {
+    /// Follows the order's task through its events: whether `state`
+    /// changed, and the next leg's chain when one is to start.
+    fn order_event(&mut self, event: &Event) -> (bool, Option<Command>) {
         let Some(order) = self.order.as_mut() else {
-            return false;
+            return (false, None);
+        };
+        let Some(leg) = order.leg.as_mut() else {
+            return (false, None);
         };
         match &event.kind {
             EventKind::Task { task, reason } => {
-                if order.task_id.is_none() && *reason == format!("chain {}", order.call_id) {
-                    order.task_id = Some(task.id.clone());
+                if leg.task_id.is_none() && *reason == format!("chain {}", leg.call_id) {
+                    leg.task_id = Some(task.id.clone());
                 }
-                if order.task_id.as_deref() != Some(task.id.as_str()) {
-                    return false;
+                if leg.task_id.as_deref() != Some(task.id.as_str()) {
+                    return (false, None);
                 }
-                order.reached = order.reached.max(task.step);
-                if task.status.is_terminal() && order.ended.is_none() {
-                    order.ended = Some(task.status);
-                    if task.status == TaskStatus::Succeeded {
-                        order.reached = order.nodes.iter().filter(|n| n.released).count();
-                    } else {
-                        let why = self
-                            .refusals
-                            .remove(&task.id)
-                            .unwrap_or_else(|| reason.clone());
-                        let refs = vec![
-                            Reference::new("orderId", order.order_id.clone()),
-                            Reference::new("taskId", task.id.clone()),
-                        ];
-                        let what = match task.status {
-                            TaskStatus::Cancelled => "cancelled",
-                            _ => "failed",
-                        };
-                        let text = format!("order `{}` {what}: {why}", order.order_id);
-                        if task.status != TaskStatus::Cancelled {
-                            self.error("orderError", refs, text);
-                        }
-                    }
+                order.reached(task.step);
+                if !task.status.is_terminal() {
+                    return (true, None);
                 }
-                true
+                if task.status == TaskStatus::Succeeded {
+                    let next = order.leg_done().map(|l| Command::Chain {
+                        call_id: l.call_id.clone(),
+                        calls: l.calls.clone(),
+                    });
+                    return (true, next);
+                }
+                order.leg = None;
+                if order.ended.is_some() {
+                    // Cancelled already: its task's end is expected.
+                    return (true, None);
+                }
+                order.end(task.status);
+                let why = self
+                    .refusals
+                    .remove(&task.id)
+                    .unwrap_or_else(|| reason.clone());
+                if task.status != TaskStatus::Cancelled {
+                    let refs = vec![
+                        Reference::new("orderId", order.order_id.clone()),
+                        Reference::new("taskId", task.id.clone()),
+                    ];
+                    let text = format!("order `{}` failed: {why}", order.order_id);
+                    self.error("orderError", refs, text);
+                }
+                (true, None)
             }
             EventKind::Guardrail {
                 task_id,
                 verdict: Verdict::Rejected,
                 reason,
                 ..
-            } if order.task_id.as_deref() == Some(task_id.as_str()) => {
+            } if leg.task_id.as_deref() == Some(task_id.as_str()) => {
                 self.refusals
                     .insert(task_id.clone(), format!("the kernel refused: {reason}"));
-                false
+                (false, None)
             }
-            EventKind::Error { code, message }
-                if code == "empty_chain" && message.contains(&order.call_id) =>
-            {
-                order.ended = Some(TaskStatus::Aborted);
-                let refs = vec![Reference::new("orderId", order.order_id.clone())];
-                self.error("orderError", refs, message.clone());
-                true
-            }
-            _ => false,
+            _ => (false, None),
         }
     }
 
@@ -715,30 +784,26 @@ impl Bridge {
         let Some(order) = self.order.as_mut() else {
             return;
         };
-        let Some(id) = &order.task_id else {
+        let Some(id) = order.leg.as_ref().and_then(|l| l.task_id.clone()) else {
             return;
         };
-        if let Some(task) = self.snapshot.tasks.iter().find(|t| &t.id == id) {
-            order.reached = order.reached.max(task.step);
+        if let Some(task) = self.snapshot.tasks.iter().find(|t| t.id == id) {
+            order.reached(task.step);
         }
     }
 
     /// The VDA 5050 `state` from the newest snapshot and the order.
     pub fn state(&mut self, wall_ms: u64) -> Publish {
+        self.settle_cancel();
+        self.reported = self.summary();
         let header = self.header(Kind::State, wall_ms);
         let s = &self.snapshot;
-        let OrderProgress {
-            order_id,
-            update_id,
-            last_node,
-            node_states,
-            edge_states,
-        } = self
-            .order
-            .as_ref()
-            .map(OrderRun::progress)
-            .unwrap_or_default();
-        let (last_node_id, last_node_sequence_id) = last_node.unwrap_or_default();
+        let (order_id, update_id, mut last, node_states, edge_states) =
+            self.order.as_ref().map(progress).unwrap_or_default();
+        if let Some(node) = &self.init_node {
+            last = (node.clone(), 0);
+        }
+        let (last_node_id, last_node_sequence_id) = last;
         let active = s.tasks.first();
         let paused = active.is_some_and(|t| t.status == TaskStatus::Paused);
         let errors = self.state_errors();
@@ -751,7 +816,7 @@ impl Bridge {
             last_node_sequence_id,
             node_states,
             edge_states,
-            driving: s.robot.twist.linear.abs() > 1e-3 || s.robot.twist.angular.abs() > 1e-3,
+            driving: self.driving(),
             paused,
             new_base_request: false,
             operating_mode: if s.estop { "SERVICE" } else { "AUTOMATIC" }.into(),
@@ -770,7 +835,7 @@ impl Bridge {
                 field_violation: false,
             },
         };
-        self.publish_json(Kind::State, &state, false, Qos::AtLeastOnce)
+        self.publish_json(Kind::State, &state, false, Qos::AtMostOnce)
     }
 
     /// The errors `state` reports: those kept, and the robot link when it is down.
@@ -794,16 +859,18 @@ impl Bridge {
             x: pose.x,
             y: pose.y,
             theta: pose.theta,
-            map_id: self.id.world.name.clone(),
+            map_id: self.map.world().name.clone(),
             position_initialized: true,
         }
     }
 
+    /// In the vehicle's frame (VDA 5050 §6.10.6): a differential drive
+    /// moves along its heading only.
     fn velocity(&self) -> Velocity {
-        let (twist, theta) = (self.snapshot.robot.twist, self.snapshot.robot.pose.theta);
+        let twist = self.snapshot.robot.twist;
         Velocity {
-            vx: twist.linear * theta.cos(),
-            vy: twist.linear * theta.sin(),
+            vx: twist.linear,
+            vy: 0.0,
             omega: twist.angular,
         }
     }
@@ -824,8 +891,8 @@ impl Bridge {
             header_id,
             timestamp: vda5050::timestamp(wall_ms),
             version: vda5050::VERSION.into(),
-            manufacturer: self.id.topics.manufacturer.clone(),
-            serial_number: self.id.topics.robot.clone(),
+            manufacturer: self.topics.manufacturer.clone(),
+            serial_number: self.topics.robot.clone(),
         }
     }
 
@@ -847,8 +914,16 @@ impl Bridge {
         // One state per action id: a repeated eStop's is its newest.
         self.actions.retain(|a| a.action_id != state.action_id);
         self.actions.push_back(state);
+        // Past the limit, the oldest ended one goes; running ones stay.
         while self.actions.len() > KEPT {
-            self.actions.pop_front();
+            let Some(i) = self
+                .actions
+                .iter()
+                .position(|a| a.action_status.is_terminal())
+            else {
+                break;
+            };
+            self.actions.remove(i);
         }
     }
 
@@ -877,7 +952,7 @@ impl Bridge {
 
     fn publish(&self, kind: Kind, payload: Vec<u8>, retain: bool, qos: Qos) -> Publish {
         Publish {
-            topic: self.id.topics.of(kind),
+            topic: self.topics.of(kind),
             payload,
             retain,
             qos,

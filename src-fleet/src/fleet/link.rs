@@ -50,6 +50,8 @@ enum Input {
     Net(Option<Net>),
     Event(Result<Box<Event>, RecvError>),
     Publish,
+    /// The run's snapshot changed (`Err`: the run has ended).
+    Snapshot(Result<(), watch::error::RecvError>),
     CutOff,
     EchoDue,
     Stop,
@@ -93,6 +95,7 @@ impl FleetLink {
             paused_for_cutoff: false,
             echo,
             echo_due: None,
+            dirty: true,
         };
         let task = tokio::spawn(worker.run(net, feed.snapshots, feed.events, stopped, poller));
         Self {
@@ -122,6 +125,8 @@ struct Worker {
     echo: Echo,
     /// When what is not heard back by then is reported.
     echo_due: Option<Instant>,
+    /// A snapshot came since the last periodic round.
+    dirty: bool,
 }
 
 impl Worker {
@@ -145,31 +150,39 @@ impl Worker {
                 n = net.recv() => Input::Net(n),
                 e = events.recv(), if events_open => Input::Event(e.map(Box::new)),
                 _ = publish.tick() => Input::Publish,
+                r = snapshots.changed() => Input::Snapshot(r),
                 () = sleep_until(cutoff) => Input::CutOff,
                 () = sleep_until(self.echo_due) => Input::EchoDue,
                 _ = &mut stop => Input::Stop,
             };
             match input {
-                Input::Net(None) | Input::Stop => break,
+                // The run has ended (its snapshots with it): nothing more to publish.
+                Input::Net(None) | Input::Stop | Input::Snapshot(Err(_)) => break,
                 Input::Net(Some(n)) => self.net(n, &snapshots),
                 Input::Event(Ok(event)) => {
                     if self.connected {
-                        for p in self.bridge.event(&event) {
-                            self.publish(p);
-                        }
+                        let effects = self.bridge.event(&event);
+                        self.effects(effects, None);
                     }
                 }
                 // Fell behind: the next snapshot repaints the consoles.
                 Input::Event(Err(RecvError::Lagged(_))) => {}
                 Input::Event(Err(RecvError::Closed)) => events_open = false,
                 Input::Publish => {
-                    // The run has ended: nothing more to publish.
-                    if snapshots.has_changed().is_err() {
-                        break;
-                    }
-                    if self.connected && snapshots.has_changed().unwrap_or(false) {
-                        let snapshot = snapshots.borrow_and_update().clone();
+                    if self.connected && std::mem::take(&mut self.dirty) {
+                        let snapshot = snapshots.borrow().clone();
                         for p in self.bridge.snapshot(&snapshot, wall_ms()) {
+                            self.publish(p);
+                        }
+                    }
+                }
+                // Between rounds, `state` goes out at once when what it
+                // says changed (driving, a node reached, a cancel done).
+                Input::Snapshot(Ok(())) => {
+                    self.dirty = true;
+                    if self.connected {
+                        let snapshot = snapshots.borrow_and_update().clone();
+                        for p in self.bridge.snapshot_changed(&snapshot, wall_ms()) {
                             self.publish(p);
                         }
                     }
@@ -256,20 +269,30 @@ impl Worker {
             }
             Net::Message(topic, payload) => {
                 self.echo.heard(&topic, &payload);
-                for effect in self.bridge.message(&topic, &payload, wall_ms()) {
-                    match effect {
-                        Effect::Publish(p) => self.publish(p),
-                        Effect::Command { id, command } => {
-                            let result =
-                                (self.commands)(command, self.origin(&topic, id.as_deref()));
-                            if let Some(id) = id {
-                                let reply = self.bridge.outcome(&id, result);
-                                self.publish(reply);
-                            } else if let Err(why) = result {
-                                // A VDA 5050 command the run refused: said in `state`.
-                                self.bridge.refused(&why);
-                            }
-                        }
+                let effects = self.bridge.message(&topic, &payload, wall_ms());
+                self.effects(effects, Some(&topic));
+            }
+        }
+    }
+
+    /// Carries out the bridge's effects; `topic` is where the message that
+    /// caused them came (none: the order's progress).
+    fn effects(&mut self, effects: Vec<Effect>, topic: Option<&str>) {
+        for effect in effects {
+            match effect {
+                Effect::Publish(p) => self.publish(p),
+                Effect::Command { id, command } => {
+                    let origin = match topic {
+                        Some(topic) => self.origin(topic, id.as_deref()),
+                        None => Origin::new(Door::Vda5050, "the order's next leg"),
+                    };
+                    let result = (self.commands)(command.clone(), origin);
+                    if let Some(id) = id {
+                        let reply = self.bridge.outcome(&id, result);
+                        self.publish(reply);
+                    } else if let Err(why) = result {
+                        // A VDA 5050 command the run refused: said in `state`.
+                        self.bridge.refused(&command, &why);
                     }
                 }
             }

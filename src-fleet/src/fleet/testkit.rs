@@ -87,6 +87,14 @@ impl Schemas {
         Self { validators }
     }
 
+    /// Whether `message` is valid for `leaf` (`state`, `order`, …).
+    pub fn valid(&self, leaf: &str, message: &Value) -> bool {
+        self.validators
+            .get(leaf)
+            .unwrap_or_else(|| panic!("no VDA 5050 schema for `{leaf}`"))
+            .is_valid(message)
+    }
+
     /// Panics, naming every error, unless `message` is valid for `leaf`
     /// (`state`, `order`, …).
     pub fn check(&self, leaf: &str, message: &Value) {
@@ -111,6 +119,7 @@ pub struct Observer {
     /// The client (to publish as this user).
     pub client: AsyncClient,
     rx: mpsc::UnboundedReceiver<(String, Vec<u8>)>,
+    qos: std::sync::Arc<std::sync::Mutex<HashMap<String, u8>>>,
     schemas: Schemas,
     /// How many VDA 5050 messages were validated.
     pub validated: usize,
@@ -133,10 +142,16 @@ impl Observer {
             .unwrap();
         client.subscribe("uagv/#", QoS::AtLeastOnce).await.unwrap();
         let (tx, rx) = mpsc::unbounded_channel();
+        let qos = std::sync::Arc::new(std::sync::Mutex::new(HashMap::new()));
+        let seen_qos = qos.clone();
         let task = tokio::spawn(async move {
             loop {
                 match eventloop.poll().await {
                     Ok(NetEvent::Incoming(Packet::Publish(p))) => {
+                        seen_qos
+                            .lock()
+                            .unwrap()
+                            .insert(p.topic.clone(), p.qos as u8);
                         if tx.send((p.topic, p.payload.to_vec())).is_err() {
                             return;
                         }
@@ -149,12 +164,19 @@ impl Observer {
         Self {
             client,
             rx,
+            qos,
             schemas: Schemas::load(),
             validated: 0,
             history: Vec::new(),
             from: 0,
             task,
         }
+    }
+
+    /// The QoS the newest message on `topic` came with (the observer
+    /// subscribes with 1, so this is the publisher's, up to 1).
+    pub fn qos_of(&self, topic: &str) -> Option<u8> {
+        self.qos.lock().unwrap().get(topic).copied()
     }
 
     /// From now on, [`Observer::until`] looks only at messages heard after this.

@@ -69,8 +69,15 @@ pub struct NodePosition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub theta: Option<f64>,
     /// How close counts as arrived, metres.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "allowedDeviationXY",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub allowed_deviation_x_y: Option<f64>,
+    /// How close the heading counts as arrived, radians.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_deviation_theta: Option<f64>,
     /// The map.
     pub map_id: String,
 }
@@ -119,7 +126,7 @@ pub struct Node {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_position: Option<NodePosition>,
     /// Actions at the node.
-    pub actions: Vec<Value>,
+    pub actions: Vec<Action>,
 }
 
 /// An order's edge (robobrain plans its own path between nodes).
@@ -136,8 +143,17 @@ pub struct Edge {
     pub start_node_id: String,
     /// Where it ends.
     pub end_node_id: String,
+    /// The heading along it, radians.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orientation: Option<f64>,
+    /// A NURBS path to follow (robobrain refuses it: it plans its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory: Option<Value>,
+    /// Bounds to stay within (refused like a trajectory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corridor: Option<Value>,
     /// Actions along it.
-    pub actions: Vec<Value>,
+    pub actions: Vec<Action>,
 }
 
 /// The `order` message.
@@ -195,6 +211,27 @@ pub struct EdgeState {
     pub released: bool,
 }
 
+impl From<&Node> for NodeState {
+    fn from(n: &Node) -> Self {
+        Self {
+            node_id: n.node_id.clone(),
+            sequence_id: n.sequence_id,
+            released: n.released,
+            node_position: n.node_position.clone(),
+        }
+    }
+}
+
+impl From<&Edge> for EdgeState {
+    fn from(e: &Edge) -> Self {
+        Self {
+            edge_id: e.edge_id.clone(),
+            sequence_id: e.sequence_id,
+            released: e.released,
+        }
+    }
+}
+
 /// `actionStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -209,6 +246,13 @@ pub enum ActionStatus {
     Finished,
     /// Failed.
     Failed,
+}
+
+impl ActionStatus {
+    /// FINISHED or FAILED: nothing more will happen to it.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Finished | Self::Failed)
+    }
 }
 
 /// `state.actionStates[]`.
@@ -381,24 +425,62 @@ pub struct Visualization {
 }
 
 /// The instant actions robobrain takes: VDA 5050's `startPause`,
-/// `stopPause`, `cancelOrder`, `factsheetRequest`, and robobrain's own
-/// `eStop`/`eStopRelease` (VDA 5050 leaves the emergency stop to the
-/// vehicle; these carry an operator's remote E-stop).
-pub const INSTANT_ACTIONS: [&str; 6] = [
+/// `stopPause`, `cancelOrder`, `factsheetRequest`, `stateRequest`,
+/// `initPosition`, and robobrain's own `eStop`/`eStopRelease` (VDA 5050
+/// leaves the emergency stop to the vehicle; these carry an operator's
+/// remote E-stop).
+pub const INSTANT_ACTIONS: [&str; 8] = [
     "startPause",
     "stopPause",
     "cancelOrder",
     "factsheetRequest",
+    "stateRequest",
+    "initPosition",
     "eStop",
     "eStopRelease",
 ];
 
+/// What each instant action does, for the factsheet.
+fn action_description(action: &str) -> &'static str {
+    match action {
+        "startPause" => "pauses the order's task: the base stops, the task keeps its place",
+        "stopPause" => "resumes the paused task (refused while the E-stop is latched)",
+        "cancelOrder" => "stops the order's task; RUNNING until the base stands still",
+        "factsheetRequest" => "publishes this factsheet",
+        "stateRequest" => "publishes a state",
+        "initPosition" => {
+            "confirms the pose: robobrain localises itself, so the pose given must be where it \
+             is (within 0.5 m); lastNodeId is then the node given"
+        }
+        "eStop" => "robobrain's remote emergency stop: the kernel stops the base and latches",
+        _ => "releases the latched E-stop; nothing moves until a stopPause",
+    }
+}
+
 /// The `factsheet` of a robobrain robot (a differential-drive carrier
-/// without load handling), as JSON: `speed_max` m/s.
+/// without load handling), as JSON: `speed_max` m/s. It says what the
+/// robot takes: the instant actions above (none on nodes or edges), no
+/// trajectories or corridors (it plans its own path), and its limits.
 pub fn factsheet(header: &Header, speed_max: f64) -> Value {
     let actions: Vec<Value> = INSTANT_ACTIONS
         .iter()
-        .map(|a| json!({"actionType": a, "actionScopes": ["INSTANT"]}))
+        .map(|a| {
+            let mut action = json!({
+                "actionType": a,
+                "actionDescription": action_description(a),
+                "actionScopes": ["INSTANT"]
+            });
+            if *a == "initPosition" {
+                action["actionParameters"] = json!([
+                    {"key": "x", "valueDataType": "FLOAT", "isOptional": false},
+                    {"key": "y", "valueDataType": "FLOAT", "isOptional": false},
+                    {"key": "theta", "valueDataType": "FLOAT", "isOptional": false},
+                    {"key": "mapId", "valueDataType": "STRING", "isOptional": false},
+                    {"key": "lastNodeId", "valueDataType": "STRING", "isOptional": false}
+                ]);
+            }
+            action
+        })
         .collect();
     json!({
         "headerId": header.header_id,
@@ -420,21 +502,34 @@ pub fn factsheet(header: &Header, speed_max: f64) -> Value {
             "speedMax": speed_max,
             "accelerationMax": 0.5,
             "decelerationMax": 1.0,
+            "heightMin": 0.5,
             "heightMax": 0.5,
             "width": 0.4,
             "length": 0.4
         },
         "protocolLimits": {
-            "maxStringLens": {},
-            "maxArrayLens": {},
-            "timing": {"minOrderInterval": 0.5, "minStateInterval": 0.1}
+            "maxStringLens": {"msgLen": 256 * 1024, "idNumericalOnly": false},
+            "maxArrayLens": {"node.actions": 0, "edge.actions": 0, "trajectory.knotVector": 0,
+                             "trajectory.controlPoints": 0, "state.loads": 0},
+            "timing": {"minOrderInterval": 0.1, "minStateInterval": 0.02,
+                       "defaultStateInterval": 0.25, "visualizationInterval": 0.25}
         },
         "protocolFeatures": {
-            "optionalParameters": [],
+            "optionalParameters": [
+                {"parameter": "order.nodes.nodePosition", "support": "SUPPORTED",
+                 "description": "a node that is not one of the map's zones needs it"},
+                {"parameter": "order.nodes.nodePosition.allowedDeviationXY", "support": "SUPPORTED"},
+                {"parameter": "state.agvPosition", "support": "SUPPORTED"},
+                {"parameter": "state.velocity", "support": "SUPPORTED"}
+            ],
             "agvActions": actions
         },
-        "agvGeometry": {},
-        "loadSpecification": {}
+        "agvGeometry": {
+            "envelopes2d": [{"set": "base", "polygonPoints": [
+                {"x": 0.2, "y": 0.2}, {"x": -0.2, "y": 0.2}, {"x": -0.2, "y": -0.2}, {"x": 0.2, "y": -0.2}
+            ]}]
+        },
+        "loadSpecification": {"loadPositions": [], "loadSets": []}
     })
 }
 
