@@ -353,22 +353,18 @@ impl LlmConfig {
     }
 }
 
-/// Whether `url`'s host is this machine or the local network.
+/// Whether `url`'s host is this machine or the local network (`localhost`,
+/// a `*.local` name, a loopback, private or link-local address).
 fn is_local(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
-    let host = host.to_ascii_lowercase();
-    if host == "localhost" || host.rsplit('.').next() == Some("local") && host.contains('.') {
-        return true;
-    }
-    match host.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
-        Ok(std::net::IpAddr::V6(ip)) => ip.is_loopback() || ip.is_unique_local(),
-        Err(_) => false,
+    use url::{Host, Url};
+    match Url::parse(url).ok().as_ref().and_then(Url::host) {
+        Some(Host::Domain(name)) => {
+            let name = name.to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".local")
+        }
+        Some(Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Some(Host::Ipv6(ip)) => ip.is_loopback() || ip.is_unique_local(),
+        None => false,
     }
 }
 
