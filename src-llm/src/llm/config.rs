@@ -358,9 +358,9 @@ impl LlmConfig {
 fn is_local(url: &str) -> bool {
     use url::{Host, Url};
     match Url::parse(url).ok().as_ref().and_then(Url::host) {
+        // The parser gives domain names in lower case.
         Some(Host::Domain(name)) => {
-            let name = name.to_ascii_lowercase();
-            name == "localhost" || name.ends_with(".local")
+            name == "localhost" || name.rsplit_once('.').is_some_and(|(_, tld)| tld == "local")
         }
         Some(Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
         Some(Host::Ipv6(ip)) => ip.is_loopback() || ip.is_unique_local(),
