@@ -26,6 +26,7 @@ mod llm;
 mod mcp;
 mod memory;
 mod metrics;
+mod prompt;
 mod rest;
 #[cfg(feature = "ros2")]
 mod ros2;
