@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod assist;
+mod assist_model;
 mod bench_docs;
 mod channel;
 mod console;
