@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::assist::runner::{AssistReport, Assistant, ModelUse, Turn};
 use crate::brain::llm::request::{arguments, message};
-use crate::devices::home_assistant::runner::{AssistReport, Assistant, ModelUse, Turn};
 use crate::devices::{DeviceWorld, Invocation};
 use crate::llm::prompt::Prompts;
 use crate::llm::{LlmClient, LlmConfig, LlmWorker, Update};
