@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod assist;
+mod assist_model;
 mod bench_docs;
 mod channel;
 mod console;
@@ -26,6 +27,7 @@ mod llm;
 mod mcp;
 mod memory;
 mod metrics;
+mod prompt;
 mod rest;
 #[cfg(feature = "ros2")]
 mod ros2;

@@ -65,6 +65,22 @@ pub struct Turn {
     /// Milliseconds from the sentence to the turn's end, as the assistant
     /// measured it (the runner times the whole `handle` when it did not).
     pub latency_ms: f64,
+    /// What the model did, when the sentence went to one (`assist --model`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelUse>,
+}
+
+/// A model's part in one sentence: the rules missed it and the model was asked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModelUse {
+    /// `ok`, or why the call gave no usable reply (`timeout`, `server_error`, …).
+    pub outcome: String,
+    /// The device calls it asked for.
+    pub calls: usize,
+    /// Those the device world or the risk gate refused.
+    pub refused: usize,
+    /// Wall milliseconds of the call.
+    pub latency_ms: u64,
 }
 
 /// Understands a sentence and acts on the world; the runner judges the result.
