@@ -258,7 +258,7 @@ fn floors_named(floors: &[crate::devices::Floor]) -> Vec<NamedFloor> {
         };
         let mut extra: Vec<(usize, &str)> = Vec::new();
         for (i, words) in [(high, ["upstairs", "楼上"]), (low, ["downstairs", "楼下"])] {
-            extra.extend(words.into_iter().filter(|w| !taken(*w)).map(|w| (i, w)));
+            extra.extend(words.into_iter().filter(|w| !taken(w)).map(|w| (i, w)));
         }
         for (i, w) in extra {
             named[i].names.push(w.to_string());
@@ -1474,7 +1474,7 @@ room = "kitchen"
         let (w, h) = house();
         match plan_of("is the kitchen light on?", &w, &h) {
             Plan::Answer(text) => {
-                assert!(text.starts_with("No. The kitchen light is off"), "{text}")
+                assert!(text.starts_with("No. The kitchen light is off"), "{text}");
             }
             other => panic!("{other:?}"),
         }

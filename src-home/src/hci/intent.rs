@@ -572,20 +572,18 @@ fn kind_in(clause: &str) -> Option<DeviceKind> {
 pub fn capability_for(device: &Device, verb: &Verb) -> Option<(String, Value)> {
     use DeviceKind as K;
     let (name, args) = match (verb, device.kind) {
-        (Verb::On, K::Curtain | K::Valve) => ("open", json!({})),
+        (Verb::On, K::Curtain | K::Valve) | (Verb::Water, K::Valve) => ("open", json!({})),
         (Verb::Off, K::Curtain | K::Valve) => ("close", json!({})),
         (Verb::On | Verb::Unlock, K::Lock) => ("unlock", json!({})),
         (Verb::Off | Verb::Lock, K::Lock) => ("lock", json!({})),
         (Verb::On | Verb::Arm, K::Alarm) => ("arm", json!({})),
         (Verb::Off | Verb::Disarm, K::Alarm) => ("disarm", json!({})),
-        (Verb::On, _) => ("turn_on", json!({})),
+        (Verb::On | Verb::Water, _) => ("turn_on", json!({})),
         (Verb::Off, _) => ("turn_off", json!({})),
         (Verb::Start, _) => first_of(device, &["start", "play", "turn_on"])?,
         (Verb::Pause, _) => first_of(device, &["pause"])?,
         (Verb::Stop, _) => first_of(device, &["stop", "pause", "turn_off"])?,
         (Verb::Dock, _) => first_of(device, &["return_to_base"])?,
-        (Verb::Water, K::Valve) => ("open", json!({})),
-        (Verb::Water, _) => ("turn_on", json!({})),
         (Verb::Nudge { setting, by }, _) => return nudged(device, setting, *by),
         (Verb::Level { value }, K::Curtain) => ("set_position", json!({ "position": value })),
         (Verb::Level { value }, _) => ("set_brightness", json!({ "level": value })),

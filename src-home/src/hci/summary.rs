@@ -484,13 +484,15 @@ mod tests {
     /// A world with one device of every type in the built-in catalogue.
     pub(crate) fn every_type() -> DeviceWorld {
         use crate::devices::catalogue::BUILTIN_CATALOGUE;
+        use std::fmt::Write as _;
         let cat: toml::Value = toml::from_str(BUILTIN_CATALOGUE).unwrap();
         let mut home = String::from("name = \"all\"\n[[room]]\nid = \"hall\"\n");
         for t in cat["type"].as_array().unwrap() {
             let name = t["name"].as_str().unwrap();
-            home.push_str(&format!(
+            let _ = write!(
+                home,
                 "[[device]]\nid = \"{name}_1\"\ntype = \"{name}\"\nroom = \"hall\"\n"
-            ));
+            );
         }
         let home =
             crate::devices::parse_home(std::path::Path::new("all.toml"), &home, BUILTIN_CATALOGUE)
