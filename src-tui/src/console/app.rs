@@ -1133,14 +1133,7 @@ fn timeline_step(kind: EventKind) -> Option<Step> {
                 .rows
                 .iter()
                 .filter(|r| r.outcome != robobrain_core::protocol::Outcome::Took)
-                .map(|r| {
-                    format!(
-                        "{} {}: {}",
-                        r.understander.as_str(),
-                        r.outcome.as_str(),
-                        r.reason
-                    )
-                })
+                .map(robobrain_core::protocol::RowTrace::text)
                 .collect(),
         },
         EventKind::Decision {

@@ -143,6 +143,18 @@ pub struct RowTrace {
     pub reason: String,
 }
 
+impl RowTrace {
+    /// The row in words: `robot_grammar passed: not one of the robot's commands`.
+    pub fn text(&self) -> String {
+        format!(
+            "{} {}: {}",
+            self.understander.as_str(),
+            self.outcome.as_str(),
+            self.reason
+        )
+    }
+}
+
 /// What an utterance was read as: the intent and its slots.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -194,14 +206,7 @@ impl Trace {
             .rows
             .iter()
             .filter(|r| r.outcome != Outcome::Took)
-            .map(|r| {
-                format!(
-                    "{} {}: {}",
-                    r.understander.as_str(),
-                    r.outcome.as_str(),
-                    r.reason
-                )
-            })
+            .map(RowTrace::text)
             .collect();
         if passed.is_empty() {
             format!("{head}{slots}")
