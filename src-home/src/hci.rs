@@ -16,6 +16,7 @@
 //! layer, and is written to the audit log. The engine and the home tools in
 //! the skill registry share one `Home` ([`HomeHandle`]).
 
+pub mod device_command;
 pub mod heard;
 pub mod intent;
 pub mod pipeline;
@@ -692,12 +693,22 @@ impl Home {
         );
         slots.insert("room".into(), json!(room));
         let kind = d.kind.as_str();
-        let choices = self
+        let slots = Value::Object(slots);
+        // Only a template every slot of which has a value: never a line
+        // with a hole in it. Without one, what the call will do, in words.
+        let choices: Vec<String> = self
             .templates
             .for_call(kind, action, lang)
-            .map(<[String]>::to_vec)
-            .unwrap_or_default();
-        self.templates.pick(&choices, &Value::Object(slots))
+            .unwrap_or_default()
+            .iter()
+            .filter(|t| lines::holes(t, &slots).is_empty())
+            .cloned()
+            .collect();
+        if choices.is_empty() {
+            let what = summary::to_do(&self.devices, device, action, args, lang);
+            return lines::line(lang, "template_call", &[("what", &what)]);
+        }
+        self.templates.pick(&choices, &slots)
     }
 
     fn query_template(&mut self, device: &str, lang: Lang) -> String {
@@ -1425,7 +1436,7 @@ fn failures(result: &Value) -> Vec<Value> {
 
 /// The device parser's row: `sentence` read as one call of one device.
 fn by_device_parser(sentence: &str, world: &DeviceWorld) -> Verdict<Grasp> {
-    use crate::devices::home_assistant::command::{Command, parse_command};
+    use device_command::{Command, parse_command};
     match parse_command(sentence, world) {
         Command::Call {
             device,
