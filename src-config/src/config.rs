@@ -158,6 +158,10 @@ pub struct HomeConfig {
     /// Understand the home with Home Assistant's grammar first (`false`: the
     /// rules only).
     pub grammar: bool,
+    /// The semantic fallback of the language pipeline: when no grammar or
+    /// rule matched, the nearest of the grammar's own sentences by sentence
+    /// embedding (all-MiniLM-L6-v2, `[memory] model_dir`; docs/intents.md).
+    pub semantic: bool,
     /// Who writes the summary of a control turn: `rule` (no model) or `model`
     /// (the `[llm]` endpoint, from forged success results).
     pub summary: String,
@@ -379,6 +383,7 @@ impl Default for HomeConfig {
             node_id: "robobrain".into(),
             intents: None,
             grammar: true,
+            semantic: false,
             summary: "rule".into(),
         }
     }

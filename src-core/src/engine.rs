@@ -30,6 +30,8 @@ mod kernel_step;
 mod patrol;
 mod rest;
 mod timers;
+#[cfg(test)]
+mod understanding;
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -193,7 +195,9 @@ struct Mind {
     runner: SkillRunner,
     /// Utterances a model is recognising, with where each came from: what
     /// it understood later is carried out as from there.
-    recognizing: Vec<(String, Origin)>,
+    /// And how far the pipeline got with each (the `understanding` event
+    /// goes out when the model has answered).
+    recognizing: Vec<(String, Option<Origin>, crate::protocol::Trace)>,
     /// The run's memory (what was said), when attached.
     memory: Option<crate::memory::MemoryHandle>,
 }
@@ -232,8 +236,11 @@ impl Engine {
             .runs_dir
             .join("audio")
             .join(thread_id.replace(['/', '\\'], "_"));
-        let home = crate::hci::Home::load(&config.home, &world.name, &thread_id)
+        let mut home = crate::hci::Home::load(&config.home, &world.name, &thread_id)
             .map_err(|e| EngineError::Setup(format!("home: {e}")))?;
+        if config.home.semantic {
+            home.enable_semantic(config.memory.model_path(), false);
+        }
         let home = match crate::store::audit::AuditLog::in_memory() {
             Ok(audit) => home.with_audit(audit),
             Err(_) => home,

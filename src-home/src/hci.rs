@@ -19,6 +19,8 @@
 pub mod device_command;
 pub mod heard;
 pub mod intent;
+pub mod pipeline;
+pub mod semantic;
 pub mod session;
 pub mod summary;
 pub mod templates;
@@ -37,10 +39,12 @@ use crate::devices::{DeviceError, DeviceWorld, Invocation, Scene, SimBackend};
 use crate::lines::{self, Lang};
 use crate::policy::{self, HomeGate};
 use crate::protocol::SpeechTrack;
+use crate::protocol::understanding::{PIPELINE, Reading, Trace, Understander};
 use crate::source::SourceError;
 use crate::store::audit::{self, AuditLog, AuditRow};
 
 pub use intent::{Step, Understood, understand};
+pub use pipeline::Verdict;
 pub use session::Session;
 pub use templates::Templates;
 
@@ -153,6 +157,9 @@ pub struct Turn {
     pub timer: Option<heard::TimerAsk>,
     /// The language the turn was said in, and is answered in.
     pub lang: Lang,
+    /// How the utterance went through the home's rows of the pipeline
+    /// (empty when the engine ran the pipeline and keeps the trace).
+    pub trace: Trace,
 }
 
 /// The home: its devices and scenes, the policy's rules, the session, the
@@ -173,6 +180,8 @@ pub struct Home {
     pub hearing: Option<heard::Hearing>,
     /// Why the grammar is not (fully) in use, when it is not: said once.
     pub hearing_notice: Option<String>,
+    /// The semantic fallback, when `[home] semantic` is on ([`Home::enable_semantic`]).
+    pub semantic: Option<semantic::Semantic>,
     /// The room the listener (the robot) is in: `(id, name)`, for "the lights here".
     pub here: Option<(String, String)>,
     /// Where the request comes from when the caller knows better than the
@@ -282,6 +291,7 @@ impl Home {
             templates,
             hearing,
             hearing_notice,
+            semantic: None,
             here: None,
             context_area: None,
             validators,
@@ -823,72 +833,208 @@ impl Home {
         Some((plan, about))
     }
 
-    /// The rules' understanding of `text` (with the device-command parser
-    /// for what the home intents do not know).
-    fn by_rules(&self, text: &str) -> Option<Understood> {
-        let understood = understand(text, &self.devices, &self.scenes, &self.session);
-        // Hook: device commands the home intents do not know (media players,
-        // vacuums, Home Assistant homes), find ambiguous only by name while
-        // one device alone can do what was asked, or map to a capability the
-        // device lacks (a volume is not a brightness).
-        match understood {
-            None | Some(Understood::Clarify { .. } | Understood::Cannot { .. }) => {
-                one_device_call(text, &self.devices).or(understood)
-            }
-            other => other,
-        }
-    }
-
     /// Understands and carries out an utterance about the home; `None` when
-    /// it is not about the home. Home Assistant's grammar first (an answer
-    /// to a question just asked: the rules first), then robobrain's rules.
+    /// no row of the home's part of the pipeline understood it. The rows
+    /// are asked in [`PIPELINE`]'s order; the turn's `trace` says who took
+    /// it and why each earlier one passed.
     pub fn turn(&mut self, text: &str) -> Option<Turn> {
         let lang = Lang::of(text);
         self.session.lang = lang;
-        Some(match self.grasp(text)? {
+        let rows = PIPELINE.into_iter().filter(|u| u.is_home());
+        let (grasp, trace) = pipeline::run(rows, |who| self.read(who, text));
+        let mut turn = self.act(grasp?, lang);
+        turn.trace = trace;
+        Some(turn)
+    }
+
+    /// What the home's row `who` makes of `text` (any other row passes).
+    /// Call it with `session.lang` set to the utterance's language (as
+    /// [`Home::turn`] does).
+    pub fn read(&self, who: Understander, text: &str) -> Verdict<Grasp> {
+        match who {
+            Understander::Answer => self.by_answer(text),
+            Understander::HomeGrammar => self.by_grammar(text),
+            Understander::HomeRules => self.by_rules(text),
+            Understander::DeviceParser => by_device_parser(text, &self.devices),
+            Understander::Semantic => self.by_semantic(text),
+            other => Verdict::Passed(format!("{} is not the home's", other.as_str())),
+        }
+    }
+
+    /// Carries out what a row of the pipeline took, in `lang`.
+    pub fn act(&mut self, grasp: Grasp, lang: Lang) -> Turn {
+        self.session.lang = lang;
+        match grasp {
             Grasp::Answer(line, about) | Grasp::NotFound(line, about) => {
                 self.answer_turn(line, &about)
             }
             Grasp::Timer(ask, about) => self.timer_turn(ask, &about),
             Grasp::Took(taken) => self.carry_out(taken, lang),
-        })
+        }
     }
 
-    /// The understander stages in order, until one takes `text`: the rules
-    /// when answering a question just asked, Home Assistant's grammar, the
-    /// rules otherwise; then what the grammar found missing, if it did.
-    fn grasp(&self, text: &str) -> Option<Grasp> {
-        let answering = self.session.pending.is_some();
-        if answering && let Some(understood) = self.by_rules(text) {
-            return Some(Grasp::rules(understood));
+    /// The answer row: the rules, when the home just asked a question.
+    fn by_answer(&self, text: &str) -> Verdict<Grasp> {
+        if self.session.pending.is_none() {
+            return Verdict::Passed("no question is waiting for an answer".into());
         }
-        let not_found = match self.by_grammar(text) {
-            Some(took @ (Grasp::Answer(..) | Grasp::Timer(..) | Grasp::Took(_))) => {
-                return Some(took);
+        match understand(text, &self.devices, &self.scenes, &self.session) {
+            Some(understood) => {
+                let reading = pipeline::reading_of(&understood);
+                Verdict::Took(
+                    Grasp::rules(understood),
+                    reading,
+                    "an answer to the question just asked".into(),
+                )
             }
-            not_found => not_found,
-        };
-        if !answering && let Some(understood) = self.by_rules(text) {
-            return Some(Grasp::rules(understood));
+            None => Verdict::Passed("not an answer to the question just asked".into()),
         }
-        // The grammar knew the words but found nothing here, and the rules
-        // did not understand it either: say what the grammar found missing.
-        not_found
     }
 
-    /// The grammar stage: what Home Assistant's grammar makes of `text`.
-    fn by_grammar(&self, text: &str) -> Option<Grasp> {
-        let (plan, about) = self.hear(text)?;
-        Some(match plan {
-            heard::Plan::Answer(line) => Grasp::Answer(line, about),
-            heard::Plan::Timer(ask) => Grasp::Timer(ask, about),
-            heard::Plan::NotFound(line) => Grasp::NotFound(line, about),
-            heard::Plan::Understood(understood, response) => Grasp::Took(Taken {
-                understood,
-                response,
-                about: Some(about),
+    /// The home rules' row: a plan is taken; a question back or "cannot"
+    /// is held (the device parser may still know the device).
+    fn by_rules(&self, text: &str) -> Verdict<Grasp> {
+        if self.session.pending.is_some() {
+            return Verdict::Passed("tried as an answer above".into());
+        }
+        let Some(understood) = understand(text, &self.devices, &self.scenes, &self.session) else {
+            return Verdict::Passed("no home rule matches".into());
+        };
+        let reading = pipeline::reading_of(&understood);
+        match &understood {
+            Understood::Clarify { question, .. } => {
+                let why = format!("would ask: {question}");
+                Verdict::Held(Grasp::rules(understood), reading, why)
+            }
+            Understood::Cannot { message } => {
+                let why = format!("would say: {message}");
+                Verdict::Held(Grasp::rules(understood), reading, why)
+            }
+            Understood::Steps { .. } | Understood::Scene { .. } => Verdict::Took(
+                Grasp::rules(understood),
+                reading,
+                "robobrain's home rules".into(),
+            ),
+        }
+    }
+
+    /// The grammar's row: what Home Assistant's grammar makes of `text`.
+    /// Words it knows but finds nothing for here are held: a later row may
+    /// know better, and otherwise the grammar's line stands.
+    fn by_grammar(&self, text: &str) -> Verdict<Grasp> {
+        if self.hearing.is_none() {
+            let why = self
+                .hearing_notice
+                .clone()
+                .unwrap_or_else(|| "Home Assistant's grammar is off (`[home] grammar`)".into());
+            return Verdict::Passed(why);
+        }
+        let Some((plan, about)) = self.hear(text) else {
+            return Verdict::Passed("no sentence of Home Assistant's grammar matches".into());
+        };
+        let reading = pipeline::reading_of_grammar(&about);
+        let matched = about
+            .get("template")
+            .and_then(Value::as_str)
+            .map_or_else(|| "matched".to_string(), |t| format!("matched \"{t}\""));
+        match plan {
+            heard::Plan::Answer(line) => {
+                Verdict::Took(Grasp::Answer(line, about), reading, matched)
+            }
+            heard::Plan::Timer(ask) => Verdict::Took(Grasp::Timer(ask, about), reading, matched),
+            heard::Plan::NotFound(line) => {
+                let why = format!("{matched}, but: {line}");
+                Verdict::Held(Grasp::NotFound(line, about), reading, why)
+            }
+            heard::Plan::Understood(understood, response) => Verdict::Took(
+                Grasp::Took(Taken {
+                    understood,
+                    response,
+                    about: Some(about),
+                }),
+                reading,
+                matched,
+            ),
+        }
+    }
+
+    /// The semantic fallback's row ([`semantic`]): the nearest of the
+    /// grammar's own sentences, read by the grammar as if it had been said.
+    fn by_semantic(&self, text: &str) -> Verdict<Grasp> {
+        let Some(semantic) = &self.semantic else {
+            return Verdict::Passed("off (`[home] semantic = false`)".into());
+        };
+        if Lang::of(text) != Lang::En {
+            return Verdict::Passed("the sentence model reads English only".into());
+        }
+        let index = match semantic.index() {
+            Ok(index) => index,
+            Err(why) => return Verdict::Passed(why),
+        };
+        let (exemplar, score, runner_up) = match index.nearest(text) {
+            semantic::Nearest::Passed(why) => return Verdict::Passed(why),
+            semantic::Nearest::Took {
+                exemplar,
+                score,
+                runner_up,
+            } => (exemplar, score, runner_up),
+        };
+        let Verdict::Took(grasp, mut reading, _) = self.by_grammar(&exemplar.text) else {
+            return Verdict::Passed(format!(
+                "the nearest template \"{}\" is no plan here",
+                exemplar.text
+            ));
+        };
+        if let Some(slots) = reading.slots.as_object_mut() {
+            slots.insert(
+                "semantic".into(),
+                json!({"template": exemplar.text, "score": score, "runner_up": runner_up}),
+            );
+        }
+        let risky = match &grasp {
+            Grasp::Took(Taken {
+                understood: Understood::Steps { steps },
+                ..
+            }) => steps.iter().filter_map(Step::call).any(|(d, a, _)| {
+                policy::call_risk(&self.gate(), &d, &a).0 == crate::skills::Risk::HighWrite
             }),
-        })
+            _ => false,
+        };
+        let note = if risky {
+            "; high risk: it waits for confirmation, never runs at once"
+        } else {
+            ""
+        };
+        let why = format!(
+            "nearest template \"{}\" ({score:.2}; the next other reading {runner_up:.2}){note}",
+            exemplar.text
+        );
+        Verdict::Took(grasp, reading, why)
+    }
+
+    /// Turns the semantic fallback on: the model in `model_dir` and the
+    /// English grammar's sentences with this home's names, indexed on their
+    /// own thread (`now`: on this one, for tests and batch runs). Without
+    /// the English grammar the row says so.
+    pub fn enable_semantic(&mut self, model_dir: std::path::PathBuf, now: bool) {
+        let dir = self
+            .config
+            .intents
+            .clone()
+            .unwrap_or_else(crate::intents::default_dir);
+        let (grammars, _) = heard::load_grammars(&dir);
+        let Some(english) = grammars.into_iter().find(|g| g.language == "en") else {
+            self.semantic = Some(semantic::Semantic::failed(format!(
+                "no English grammar in {}",
+                dir.display()
+            )));
+            return;
+        };
+        self.semantic = Some(if now {
+            semantic::Semantic::now(&model_dir, &english, &self.devices)
+        } else {
+            semantic::Semantic::start(model_dir, english, &self.devices)
+        });
     }
 
     /// A turn for the robot's timers: nothing said here, the engine answers.
@@ -944,6 +1090,7 @@ impl Home {
             forged: doing.forged,
             timer: None,
             lang,
+            trace: Trace::default(),
         }
     }
 
@@ -1174,6 +1321,7 @@ impl Home {
             forged: Vec::new(),
             timer: None,
             lang: self.session.lang,
+            trace: Trace::default(),
         }
     }
 
@@ -1204,8 +1352,10 @@ impl Home {
     }
 }
 
-/// What the understander stages made of an utterance they took.
-enum Grasp {
+/// What a home row of the pipeline made of an utterance it took (or
+/// held): carried out by [`Home::act`].
+#[derive(Debug)]
+pub enum Grasp {
     /// Nothing to run: just say this (with what the grammar matched).
     Answer(String, Value),
     /// Something for the robot's timers (with what the grammar matched).
@@ -1228,8 +1378,9 @@ impl Grasp {
     }
 }
 
-/// What a stage understood, ready to be carried out.
-struct Taken {
+/// What a row understood, ready to be carried out.
+#[derive(Debug)]
+pub struct Taken {
     /// What was understood.
     understood: Understood,
     /// Home Assistant's response line for it, when the grammar has one.
@@ -1283,22 +1434,91 @@ fn failures(result: &Value) -> Vec<Value> {
     }
 }
 
-/// The home fast path's steps for `sentence` when the device-command parser
-/// reads it as one device call.
-fn one_device_call(sentence: &str, world: &DeviceWorld) -> Option<Understood> {
+/// The device parser's row: `sentence` read as one call of one device.
+fn by_device_parser(sentence: &str, world: &DeviceWorld) -> Verdict<Grasp> {
     use device_command::{Command, parse_command};
     match parse_command(sentence, world) {
         Command::Call {
             device,
             capability,
             args,
-        } => Some(Understood::Steps {
-            steps: vec![Step::Control {
-                device,
-                action: capability,
-                args,
-            }],
-        }),
-        _ => None,
+        } => {
+            let reading = Reading::new(
+                "device_call",
+                json!({"device": device, "capability": capability, "args": args}),
+            );
+            let understood = Understood::Steps {
+                steps: vec![Step::Control {
+                    device,
+                    action: capability,
+                    args,
+                }],
+            };
+            Verdict::Took(
+                Grasp::rules(understood),
+                reading,
+                "one device, one capability".into(),
+            )
+        }
+        Command::Ambiguous { candidates, .. } => {
+            Verdict::Passed(format!("several devices fit: {}", candidates.join(", ")))
+        }
+        Command::NoDevice { wanted } => Verdict::Passed(format!(
+            "a verb ({}) but no device that can do it",
+            wanted.join(" or ")
+        )),
+        Command::NotUnderstood => Verdict::Passed("not a device command it knows".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apartment() -> Home {
+        let config = HomeConfig {
+            hour: Some(12.0),
+            ..HomeConfig::default()
+        };
+        Home::load(&config, "apartment", "t").unwrap()
+    }
+
+    /// Seed 001's tiers through a whole turn: every light of a room at
+    /// once is low risk and runs; a lock asks first.
+    #[test]
+    fn an_area_command_on_several_lights_runs_and_a_lock_asks() {
+        let mut home = apartment();
+        for text in [
+            "turn on the lights in the living room",
+            "turn off the lights in the living room",
+        ] {
+            let turn = home.turn(text).unwrap();
+            assert_eq!(turn.confirm, None, "{text}: {:?}", turn.out);
+            assert!(turn.forged.len() > 1, "{text}: {:?}", turn.forged);
+        }
+        for text in ["lock the front door", "把门锁上"] {
+            let turn = home.turn(text).unwrap();
+            let (tool, args) = turn
+                .confirm
+                .unwrap_or_else(|| panic!("{text}: ran at once"));
+            assert_eq!(tool, "devices.invoke", "{text}");
+            assert_eq!(args["device"], "front_door_lock", "{text}");
+        }
+    }
+
+    /// `Home::turn` runs the home's rows of the pipeline and says so.
+    #[test]
+    fn a_turn_carries_the_home_rows_trace() {
+        let mut home = apartment();
+        let turn = home.turn("turn on the kitchen light").unwrap();
+        assert_eq!(
+            turn.trace.by,
+            Some(Understander::HomeGrammar),
+            "{}",
+            turn.trace.text()
+        );
+        let asked: Vec<Understander> = turn.trace.rows.iter().map(|r| r.understander).collect();
+        assert_eq!(asked, [Understander::Answer, Understander::HomeGrammar]);
+        assert!(home.turn("my socks are feeling rather low today").is_none());
     }
 }

@@ -21,6 +21,7 @@ pub mod policy;
 use robobrain_config::config;
 use robobrain_intents::intents;
 use robobrain_llm::llm;
+use robobrain_memory::memory;
 use robobrain_skills::skills;
 use robobrain_store::store;
 #[cfg(any(test, feature = "test-utils"))]

@@ -5,11 +5,15 @@
 //! place ([`motion`]): the goal point and the planned path against the
 //! world's restricted and outside zones.
 //!
-//! Device writes (seed 001 §5): locks, gas, alarms, several devices at once
-//! and high-power devices are `high_write` and always need confirmation; a
-//! single low-risk write needs it when the user asked for that, at night,
-//! or when nobody is home. The rules look only at the call and the device
-//! model — never at text in device names or tool results.
+//! Device writes (seed 001 §5, docs/home.md "Risk tiers"): locks, doors
+//! (covers whose class is a door, a garage door or a gate), gas, security
+//! and high-power devices are `high_write` and always need confirmation;
+//! lights, media and the rest are `low_write`. A plan is confirmed for what
+//! it is — its riskiest call — never for how many devices it touches: "turn
+//! off the lights upstairs" runs, a scene that locks the door asks. A
+//! low-risk write needs confirmation when the user asked for that, at
+//! night, or when nobody is home. The rules look only at the call and the
+//! device model — never at text in device names or tool results.
 
 pub mod motion;
 
@@ -92,6 +96,22 @@ pub fn device_calls(tool: &str, args: &Value, scenes: &[Scene]) -> Vec<(String, 
     }
 }
 
+/// Seed 001's high tier a device belongs to, whatever the action: `lock`,
+/// `door`, `gas` or `security`; `None` for the low tier (lights, media,
+/// covers, fans, climate, vacuums, water valves, lists…), where only a
+/// capability marked `high_write` or high power raises a call.
+pub fn high_tier(device: &crate::devices::Device) -> Option<&'static str> {
+    use crate::devices::DeviceKind;
+    let class = device.device_class();
+    match (device.kind, class.as_deref()) {
+        (DeviceKind::Lock, _) => Some("lock"),
+        (DeviceKind::Alarm, _) => Some("security"),
+        (DeviceKind::Curtain, Some("door" | "garage" | "gate")) => Some("door"),
+        (DeviceKind::Valve, Some("gas")) => Some("gas"),
+        _ => None,
+    }
+}
+
 /// The risk of one device call, with the rule that set it.
 pub fn call_risk(gate: &HomeGate<'_>, device: &str, action: &str) -> (Risk, String) {
     let Some(d) = gate.devices.get(device) else {
@@ -100,12 +120,13 @@ pub fn call_risk(gate: &HomeGate<'_>, device: &str, action: &str) -> (Risk, Stri
     let Some(c) = d.capability(action) else {
         return (Risk::LowWrite, format!("`{device}` cannot `{action}`"));
     };
-    if c.risk == Risk::HighWrite {
+    let tier = high_tier(d);
+    if c.risk == Risk::HighWrite || tier.is_some() {
         return (
             Risk::HighWrite,
             format!(
-                "{action} on {device} ({}) is high risk: locks, gas and alarms always need confirmation",
-                d.kind
+                "{action} on {device} ({}) is high risk: locks, doors, gas and security always need confirmation",
+                tier.unwrap_or(d.kind.as_str())
             ),
         );
     }
@@ -154,29 +175,8 @@ pub fn home_reason(gate: &HomeGate<'_>, tool: &str, args: &Value) -> Option<Stri
     if calls.is_empty() {
         return None;
     }
-    // The robot's own screen and face are not the home's devices: a smile
-    // and a brightness change together (seed 002's example) are not a plan.
-    let mut devices: Vec<&str> = calls
-        .iter()
-        .map(|(d, _)| d.as_str())
-        .filter(|d| {
-            !gate.devices.get(d).is_some_and(|d| {
-                matches!(
-                    d.kind,
-                    crate::devices::DeviceKind::Screen | crate::devices::DeviceKind::Expression
-                )
-            })
-        })
-        .collect();
-    devices.sort_unstable();
-    devices.dedup();
-    if devices.len() > 1 {
-        return Some(format!(
-            "{tool} changes {} devices at once ({}): high risk, needs confirmation",
-            devices.len(),
-            devices.join(", ")
-        ));
-    }
+    // A plan is as risky as its riskiest call: how many lights it touches
+    // does not make it riskier (seed 001's tiers, docs/home.md).
     for (device, action) in &calls {
         let (risk, why) = call_risk(gate, device, action);
         if risk == Risk::HighWrite {
@@ -220,7 +220,7 @@ mod tests {
     }
 
     #[test]
-    fn locks_gas_alarms_many_devices_and_high_power_always_need_confirmation() {
+    fn locks_gas_alarms_and_high_power_always_need_confirmation() {
         let devices = DeviceWorld::builtin().unwrap();
         let home = crate::devices::builtin_home().unwrap();
         let config = HomeConfig::default();
@@ -246,14 +246,17 @@ mod tests {
             )
             .is_none()
         );
-        let two =
-            json!({"calls": [invoke("floor_lamp", "turn_on"), invoke("reading_lamp", "turn_on")]});
+        // The sleep scene locks the front door: the lock makes it high.
+        let sleep = home_reason(&g, "scenes.run", &json!({"scene": "sleep"})).unwrap();
         assert!(
-            home_reason(&g, "actions.batch_invoke", &two)
-                .unwrap()
-                .contains("2 devices")
+            sleep.contains("front_door_lock (lock) is high risk"),
+            "{sleep}"
         );
-        assert!(home_reason(&g, "scenes.run", &json!({"scene": "sleep"})).is_some());
+        // The movie scene dims a light and closes a curtain: low, it runs.
+        assert_eq!(
+            home_reason(&g, "scenes.run", &json!({"scene": "movie"})),
+            None
+        );
         assert!(
             home_reason(
                 &g,
@@ -397,16 +400,84 @@ mod tests {
             invoke("living_room_light", "turn_off"),
         ]});
         assert_eq!(home_reason(&g, "actions.batch_invoke", &same_twice), None);
-        let two = json!({"calls": [
-            invoke("living_room_light", "turn_on"),
-            invoke("floor_lamp", "turn_on"),
-        ]});
-        assert_eq!(
-            home_reason(&g, "actions.batch_invoke", &two).as_deref(),
-            Some(
-                "actions.batch_invoke changes 2 devices at once (floor_lamp, living_room_light): high risk, needs confirmation"
-            )
+    }
+
+    /// Seed 001's tiers: an area command on several lights is what it is —
+    /// low risk — however many lights it touches; one lock among them
+    /// makes the whole plan high.
+    #[test]
+    fn a_plan_is_confirmed_for_what_it_is_not_for_how_many_devices_it_touches() {
+        let devices = DeviceWorld::builtin().unwrap();
+        let config = HomeConfig::default();
+        let g = gate(&config, &devices, &[], 12.0);
+        let lights: Vec<Value> = [
+            "living_room_light",
+            "floor_lamp",
+            "reading_lamp",
+            "bedroom_light",
+            "kitchen_light",
+        ]
+        .iter()
+        .map(|d| invoke(d, "turn_off"))
+        .collect();
+        let all_lights = json!({"calls": lights});
+        assert_eq!(home_reason(&g, "actions.batch_invoke", &all_lights), None);
+        let media = json!({"calls": [invoke("living_room_tv", "turn_off"), invoke("living_room_light", "turn_off")]});
+        assert_eq!(home_reason(&g, "actions.batch_invoke", &media), None);
+        let mut with_lock = lights.clone();
+        with_lock.push(invoke("front_door_lock", "lock"));
+        let why = home_reason(&g, "actions.batch_invoke", &json!({"calls": with_lock})).unwrap();
+        assert!(
+            why.starts_with("lock on front_door_lock (lock) is high risk"),
+            "{why}"
         );
+    }
+
+    /// Doors are high whatever the device calls itself: a cover of class
+    /// garage, door or gate asks; a curtain and a water valve do not; a
+    /// valve of class gas asks.
+    #[test]
+    fn doors_and_gas_are_high_by_their_class_curtains_and_water_are_low() {
+        let builtin = DeviceWorld::builtin().unwrap();
+        let curtain = builtin.get("bedroom_curtain").unwrap().clone();
+        let with_class = |id: &str, kind, class: Option<&str>| {
+            let mut d = curtain.clone();
+            d.id = id.into();
+            d.name = id.replace('_', " ");
+            d.aliases.clear();
+            d.kind = kind;
+            if let Some(c) = class {
+                d.state.insert("device_class".into(), json!(c));
+            }
+            d
+        };
+        use crate::devices::DeviceKind::{Curtain, Valve};
+        let devices = vec![
+            with_class("garage_door", Curtain, Some("garage")),
+            with_class("front_gate", Curtain, Some("gate")),
+            with_class("patio_door", Curtain, Some("cover.CoverDeviceClass.DOOR")),
+            with_class("blind", Curtain, Some("blind")),
+            with_class("curtain", Curtain, None),
+            with_class("gas_main", Valve, Some("gas")),
+            with_class("garden_water", Valve, Some("water")),
+        ];
+        let rooms = builtin.rooms().to_vec();
+        let world =
+            DeviceWorld::new("t", rooms, devices, Box::new(crate::devices::SimBackend)).unwrap();
+        let config = HomeConfig::default();
+        let g = gate(&config, &world, &[], 12.0);
+        for (device, high) in [
+            ("garage_door", true),
+            ("front_gate", true),
+            ("patio_door", true),
+            ("blind", false),
+            ("curtain", false),
+            ("gas_main", true),
+            ("garden_water", false),
+        ] {
+            let why = home_reason(&g, "devices.invoke", &invoke(device, "open"));
+            assert_eq!(why.is_some(), high, "{device}: {why:?}");
+        }
     }
 
     #[test]

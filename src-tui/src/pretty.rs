@@ -85,7 +85,9 @@ fn color(kind: &EventKind) -> Option<&'static str> {
             "warn" => YELLOW,
             _ => DIM,
         },
-        EventKind::Intent { .. } | EventKind::Speech { .. } => BLUE,
+        EventKind::Intent { .. } | EventKind::Understanding { .. } | EventKind::Speech { .. } => {
+            BLUE
+        }
         EventKind::Decision { decision_type, .. } => match decision_type {
             DecisionType::Continue => CYAN,
             DecisionType::Finish => GREEN,

@@ -47,6 +47,7 @@ pub const EVENT_FIELDS: &[(&str, &[&str])] = &[
         "intent",
         &["utterance", "intent", "args", "processed_locally"],
     ),
+    ("understanding", &["utterance", "by", "reading", "rows"]),
     (
         "decision",
         &[
@@ -552,6 +553,14 @@ mod tests {
                 intent: "goto".into(),
                 args: json!({}),
                 processed_locally: true,
+            },
+            EventKind::Understanding {
+                utterance: "u".into(),
+                trace: crate::protocol::Trace {
+                    by: Some(crate::protocol::Understander::RobotGrammar),
+                    reading: crate::protocol::Reading::new("goto", json!({})),
+                    rows: Vec::new(),
+                },
             },
             EventKind::Decision {
                 task_id: "t1".into(),

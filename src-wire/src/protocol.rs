@@ -13,6 +13,7 @@
 //! - [`line`]: operator lines (a command as JSON, or words to say) → a [`Command`].
 //! - [`describe`]: an [`Event`] in words, the one wording of every Rust face.
 //! - [`origin`]: where a command came from ([`Origin`]), stamped by its door.
+//! - [`understanding`]: the language pipeline as data and an utterance's trace through it.
 
 pub mod describe;
 pub mod fleet;
@@ -25,6 +26,7 @@ pub mod robot;
 pub mod run;
 #[cfg(feature = "ts")]
 pub mod typescript;
+pub mod understanding;
 
 pub use fleet::{FleetApproval, FleetBoard, Reply, ReplyStatus, RobotRow};
 pub use frame::{Hello, Role, ServerMessage, SkillView};
@@ -33,6 +35,7 @@ pub use origin::{Door, Origin};
 pub use risk::Risk;
 pub use robot::{Fault, Incident, NavFeedback};
 pub use run::RunInfo;
+pub use understanding::{Outcome, Reading, RowTrace, Trace, Understander};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -826,6 +829,16 @@ pub enum EventKind {
         /// Whether the local rule parser handled it (no model).
         processed_locally: bool,
     },
+    /// How one utterance went through the language pipeline
+    /// ([`understanding::PIPELINE`]): who took it, with which intent and
+    /// slots, and why each understander asked before it passed.
+    Understanding {
+        /// What was said.
+        utterance: String,
+        /// The trace.
+        #[serde(flatten)]
+        trace: Trace,
+    },
     /// The brain decided.
     Decision {
         /// Task it is about.
@@ -1015,6 +1028,7 @@ impl EventKind {
             Self::Run { .. } => "run",
             Self::Update { .. } => "update",
             Self::Intent { .. } => "intent",
+            Self::Understanding { .. } => "understanding",
             Self::Decision { .. } => "decision",
             Self::Guardrail { .. } => "guardrail",
             Self::Mode { .. } => "mode",

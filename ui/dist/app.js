@@ -430,6 +430,21 @@
         }, KEEP);
         s.tokens = { purpose: "", text: "" };
         break;
+      case "understanding": {
+        const rows = e.rows ?? [];
+        const passed = rows.filter((r) => r.outcome !== "took").map((r) => `${r.understander} ${r.outcome}: ${r.reason}`);
+        const reading = e.reading;
+        push(s.decisions, {
+          seq: e.seq,
+          time: e.time,
+          type: "understood",
+          reason: `“${str(e.utterance)}”${passed.length ? ` — ${passed.join("; ")}` : ""}`,
+          brain: e.by ?? "nobody",
+          task: "",
+          ops: reading?.intent ?? ""
+        }, KEEP);
+        break;
+      }
       case "token":
         if (s.tokens.purpose !== e.purpose) s.tokens = { purpose: e.purpose, text: "" };
         s.tokens.text = (s.tokens.text + e.text).slice(-4e3);
@@ -676,7 +691,7 @@
   }
 
   // src/main.ts
-  var LOG_KINDS = ["decision", "task", "skill", "approval", "speech", "alert", "mode", "activity", "guardrail", "intent", "log", "error", "llm_call", "fault", "update", "snapshot", "device", "memory"];
+  var LOG_KINDS = ["decision", "task", "skill", "approval", "speech", "alert", "mode", "activity", "guardrail", "intent", "understanding", "log", "error", "llm_call", "fault", "update", "snapshot", "device", "memory"];
   var live = empty();
   var shown = live;
   var replayEvents;

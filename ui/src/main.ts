@@ -11,7 +11,7 @@ import { apply, empty, parseLog, replay, type ViewState } from "./state";
 import { connect, type Transport } from "./transport";
 import { renderFleet, renderPanels, type LogFilter } from "./view";
 
-const LOG_KINDS = ["decision", "task", "skill", "approval", "speech", "alert", "mode", "activity", "guardrail", "intent", "log", "error", "llm_call", "fault", "update", "snapshot", "device", "memory"];
+const LOG_KINDS = ["decision", "task", "skill", "approval", "speech", "alert", "mode", "activity", "guardrail", "intent", "understanding", "log", "error", "llm_call", "fault", "update", "snapshot", "device", "memory"];
 
 let live: ViewState = empty();
 let shown: ViewState = live;

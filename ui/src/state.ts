@@ -1,7 +1,7 @@
 // The page's state, built only from what the server sends: a pure reducer,
 // so a live run and a replayed log paint the same way.
 
-import type { JsonValue, NavFeedback } from "./generated/protocol";
+import type { JsonValue, NavFeedback, Reading, RowTrace } from "./generated/protocol";
 import type { ApprovalView, DeviceView, IncidentRecord, MemoryUse, MapView, Origin, Point, RbEvent, RunInfo, ServerMessage, SkillSpecView, Snapshot, TaskView } from "./protocol";
 import { originWords } from "./protocol";
 
@@ -146,6 +146,23 @@ function applyEvent(s: ViewState, e: RbEvent, text?: string): void {
       }, KEEP);
       s.tokens = { purpose: "", text: "" };
       break;
+    case "understanding": {
+      // The language pipeline's trace, on the same timeline as decisions:
+      // who took the utterance, as what, and why each earlier one passed.
+      const rows = (e.rows as RowTrace[] | undefined) ?? [];
+      const passed = rows.filter((r) => r.outcome !== "took").map((r) => `${r.understander} ${r.outcome}: ${r.reason}`);
+      const reading = e.reading as Reading | undefined;
+      push(s.decisions, {
+        seq: e.seq,
+        time: e.time,
+        type: "understood",
+        reason: `“${str(e.utterance)}”${passed.length ? ` — ${passed.join("; ")}` : ""}`,
+        brain: (e.by as string | undefined) ?? "nobody",
+        task: "",
+        ops: reading?.intent ?? "",
+      }, KEEP);
+      break;
+    }
     case "token":
       if (s.tokens.purpose !== e.purpose) s.tokens = { purpose: e.purpose as string, text: "" };
       s.tokens.text = (s.tokens.text + (e.text as string)).slice(-4000);

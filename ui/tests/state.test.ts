@@ -68,6 +68,27 @@ test("a replayed log paints like the live run, and scrubbing stops part way", ()
   assert.throws(() => parseLog(`{"a":1}`), /line 1: not an event/);
 });
 
+test("an utterance's trace through the language pipeline is on the timeline: who took it, and why the others passed", () => {
+  const s = empty();
+  apply(s, { type: "snapshot", snapshot: structuredClone(snapshot) });
+  apply(s, { type: "event", event: ev(4, "understanding", {
+    utterance: "turn on the kitchen light",
+    by: "home_grammar",
+    reading: { intent: "HassTurnOn", slots: { name: "kitchen light" } },
+    rows: [
+      { understander: "robot_grammar", outcome: "passed", reason: "not one of the robot's commands" },
+      { understander: "home_grammar", outcome: "took", reason: "matched" },
+    ],
+  }) });
+  apply(s, { type: "event", event: ev(5, "understanding", { utterance: "blorp", reading: { intent: "", slots: {} }, rows: [] }) });
+  const [took, nobody] = s.decisions;
+  assert.equal(took.type, "understood");
+  assert.equal(took.brain, "home_grammar");
+  assert.equal(took.ops, "HassTurnOn");
+  assert.equal(took.reason, "“turn on the kitchen light” — robot_grammar passed: not one of the robot's commands");
+  assert.equal(nobody.brain, "nobody", "nobody understood it");
+});
+
 test("devices come from the snapshot and follow their events", () => {
   const s = empty();
   const snap = { ...structuredClone(snapshot), devices: { kettle_plug: { state: { on: false, power_w: 0 }, online: true, room: "kitchen" } } };

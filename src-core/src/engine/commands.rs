@@ -2,14 +2,26 @@
 
 use super::Engine;
 use crate::brain::{Intent, parse_intent};
+use crate::hci::pipeline::{self, Verdict};
 use crate::kernel::{PlanStep, TaskKind};
 use crate::lines::Lang;
 use crate::link::LinkRequest;
+use crate::protocol::understanding::{PIPELINE, Reading, Trace, Understander};
 use crate::protocol::{
     AlertStatus, Command, Event, EventKind, Mode, Node, Origin, Priority, SkillCall, SpeechTrack,
     TaskStatus,
 };
 use crate::react::{LastResult, Phase};
+
+/// What the pipeline's row that took an utterance is to do.
+pub(super) enum Said {
+    /// A robot command.
+    Robot(Intent),
+    /// Something about the home, for [`crate::hci::Home::act`].
+    Home(crate::hci::Grasp),
+    /// The model was asked; its answer comes later ([`Engine::heard`]).
+    Asked,
+}
 
 impl Engine {
     /// Takes in one command at once, between ticks (K1 without the rest of
@@ -109,44 +121,97 @@ impl Engine {
         }
     }
 
+    /// An utterance through the language pipeline ([`PIPELINE`]): each
+    /// understander in turn until one takes it; one `understanding` event
+    /// says who took it and why each earlier one passed (for the model's
+    /// row, when the model has answered: [`Engine::heard`]).
     pub(super) fn say(&mut self, text: &str) {
-        // The robot's own commands, as its grammar has them, first (a bare
-        // "stop" stops the robot, not a media player).
-        if let Some(intent) = crate::brain::intent::hear(text, &self.setup.world) {
-            self.act_on(text, intent, true);
-            return;
-        }
-        // The home's fast path: device calls, queries, scenes.
-        if self.home_say(text) {
-            self.remember_home_session();
-            return;
-        }
-        // Local first; a brain that understands more gets what the rules
-        // could not parse, and answers later (`heard`).
-        let intent = parse_intent(text, &self.setup.world);
-        if matches!(intent, Intent::Unknown | Intent::UnknownPlace { .. })
-            && self
-                .mind
-                .brain
-                .recognize(text, &self.setup.world, &self.mind.registry)
-        {
-            if let Some(origin) = &self.traffic.cause {
-                // Bounded: a recognition the brain never reports back
-                // does not keep its origin for ever.
+        self.home_here();
+        crate::hci::lock(&self.home.handle).session.lang = Lang::of(text);
+        let (said, trace) = pipeline::run(PIPELINE, |who| self.read_row(who, text));
+        match said {
+            Some(Said::Asked) => {
+                // Bounded: a recognition the brain never reports back does
+                // not keep its origin and trace for ever.
                 if self.mind.recognizing.len() >= 64 {
                     self.mind.recognizing.remove(0);
                 }
+                let origin = self.traffic.cause.clone();
                 self.mind
                     .recognizing
-                    .push((text.to_string(), origin.clone()));
+                    .push((text.to_string(), origin, trace));
+                self.emit(EventKind::Log {
+                    level: "info".into(),
+                    message: format!("asking the model what \"{text}\" means"),
+                });
             }
-            self.emit(EventKind::Log {
-                level: "info".into(),
-                message: format!("asking the model what \"{text}\" means"),
-            });
-            return;
+            Some(Said::Robot(intent)) => {
+                self.understood(text, trace);
+                self.act_on(text, intent, true);
+            }
+            Some(Said::Home(grasp)) => {
+                self.understood(text, trace);
+                let turn = crate::hci::lock(&self.home.handle).act(grasp, Lang::of(text));
+                self.home_turn(text, turn);
+                self.remember_home_session();
+            }
+            None => {
+                self.understood(text, trace);
+                self.act_on(text, Intent::Unknown, true);
+            }
         }
-        self.act_on(text, intent, true);
+    }
+
+    /// Emits the `understanding` event of `text`.
+    fn understood(&mut self, text: &str, trace: Trace) {
+        self.emit(EventKind::Understanding {
+            utterance: text.to_string(),
+            trace,
+        });
+    }
+
+    /// What the row `who` of the pipeline makes of `text`: the robot's rows
+    /// here, the home's in [`crate::hci::Home::read`].
+    fn read_row(&mut self, who: Understander, text: &str) -> Verdict<Said> {
+        match who {
+            Understander::RobotGrammar => match crate::brain::intent::hear(text, &self.setup.world)
+            {
+                Some(intent) => {
+                    let reading = Reading::new(intent.name(), intent.args());
+                    Verdict::Took(Said::Robot(intent), reading, "the robot's grammar".into())
+                }
+                None => Verdict::Passed("not one of the robot's commands".into()),
+            },
+            Understander::RobotRules => match parse_intent(text, &self.setup.world) {
+                Intent::Unknown => Verdict::Passed("no robot rule matches".into()),
+                intent @ Intent::UnknownPlace { .. } => {
+                    let reading = Reading::new(intent.name(), intent.args());
+                    let why = format!("a place it does not know: {}", intent.args());
+                    Verdict::Held(Said::Robot(intent), reading, why)
+                }
+                intent => {
+                    let reading = Reading::new(intent.name(), intent.args());
+                    Verdict::Took(Said::Robot(intent), reading, "the robot's rules".into())
+                }
+            },
+            Understander::Model => {
+                if self
+                    .mind
+                    .brain
+                    .recognize(text, &self.setup.world, &self.mind.registry)
+                {
+                    let reading = Reading::new("asked", serde_json::json!({}));
+                    Verdict::Took(Said::Asked, reading, "asked off the tick".into())
+                } else {
+                    Verdict::Passed("no model reads utterances in this run".into())
+                }
+            }
+            home => match crate::hci::lock(&self.home.handle).read(home, text) {
+                Verdict::Took(g, r, why) => Verdict::Took(Said::Home(g), r, why),
+                Verdict::Held(g, r, why) => Verdict::Held(Said::Home(g), r, why),
+                Verdict::Passed(why) => Verdict::Passed(why),
+            },
+        }
     }
 
     /// Keeps what the home's last turn referred to ("it", "there", the
@@ -179,16 +244,35 @@ impl Engine {
             // The model call is accounted before its result.
             self.brain_notes();
             // Carried out as from where it was said.
-            self.traffic.cause = self
+            let asked = self
                 .mind
                 .recognizing
                 .iter()
-                .position(|(said, _)| *said == text)
-                .map(|i| self.mind.recognizing.remove(i).1);
+                .position(|(said, ..)| *said == text)
+                .map(|i| self.mind.recognizing.remove(i));
+            let (origin, mut trace) = asked.map(|(_, o, t)| (o, t)).unwrap_or_default();
+            self.traffic.cause = origin;
+            let model = trace
+                .rows
+                .iter_mut()
+                .rfind(|r| r.understander == Understander::Model);
             if let Some(intent) = understood {
+                if let Some(row) = model {
+                    row.reason = "the model's reading".into();
+                }
+                trace.by = Some(Understander::Model);
+                trace.reading = Reading::new(intent.name(), intent.args());
+                self.understood(&text, trace);
                 self.act_on(&text, intent, false);
             } else {
+                if let Some(row) = model {
+                    row.outcome = crate::protocol::Outcome::Passed;
+                    row.reason = "the model did not understand it either".into();
+                }
                 let intent = parse_intent(&text, &self.setup.world);
+                trace.by = (intent != Intent::Unknown).then_some(Understander::RobotRules);
+                trace.reading = Reading::new(intent.name(), intent.args());
+                self.understood(&text, trace);
                 self.act_on(&text, intent, true);
             }
             self.traffic.cause = None;

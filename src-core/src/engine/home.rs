@@ -94,9 +94,9 @@ impl Engine {
         }
     }
 
-    /// Handles `text` if it is about the home; returns whether it was.
-    pub(super) fn home_say(&mut self, text: &str) -> bool {
-        // "The lights here": the room the robot is in.
+    /// Tells the home where the request comes from and which room is
+    /// "here" (the room the robot is in), before the pipeline asks it.
+    pub(super) fn home_here(&mut self) {
         let pose = self.state.telemetry.pose;
         let here = self
             .setup
@@ -106,19 +106,18 @@ impl Engine {
                 y: pose.y,
             })
             .map(|z| z.name.clone());
-        let turn = {
-            let mut home = hci::lock(&self.home.handle);
-            home.origin.clone_from(&self.traffic.cause);
-            home.here = here.and_then(|z| {
-                home.devices
-                    .room(&z)
-                    .map(|r| (r.id.clone(), r.name.clone()))
-            });
-            home.turn(text)
-        };
-        let Some(turn) = turn else {
-            return false;
-        };
+        let mut home = hci::lock(&self.home.handle);
+        home.origin.clone_from(&self.traffic.cause);
+        home.here = here.and_then(|z| {
+            home.devices
+                .room(&z)
+                .map(|r| (r.id.clone(), r.name.clone()))
+        });
+    }
+
+    /// Carries out the home's `turn` for `text`: its lines, device reports,
+    /// timers and a plan held for confirmation.
+    pub(super) fn home_turn(&mut self, text: &str, turn: hci::Turn) {
         self.emit(EventKind::Intent {
             utterance: text.to_string(),
             intent: turn.intent.into(),
@@ -165,7 +164,6 @@ impl Engine {
                 &format!("home plan {}: {text}", turn.plan_id),
             );
         }
-        true
     }
 
     /// A `device` event for every device that changed since the last report.

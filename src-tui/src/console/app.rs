@@ -201,6 +201,15 @@ pub enum Step {
         /// Handled by the local parser (no model).
         local: bool,
     },
+    /// How an utterance went through the language pipeline.
+    Understood {
+        /// Who took it (`None`: nobody understood it).
+        by: Option<String>,
+        /// The intent it was read as.
+        intent: String,
+        /// Each understander asked before, with why it passed.
+        passed: Vec<String>,
+    },
     /// The brain decided.
     Decided {
         /// Task.
@@ -934,6 +943,7 @@ impl App {
             EventKind::Mode { .. } => self.mode_why = Some(Timed { time, item: text }),
             EventKind::Activity { .. } => self.activity_why = Some(Timed { time, item: text }),
             kind @ (EventKind::Intent { .. }
+            | EventKind::Understanding { .. }
             | EventKind::Decision { .. }
             | EventKind::Guardrail { .. }) => {
                 if let Some(step) = timeline_step(kind) {
@@ -1115,6 +1125,16 @@ fn timeline_step(kind: EventKind) -> Option<Step> {
             utterance,
             intent,
             local: processed_locally,
+        },
+        EventKind::Understanding { trace, .. } => Step::Understood {
+            by: trace.by.map(|u| u.as_str().to_string()),
+            intent: trace.reading.intent,
+            passed: trace
+                .rows
+                .iter()
+                .filter(|r| r.outcome != robobrain_core::protocol::Outcome::Took)
+                .map(robobrain_core::protocol::RowTrace::text)
+                .collect(),
         },
         EventKind::Decision {
             task_id,

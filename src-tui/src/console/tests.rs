@@ -545,6 +545,20 @@ fn tokens_devices_and_memory_fill_their_panels_at_every_size() {
 }
 
 #[test]
+fn the_timeline_says_who_understood_an_utterance_and_why_the_others_passed() {
+    let mut h = Harness::default();
+    h.type_line("turn on the kitchen light");
+    h.run_for(1.0);
+    let s = h.screen(200, 60);
+    assert!(s.contains("↳ home_grammar took HassTurnOn"), "{s}");
+    assert!(s.contains("robot_grammar passed"), "{s}");
+    h.type_line("my socks are feeling rather low today");
+    h.run_for(1.0);
+    let s = h.screen(200, 60);
+    assert!(s.contains("↳ nobody understood it"), "{s}");
+}
+
+#[test]
 fn no_color_draws_no_colours() {
     let mut h = Harness::default();
     h.app.color = false;

@@ -506,6 +506,22 @@ fn draw_timeline(app: &App, frame: &mut Frame, area: Rect, theme: Theme) {
                 if *local { " (local)" } else { "" }
             )),
         ]),
+        Step::Understood { by, intent, passed } => {
+            let (who, style) = match by {
+                Some(by) => (format!("↳ {by} took {intent}"), theme.accent()),
+                None => ("↳ nobody understood it".to_string(), theme.warn()),
+            };
+            let why = if passed.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", passed.join("; "))
+            };
+            Line::from(vec![
+                Span::raw("        "),
+                Span::styled(who, style),
+                Span::styled(why, theme.dim()),
+            ])
+        }
         Step::Decided {
             task_id,
             iteration,

@@ -47,6 +47,7 @@ pub fn text(kind: &EventKind) -> String {
             _ => message.clone(),
         },
         EventKind::Error { code, message } => format!("{code}: {message}"),
+        EventKind::Understanding { utterance, trace } => format!("{utterance:?}: {}", trace.text()),
         EventKind::Intent { .. }
         | EventKind::Decision { .. }
         | EventKind::Guardrail { .. }

@@ -134,7 +134,23 @@ args: JsonValue,
 /**
  * Whether the local rule parser handled it (no model).
  */
-processed_locally: boolean, } | { "kind": "decision", 
+processed_locally: boolean, } | { "kind": "understanding", 
+/**
+ * What was said.
+ */
+utterance: string, 
+/**
+ * Who took it (a held answer that stood counts); `None`: nobody understood it.
+ */
+by?: Understander | null, 
+/**
+ * What it was read as (empty when nobody understood it).
+ */
+reading: Reading, 
+/**
+ * Every row asked, in order, with what it did and why.
+ */
+rows: Array<RowTrace>, } | { "kind": "decision", 
 /**
  * Task it is about.
  */
@@ -710,6 +726,8 @@ role: Role,
  */
 detail?: string, };
 
+export type Outcome = "took" | "passed" | "held" | "skipped";
+
 export type PassageView = { 
 /**
  * Name (`hall_door`).
@@ -745,6 +763,16 @@ y: number,
 theta: number, };
 
 export type Priority = "background" | "main" | "user_interrupt" | "battery" | "safety";
+
+export type Reading = { 
+/**
+ * The intent (`goto`, `HassTurnOn`, `home_control`, `device_call`, …).
+ */
+intent: string, 
+/**
+ * Its slots (names, areas, values; `{}` when it has none).
+ */
+slots: JsonValue, };
 
 export type Rect = { 
 /**
@@ -880,6 +908,20 @@ busy: Array<string>,
 path?: Array<Point>, };
 
 export type Role = "operator" | "viewer";
+
+export type RowTrace = { 
+/**
+ * The understander.
+ */
+understander: Understander, 
+/**
+ * What it did.
+ */
+outcome: Outcome, 
+/**
+ * Why: what it matched, or why it passed.
+ */
+reason: string, };
 
 export type RunInfo = { 
 /**
@@ -1177,6 +1219,8 @@ linear: number,
  * Turn rate, rad/s (positive turns from east toward south).
  */
 angular: number, };
+
+export type Understander = "robot_grammar" | "answer" | "home_grammar" | "home_rules" | "device_parser" | "robot_rules" | "semantic" | "model";
 
 export type Verdict = "allowed" | "needs_approval" | "rejected";
 
