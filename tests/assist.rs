@@ -9,7 +9,7 @@ use crate::support::{robobrain, temp_dir};
 /// Today's overall figure (docs/BENCHMARKS.md), Home Assistant's grammar
 /// first and the rules after: passed at least, of (46 with the rules
 /// alone). The per-category floors are pinned beside the runner
-/// (`devices::home_assistant::runner`), for every path.
+/// (`assist::runner`), for every path.
 const OVERALL_FLOOR: (u64, u64) = (47, 50);
 
 #[test]

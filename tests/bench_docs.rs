@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use robobrain_core::devices::home_assistant::runner::{ASSIST_MINI_FLOORS, ASSIST_MINI_OVERALL};
+use robobrain_core::assist::runner::{ASSIST_MINI_FLOORS, ASSIST_MINI_OVERALL};
 use serde_json::{Value, json};
 
 use crate::support::{root, temp_dir};

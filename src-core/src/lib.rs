@@ -61,7 +61,7 @@ mod skills_through_the_engine;
 // name the same items as before the split.
 pub use robobrain_config::config;
 pub use robobrain_fleet::fleet;
-pub use robobrain_home::{devices, hci, policy};
+pub use robobrain_home::{assist, devices, hci, policy};
 pub use robobrain_intents::intents;
 pub use robobrain_kernel::{brain, kernel, react};
 pub use robobrain_link::{link, sim};

@@ -7,7 +7,7 @@
 //! [`SimBackend`] (the default, deterministic), or an adapter to real devices
 //! (MQTT in `devices/mqtt.rs`). A world is built from a catalogue of device
 //! types plus a home file ([`catalogue`]), or from any list of [`Device`]s
-//! (a Home Assistant description in `devices/home_assistant.rs`).
+//! (a Home Assistant description in `assist/world.rs`).
 //!
 //! The world enforces what seed 001 §3.2 asks of the tool layer at the last
 //! step before a device: only a capability the device has, arguments valid
@@ -16,7 +16,6 @@
 
 pub mod backend;
 pub mod catalogue;
-pub mod home_assistant;
 pub mod mqtt;
 
 use std::collections::{BTreeMap, HashMap};

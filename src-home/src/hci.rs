@@ -16,6 +16,7 @@
 //! layer, and is written to the audit log. The engine and the home tools in
 //! the skill registry share one `Home` ([`HomeHandle`]).
 
+pub mod device_command;
 pub mod heard;
 pub mod intent;
 pub mod session;
@@ -1275,7 +1276,7 @@ fn failures(result: &Value) -> Vec<Value> {
 /// The home fast path's steps for `sentence` when the device-command parser
 /// reads it as one device call.
 fn one_device_call(sentence: &str, world: &DeviceWorld) -> Option<Understood> {
-    use crate::devices::home_assistant::command::{Command, parse_command};
+    use device_command::{Command, parse_command};
     match parse_command(sentence, world) {
         Command::Call {
             device,

@@ -1,8 +1,9 @@
 //! robobrain-home: the home and the safety rules every door obeys.
 //!
 //! - [`devices`]: the device model, the simulated backend, MQTT devices with
-//!   Home Assistant discovery and zigbee2mqtt, Home Assistant's homes and
-//!   datasets;
+//!   Home Assistant discovery and zigbee2mqtt;
+//! - [`assist`]: Home Assistant's assist datasets — homes and test files as
+//!   published, a home as a device world, and the runner that judges;
 //! - [`policy`]: which ops need an operator's approval — a motion judged by
 //!   where it goes, a device write by what it does;
 //! - [`hci`]: what people say to the home, understood, gated and answered.
@@ -12,6 +13,7 @@
 //! `doors_through_the_engine.rs`); this crate's `test-utils` feature lends
 //! them a real mosquitto and a fake MQTT device.
 
+pub mod assist;
 pub mod devices;
 pub mod hci;
 pub mod policy;

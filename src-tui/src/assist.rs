@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use robobrain_core::devices::home_assistant::{load_dataset, runner};
+use robobrain_core::assist::{load_dataset, runner};
 use robobrain_core::engine::assist::EngineAssistant;
 
 /// Arguments of `robobrain assist`.

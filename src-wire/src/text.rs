@@ -1,6 +1,6 @@
 //! Text normalisation for every utterance parser: the robot's commands
 //! (`brain/intent.rs`), the home's intents (`hci/intent.rs`) and the
-//! device-command parser (`devices/home_assistant/command.rs`) read a
+//! device-command parser (`hci/device_command.rs`) read a
 //! sentence with these functions, so a sentence is cut into words, and a
 //! phrase found in it, the same way on every path. (Home Assistant's
 //! grammar keeps hassil's own rules, `intents/text.rs`, to agree with it

@@ -9,8 +9,8 @@
 
 use serde_json::json;
 
+use crate::assist::runner::{Assistant, Turn};
 use crate::config::Config;
-use crate::devices::home_assistant::runner::{Assistant, Turn};
 use crate::devices::{DeviceWorld, SimBackend};
 use crate::engine::Engine;
 use crate::hci::{self, Home};
@@ -149,8 +149,8 @@ impl Assistant for EngineAssistant {
 #[cfg(test)]
 mod tests {
     use super::EngineAssistant;
-    use crate::devices::home_assistant::dataset::{assist_mini_dir, load_dataset};
-    use crate::devices::home_assistant::runner::{assert_floors, render_failures, run};
+    use crate::assist::dataset::{assist_mini_dir, load_dataset};
+    use crate::assist::runner::{assert_floors, render_failures, run};
 
     /// With Home Assistant's grammar first (the engine path's default):
     /// overall, and the to-do sentences (the one Home Assistant's English

@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::board::{FleetBoard, FleetRequest};
-use super::view::{ClientEvent, FleetView};
+use super::view::{ClientEvent, FleetView, SILENT_AFTER};
 use super::{FleetClient, FleetError};
 use crate::devices::mqtt::MqttConfig;
 use crate::protocol::line::{Line, parse_line};
@@ -21,6 +21,9 @@ use crate::protocol::{Command, Hello, Role, ServerMessage, Snapshot};
 
 /// The board is worked out again at most this often while robots report.
 pub const BOARD_EVERY: Duration = Duration::from_millis(100);
+
+/// How often the hub looks for robots gone silent ([`SILENT_AFTER`]).
+const SILENCE_EVERY: Duration = Duration::from_millis(250);
 
 /// Messages of every robot kept for pages that fall behind.
 const MESSAGES: usize = 4096;
@@ -170,21 +173,28 @@ async fn run(
         Heard(Result<ClientEvent, FleetError>),
         Call(Option<Call>),
         Board,
+        Silence,
     }
     let mut view = FleetView::default();
     let mut connected = false;
     let mut dirty = true;
     let mut every = tokio::time::interval(BOARD_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut silence = tokio::time::interval(SILENCE_EVERY);
+    silence.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let started = tokio::time::Instant::now();
+    let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     loop {
         let input = tokio::select! {
             event = client.recv() => Input::Heard(event),
             call = calls.recv() => Input::Call(call),
             _ = every.tick(), if dirty => Input::Board,
+            _ = silence.tick() => Input::Silence,
         };
         match input {
             // Every hub handle is gone, or the client stopped.
             Input::Call(None) | Input::Heard(Err(_)) => break,
+            Input::Silence => dirty |= view.mark_silent(now_ms(), SILENT_AFTER),
             Input::Board => {
                 dirty = false;
                 let now = super::board::board(&view, &broker, connected);
@@ -220,7 +230,7 @@ async fn run(
                 }
             },
             Input::Heard(Ok(event)) => {
-                view.apply(&event);
+                view.apply_at(&event, now_ms());
                 let message = match event {
                     ClientEvent::Connected => {
                         connected = true;

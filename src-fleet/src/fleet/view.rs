@@ -4,6 +4,7 @@
 //! queue across the fleet.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
@@ -11,6 +12,15 @@ use super::topics::{self, Kind};
 use super::vda5050::{Connection, ConnectionState};
 use crate::protocol::Reply;
 use crate::protocol::{Event, Hello, ServerMessage, Snapshot};
+
+/// How long a console waits without hearing from a robot before it shows
+/// it as lost (CONNECTIONBROKEN), whatever the broker has said: a robot
+/// publishes its snapshot every `publish_ms` (250 ms by default), so this is
+/// twenty rounds missed. It is the default `keep_alive_s`, the time
+/// docs/fleet.md promises a lost robot is noticed in; the broker's own last
+/// will comes 1.5 MQTT keep-alives after the robot's last packet, later
+/// when the broker checks its keep-alives late.
+pub const SILENT_AFTER: Duration = Duration::from_secs(5);
 
 /// The largest message a console reads on a topic of this kind, in bytes.
 pub fn limit(kind: Kind) -> usize {
@@ -137,20 +147,31 @@ pub struct RobotEntry {
     pub hello: Option<Hello>,
     /// Its newest snapshot.
     pub snapshot: Option<Snapshot>,
+    /// When the console last heard from it (the console's clock, ms).
+    heard_ms: Option<u64>,
+    /// Heard from once, then nothing for [`SILENT_AFTER`] or longer.
+    silent: bool,
 }
 
 impl RobotEntry {
     /// Whether the robot is online (said ONLINE, or its snapshot came and
     /// nothing said otherwise).
     pub fn online(&self) -> bool {
+        if self.silent {
+            return false;
+        }
         match self.connection {
             Some(state) => state == ConnectionState::Online,
             None => self.snapshot.is_some(),
         }
     }
 
-    /// Its connection state in words.
+    /// Its connection state in words: CONNECTIONBROKEN too once it has
+    /// been silent for [`SILENT_AFTER`], before the broker says so.
     pub fn connection_label(&self) -> &'static str {
+        if self.silent {
+            return "CONNECTIONBROKEN";
+        }
         match self.connection {
             Some(ConnectionState::Online) => "ONLINE",
             Some(ConnectionState::Offline) => "OFFLINE",
@@ -188,6 +209,40 @@ impl FleetView {
             | ClientEvent::Disconnected(_)
             | ClientEvent::Rejected { .. } => {}
         }
+    }
+
+    /// Folds in what the console heard at `now_ms` (its own clock): the
+    /// robot it came from is heard of, and no longer silent.
+    pub fn apply_at(&mut self, event: &ClientEvent, now_ms: u64) {
+        self.apply(event);
+        let robot = match event {
+            ClientEvent::Hello { robot, .. }
+            | ClientEvent::Snapshot { robot, .. }
+            | ClientEvent::Event { robot, .. }
+            | ClientEvent::Reply { robot, .. } => robot,
+            ClientEvent::Connection { robot, state } if *state == ConnectionState::Online => robot,
+            _ => return,
+        };
+        let entry = self.entry(robot);
+        entry.heard_ms = Some(now_ms);
+        entry.silent = false;
+    }
+
+    /// Marks the robots not heard from for `after` by `now_ms` as silent;
+    /// whether any robot became silent.
+    pub fn mark_silent(&mut self, now_ms: u64, after: Duration) -> bool {
+        let after_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        let mut changed = false;
+        for entry in self.robots.values_mut() {
+            let quiet = entry
+                .heard_ms
+                .is_some_and(|h| now_ms.saturating_sub(h) >= after_ms);
+            if quiet && !entry.silent {
+                entry.silent = true;
+                changed = true;
+            }
+        }
+        changed
     }
 
     fn entry(&mut self, robot: &str) -> &mut RobotEntry {
@@ -271,6 +326,41 @@ mod tests {
             Some(ClientEvent::Rejected { .. })
         ));
         assert_eq!(read("other/topic", b"{}"), None);
+    }
+
+    #[test]
+    fn a_robot_silent_for_silent_after_is_lost_until_heard_again() {
+        let mut view = FleetView::default();
+        let online = ClientEvent::Connection {
+            robot: "r1".into(),
+            state: ConnectionState::Online,
+        };
+        let snapshot = ClientEvent::Snapshot {
+            robot: "r1".into(),
+            snapshot: Box::default(),
+        };
+        view.apply_at(&online, 0);
+        view.apply_at(&snapshot, 1_000);
+        let after = SILENT_AFTER;
+        let last_ms = 1_000 + u64::try_from(after.as_millis()).unwrap();
+        assert!(!view.mark_silent(last_ms - 1, after));
+        assert_eq!(view.robot("r1").unwrap().connection_label(), "ONLINE");
+        assert!(view.mark_silent(last_ms, after));
+        let r1 = view.robot("r1").unwrap();
+        assert_eq!(r1.connection_label(), "CONNECTIONBROKEN");
+        assert!(!r1.online());
+        // Once is enough: nothing changes while it stays silent.
+        assert!(!view.mark_silent(last_ms + 1_000, after));
+        view.apply_at(&snapshot, last_ms + 2_000);
+        assert_eq!(view.robot("r1").unwrap().connection_label(), "ONLINE");
+        // A robot never heard from is not silent, only unknown.
+        view.apply(&ClientEvent::Connection {
+            robot: "r2".into(),
+            state: ConnectionState::Offline,
+        });
+        view.mark_silent(u64::MAX, after);
+        assert_eq!(view.robot("r2").unwrap().connection_label(), "OFFLINE");
+        assert_eq!(view.robot("r1").unwrap().connection_label(), "CONNECTIONBROKEN");
     }
 
     #[test]

@@ -15,11 +15,11 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::command::{Command, parse_command};
 use super::dataset::{EntityPatch, HomeCase, TestCase, language_of};
 use super::fixture::HaHome;
 use super::world::world_of;
 use crate::devices::{DeviceWorld, Invocation};
+use crate::hci::device_command::{Command, parse_command};
 use crate::skills::Risk;
 
 /// What understanding one sentence did to the world.
@@ -565,7 +565,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::devices::home_assistant::dataset::{TestFile, assist_mini_dir, load_dataset};
+    use crate::assist::dataset::{TestFile, assist_mini_dir, load_dataset};
 
     const HOME: &str = "areas:\n  - {name: Entry, id: entry}\n  - {name: Kitchen, id: kitchen}\nentities:\n  - {name: Smart Lock, id: lock.smart_lock, area: entry, state: locked}\n  - name: Kitchen Light\n    id: light.kitchen_light\n    area: kitchen\n    attributes: {supported_color_modes: [brightness], color_mode: brightness, brightness: 100}\n";
     const TESTS: &str = "category: lock\ntests:\n  - sentences: [Unlock smart lock, Unlock the entry lock, Open sesame, Turn off the kitchen light]\n    setup:\n      lock.smart_lock: {state: locked}\n    expect_changes:\n      lock.smart_lock: {state: unlocked}\n  - sentences: [Kitchen light off]\n    setup:\n      light.kitchen_light: {state: \"on\"}\n    expect_changes:\n      light.kitchen_light:\n        state: \"off\"\n        attributes: {brightness: null, color_mode: null}\n";
