@@ -51,7 +51,9 @@ pub fn request(mode: Structured, model: &str) -> Value {
         "stream": false,
         "max_tokens": PROBE_MAX_TOKENS,
     });
-    let fields = body.as_object_mut().expect("a JSON object");
+    let Some(fields) = body.as_object_mut() else {
+        return body;
+    };
     match mode {
         Structured::Tools | Structured::Auto => {
             fields.insert(
