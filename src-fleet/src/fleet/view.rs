@@ -360,7 +360,10 @@ mod tests {
         });
         view.mark_silent(u64::MAX, after);
         assert_eq!(view.robot("r2").unwrap().connection_label(), "OFFLINE");
-        assert_eq!(view.robot("r1").unwrap().connection_label(), "CONNECTIONBROKEN");
+        assert_eq!(
+            view.robot("r1").unwrap().connection_label(),
+            "CONNECTIONBROKEN"
+        );
     }
 
     #[test]

@@ -50,8 +50,8 @@ pub struct Sent {
 #[derive(Default)]
 struct Log {
     received: Vec<Received>,
-    /// Probes of what the endpoint honours: answered from the script's
-    /// `refuse` and `ignore`, never from its replies.
+    /// Probes of what the endpoint honours (refused ones too): answered
+    /// from the script's `refuse` and `ignore`, never from its replies.
     probes: Vec<Value>,
     sent: Vec<Sent>,
     /// (reply index, times used).
@@ -372,8 +372,11 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         None => None,
     };
     let refused = refused_feature(&shared.script, &request);
-    if super::probe::is_probe(&request) && refused.is_none() {
+    if super::probe::is_probe(&request) {
         shared.log().probes.push(request.clone());
+        if let Some(feature) = refused {
+            return refusal(feature);
+        }
         let reply = probe_reply(&shared.script, &request);
         return json_response(
             StatusCode::OK,
@@ -416,22 +419,24 @@ fn reply_or_error(
 ) -> Result<(usize, Reply), Box<Response>> {
     let response = match shared.take_reply(request, refused.is_none()) {
         (number, Pick::Reply(_, reply)) => return Ok((number, reply)),
-        (_, Pick::Refused) => json_response(
-            StatusCode::BAD_REQUEST,
-            &error_body(
-                &format!(
-                    "mock-llm: this endpoint does not support {}",
-                    refused.unwrap_or_default()
-                ),
-                "invalid_request_error",
-            ),
-        ),
+        (_, Pick::Refused) => refusal(refused.unwrap_or_default()),
         (_, Pick::Exhausted) => exhausted(shared),
         (_, Pick::Mismatch(why)) => {
             json_response(StatusCode::CONFLICT, &error_body(&why, "no_matching_reply"))
         }
     };
     Err(Box::new(response))
+}
+
+/// 400: the request uses a feature the script refuses.
+fn refusal(feature: &str) -> Response {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        &error_body(
+            &format!("mock-llm: this endpoint does not support {feature}"),
+            "invalid_request_error",
+        ),
+    )
 }
 
 /// 409: every scripted reply has been played.

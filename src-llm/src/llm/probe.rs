@@ -446,10 +446,8 @@ mod through_the_mock {
         let (p, server) = probed("refuse = [\"tools\", \"json_schema\"]");
         assert_eq!(p.mode, Some(Structured::Json), "{}", p.summary());
         assert!(matches!(p.tried[0].1, Verdict::Refused(_)));
-        assert!(
-            server.probes().is_empty(),
-            "refused requests are not answered"
-        );
+        assert_eq!(server.probes().len(), 2, "each form was asked, and refused");
+        assert!(server.received().is_empty());
     }
 
     #[test]
