@@ -16,8 +16,10 @@ target="${CARGO_TARGET_DIR:-target}"
 py="${ROBOBRAIN_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/robobrain/py/bin/python}"
 bin="$target/release/robobrain"
 out="$target/bench"
-# The assist dataset, read in place (BENCHMARKS.md "assist-mini").
+# The assist dataset, read in place (BENCHMARKS.md "assist-mini"), and any
+# other dataset folder given with `--data DIR` (robobrain and hassil on each).
 assist_data="${ROBOBRAIN_ASSIST_DATASET:-tests/data/home-assistant-datasets/assist-mini}"
+assist_more=()
 # How many runs the operator's-channel figures take (each test once per run).
 channel_runs="${ROBOBRAIN_BENCH_CHANNEL_RUNS:-15}"
 
@@ -36,7 +38,7 @@ describe() {
     web) echo "whole-run: kernel tick with 0/1/20 WebSocket viewers; /metrics scraped at ~240 events/s; the page in Chromium" ;;
     memory) echo "memory retrieval at 10k/100k beside rank_bm25; quality on the eval set" ;;
     demo) echo "robobrain demo: wall time and peak RSS" ;;
-    assist) echo "assist-mini through the rule path: pass counts" ;;
+    assist) echo "assist-mini (and each --data DIR): robobrain's pass counts beside hassil's on the same sentences and homes" ;;
     channel) echo "the operator's channel: an E-stop behind a maximal input (tests, $channel_runs runs, debug)" ;;
     mcap) echo "whole-run: a lockstep tick plus its logs, JSONL alone vs JSONL and MCAP (--mcap), same process" ;;
     ros2) echo "the ROS 2 link against the Cyclone DDS fake Nav2: dispatch, feedback, E-stop → zero Twist" ;;
@@ -110,11 +112,22 @@ run_assist() {
     echo "assist: $assist_data is absent (set ROBOBRAIN_ASSIST_DATASET to the assist-mini folder)" >&2
     return 1
   fi
+  if ! "$py" -c "import hassil, home_assistant_intents" 2>/dev/null; then
+    echo "assist: hassil is missing in $py: run ./x setup (it installs hassil and home-assistant-intents)" >&2
+    return 1
+  fi
   release_bin
-  local report
-  report="$("$bin" assist --dataset "$assist_data" --json)"
-  python3 scripts/bench_figures.py assist <<<"$report"
-  python3 -c 'import json, sys; o = json.load(sys.stdin)["overall"]; print("assist-mini: %s/%s passed, %s confirmations" % (o["passed"], o["total"], o["confirmations"]))' <<<"$report"
+  local data label report peer
+  for data in "$assist_data" "${assist_more[@]}"; do
+    if [ "$data" = "$assist_data" ]; then label=assist-mini; else label="$(basename "$data")"; fi
+    report="$("$bin" assist --dataset "$data" --json)"
+    peer="$("$py" scripts/assist_hassil.py "$data")"
+    python3 scripts/bench_figures.py assist "$label" <<<"$report"
+    python3 scripts/bench_figures.py assist_peer "$label" <<<"$peer"
+    python3 -c 'import json, sys; o = json.loads(sys.argv[2])["overall"]; p = json.loads(sys.argv[3])["overall"]
+print("%s: robobrain %s/%s passed (%s confirmations), hassil %s/%s" % (sys.argv[1], o["passed"], o["total"], o["confirmations"], p["passed"], p["total"]))' \
+      "$label" "$report" "$peer"
+  done
 }
 
 # Each test prints its timing; it runs $channel_runs times and the bench takes p50/p99/max.
@@ -142,8 +155,15 @@ load() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' ','; }
 now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 
 selected=()
-for a in "$@"; do
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  a="${args[i]}"
   case "$a" in
+    --data)
+      i=$((i + 1))
+      [ -d "${args[i]:-}" ] || { echo "--data wants a dataset folder, got '${args[i]:-}'" >&2; exit 2; }
+      assist_more+=("${args[i]}")
+      ;;
     --list)
       for g in "${ALL_GROUPS[@]}"; do printf '%-9s %s\n' "$g" "$(describe "$g")"; done
       exit 0

@@ -5,7 +5,8 @@ which scripts/bench.sh collects into target/bench/results.json.
 
 As a command (scripts/bench.sh): `record ID NAME VALUE UNIT`, or turn a
 tool's output on stdin into figures: `eval MODE` (robobrain memory eval),
-`assist` (robobrain assist --json), `page` (ui/tests/bench.mjs),
+`assist [LABEL]` (robobrain assist --json), `assist_peer [LABEL]`
+(scripts/assist_hassil.py), `page` (ui/tests/bench.mjs),
 `lines ID NAME REGEX UNIT` (a test's printed timings)."""
 import json
 import os
@@ -41,16 +42,31 @@ def _eval(mode):
         record(f"memory.eval.{mode}.{key.replace('@', '')}", f"{key} on the eval set, {mode}", r[key], "")
 
 
-def _assist():
-    """`robobrain assist --json` on stdin: pass counts overall and per category."""
+def _assist(label):
+    """`robobrain assist --json` on stdin: pass counts overall and per category.
+    assist-mini keeps the ids `assist.*`; another dataset `assist.LABEL.*`."""
     r = json.load(sys.stdin)
     o = r["overall"]
-    record("assist.passed", "assist-mini sentences passed (rule path, engine)", o["passed"], "of 50")
-    record("assist.total", "assist-mini sentences", o["total"], "")
-    record("assist.rate", "assist-mini pass rate", 100.0 * o["passed"] / o["total"], "%")
-    record("assist.confirmations", "assist-mini approvals asked for and given", o["confirmations"], "")
+    fid = "assist" if label == "assist-mini" else f"assist.{label}"
+    record(f"{fid}.passed", f"{label} sentences passed (robobrain, engine, no model)", o["passed"], f"of {o['total']}")
+    record(f"{fid}.total", f"{label} sentences", o["total"], "")
+    record(f"{fid}.rate", f"{label} pass rate (robobrain)", 100.0 * o["passed"] / max(o["total"], 1), "%")
+    record(f"{fid}.confirmations", f"{label} approvals asked for and given", o["confirmations"], "")
+    for stat in ("p50_ms", "p99_ms"):
+        record(f"{fid}.latency.{stat[:3]}", f"{label} sentence → settled turn, {stat[:3]}", r["latency"][stat], "ms")
     for cat, c in r["by_category"].items():
-        record(f"assist.{cat}.passed", f"assist-mini {cat} passed", c["passed"], f"of {c['total']}")
+        record(f"{fid}.{cat}.passed", f"{label} {cat} passed", c["passed"], f"of {c['total']}")
+
+
+def _assist_peer(label):
+    """scripts/assist_hassil.py's report on stdin: hassil's pass counts."""
+    r = json.load(sys.stdin)
+    o = r["overall"]
+    fid = "assist.peer" if label == "assist-mini" else f"assist.{label}.peer"
+    record(f"{fid}.passed", f"{label} sentences passed (hassil, same grammar and homes, no model)", o["passed"], f"of {o['total']}")
+    record(f"{fid}.rate", f"{label} pass rate (hassil)", 100.0 * o["passed"] / max(o["total"], 1), "%")
+    for cat, c in r["by_category"].items():
+        record(f"{fid}.{cat}.passed", f"{label} {cat} passed (hassil)", c["passed"], f"of {c['total']}")
 
 
 def _page():
@@ -86,7 +102,9 @@ if __name__ == "__main__":
     elif what == "eval":
         _eval(*args)
     elif what == "assist":
-        _assist()
+        _assist(*(args or ["assist-mini"]))
+    elif what == "assist_peer":
+        _assist_peer(*(args or ["assist-mini"]))
     elif what == "page":
         _page()
     elif what == "lines":

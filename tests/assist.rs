@@ -119,3 +119,115 @@ fn a_dataset_run_shows_progress_on_a_terminal_only() {
         "no finished bar on the terminal:\n{screen}"
     );
 }
+
+/// Our own homes in the published folders' layouts and formats
+/// (tests/fixtures/assist-published): they load unchanged, each sentence
+/// comes with its latency and understander, "here" is only the case's
+/// `context_device` (the engine's robot stands in no room of the home),
+/// and devices gain no attribute their features do not report.
+#[test]
+fn published_layouts_load_and_here_is_only_what_the_dataset_says() {
+    let out = robobrain(
+        &[
+            "assist",
+            "--dataset",
+            "tests/fixtures/assist-published",
+            "--json",
+        ],
+        "",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8, "{}", out.stdout);
+    let by = |sentence: &str, home: &str| -> &Value {
+        results
+            .iter()
+            .find(|r| r["sentence"] == sentence && r["home"] == home)
+            .unwrap_or_else(|| panic!("no {sentence:?} in {home}"))
+    };
+    for r in results {
+        assert!(r["latency_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["language"], "en", "the home's `language`: {r}");
+    }
+    // A list category counts under each label.
+    assert_eq!(
+        report["by_category"]["light"],
+        report["by_category"]["floors"]
+    );
+    // No context: nothing is "here", so nothing may change.
+    let here = by("Turn off the light", "homes/cottage-gb");
+    assert_eq!(here["passed"], true, "{here}");
+    // A fan without SET_SPEED turned on gains no `percentage`.
+    let fan = by("Turn on the ceiling fan", "en");
+    assert_eq!(fan["passed"], true, "{fan}");
+    assert!(fan["turn"]["understander"].is_string(), "{fan}");
+    // The lock asked first, through the engine.
+    let lock = by("Unlock the back door", "homes/cottage-gb");
+    assert_eq!(lock["turn"]["confirmations"], 1, "{lock}");
+    assert!(report["by_understander"].is_object());
+    assert!(report["latency"]["p99_ms"].as_f64().unwrap() > 0.0);
+}
+
+/// A test file with no `_fixtures.yaml` beside it is named, and nothing runs.
+#[test]
+fn a_test_file_without_its_home_is_named() {
+    let dir = temp_dir("assist-homeless");
+    let nested = dir.join("de");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(nested.join("light.yaml"), "category: light\ntests: []\n").unwrap();
+    let out = robobrain(&["assist", "--dataset", dir.to_str().unwrap()], "");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.lines().next().unwrap(),
+        format!(
+            "error: loading the dataset: {}: no home for this test file: expected {} beside it",
+            nested.join("light.yaml").display(),
+            nested.join("_fixtures.yaml").display()
+        )
+    );
+}
+
+/// The peer: Home Assistant's matcher (hassil, the venv `./x setup` builds)
+/// with the same grammar and homes, judged by the same rules, on our own
+/// homes in the published formats.
+#[test]
+fn hassil_runs_as_the_peer_on_the_same_sentences() {
+    let py = std::env::var("ROBOBRAIN_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/robobrain/py/bin/python",
+            std::env::var("HOME").unwrap()
+        )
+    });
+    let out = std::process::Command::new(&py)
+        .args([
+            "scripts/assist_hassil.py",
+            "tests/fixtures/assist-published",
+        ])
+        .current_dir(crate::support::root())
+        .output()
+        .unwrap_or_else(|e| panic!("{py}: {e}: run ./x setup (it builds the venv with hassil)"));
+    assert!(
+        out.status.success(),
+        "{}\ninstall the peer with `./x setup` (hassil and home-assistant-intents in the venv)",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["assistant"], "hassil");
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8);
+    let fan = results
+        .iter()
+        .find(|r| r["sentence"] == "Turn on the ceiling fan")
+        .unwrap();
+    assert_eq!(fan["intent"], "HassTurnOn", "{fan}");
+    assert_eq!(fan["passed"], true, "{fan}");
+    let here = results
+        .iter()
+        .find(|r| r["home"] == "homes/cottage-gb" && r["sentence"] == "Turn off the light")
+        .unwrap();
+    assert_eq!(
+        here["passed"], true,
+        "hassil with no area acts on nothing: {here}"
+    );
+}

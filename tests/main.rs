@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod assist;
+mod assist_model;
 mod bench_docs;
 mod channel;
 mod console;
@@ -27,6 +28,7 @@ mod llm_real;
 mod mcp;
 mod memory;
 mod metrics;
+mod prompt;
 mod rest;
 #[cfg(feature = "ros2")]
 mod ros2;

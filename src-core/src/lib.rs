@@ -32,6 +32,7 @@
 //! - [`fleet`]: many robots on one MQTT broker — robobrain's own protocol and VDA 5050 — and a fleet console's side.
 //! - [`devices`]: smart-home devices (rooms, capabilities, state), simulated or real.
 //! - [`store`]: SQLite: threads, checkpoints, the side-effect ledger, approvals, events.
+//! - [`model_assistant`]: `assist --model`: what the rules miss on an assist dataset, sent to the model.
 //! - [`metrics`]: the run's Prometheus metrics (counted from its events, read off its snapshot) and its health.
 //! - [`memory`]: conversation windows, long-term summaries, hybrid (BM25 + embedding) retrieval, preferences.
 //! - `testing` (feature `test-utils`): the test suite's prerequisites — required, or a skip that is said.
@@ -40,6 +41,7 @@ pub mod diagnostics;
 pub mod engine;
 pub mod eventlog;
 pub mod mcap;
+pub mod model_assistant;
 pub mod runtime;
 pub mod scenario;
 pub mod session;

@@ -683,12 +683,22 @@ impl Home {
         );
         slots.insert("room".into(), json!(room));
         let kind = d.kind.as_str();
-        let choices = self
+        let slots = Value::Object(slots);
+        // Only a template every slot of which has a value: never a line
+        // with a hole in it. Without one, what the call will do, in words.
+        let choices: Vec<String> = self
             .templates
             .for_call(kind, action, lang)
-            .map(<[String]>::to_vec)
-            .unwrap_or_default();
-        self.templates.pick(&choices, &Value::Object(slots))
+            .unwrap_or_default()
+            .iter()
+            .filter(|t| lines::holes(t, &slots).is_empty())
+            .cloned()
+            .collect();
+        if choices.is_empty() {
+            let what = summary::to_do(&self.devices, device, action, args, lang);
+            return lines::line(lang, "template_call", &[("what", &what)]);
+        }
+        self.templates.pick(&choices, &slots)
     }
 
     fn query_template(&mut self, device: &str, lang: Lang) -> String {

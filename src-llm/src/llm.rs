@@ -36,7 +36,7 @@ pub mod worker;
 use thiserror::Error;
 
 pub use client::{CallResult, CallStats, LlmClient};
-pub use config::{LlmConfig, MaxTokens, Role, Secret, Structured};
+pub use config::{LlmConfig, MaxTokens, PromptSize, Role, Secret, Structured};
 pub use worker::{LlmWorker, Update};
 
 /// Why a model call gave no usable reply. Messages never contain the API key.

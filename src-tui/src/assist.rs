@@ -2,7 +2,9 @@
 //! (homes in `_fixtures.yaml`, sentences with expected changes) through the
 //! engine with the rule brain (no model) — Home Assistant's grammar first,
 //! unless the config's `[home] grammar = false` — and prints the pass rate per category, language and home
-//! locale, and overall. A malformed file is named by file:line:col (exit 2);
+//! locale, and overall. With `--model`, what the path misses goes to the
+//! configured model, and the report ends with what the model contributed.
+//! A malformed file is named by file:line:col (exit 2);
 //! a finished run exits 0 whatever its pass rate — it is a measurement.
 
 use std::io::Write;
@@ -13,6 +15,7 @@ use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use robobrain_core::assist::{load_dataset, runner};
 use robobrain_core::engine::assist::EngineAssistant;
+use robobrain_core::model_assistant::{self, ModelAssistant};
 
 /// Arguments of `robobrain assist`.
 #[derive(Debug, ClapArgs)]
@@ -32,29 +35,43 @@ pub(crate) struct Args {
     /// parser and the risk gate alone).
     #[arg(long, value_name = "PATH", default_value = "engine", value_parser = ["engine", "commands"])]
     pub path: String,
+    /// Send what the path misses to the configured model (`[llm]`, the
+    /// intent role) and report what the model contributed.
+    #[arg(long)]
+    pub model: bool,
 }
 
 /// Runs the dataset and prints the report.
 pub(crate) fn run(config: &robobrain_core::config::Config, args: &Args) -> Result<ExitCode> {
     let homes = load_dataset(&args.dataset).context("loading the dataset")?;
-    let report = {
-        let bar = crate::progress::Bar::on_stderr();
-        if args.path == "commands" {
-            runner::run(&homes, &mut runner::CommandAssistant::default(), &bar)
-        } else {
-            runner::run(
-                &homes,
-                &mut EngineAssistant::with_grammar(&config.home),
-                &bar,
-            )
-        }
+    let mut assistant: Box<dyn runner::Assistant> = if args.path == "commands" {
+        Box::new(runner::CommandAssistant::default())
+    } else {
+        Box::new(EngineAssistant::with_grammar(&config.home))
     };
+    if args.model {
+        assistant =
+            Box::new(ModelAssistant::new(assistant, &config.llm).context("assist --model")?);
+    }
+    let report = runner::run(
+        &homes,
+        assistant.as_mut(),
+        &crate::progress::Bar::on_stderr(),
+    );
+    let model = args.model.then(|| model_assistant::contribution(&report));
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
+        let mut json = serde_json::to_value(&report)?;
+        if let Some(m) = &model {
+            json["model"] = serde_json::to_value(m)?;
+        }
+        serde_json::to_writer_pretty(&mut out, &json)?;
         writeln!(out)?;
     } else {
         write!(out, "{}", runner::render(&report))?;
+        if let Some(m) = &model {
+            write!(out, "{}", model_assistant::render(m, report.overall.total))?;
+        }
         if args.failures {
             write!(out, "\n{}", runner::render_failures(&report))?;
         }

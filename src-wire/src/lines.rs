@@ -80,6 +80,31 @@ pub fn line(lang: Lang, key: &str, slots: &[(&str, &str)]) -> String {
     lookup(lang, key).map_or_else(|| key.to_string(), |t| fill_with(t, &get))
 }
 
+/// The line `key` in `lang` when the catalogue has it and every one of its
+/// `#{slot}`s gets a value with something in it; `None` otherwise — so a
+/// caller falls back to another line rather than say one with a hole in it
+/// ("已把扫地机器人设为。").
+pub fn line_filled(lang: Lang, key: &str, slots: &[(&str, &str)]) -> Option<String> {
+    let template = lookup(lang, key)?;
+    let get = |k: &str| slots.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+    slot_names(template)
+        .all(|k| get(k).is_some_and(|v| !v.trim().is_empty()))
+        .then(|| fill_with(template, &get))
+}
+
+/// The `#{slot}`s of `template` that `slots` leaves without a value or
+/// with an empty one.
+pub fn holes(template: &str, slots: &Value) -> Vec<String> {
+    slot_names(template)
+        .filter(|k| match slots.get(*k) {
+            None | Some(Value::Null) => true,
+            Some(Value::String(s)) => s.trim().is_empty(),
+            Some(_) => false,
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// `items` as a list in `lang`: "a, b and c" / "a、b和c" (`or`: "a, b or c").
 pub fn list(lang: Lang, items: &[String], or: bool) -> String {
     let last = lookup(lang, if or { "list_or" } else { "list_and" }).unwrap_or(" and ");
@@ -179,6 +204,42 @@ mod tests {
         }
         for key in zh.keys() {
             assert!(en.contains_key(key), "zh line `{key}` has no English one");
+        }
+    }
+
+    /// Every line of the catalogue, with every slot given each kind of
+    /// value: whole when each has something in it, refused (never said
+    /// with a hole) when one is empty or missing.
+    #[test]
+    fn no_line_is_said_with_a_hole_in_it() {
+        let cat: Catalogue = toml::from_str(BUILTIN_LINES).unwrap();
+        for (lang, lines) in [(Lang::En, &cat["en"]), (Lang::Zh, &cat["zh"])] {
+            for (key, template) in lines {
+                let names: Vec<&str> = slot_names(template).collect();
+                for value in ["word", "42", "21.5", "true", "牛奶"] {
+                    let slots: Vec<(&str, &str)> = names.iter().map(|n| (*n, value)).collect();
+                    let said = line_filled(lang, key, &slots)
+                        .unwrap_or_else(|| panic!("`{key}` refused {value}"));
+                    assert!(!said.contains("#{"), "`{key}`: {said}");
+                    let json: serde_json::Map<String, Value> = names
+                        .iter()
+                        .map(|n| ((*n).to_string(), Value::from(value)))
+                        .collect();
+                    assert!(holes(template, &Value::Object(json)).is_empty(), "`{key}`");
+                }
+                for empty in ["", " "] {
+                    let slots: Vec<(&str, &str)> = names.iter().map(|n| (*n, empty)).collect();
+                    assert_eq!(
+                        line_filled(lang, key, &slots).is_none(),
+                        !names.is_empty(),
+                        "`{key}` with {empty:?}"
+                    );
+                }
+                if !names.is_empty() {
+                    assert_eq!(line_filled(lang, key, &[]), None, "`{key}` with no value");
+                    assert_eq!(holes(template, &Value::Null).len(), names.len(), "`{key}`");
+                }
+            }
         }
     }
 

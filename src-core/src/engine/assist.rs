@@ -6,8 +6,15 @@
 //! (`Command::Approve`) and counted, until the engine settles. A device
 //! that changes before the first approval, in a turn that asked for one,
 //! is reported: the gate must hold the call until the answer.
+//!
+//! The engine runs on a world of its own ([`ASSIST_WORLD`]: one room, the
+//! robot's dock, which no Home Assistant home has), not on the built-in
+//! apartment: "here" is only what the dataset says (a case's
+//! `context_device`), never the room a simulated robot happens to stand in,
+//! and the robot's own room names ("go to the living room") do not shadow
+//! the home's.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::assist::runner::{Assistant, Turn};
 use crate::config::Config;
@@ -19,6 +26,55 @@ use crate::world::World;
 
 /// Ticks a sentence may take before the runner gives up on it.
 const MAX_TICKS: usize = 5_000;
+
+/// The world the assist engine's robot lives in: a 2 m square whose one
+/// zone (`robobrain_dock`, home and charger) is where it starts, so the
+/// robot's position names no room of a dataset's home (docs/world.md).
+pub const ASSIST_WORLD: &str = r#"name = "assist"
+resolution = 0.25
+home_zone = "robobrain_dock"
+charger_zone = "robobrain_dock"
+start = { x = 1.0, y = 1.0, heading_deg = 0 }
+dock = { x = 1.0, y = 1.0, heading_deg = 0 }
+map = """
+##########
+#........#
+#........#
+#........#
+#........#
+#........#
+#........#
+#........#
+#........#
+##########
+"""
+
+[[zones]]
+name = "robobrain_dock"
+rect = [0.0, 0.0, 2.5, 2.5]
+goal = [1.0, 1.0]
+"#;
+
+/// Which understander took a turn, read off its `intent` event: the name
+/// the event gives (`understander` in its args), else what the event
+/// shows — a model's turn is not `processed_locally`; a home turn whose
+/// args carry what Home Assistant's grammar matched was the grammar's;
+/// another home turn the home's rules (the device-command parser among
+/// them); anything else the robot's own grammar or rules.
+pub fn understander_of(intent: &str, args: &Value, processed_locally: bool) -> String {
+    if let Some(named) = args.get("understander").and_then(Value::as_str) {
+        return named.to_string();
+    }
+    let home = intent.starts_with("home_")
+        || matches!(intent, "scene" | "clarify" | "cannot" | "answer" | "timer");
+    match (processed_locally, home, args.get("grammar").is_some()) {
+        (false, ..) => "model",
+        (true, true, true) => "Home Assistant grammar",
+        (true, true, false) => "home rules",
+        (true, false, _) => "robot",
+    }
+    .to_string()
+}
 
 /// Drives sentences through a simulated engine (rule brain, no model).
 #[derive(Debug)]
@@ -70,11 +126,15 @@ impl Assistant for EngineAssistant {
 
     fn handle(&mut self, sentence: &str, world: DeviceWorld) -> (DeviceWorld, Turn) {
         let mut turn = Turn::default();
-        let Some(apartment) = World::builtin("apartment") else {
-            turn.note = Some("no built-in world".into());
-            return (world, turn);
+        let place = match World::from_toml_str(ASSIST_WORLD, std::path::Path::new("<assist world>"))
+        {
+            Ok(w) => w,
+            Err(e) => {
+                turn.note = Some(format!("the assist world is invalid: {e}"));
+                return (world, turn);
+            }
         };
-        let mut engine = match Engine::simulated(&self.config, apartment) {
+        let mut engine = match Engine::simulated(&self.config, place) {
             Ok(e) => e,
             Err(e) => {
                 turn.note = Some(format!("the engine did not start: {e}"));
@@ -91,6 +151,7 @@ impl Assistant for EngineAssistant {
                 return (empty_world(), turn);
             }
         }
+        let started = std::time::Instant::now();
         engine.submit(
             Command::Say {
                 text: sentence.to_string(),
@@ -121,7 +182,21 @@ impl Assistant for EngineAssistant {
                         ..
                     } => approved = true,
                     EventKind::Device { device, .. } if !approved => early.push(device),
-                    EventKind::Intent { intent, args, .. } => {
+                    EventKind::Intent {
+                        intent,
+                        args,
+                        processed_locally,
+                        ..
+                    } => {
+                        if turn.understander.is_none() {
+                            turn.understander =
+                                Some(understander_of(&intent, &args, processed_locally));
+                            turn.intent = Some(
+                                args.pointer("/grammar/intent")
+                                    .and_then(Value::as_str)
+                                    .map_or_else(|| intent.clone(), str::to_string),
+                            );
+                        }
                         turn.calls.push(format!("{intent} {}", json!(args)));
                     }
                     EventKind::Speech { text, track, .. } => {
@@ -137,6 +212,7 @@ impl Assistant for EngineAssistant {
                 break;
             }
         }
+        turn.latency_ms = started.elapsed().as_secs_f64() * 1e3;
         if turn.confirmations > 0 {
             turn.changed_before_confirmation = early;
         }

@@ -259,12 +259,9 @@ impl Engine {
                 );
             }
             Intent::Unknown => {
-                self.say_line(
-                    lang,
-                    "not_understood",
-                    &[("text", text)],
-                    SpeechTrack::Answer,
-                );
+                // Never the sentence's own words back: an echo reads as
+                // an answer to whoever checks the reply for them.
+                self.say_line(lang, "not_understood", &[], SpeechTrack::Answer);
             }
         }
     }

@@ -506,6 +506,125 @@ mod tests {
         assert!(engine.is_thinking(), "{events:?}");
     }
 
+    /// What one utterance made the engine do within a tick: the intent's
+    /// name and every line spoken.
+    fn said_to(engine: &mut Engine, text: &str) -> (String, Vec<String>) {
+        let mut events = Vec::new();
+        engine.submit(Command::Say { text: text.into() }, Origin::console());
+        engine.tick(&mut events);
+        let intent = events
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::Intent { intent, .. } => Some(intent.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let lines = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Speech { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        (intent, lines)
+    }
+
+    fn apartment_at_noon(thread: &str) -> Engine {
+        let (_, notice) = hci::heard::load_grammars(&crate::intents::default_dir());
+        assert!(notice.is_none(), "{notice:?}: run ./x setup");
+        let mut config = Config {
+            thread_id: Some(thread.into()),
+            ..Config::default()
+        };
+        config.home.hour = Some(12.0);
+        config.speech.voice = crate::voice::VoiceChoice::Text;
+        Engine::simulated(&config, World::builtin("apartment").unwrap()).unwrap()
+    }
+
+    /// Ordinary Chinese commands reach the device meant, are answered in
+    /// Chinese, and never send the robot anywhere.
+    #[test]
+    fn ordinary_chinese_commands_reach_the_device_and_are_answered_in_chinese() {
+        let mut engine = apartment_at_noon("zh-commands");
+        let state = |engine: &Engine, device: &str| {
+            Value::Object(
+                hci::lock(engine.home())
+                    .devices
+                    .get(device)
+                    .unwrap()
+                    .state
+                    .clone(),
+            )
+        };
+        engine.submit(
+            Command::Say {
+                text: "把客厅灯亮度调到60".into(),
+            },
+            Origin::console(),
+        );
+        engine.tick(&mut Vec::new());
+        for (text, device, key, want) in [
+            ("客厅灯暗一点", "living_room_light", "brightness", json!(40)),
+            ("电视声音调小一点", "living_room_tv", "volume", json!(20)),
+            (
+                "在购物清单里加上牛奶",
+                "shopping_list",
+                "items",
+                json!(["牛奶"]),
+            ),
+        ] {
+            let (intent, lines) = said_to(&mut engine, text);
+            assert!(intent.starts_with("home_"), "{text}: {intent}");
+            assert!(!lines.is_empty(), "{text}: nothing said");
+            for line in &lines {
+                assert!(crate::text::has_cjk(line), "{text}: {line}");
+            }
+            assert_eq!(state(&engine, device)[key], want, "{text}");
+        }
+        // Two lamps at once wait for a confirmation, both of them.
+        let (intent, lines) = said_to(&mut engine, "把卧室的灯都关了");
+        assert!(intent.starts_with("home_"), "{intent}");
+        assert!(lines.iter().all(|l| crate::text::has_cjk(l)), "{lines:?}");
+        let all = lines.join(" ");
+        assert!(all.contains("卧室灯") && all.contains("床头灯"), "{all}");
+    }
+
+    /// A question reads the devices and writes nothing; a sentence nobody
+    /// understands is not repeated back.
+    #[test]
+    fn questions_change_nothing_and_the_unknown_is_not_echoed() {
+        let mut engine = apartment_at_noon("questions");
+        let states = |engine: &Engine| -> Vec<Value> {
+            hci::lock(engine.home())
+                .devices
+                .devices()
+                .iter()
+                .map(|d| Value::Object(d.state.clone()))
+                .collect()
+        };
+        let before = states(&engine);
+        for (text, want) in [
+            ("is the front door locked?", "front door lock"),
+            ("which lights are on?", "No light is on."),
+            ("哪些灯是开着的", "没有灯是开着的。"),
+            ("what's the temperature in the bedroom", "26"),
+        ] {
+            let (_, lines) = said_to(&mut engine, text);
+            let all = lines.join(" ");
+            assert!(all.contains(want), "{text}: {all}");
+        }
+        assert_eq!(before, states(&engine));
+        let (intent, lines) = said_to(&mut engine, "florble the wimbly sprocket");
+        assert_eq!(intent, "unknown");
+        let all = lines.join(" ");
+        assert!(
+            !all.contains("florble")
+                && !all.contains("sprocket")
+                && all.contains("didn't understand"),
+            "{all}"
+        );
+    }
+
     /// Turning `device` off under the used request id `request` is refused.
     fn assert_replay_refused(home: &mut hci::Home, device: &str, request: &str) {
         let ids = hci::Ids {

@@ -1,8 +1,14 @@
-//! The home-assistant-datasets test format: per home, a `_fixtures.yaml`
-//! (the home) and test files, each a category and cases of sentences, the
-//! states to set first (`setup`), the changes expected (`expect_changes`)
-//! and the attributes not to judge (`ignore_changes`). Every entity a case
-//! names must exist in the home; anything else is refused at file:line:col.
+//! The home-assistant-datasets test format, read as upstream's loader reads
+//! it: every `.yaml` file under the dataset folder, at any depth, is a test
+//! file — except `_fixtures.yaml` (the home of the files beside it),
+//! `_home.yaml` (synthetic-home's description the fixtures were made from),
+//! `solution.yaml` and `dataset_card.yaml`, which upstream skips too. A
+//! test file is a category (or a list of them) and cases of sentences, the
+//! states to set first (`setup`), the changes expected (`expect_changes`),
+//! the attributes not to judge (`ignore_changes`), the device spoken to
+//! (`context_device`) and the answer expected (`expect_response`). Every
+//! entity a case names must exist in the home; anything else is refused at
+//! file:line:col.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,8 +24,10 @@ use crate::source::SourceError;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestFile {
-    /// `light`, `lock`, `cover`…
-    pub category: String,
+    /// `light`, `lock`, `cover`… — one, or a list (each a label the
+    /// sentences are counted under).
+    #[serde(rename = "category", deserialize_with = "labels")]
+    pub categories: Vec<String>,
     /// The language the sentences are in (`en`, `zh`), when the file says;
     /// otherwise each sentence's script tells.
     #[serde(default)]
@@ -56,6 +64,22 @@ pub struct TestCase {
     /// by its expected answer.
     #[serde(default, deserialize_with = "one_or_many")]
     pub expect_response: Option<Vec<String>>,
+    /// The model tool call upstream expects (`tool_name`, `tool_args`):
+    /// read so the file loads, not judged — robobrain without a model makes
+    /// no tool call to compare.
+    #[serde(default)]
+    pub expect_tool_call: Option<Value>,
+}
+
+/// A category: one label or a list of labels.
+fn labels<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let labels = one_or_many(d)?.unwrap_or_default();
+    if labels.is_empty() {
+        return Err(serde::de::Error::custom(
+            "expected a category (a name, or a list of names)",
+        ));
+    }
+    Ok(labels)
 }
 
 /// `ignore_changes` as upstream (entity → attribute list), and the shapes
@@ -238,63 +262,123 @@ fn entity_list(home: &HaHome) -> String {
         .join(", ")
 }
 
-/// Loads a dataset folder: each sub-folder with a `_fixtures.yaml` is a home,
-/// the other `.yaml` files beside it are its tests. Homes are sorted by name.
+/// Files upstream's loader never reads as tests.
+const NOT_TESTS: [&str; 4] = [
+    "_fixtures.yaml",
+    "_home.yaml",
+    "solution.yaml",
+    "dataset_card.yaml",
+];
+
+/// Loads a dataset folder as upstream does: every `.yaml` under it (at any
+/// depth) but the [`NOT_TESTS`] is a test file, whose home is the
+/// `_fixtures.yaml` beside it. Homes are sorted by folder, their files by name.
 pub fn load_dataset(dir: &Path) -> Result<Vec<HomeCase>, SourceError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| SourceError {
-        file: dir.to_path_buf(),
-        line: 0,
-        col: 0,
-        field: String::new(),
-        message: format!("cannot read the dataset folder: {e}"),
-    })?;
-    let mut folders: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("_fixtures.yaml").is_file())
+    let mut tests = Vec::new();
+    test_files(dir, &mut tests)?;
+    let mut folders: Vec<PathBuf> = tests
+        .iter()
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
         .collect();
     folders.sort();
+    folders.dedup();
     if folders.is_empty() {
         return Err(SourceError {
             file: dir.to_path_buf(),
             line: 0,
             col: 0,
             field: String::new(),
-            message:
-                "no homes here: expected sub-folders holding a `_fixtures.yaml` and test files"
-                    .into(),
+            message: "no test files here: expected `.yaml` test files beside a `_fixtures.yaml`, \
+                      in this folder or below it"
+                .into(),
         });
     }
-    folders.iter().map(|f| load_home_case(f)).collect()
+    folders
+        .iter()
+        .map(|folder| {
+            let mut files: Vec<PathBuf> = tests
+                .iter()
+                .filter(|p| p.parent() == Some(folder.as_path()))
+                .cloned()
+                .collect();
+            files.sort();
+            load_home_files(dir, folder, &files)
+        })
+        .collect()
+}
+
+/// Every test file under `dir`, depth first (hidden folders left out).
+fn test_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| SourceError::unreadable(dir, &e))?;
+    for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            test_files(&path, out)?;
+        } else if path.extension().is_some_and(|x| x == "yaml")
+            && !NOT_TESTS.contains(&name.as_str())
+        {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Loads one home folder (`_fixtures.yaml` and its test files).
 pub fn load_home_case(folder: &Path) -> Result<HomeCase, SourceError> {
-    let home = HaHome::load(&folder.join("_fixtures.yaml"))?;
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
-        .map_err(|e| SourceError::unreadable(folder, &e))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "yaml" || x == "yml")
-                && p.file_name().is_some_and(|n| n != "_fixtures.yaml")
-        })
-        .collect();
-    paths.sort();
     let mut files = Vec::new();
-    for path in paths {
-        let text = crate::source::read(&path)?;
-        files.push((path.clone(), TestFile::parse(&path, &text, &home)?));
+    test_files(folder, &mut files)?;
+    files.retain(|p| p.parent() == Some(folder));
+    files.sort();
+    load_home_files(folder, folder, &files)
+}
+
+/// The home in `folder` with its test `files`; `root` is the dataset
+/// folder its name is taken relative to.
+fn load_home_files(root: &Path, folder: &Path, files: &[PathBuf]) -> Result<HomeCase, SourceError> {
+    let fixtures = folder.join("_fixtures.yaml");
+    if !fixtures.is_file() {
+        return Err(SourceError {
+            file: files
+                .first()
+                .cloned()
+                .unwrap_or_else(|| folder.to_path_buf()),
+            line: 0,
+            col: 0,
+            field: String::new(),
+            message: format!(
+                "no home for this test file: expected {} beside it",
+                fixtures.display()
+            ),
+        });
     }
-    let name = folder
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let home = HaHome::load(&fixtures)?;
+    let mut parsed = Vec::new();
+    for path in files {
+        let text = crate::source::read(path)?;
+        parsed.push((path.clone(), TestFile::parse(path, &text, &home)?));
+    }
+    let name = match folder.strip_prefix(root) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
+        _ => folder
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let mut locale = locale_of(&name);
+    if locale.is_empty() {
+        locale = home.language.clone().unwrap_or_default();
+    }
     Ok(HomeCase {
-        locale: locale_of(&name),
+        locale,
         name,
         home,
-        files,
+        files: parsed,
     })
 }
 
@@ -355,7 +439,7 @@ mod tests {
     #[test]
     fn a_test_file_parses() {
         let t = TestFile::parse(Path::new("lock.yaml"), TESTS, &home()).unwrap();
-        assert_eq!(t.category, "lock");
+        assert_eq!(t.categories, ["lock"]);
         assert_eq!(t.tests.len(), 2);
         assert_eq!(
             t.tests[0].setup["lock.smart_lock"].state.as_deref(),
@@ -390,6 +474,51 @@ mod tests {
         assert_eq!(
             err(&TESTS.replace("      - Unlock smart lock\n", "      - \" \"\n")),
             "lock.yaml:12:5: `tests[1].sentences`: expected at least one sentence"
+        );
+    }
+
+    /// Our own homes in the published folders' layout: a language folder
+    /// and a nested home, `_home.yaml` and the dataset card skipped, a
+    /// category given as a list.
+    #[test]
+    fn folders_load_as_upstream_lays_them_out() {
+        let dir = crate::testing::workspace_root().join("tests/fixtures/assist-published");
+        let homes = load_dataset(&dir).unwrap();
+        let names: Vec<&str> = homes.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["en", "homes/cottage-gb"]);
+        let en = &homes[0];
+        assert_eq!(
+            en.locale, "en",
+            "the home's language, when the folder names none"
+        );
+        assert_eq!(homes[1].locale, "gb");
+        let files: Vec<String> = en
+            .files
+            .iter()
+            .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files, ["fan.yaml", "light.yaml"], "no _home.yaml, no card");
+        assert_eq!(en.files[1].1.categories, ["light", "floors"]);
+    }
+
+    #[test]
+    fn a_test_file_without_a_home_is_named() {
+        let dir =
+            std::env::temp_dir().join(format!("robobrain-assist-homeless-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        std::fs::write(dir.join("a/lock.yaml"), TESTS).unwrap();
+        let e = load_dataset(&dir).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: no home for this test file: expected {} beside it",
+                dir.join("a/lock.yaml").display(),
+                dir.join("a/_fixtures.yaml").display()
+            )
+        );
+        assert_eq!(
+            err(&TESTS.replace("category: lock", "category: []")),
+            "lock.yaml:2:1: expected a category (a name, or a list of names)"
         );
     }
 

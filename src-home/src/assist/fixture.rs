@@ -1,7 +1,14 @@
 //! A Home Assistant-style home description (`_fixtures.yaml` in the
-//! home-assistant-datasets): areas, devices, and entities with their state
-//! and attributes. Parsed into typed values; a typo, a dangling reference or
-//! a malformed entity id is refused at its file:line:col.
+//! home-assistant-datasets, synthetic-home's inventory format): the home's
+//! language, areas (each maybe on a floor), devices, and entities with their
+//! state and attributes. Parsed into typed values; a typo, a dangling
+//! reference or a malformed entity id is refused at its file:line:col.
+//!
+//! As synthetic-home reads it: an area's or a device's `id` defaults to its
+//! name made a slug (`Living Room` → `living_room`); an area's `floor` is the
+//! floor's name (robobrain's own homes may also list `floors:` with ids and
+//! aliases, and name one by id); an entity without a `name` takes its
+//! device's; a state is any YAML scalar, read as text (`true` is `on`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -14,20 +21,107 @@ use crate::source::SourceError;
 
 /// One home.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawHome")]
 pub struct HaHome {
-    /// Floors (areas name theirs with `floor`).
-    #[serde(default)]
+    /// The home's language (`en`, `de`, `zh-CN`), when it says.
+    pub language: Option<String>,
+    /// Floors: those listed, and those the areas name.
     pub floors: Vec<HaFloor>,
     /// Rooms and outdoor spaces.
-    #[serde(default)]
     pub areas: Vec<HaArea>,
     /// Physical devices; each holds one or more entities.
-    #[serde(default)]
     pub devices: Vec<HaDevice>,
     /// What Home Assistant controls and reads: `light.kitchen`, `lock.front_door`…
-    #[serde(default)]
     pub entities: Vec<HaEntity>,
+}
+
+/// A home as written, before ids and floors are filled in.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHome {
+    #[serde(default)]
+    language: Option<String>,
+    #[serde(default)]
+    floors: Vec<HaFloor>,
+    #[serde(default)]
+    areas: Vec<RawArea>,
+    #[serde(default)]
+    devices: Vec<RawDevice>,
+    #[serde(default)]
+    entities: Vec<RawEntity>,
+}
+
+impl From<RawHome> for HaHome {
+    fn from(raw: RawHome) -> Self {
+        let mut floors = raw.floors;
+        let areas: Vec<HaArea> = raw
+            .areas
+            .into_iter()
+            .map(|a| {
+                let floor = a.floor.map(|f| floor_id(&mut floors, &f));
+                HaArea {
+                    id: a.id.unwrap_or_else(|| slug(&a.name)),
+                    name: a.name,
+                    floor,
+                }
+            })
+            .collect();
+        let devices: Vec<HaDevice> = raw
+            .devices
+            .into_iter()
+            .map(|d| HaDevice {
+                id: d.id.unwrap_or_else(|| slug(&d.name)),
+                name: d.name,
+                area: d.area,
+                info: d.info,
+            })
+            .collect();
+        let entities = raw
+            .entities
+            .into_iter()
+            .map(|e| HaEntity::from_raw(e, &devices))
+            .collect();
+        Self {
+            language: raw.language,
+            floors,
+            areas,
+            devices,
+            entities,
+        }
+    }
+}
+
+/// The id of the floor an area names (by id or name, any case), adding
+/// the floor when no listed one has it.
+fn floor_id(floors: &mut Vec<HaFloor>, named: &str) -> String {
+    let same = |a: &str| a.eq_ignore_ascii_case(named.trim());
+    if let Some(f) = floors
+        .iter()
+        .find(|f| same(&f.id) || same(&f.name) || f.aliases.iter().any(|a| same(a)))
+    {
+        return f.id.clone();
+    }
+    let id = slug(named);
+    floors.push(HaFloor {
+        name: named.trim().to_string(),
+        id: id.clone(),
+        aliases: Vec::new(),
+    });
+    id
+}
+
+/// A name as an id, the way synthetic-home makes one (python-slugify with
+/// `_`): lower case, runs of anything but letters and digits one `_`.
+pub fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_string()
 }
 
 /// A floor ("Upstairs").
@@ -43,32 +137,51 @@ pub struct HaFloor {
     pub aliases: Vec<String>,
 }
 
-/// An area (a room, the garden).
+/// An area as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawArea {
+    name: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default, deserialize_with = "yaml::state_text")]
+    floor: Option<String>,
+}
+
+/// An area (a room, the garden).
+#[derive(Debug, Clone, PartialEq)]
 pub struct HaArea {
     /// Display name (`Living Room`).
     pub name: String,
     /// Id (`living_room`).
     pub id: String,
-    /// The floor it is on, when given.
-    #[serde(default)]
+    /// The id of the floor it is on, when given.
     pub floor: Option<String>,
 }
 
-/// A physical device.
+/// A device as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawDevice {
+    name: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    area: Option<String>,
+    #[serde(default)]
+    info: Map<String, Value>,
+}
+
+/// A physical device.
+#[derive(Debug, Clone, PartialEq)]
 pub struct HaDevice {
     /// Display name (`Smart Lock`).
     pub name: String,
     /// Id (`smart_lock`).
     pub id: String,
     /// The area it is in.
-    #[serde(default)]
     pub area: Option<String>,
     /// Model, manufacturer, firmware: shown, never interpreted.
-    #[serde(default)]
     pub info: Map<String, Value>,
 }
 
@@ -76,7 +189,8 @@ pub struct HaDevice {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEntity {
-    name: String,
+    #[serde(default)]
+    name: Option<String>,
     id: String,
     #[serde(default)]
     area: Option<String>,
@@ -85,15 +199,45 @@ struct RawEntity {
     #[serde(default)]
     state: yaml::StateSpec,
     #[serde(default)]
-    attributes: Map<String, Value>,
+    attributes: Option<Map<String, Value>>,
 }
 
-impl From<RawEntity> for HaEntity {
-    fn from(raw: RawEntity) -> Self {
-        let mut attributes = raw.attributes;
+/// An entity: one controllable or readable thing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HaEntity {
+    /// Display name (`Kitchen Light`): its own, else its device's, else
+    /// its object id's words.
+    pub name: String,
+    /// `domain.object_id` (`light.kitchen_light`).
+    pub id: String,
+    /// The area it is in (else its device's).
+    pub area: Option<String>,
+    /// The device it belongs to.
+    pub device: Option<String>,
+    /// Its state as text (`on`, `locked`, `90`); `None` when not given.
+    pub state: Option<String>,
+    /// Attributes (`brightness`, `supported_features`, `current_position`…).
+    pub attributes: Map<String, Value>,
+}
+
+impl HaEntity {
+    fn from_raw(raw: RawEntity, devices: &[HaDevice]) -> Self {
+        let mut attributes = raw.attributes.unwrap_or_default();
         attributes.extend(raw.state.attributes);
+        let name = raw.name.unwrap_or_else(|| {
+            raw.device
+                .as_deref()
+                .and_then(|d| devices.iter().find(|x| x.id == d))
+                .map_or_else(
+                    || {
+                        let object = raw.id.split_once('.').map_or(raw.id.as_str(), |(_, o)| o);
+                        object.replace('_', " ")
+                    },
+                    |d| d.name.clone(),
+                )
+        });
         Self {
-            name: raw.name,
+            name,
             id: raw.id,
             area: raw.area,
             device: raw.device,
@@ -101,26 +245,6 @@ impl From<RawEntity> for HaEntity {
             attributes,
         }
     }
-}
-
-/// An entity: one controllable or readable thing.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(from = "RawEntity")]
-pub struct HaEntity {
-    /// Display name (`Kitchen Light`).
-    pub name: String,
-    /// `domain.object_id` (`light.kitchen_light`).
-    pub id: String,
-    /// The area it is in (else its device's).
-    #[serde(default)]
-    pub area: Option<String>,
-    /// The device it belongs to.
-    #[serde(default)]
-    pub device: Option<String>,
-    /// Its state as text (`on`, `locked`, `90`); `None` when not given.
-    pub state: Option<String>,
-    /// Attributes (`brightness`, `supported_features`, `current_position`…).
-    pub attributes: Map<String, Value>,
 }
 
 impl HaEntity {
@@ -314,6 +438,45 @@ mod tests {
             Some("90")
         );
         assert_eq!(home.device_name("smart_lock"), Some("Smart Lock"));
+    }
+
+    /// synthetic-home's inventory: a `language`, an area's floor as a
+    /// field (its name), ids made from names, an entity named by its device.
+    #[test]
+    fn a_synthetic_home_inventory_reads_as_published() {
+        let text = "language: en\nareas:\n  - name: Attic Bedroom\n    floor: Top Floor\n  - name: Den\n    floor: top floor\n  - name: Hall\n    floor: downstairs\ndevices:\n  - name: Desk Lamp\n    area: den\nentities:\n  - id: light.desk_lamp\n    device: desk_lamp\n    state: off\n  - name: Attic Light\n    id: light.attic_light\n    area: attic_bedroom\n    state: on\n    attributes:\n";
+        let home = HaHome::parse(Path::new("_fixtures.yaml"), text).unwrap();
+        assert_eq!(home.language.as_deref(), Some("en"));
+        let ids: Vec<&str> = home.areas.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["attic_bedroom", "den", "hall"]);
+        let floors: Vec<(&str, &str)> = home
+            .floors
+            .iter()
+            .map(|f| (f.id.as_str(), f.name.as_str()))
+            .collect();
+        assert_eq!(
+            floors,
+            [("top_floor", "Top Floor"), ("downstairs", "downstairs")]
+        );
+        assert_eq!(
+            home.areas[1].floor.as_deref(),
+            Some("top_floor"),
+            "one floor, any case"
+        );
+        assert_eq!(home.devices[0].id, "desk_lamp");
+        let lamp = home.entity("light.desk_lamp").unwrap();
+        assert_eq!(lamp.name, "Desk Lamp");
+        assert_eq!(lamp.state.as_deref(), Some("off"));
+        assert_eq!(
+            home.entity("light.attic_light").unwrap().state.as_deref(),
+            Some("on")
+        );
+        // A listed floor is named by id, name or alias.
+        let listed = "floors:\n  - {name: Ground Floor, id: ground, aliases: [downstairs]}\nareas:\n  - {name: Hall, floor: Downstairs}\n";
+        let home = HaHome::parse(Path::new("h.yaml"), listed).unwrap();
+        assert_eq!(home.floors.len(), 1);
+        assert_eq!(home.areas[0].floor.as_deref(), Some("ground"));
+        assert_eq!(slug("Kids' Room 2"), "kids_room_2");
     }
 
     #[test]

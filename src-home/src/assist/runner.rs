@@ -1,12 +1,28 @@
 //! Runs the assist datasets: for every sentence of every case, a fresh
 //! device world from the home with the case's `setup` applied, the sentence
-//! understood and carried out, and the states judged against
-//! `expect_changes` — every expected field as written (`null`: absent), and
-//! no other change except the `ignore_changes` attributes. A call that needs
-//! confirmation (locks: high risk) is approved by the runner and counted.
+//! understood and carried out, and the outcome judged by upstream's rules
+//! (home-assistant-datasets' `entity_state/diff.py` and its assist eval):
 //!
-//! Pass rates come out per category, per sentence language, per home
-//! locale, and overall.
+//! - the states expected are the states before the sentence with
+//!   `expect_changes` laid over them (a state replaced, attributes merged;
+//!   `null` expects none); every entity's attributes are compared with
+//!   those, any attribute that differs or appeared is a difference, and only
+//!   then are the `ignore_changes` attributes (and the derived `is_closed`,
+//!   `is_opening`, `is_closing`) dropped — so an ignored attribute is never
+//!   judged, even one the case also expects;
+//! - two values are equal as upstream compares them: equal, or equal as
+//!   Python prints them (`128` and `"128"`, `None` and absent); a colour
+//!   (`rgb_color`, `hs_color`, `xy_color`, …) is a tuple in Home Assistant,
+//!   which upstream's comparison takes as equal to anything but absent;
+//! - a case that expects changes fails when the answer says "Sorry"; a case
+//!   with `expect_response` passes only when the answer holds one of them
+//!   (any case).
+//!
+//! A call that needs confirmation (locks: high risk) is approved by the
+//! runner and counted. Pass rates come out per category label, per sentence
+//! language (the test file's, else the home's, else the sentence's script),
+//! per home locale, and overall; each sentence's result carries which
+//! understander took it and how long the assistant took.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -38,6 +54,33 @@ pub struct Turn {
     pub note: Option<String>,
     /// Everything said, in order (to score a question by its answer).
     pub said: Vec<String>,
+    /// Which understander took the sentence (`robot grammar`, `Home
+    /// Assistant grammar`, `home rules`, `device parser`, `model`, …), when
+    /// the assistant can tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub understander: Option<String>,
+    /// The intent understood, when one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
+    /// Milliseconds from the sentence to the turn's end, as the assistant
+    /// measured it (the runner times the whole `handle` when it did not).
+    pub latency_ms: f64,
+    /// What the model did, when the sentence went to one (`assist --model`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelUse>,
+}
+
+/// A model's part in one sentence: the rules missed it and the model was asked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModelUse {
+    /// `ok`, or why the call gave no usable reply (`timeout`, `server_error`, …).
+    pub outcome: String,
+    /// The device calls it asked for.
+    pub calls: usize,
+    /// Those the device world or the risk gate refused.
+    pub refused: usize,
+    /// Wall milliseconds of the call.
+    pub latency_ms: u64,
 }
 
 /// Understands a sentence and acts on the world; the runner judges the result.
@@ -69,7 +112,10 @@ impl Assistant for CommandAssistant {
     }
 
     fn handle(&mut self, sentence: &str, mut world: DeviceWorld) -> (DeviceWorld, Turn) {
-        let mut turn = Turn::default();
+        let mut turn = Turn {
+            understander: Some("device parser".into()),
+            ..Turn::default()
+        };
         match parse_command(sentence, &world) {
             Command::Call {
                 device,
@@ -122,8 +168,10 @@ pub struct SentenceResult {
     pub home: String,
     /// The test file.
     pub file: PathBuf,
-    /// The category.
+    /// The category (its first label).
     pub category: String,
+    /// Every label of the category (upstream allows a list).
+    pub categories: Vec<String>,
     /// The case's index in its file.
     pub case: usize,
     /// The sentence.
@@ -136,6 +184,8 @@ pub struct SentenceResult {
     pub passed: bool,
     /// Why not, when it failed.
     pub reason: Option<String>,
+    /// Milliseconds the assistant took (see [`Turn::latency_ms`]).
+    pub latency_ms: f64,
     /// What the assistant did.
     pub turn: Turn,
 }
@@ -181,8 +231,41 @@ pub struct AssistReport {
     pub by_language: BTreeMap<String, Tally>,
     /// By home locale.
     pub by_locale: BTreeMap<String, Tally>,
+    /// By the understander that took the sentence (`none` when nothing did).
+    pub by_understander: BTreeMap<String, Tally>,
     /// Everything.
     pub overall: Tally,
+    /// The assistant's time per sentence.
+    pub latency: Latency,
+}
+
+/// Milliseconds per sentence: nearest-rank percentiles.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Latency {
+    /// The median.
+    pub p50_ms: f64,
+    /// The 99th percentile.
+    pub p99_ms: f64,
+    /// The slowest.
+    pub max_ms: f64,
+}
+
+impl Latency {
+    fn of(results: &[SentenceResult]) -> Self {
+        let mut ms: Vec<f64> = results.iter().map(|r| r.latency_ms).collect();
+        ms.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            let last = ms.len().saturating_sub(1);
+            ms.get(((last as f64) * q).round() as usize)
+                .copied()
+                .unwrap_or_default()
+        };
+        Self {
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            max_ms: at(1.0),
+        }
+    }
 }
 
 /// Runs every sentence of every home with `assistant`.
@@ -204,19 +287,23 @@ pub fn run(
             for (i, case) in tests.tests.iter().enumerate() {
                 for sentence in &case.sentences {
                     let (passed, reason, turn) = run_sentence(&h.home, case, sentence, assistant);
+                    let language = tests
+                        .language
+                        .clone()
+                        .or_else(|| h.home.language.clone())
+                        .unwrap_or_else(|| language_of(sentence).to_string());
                     results.push(SentenceResult {
                         home: h.name.clone(),
                         file: file.clone(),
-                        category: tests.category.clone(),
+                        category: tests.categories.first().cloned().unwrap_or_default(),
+                        categories: tests.categories.clone(),
                         case: i,
                         sentence: sentence.clone(),
-                        language: tests
-                            .language
-                            .clone()
-                            .unwrap_or_else(|| language_of(sentence).to_string()),
+                        language,
                         locale: h.locale.clone(),
                         passed,
                         reason,
+                        latency_ms: turn.latency_ms,
                         turn,
                     });
                     progress.update("sentences", results.len() as u64, total as u64);
@@ -229,21 +316,26 @@ pub fn run(
         by_category: BTreeMap::new(),
         by_language: BTreeMap::new(),
         by_locale: BTreeMap::new(),
+        by_understander: BTreeMap::new(),
         overall: Tally::default(),
+        latency: Latency::of(&results),
         results: Vec::new(),
     };
     for r in &results {
-        report
-            .by_category
-            .entry(r.category.clone())
-            .or_default()
-            .add(r);
+        for label in &r.categories {
+            report.by_category.entry(label.clone()).or_default().add(r);
+        }
         report
             .by_language
             .entry(r.language.clone())
             .or_default()
             .add(r);
         report.by_locale.entry(r.locale.clone()).or_default().add(r);
+        report
+            .by_understander
+            .entry(r.turn.understander.clone().unwrap_or_else(|| "none".into()))
+            .or_default()
+            .add(r);
         report.overall.add(r);
     }
     report.results = results;
@@ -283,9 +375,15 @@ fn run_sentence(
     });
     assistant.set_here(here);
     let before = states(&home, &world);
-    let (world, turn) = assistant.handle(sentence, world);
+    let started = std::time::Instant::now();
+    let (world, mut turn) = assistant.handle(sentence, world);
+    if turn.latency_ms == 0.0 {
+        turn.latency_ms = started.elapsed().as_secs_f64() * 1e3;
+    }
     let after = states(&home, &world);
-    let judged = judge(case, &before, &after).and_then(|()| answer_has(case, &turn.said));
+    let judged = judge(case, &before, &after)
+        .and_then(|()| no_sorry(case, &turn.said))
+        .and_then(|()| answer_has(case, &turn.said));
     match judged {
         Ok(()) => (true, None, turn),
         Err(reason) => {
@@ -333,15 +431,21 @@ fn states(home: &HaHome, world: &DeviceWorld) -> BTreeMap<String, Map<String, Va
     all
 }
 
-fn same(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => (x - y).abs() < 1e-9,
-        _ => a == b,
-    }
-}
-
 fn shown(v: Option<&Value>) -> String {
     v.map_or_else(|| "absent".to_string(), Value::to_string)
+}
+
+/// Upstream's eval: a case that expects changes fails when the answer says
+/// "Sorry" (as written, case and all).
+pub fn no_sorry(case: &TestCase, said: &[String]) -> Result<(), String> {
+    if !case.expect_changes.is_empty() && said.iter().any(|s| s.contains("Sorry")) {
+        Err(format!(
+            "the answer says Sorry though the changes are judged: {:?}",
+            said.join(" ")
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// Whether what was said has one of the case's expected answers (any
@@ -370,78 +474,120 @@ pub fn answer_has(case: &TestCase, said: &[String]) -> Result<(), String> {
 /// never judged (upstream's `DERIVED_STATE_ATTRIBUTES`).
 const DERIVED: [&str; 3] = ["is_closed", "is_opening", "is_closing"];
 
-/// Equal as upstream compares states: equal, or equal as text.
-fn equivalent(a: Option<&Value>, b: Option<&Value>) -> bool {
-    let text = |v: Option<&Value>| match v {
+/// Attributes Home Assistant keeps as tuples: upstream's comparison
+/// (`compare_state`) takes a tuple on either side as equal — it compares
+/// the actual value with itself — so only an absent one differs.
+const TUPLES: [&str; 6] = [
+    "hs_color",
+    "rgb_color",
+    "rgbw_color",
+    "rgbww_color",
+    "xy_color",
+    "color_temp_kelvin_range",
+];
+
+/// Python's `==` on JSON values: numbers by value (`1 == 1.0`, `True == 1`).
+fn py_eq(a: &Value, b: &Value) -> bool {
+    let num = |v: &Value| match v {
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        Value::Number(n) => n.as_f64(),
+        _ => None,
+    };
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| py_eq(v, w)))
+        }
+        _ => match (num(a), num(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => a == b,
+        },
+    }
+}
+
+/// A value as Python's `str()` prints it (scalars; lists and mappings as JSON).
+fn py_str(v: Option<&Value>) -> String {
+    match v {
         None | Some(Value::Null) => "None".to_string(),
         Some(Value::String(s)) => s.clone(),
         Some(Value::Bool(b)) => if *b { "True" } else { "False" }.to_string(),
+        Some(Value::Number(n)) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or_default();
+            if f.fract() == 0.0 && f.abs() < 1e16 {
+                format!("{f:.1}")
+            } else {
+                f.to_string()
+            }
+        }
         Some(other) => other.to_string(),
-    };
-    a == b || text(a) == text(b) || matches!((a, b), (Some(x), Some(y)) if same(x, y))
+    }
 }
 
-/// Whether `after` differs from `before` exactly as the case expects.
+/// Upstream's `compare_state(actual, expected)`.
+fn equivalent(key: &str, actual: Option<&Value>, expected: &Value) -> bool {
+    let actual = actual.filter(|v| !v.is_null());
+    if TUPLES.contains(&key) {
+        return actual.is_some() || expected.is_null();
+    }
+    match actual {
+        None => expected.is_null() || py_str(None) == py_str(Some(expected)),
+        Some(a) => py_eq(a, expected) || py_str(Some(a)) == py_str(Some(expected)),
+    }
+}
+
+/// Whether `after` differs from `before` exactly as the case expects, by
+/// upstream's rules (the module's doc): `Err` names every difference.
 pub fn judge(
     case: &TestCase,
     before: &BTreeMap<String, Map<String, Value>>,
     after: &BTreeMap<String, Map<String, Value>>,
 ) -> Result<(), String> {
-    let empty = Map::new();
+    let mut expected = before.clone();
     for (id, want) in &case.expect_changes {
-        let now = after.get(id).unwrap_or(&empty);
-        if let Some(state) = &want.state
-            && now.get("state").and_then(Value::as_str) != Some(state.as_str())
-        {
-            return Err(format!(
-                "`{id}` is {}, expected `{state}`",
-                shown(now.get("state"))
-            ));
+        let e = expected.entry(id.clone()).or_default();
+        if let Some(state) = &want.state {
+            e.insert("state".into(), Value::String(state.clone()));
         }
         for (k, v) in &want.attributes {
-            let got = now.get(k).filter(|g| !g.is_null());
-            let ok = if v.is_null() {
-                got.is_none()
-            } else {
-                got.is_some_and(|g| same(g, v))
-            };
-            if !ok {
-                return Err(format!(
-                    "`{id}` attribute `{k}` is {}, expected {v}",
-                    shown(got)
-                ));
-            }
+            e.insert(k.clone(), v.clone());
         }
     }
-    for (id, now) in after {
-        let was = before.get(id).unwrap_or(&empty);
+    if let Some(id) = after.keys().find(|id| !expected.contains_key(*id)) {
+        return Err(format!("unexpected new entity `{id}`"));
+    }
+    let empty = Map::new();
+    let mut diffs = Vec::new();
+    for (id, want) in &expected {
+        let got = after.get(id).unwrap_or(&empty);
         let ignored = case.ignore_changes.get(id);
-        let want = case.expect_changes.get(id);
-        let keys: std::collections::BTreeSet<&String> = now.keys().chain(was.keys()).collect();
-        for k in keys {
-            if equivalent(was.get(k), now.get(k))
-                || ignored.is_some_and(|i| i.contains(k))
-                || DERIVED.contains(&k.as_str())
-            {
-                continue;
-            }
-            let expected = want.is_some_and(|w| {
-                if k == "state" {
-                    w.state.is_some()
-                } else {
-                    w.attributes.contains_key(k)
-                }
-            });
-            if !expected {
-                return Err(format!(
-                    "unexpected change: `{id}` `{k}` went from {} to {}",
-                    shown(was.get(k)),
-                    shown(now.get(k))
+        let skip =
+            |k: &str| DERIVED.contains(&k) || ignored.is_some_and(|i| i.iter().any(|x| x == k));
+        for (k, v) in want {
+            if !skip(k) && !equivalent(k, got.get(k), v) {
+                diffs.push(format!(
+                    "`{id}` `{k}` is {}, expected {}",
+                    shown(got.get(k)),
+                    if k == "state" {
+                        format!("`{}`", py_str(Some(v)))
+                    } else {
+                        v.to_string()
+                    }
                 ));
             }
         }
+        for (k, v) in got {
+            if !k.is_empty() && !want.contains_key(k) && !skip(k) {
+                diffs.push(format!("unexpected change: `{id}` `{k}` appeared as {v}"));
+            }
+        }
     }
-    Ok(())
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(diffs.join("; "))
+    }
 }
 
 /// The report as a table: per category, language and locale, then overall.
@@ -450,14 +596,14 @@ pub fn render(report: &AssistReport) -> String {
     let section = |out: &mut String, title: &str, rows: &BTreeMap<String, Tally>| {
         let _ = writeln!(
             out,
-            "\n{title:<14} {:>6} {:>7} {:>7} {:>13}",
+            "\n{title:<24} {:>6} {:>7} {:>7} {:>13}",
             "passed", "of", "rate", "confirmations"
         );
         for (name, t) in rows {
             let name = if name.is_empty() { "-" } else { name };
             let _ = writeln!(
                 out,
-                "{name:<14} {:>6} {:>7} {:>6.1}% {:>13}",
+                "{name:<24} {:>6} {:>7} {:>6.1}% {:>13}",
                 t.passed,
                 t.total,
                 t.rate() * 100.0,
@@ -468,14 +614,20 @@ pub fn render(report: &AssistReport) -> String {
     section(&mut out, "category", &report.by_category);
     section(&mut out, "language", &report.by_language);
     section(&mut out, "home locale", &report.by_locale);
+    section(&mut out, "understander", &report.by_understander);
     let o = report.overall;
+    let l = report.latency;
     let _ = writeln!(
         out,
-        "\noverall: {} of {} passed ({:.1}%), {} confirmation(s) approved by the runner",
+        "\noverall: {} of {} passed ({:.1}%), {} confirmation(s) approved by the runner\n\
+         per sentence: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         o.passed,
         o.total,
         o.rate() * 100.0,
-        o.confirmations
+        o.confirmations,
+        l.p50_ms,
+        l.p99_ms,
+        l.max_ms
     );
     out
 }
@@ -596,7 +748,7 @@ mod tests {
         assert_eq!(
             r[2].reason.as_deref(),
             Some(
-                "`lock.smart_lock` is \"locked\", expected `unlocked` (no device named that can open / turn_on)"
+                "`lock.smart_lock` `state` is \"locked\", expected `unlocked` (no device named that can open / turn_on)"
             )
         );
         // The wrong device moved: the light changed, the lock did not.
@@ -632,6 +784,7 @@ mod tests {
             context_device: None,
             context_now: None,
             expect_response: None,
+            expect_tool_call: None,
         };
         let state = |s: &str, pos: i64| {
             BTreeMap::from([(
@@ -645,8 +798,91 @@ mod tests {
         assert_eq!(judge(&case, &state("on", 1), &state("on", 2)), Ok(()));
         assert_eq!(
             judge(&case, &state("on", 1), &state("off", 1)),
-            Err("unexpected change: `a.b` `state` went from \"on\" to \"off\"".into())
+            Err("`a.b` `state` is \"off\", expected `on`".into())
         );
+    }
+
+    fn case(yaml: &str) -> TestCase {
+        serde_norway::from_str(yaml).unwrap()
+    }
+
+    fn states(json: Value) -> BTreeMap<String, Map<String, Value>> {
+        serde_json::from_value(json).unwrap()
+    }
+
+    /// Upstream drops the ignored attributes before it compares anything:
+    /// an attribute both expected and ignored is never judged.
+    #[test]
+    fn ignore_changes_apply_before_the_expected_values() {
+        let c = case(
+            "sentences: [x]\nexpect_changes:\n  light.l:\n    state: \"on\"\n    attributes: {brightness: 255}\nignore_changes:\n  light.l: [brightness]\n",
+        );
+        let before = states(serde_json::json!({"light.l": {"state": "off"}}));
+        let after = states(serde_json::json!({"light.l": {"state": "on", "brightness": 128}}));
+        assert_eq!(judge(&c, &before, &after), Ok(()));
+        let after = states(serde_json::json!({"light.l": {"state": "on"}}));
+        assert_eq!(judge(&c, &before, &after), Ok(()));
+        // Without the ignore, the expected value is judged.
+        let c = case(
+            "sentences: [x]\nexpect_changes:\n  light.l:\n    attributes: {brightness: 255}\n",
+        );
+        let after = states(serde_json::json!({"light.l": {"state": "off", "brightness": 128}}));
+        assert_eq!(
+            judge(&c, &before, &after),
+            Err("`light.l` `brightness` is 128, expected 255".into())
+        );
+    }
+
+    /// Values compare as upstream's `compare_state`: equal, or equal as
+    /// Python prints them; `null` is absent; a colour tuple is equal to
+    /// anything present.
+    #[test]
+    fn values_compare_as_upstream_compares_them() {
+        let c = case(
+            "sentences: [x]\nexpect_changes:\n  light.l:\n    attributes: {brightness: \"128\", color_mode: null, rgb_color: [0, 0, 255]}\n",
+        );
+        let before = states(
+            serde_json::json!({"light.l": {"state": "on", "brightness": 10, "rgb_color": [255, 0, 0]}}),
+        );
+        let after = states(
+            serde_json::json!({"light.l": {"state": "on", "brightness": 128, "rgb_color": [1, 2, 3]}}),
+        );
+        assert_eq!(judge(&c, &before, &after), Ok(()));
+        let after = states(
+            serde_json::json!({"light.l": {"state": "on", "brightness": 128.0, "rgb_color": [1, 2, 3]}}),
+        );
+        assert!(
+            judge(&c, &before, &after).is_err(),
+            "128.0 prints as 128.0, not \"128\""
+        );
+        let after = states(serde_json::json!({"light.l": {"state": "on", "brightness": 128}}));
+        assert_eq!(
+            judge(&c, &before, &after),
+            Err("`light.l` `rgb_color` is absent, expected [0,0,255]".into())
+        );
+        assert!(py_eq(&serde_json::json!(1), &serde_json::json!(1.0)));
+        assert!(py_eq(&serde_json::json!(true), &serde_json::json!(1)));
+        assert_eq!(py_str(Some(&serde_json::json!(0.5))), "0.5");
+        assert_eq!(py_str(Some(&serde_json::json!(false))), "False");
+        // An attribute that appears is a change; so is a new entity.
+        let c = case("sentences: [x]\n");
+        let after = states(
+            serde_json::json!({"light.l": {"state": "on", "brightness": 10, "rgb_color": [255, 0, 0], "color_mode": "hs"}}),
+        );
+        assert_eq!(
+            judge(&c, &before, &after),
+            Err("unexpected change: `light.l` `color_mode` appeared as \"hs\"".into())
+        );
+    }
+
+    /// A case that expects changes fails when the answer says "Sorry".
+    #[test]
+    fn sorry_fails_a_case_that_expects_changes() {
+        let changing = case("sentences: [x]\nexpect_changes:\n  light.l: {state: \"on\"}\n");
+        let said = vec!["Sorry, I could not do that.".to_string()];
+        assert!(no_sorry(&changing, &said).is_err());
+        assert_eq!(no_sorry(&changing, &["sorry".to_string()]), Ok(()));
+        assert_eq!(no_sorry(&case("sentences: [x]\n"), &said), Ok(()));
     }
 
     #[test]

@@ -1,10 +1,15 @@
-//! A Home Assistant home as a [`DeviceWorld`]: areas become rooms, each
-//! controllable entity a device (its id the entity id, its state Home
-//! Assistant's: `{"state": "on", "brightness": 128, …}`), with the
-//! capabilities of its domain. [`HaBackend`] carries calls out the way Home
-//! Assistant's services do — a light turned off loses its `brightness`, 50 %
-//! brightness is 128 of 255, a cover set to 30 % is `open` — so the assist
-//! datasets' expected states can be checked as they are written.
+//! A Home Assistant home as a [`DeviceWorld`]: areas become rooms (on the
+//! floors the areas name), each controllable entity a device (its id the
+//! entity id, its state Home Assistant's: `{"state": "on", "brightness":
+//! 128, …}`), with the capabilities of its domain that the entity supports
+//! (`supported_features`, as names or Home Assistant's bit mask, and a
+//! light's `supported_color_modes`). [`HaBackend`] carries calls out the way
+//! Home Assistant's services do — a light turned off loses its
+//! `brightness`, 50 % brightness is 128 of 255, a cover set to 30 % is
+//! `open`, a colour asked of a lamp that has none is ignored and the lamp
+//! just turns on — and never adds an attribute the entity does not carry
+//! unless the call sets it, so the assist datasets' expected states can be
+//! checked as they are written.
 //!
 //! Locks are high risk: `lock` and `unlock` always need confirmation.
 
@@ -57,6 +62,22 @@ fn capability(name: &str, description: &str, args: Option<(&str, &str)>, risk: R
     }
 }
 
+/// A capability whose one argument is text (`item`, `color`).
+fn text_capability(name: &str, description: &str, arg: &str, what: &str) -> Capability {
+    Capability {
+        name: name.into(),
+        description: description.into(),
+        args_schema: json!({
+            "type": "object",
+            "properties": {arg: {"type": "string", "minLength": 1, "maxLength": 200, "description": what}},
+            "required": [arg],
+            "additionalProperties": false,
+        }),
+        effects: std::collections::BTreeMap::new(),
+        risk: Risk::LowWrite,
+    }
+}
+
 /// The capabilities of an entity of `domain` (Home Assistant's services).
 pub fn capabilities(domain: &str) -> Vec<Capability> {
     let low = Risk::LowWrite;
@@ -70,6 +91,12 @@ pub fn capabilities(domain: &str) -> Vec<Capability> {
                 "Set the brightness",
                 pct("brightness percent, 0 to 100"),
                 low,
+            ),
+            text_capability(
+                "set_color",
+                "Switch the light on in a colour",
+                "color",
+                "a colour's name (red, warm white…)",
             ),
         ],
         "switch" | "input_boolean" => vec![
@@ -122,29 +149,100 @@ pub fn capabilities(domain: &str) -> Vec<Capability> {
             ),
             capability("mute", "Mute (volume 0)", None, low),
         ],
-        "todo" => vec![Capability {
-            name: "add_item".into(),
-            description: "Add an item to the list".into(),
-            args_schema: json!({
-                "type": "object",
-                "properties": {"item": {"type": "string", "minLength": 1, "maxLength": 200, "description": "what to add"}},
-                "required": ["item"],
-                "additionalProperties": false,
-            }),
-            effects: std::collections::BTreeMap::new(),
-            risk: low,
-        }],
+        "todo" => vec![text_capability(
+            "add_item",
+            "Add an item to the list",
+            "item",
+            "what to add",
+        )],
         _ => Vec::new(),
     }
 }
 
+/// The feature a capability needs, by domain: its name in Home Assistant's
+/// `…EntityFeature` enum and its bit; `None` when every entity of the
+/// domain can do it.
+fn feature_of(domain: &str, capability: &str) -> Option<(&'static str, u64)> {
+    Some(match (domain, capability) {
+        ("cover" | "valve", "open") => ("OPEN", 1),
+        ("cover" | "valve", "close") => ("CLOSE", 2),
+        ("cover" | "valve", "set_position") => ("SET_POSITION", 4),
+        ("fan", "set_speed") => ("SET_SPEED", 1),
+        ("vacuum", "pause") => ("PAUSE", 4),
+        ("vacuum", "stop") => ("STOP", 8),
+        ("vacuum", "return_to_base") => ("RETURN_HOME", 16),
+        ("vacuum", "start") => ("START", 8192),
+        ("media_player", "pause") => ("PAUSE", 1),
+        ("media_player", "set_volume") => ("VOLUME_SET", 4),
+        ("media_player", "mute") => ("VOLUME_MUTE", 8),
+        ("media_player", "previous_track") => ("PREVIOUS_TRACK", 16),
+        ("media_player", "next_track") => ("NEXT_TRACK", 32),
+        ("media_player", "turn_on") => ("TURN_ON", 128),
+        ("media_player", "turn_off") => ("TURN_OFF", 256),
+        ("media_player", "stop") => ("STOP", 4096),
+        ("media_player", "play") => ("PLAY", 16384),
+        ("todo", "add_item") => ("CREATE_TODO_ITEM", 1),
+        _ => return None,
+    })
+}
+
+/// Whether an entity whose `supported_features` is `features` (names such
+/// as `media_player.MediaPlayerEntityFeature.PLAY`, or a bit mask) has the
+/// feature `(name, bit)`.
+fn supports(features: &Value, (name, bit): (&str, u64)) -> bool {
+    match features {
+        Value::Number(n) => n.as_u64().is_some_and(|mask| mask & bit != 0),
+        Value::Array(names) => names.iter().any(|f| match f {
+            Value::String(s) => s.rsplit('.').next() == Some(name),
+            Value::Number(n) => n.as_u64() == Some(bit),
+            _ => false,
+        }),
+        Value::String(s) => s
+            .split(['|', ','])
+            .any(|f| f.trim().rsplit('.').next() == Some(name)),
+        _ => true,
+    }
+}
+
+/// The capabilities `entity` has: its domain's, less those its
+/// `supported_features` leaves out (all of them when it does not say).
+pub fn capabilities_of(entity: &HaEntity) -> Vec<Capability> {
+    let domain = entity.domain();
+    let mut all = capabilities(domain);
+    if let Some(features) = entity.attributes.get("supported_features") {
+        all.retain(|c| feature_of(domain, &c.name).is_none_or(|f| supports(features, f)));
+    }
+    all
+}
+
 /// An entity's state as the device model keeps it: `state` plus the attributes.
+/// An entity the fixture gives no state has the one Home Assistant would
+/// show: a sensor its `native_value`, a cover or valve `open` or `closed`
+/// by its position, a to-do list `0` (no items), anything else `on` (the
+/// state upstream's synthetic home sets when none is given).
 pub fn entity_state(entity: &HaEntity) -> Map<String, Value> {
     let mut state = entity.attributes.clone();
-    if let Some(s) = &entity.state {
-        state.insert("state".into(), Value::String(s.clone()));
-    }
+    let given = entity
+        .state
+        .clone()
+        .unwrap_or_else(|| default_state(entity));
+    state.insert("state".into(), Value::String(given));
     state
+}
+
+fn default_state(entity: &HaEntity) -> String {
+    let a = &entity.attributes;
+    let position = ["current_position", "current_valve_position"]
+        .iter()
+        .find_map(|k| a.get(*k).and_then(Value::as_f64));
+    match (entity.domain(), a.get("native_value"), position) {
+        ("sensor", Some(Value::String(v)), _) => v.clone(),
+        ("sensor", Some(v), _) if !v.is_null() => v.to_string(),
+        ("cover" | "valve", _, Some(p)) => if p > 0.0 { "open" } else { "closed" }.into(),
+        // A to-do list's state is the number of items not done.
+        ("todo", ..) => "0".into(),
+        _ => "on".into(),
+    }
 }
 
 /// The device for `entity`, or `None` when its domain has no device kind.
@@ -162,7 +260,7 @@ pub fn device_of(home: &HaHome, entity: &HaEntity) -> Option<Device> {
         aliases,
         room: entity.area_in(home).unwrap_or(NO_AREA).to_string(),
         kind,
-        capabilities: capabilities(entity.domain()),
+        capabilities: capabilities_of(entity),
         state: entity_state(entity),
         online: true,
         latency_ms: 0,
@@ -251,42 +349,149 @@ fn set_state(state: &mut Map<String, Value>, value: &str) {
     state.insert("state".into(), Value::String(value.into()));
 }
 
-/// A light's `turn_on` or `set_brightness` (`level`, a percent): on, at
-/// its brightness when it can be dimmed.
-fn light_on(s: &mut Map<String, Value>, service: &str, args: &Value) -> Result<(), String> {
-    set_state(s, "on");
-    let dimmable = s
-        .get("supported_color_modes")
+/// Whether a light reports a colour mode: it lists `supported_color_modes`.
+fn has_color_modes(s: &Map<String, Value>) -> bool {
+    s.get("supported_color_modes").is_some_and(Value::is_array)
+}
+
+/// The light's supported colour modes.
+fn color_modes(s: &Map<String, Value>) -> Vec<String> {
+    s.get("supported_color_modes")
         .and_then(Value::as_array)
-        .is_some_and(|m| m.iter().any(|m| m.as_str() != Some("onoff")));
-    if dimmable {
-        s.insert("color_mode".into(), json!("brightness"));
-        if service == "set_brightness" {
+        .map(|m| {
+            m.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Home Assistant's colour modes that take a colour.
+const COLOR_MODES: [&str; 5] = ["hs", "rgb", "xy", "rgbw", "rgbww"];
+
+/// A few CSS colour names (Home Assistant reads a `color_name` with
+/// webcolors' CSS3 table) as RGB.
+fn rgb_of(name: &str) -> Option<[u8; 3]> {
+    Some(match name.trim().to_lowercase().replace(' ', "").as_str() {
+        "red" => [255, 0, 0],
+        "green" => [0, 128, 0],
+        "lime" => [0, 255, 0],
+        "blue" => [0, 0, 255],
+        "white" => [255, 255, 255],
+        "yellow" => [255, 255, 0],
+        "orange" => [255, 165, 0],
+        "purple" => [128, 0, 128],
+        "pink" => [255, 192, 203],
+        "cyan" | "aqua" => [0, 255, 255],
+        "magenta" | "fuchsia" => [255, 0, 255],
+        "brown" => [165, 42, 42],
+        "gold" => [255, 215, 0],
+        "violet" => [238, 130, 238],
+        "indigo" => [75, 0, 130],
+        "turquoise" => [64, 224, 208],
+        _ => return None,
+    })
+}
+
+/// A light's `turn_on`, `set_brightness` (`level`, a percent) or
+/// `set_color` (`color`, a name): on, and what the light supports of what
+/// was asked — a brightness-only lamp ignores a colour, an on/off lamp a
+/// brightness, as Home Assistant's `light.turn_on` drops parameters the
+/// light cannot take. Brightness 0 turns it off.
+fn light_on(s: &mut Map<String, Value>, service: &str, args: &Value) -> Result<(), String> {
+    let modes = color_modes(s);
+    let dimmable = modes.iter().any(|m| m != "onoff");
+    let colour = modes
+        .iter()
+        .find(|m| COLOR_MODES.contains(&m.as_str()))
+        .cloned();
+    if service == "set_brightness" && pct_arg(args, "level")? == 0 {
+        light_off(s);
+        return Ok(());
+    }
+    set_state(s, "on");
+    match service {
+        "set_brightness" if dimmable => {
             // Home Assistant: brightness_pct × 255 / 100, rounded.
             let level = pct_arg(args, "level")?;
             s.insert(
                 "brightness".into(),
                 json!(((level * 255) as f64 / 100.0).round() as i64),
             );
-        } else if s.get("brightness").is_none_or(Value::is_null) {
-            s.insert("brightness".into(), json!(255));
         }
-    } else if service == "set_brightness" {
-        return Err("this light cannot be dimmed".into());
-    } else {
-        s.insert("color_mode".into(), json!("onoff"));
+        "set_color" => {
+            let name = args
+                .get("color")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let rgb = rgb_of(name).ok_or_else(|| format!("unknown colour `{name}`"))?;
+            if let Some(mode) = colour {
+                s.insert("rgb_color".into(), json!(rgb));
+                s.insert("color_mode".into(), json!(mode));
+            }
+        }
+        _ => {}
+    }
+    if dimmable && s.get("brightness").is_none_or(Value::is_null) {
+        s.insert("brightness".into(), json!(255));
+    }
+    if has_color_modes(s) && s.get("color_mode").is_none_or(Value::is_null) {
+        let mode = if dimmable { "brightness" } else { "onoff" };
+        s.insert("color_mode".into(), json!(mode));
     }
     Ok(())
 }
 
-/// A fan's `turn_on`: on, at full speed unless it has a speed already.
+/// A light switched off: no brightness and no colour mode (Home Assistant
+/// reports them as `null`).
+fn light_off(s: &mut Map<String, Value>) {
+    set_state(s, "off");
+    s.remove("brightness");
+    s.remove("color_mode");
+}
+
+/// Whether a fan reports a speed: it has `SET_SPEED` (or, when it does not
+/// list its features, a `percentage` already).
+fn has_speed(s: &Map<String, Value>) -> bool {
+    match s.get("supported_features") {
+        Some(features) => supports(features, ("SET_SPEED", 1)),
+        None => s.contains_key("percentage"),
+    }
+}
+
+/// A fan's `turn_on`: on, at full speed unless it has a speed already
+/// (when it has speeds at all).
 fn fan_on(s: &mut Map<String, Value>) {
     set_state(s, "on");
-    if s.get("percentage")
-        .and_then(Value::as_i64)
-        .is_none_or(|p| p == 0)
+    if has_speed(s)
+        && s.get("percentage")
+            .and_then(Value::as_i64)
+            .is_none_or(|p| p == 0)
     {
         s.insert("percentage".into(), json!(100));
+    }
+}
+
+/// The attribute a cover's or valve's position is kept in, when it
+/// reports one: the one it has, else `current_position` when it can be set
+/// part way.
+fn position_key(s: &Map<String, Value>) -> Option<&'static str> {
+    ["current_position", "current_valve_position"]
+        .into_iter()
+        .find(|k| s.contains_key(*k))
+        .or_else(|| {
+            s.get("supported_features")
+                .is_some_and(|f| supports(f, ("SET_POSITION", 4)))
+                .then_some("current_position")
+        })
+}
+
+/// A cover or valve moved to `position` percent open.
+fn move_to(s: &mut Map<String, Value>, position: i64) {
+    set_state(s, if position > 0 { "open" } else { "closed" });
+    if let Some(key) = position_key(s) {
+        s.insert(key.into(), json!(position));
     }
 }
 
@@ -309,37 +514,25 @@ pub fn service(
 ) -> Result<Map<String, Value>, String> {
     let mut s = state.clone();
     match (domain, service) {
-        ("light", "turn_on" | "set_brightness") => light_on(&mut s, service, args)?,
-        ("light", "turn_off") => {
-            set_state(&mut s, "off");
-            s.remove("brightness");
-            s.remove("color_mode");
-        }
+        ("light", "turn_on" | "set_brightness" | "set_color") => light_on(&mut s, service, args)?,
+        ("light", "turn_off") => light_off(&mut s),
         ("switch" | "input_boolean" | "media_player", "turn_on") => set_state(&mut s, "on"),
         ("switch" | "input_boolean" | "media_player", "turn_off") => set_state(&mut s, "off"),
         ("fan", "turn_on") => fan_on(&mut s),
         ("fan", "turn_off") => {
             set_state(&mut s, "off");
-            s.insert("percentage".into(), json!(0));
+            if has_speed(&s) {
+                s.insert("percentage".into(), json!(0));
+            }
         }
         ("fan", "set_speed") => {
             let level = pct_arg(args, "level")?;
             set_state(&mut s, if level > 0 { "on" } else { "off" });
             s.insert("percentage".into(), json!(level));
         }
-        ("cover" | "valve", "open") => {
-            set_state(&mut s, "open");
-            s.insert("current_position".into(), json!(100));
-        }
-        ("cover" | "valve", "close") => {
-            set_state(&mut s, "closed");
-            s.insert("current_position".into(), json!(0));
-        }
-        ("cover" | "valve", "set_position") => {
-            let position = pct_arg(args, "position")?;
-            set_state(&mut s, if position > 0 { "open" } else { "closed" });
-            s.insert("current_position".into(), json!(position));
-        }
+        ("cover" | "valve", "open") => move_to(&mut s, 100),
+        ("cover" | "valve", "close") => move_to(&mut s, 0),
+        ("cover" | "valve", "set_position") => move_to(&mut s, pct_arg(args, "position")?),
         ("lock", "lock") => set_state(&mut s, "locked"),
         ("lock", "unlock") => set_state(&mut s, "unlocked"),
         ("vacuum", "start") => set_state(&mut s, "cleaning"),
@@ -407,6 +600,52 @@ mod tests {
         let world = world_of("h", &home).unwrap();
         assert_eq!(world.by_name("kitchen lamp")[0].id, "light.kitchen");
         assert_eq!(world.in_room("Entry")[0].id, "lock.front");
+    }
+
+    /// A device has the attributes and features its fixture gives, no more.
+    #[test]
+    fn devices_carry_exactly_the_fixture_attributes_and_features() {
+        let text = "entities:\n  - name: Fan\n    id: fan.f\n    state: \"off\"\n    attributes:\n      supported_features: [fan.FanEntityFeature.OSCILLATE]\n  - name: Lamp\n    id: light.lamp\n    state: \"off\"\n    attributes: {supported_color_modes: [brightness]}\n  - name: Bulb\n    id: light.bulb\n    state: \"off\"\n  - name: Speaker\n    id: media_player.s\n    state: playing\n    attributes:\n      supported_features: [media_player.MediaPlayerEntityFeature.PAUSE]\n  - name: Blind\n    id: cover.b\n    attributes: {supported_features: 3, current_position: 0}\n  - name: Temperature\n    id: sensor.t\n    attributes: {native_value: 19.5}\n";
+        let home = HaHome::parse(Path::new("h.yaml"), text).unwrap();
+        let mut w = world_of("h", &home).unwrap();
+        let fan = w.invoke(&call("1", "fan.f", "turn_on", json!({}))).unwrap();
+        assert_eq!(
+            fan.after.get("percentage"),
+            None,
+            "no speed without SET_SPEED"
+        );
+        assert!(w.get("fan.f").unwrap().capability("set_speed").is_none());
+        // A brightness-only lamp ignores a colour, as Home Assistant does.
+        let red = w
+            .invoke(&call(
+                "2",
+                "light.lamp",
+                "set_color",
+                json!({"color": "red"}),
+            ))
+            .unwrap();
+        assert_eq!(red.after["state"], "on");
+        assert_eq!(red.after.get("rgb_color"), None);
+        assert_eq!(red.after["color_mode"], "brightness");
+        // A light that lists no colour modes gains no `color_mode`.
+        let bulb = w
+            .invoke(&call("3", "light.bulb", "turn_on", json!({})))
+            .unwrap();
+        assert_eq!(bulb.after.get("color_mode"), None);
+        let speaker = w.get("media_player.s").unwrap();
+        let caps: Vec<&str> = speaker
+            .capabilities
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(caps, ["pause"]);
+        let blind = w.get("cover.b").unwrap();
+        assert!(
+            blind.capability("set_position").is_none(),
+            "mask 3: open, close"
+        );
+        assert_eq!(blind.state["state"], "closed", "no state: by its position");
+        assert_eq!(w.get("sensor.t").unwrap().state["state"], "19.5");
     }
 
     #[test]

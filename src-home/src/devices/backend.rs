@@ -74,7 +74,8 @@ pub fn simulate(device: &Device, capability: &Capability, args: &Value) -> Map<S
 
 /// `"#{level}"` → the argument `level`; anything else as it is.
 /// An effect's value: a constant; `"#{arg}"` an argument's value;
-/// `"#{append:arg}"` the list so far with the argument added; `"#{+1}"` /
+/// `"#{append:arg}"` the list so far with the argument added;
+/// `"#{remove:arg}"` without it (its first match, any case); `"#{+1}"` /
 /// `"#{-1}"` the number so far plus or minus one (never below 1).
 fn fill_effect(effect: &Value, args: &Value, before: Option<&Value>) -> Value {
     let Some(name) = effect
@@ -84,6 +85,22 @@ fn fill_effect(effect: &Value, args: &Value, before: Option<&Value>) -> Value {
     else {
         return effect.clone();
     };
+    if let Some(arg) = name.strip_prefix("remove:") {
+        // The first item that is the argument, in any case, taken out.
+        let mut list = before
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let gone = args.get(arg).and_then(Value::as_str).map(str::to_lowercase);
+        if let Some(i) = list.iter().position(|v| {
+            v.as_str()
+                .map(str::to_lowercase)
+                .is_some_and(|v| Some(&v) == gone.as_ref())
+        }) {
+            list.remove(i);
+        }
+        return Value::Array(list);
+    }
     if let Some(arg) = name.strip_prefix("append:") {
         let mut list = before
             .and_then(Value::as_array)

@@ -201,6 +201,43 @@ fn verbs() -> Vec<(&'static str, Verb)> {
         ("解锁", Verb::Unlock),
         ("开门", Verb::Unlock),
         ("unlock", Verb::Unlock),
+        ("开始打扫", Verb::Start),
+        ("开始扫地", Verb::Start),
+        ("开始清扫", Verb::Start),
+        ("开始清洁", Verb::Start),
+        ("去扫地", Verb::Start),
+        ("开始", Verb::Start),
+        ("启动", Verb::Start),
+        ("start", Verb::Start),
+        ("暂停", Verb::Pause),
+        ("pause", Verb::Pause),
+        ("停止", Verb::Stop),
+        ("停下", Verb::Stop),
+        ("stop", Verb::Stop),
+        ("回基站", Verb::Dock),
+        ("回充电座", Verb::Dock),
+        ("回去充电", Verb::Dock),
+        ("回充", Verb::Dock),
+        ("return to base", Verb::Dock),
+        ("return to the base", Verb::Dock),
+        ("return to its base", Verb::Dock),
+        ("return to the dock", Verb::Dock),
+        ("return to its dock", Verb::Dock),
+        ("back to base", Verb::Dock),
+        ("back to the dock", Verb::Dock),
+        ("back to its dock", Verb::Dock),
+        ("dock", Verb::Dock),
+        ("water the", Verb::Water),
+        ("water my", Verb::Water),
+        ("irrigate", Verb::Water),
+        ("irrigation", Verb::Water),
+        ("sprinklers", Verb::Water),
+        ("sprinkler", Verb::Water),
+        ("浇水", Verb::Water),
+        ("浇花", Verb::Water),
+        ("浇灌", Verb::Water),
+        ("灌溉", Verb::Water),
+        ("洒水", Verb::Water),
         ("布防", Verb::Arm),
         ("arm", Verb::Arm),
         ("撤防", Verb::Disarm),
@@ -294,9 +331,151 @@ fn level_verb(clause: &str) -> Option<Verb> {
     }
 }
 
+/// Changes from the setting a device has now: `(phrases, setting, by)`.
+const NUDGES: &[(&[&str], &str, i64)] = &[
+    (
+        &[
+            "brighter",
+            "brighten",
+            "more light",
+            "亮一点",
+            "亮一些",
+            "亮点",
+            "调亮",
+            "更亮",
+            "亮度调高",
+            "调高亮度",
+            "亮度高一点",
+            "亮度大一点",
+        ],
+        "brightness",
+        20,
+    ),
+    (
+        &[
+            "dimmer",
+            "dim",
+            "darker",
+            "less bright",
+            "暗一点",
+            "暗一些",
+            "暗点",
+            "调暗",
+            "更暗",
+            "亮度调低",
+            "调低亮度",
+            "亮度低一点",
+            "亮度小一点",
+        ],
+        "brightness",
+        -20,
+    ),
+    (
+        &[
+            "louder",
+            "volume up",
+            "turn up the volume",
+            "turn the volume up",
+            "raise the volume",
+            "increase the volume",
+            "大声",
+            "声音大",
+            "声音调大",
+            "调大声音",
+            "音量调高",
+            "调高音量",
+            "音量大",
+            "音量调大",
+        ],
+        "volume",
+        10,
+    ),
+    (
+        &[
+            "quieter",
+            "softer",
+            "less loud",
+            "volume down",
+            "turn down the volume",
+            "turn the volume down",
+            "lower the volume",
+            "decrease the volume",
+            "小声",
+            "声音小",
+            "声音调小",
+            "调小声音",
+            "音量调低",
+            "调低音量",
+            "音量小",
+            "音量调小",
+        ],
+        "volume",
+        -10,
+    ),
+    (
+        &[
+            "warmer",
+            "hotter",
+            "heat up",
+            "暖和",
+            "暖一点",
+            "热一点",
+            "温度调高",
+            "调高温度",
+            "升温",
+            "温度高一点",
+        ],
+        "temperature",
+        1,
+    ),
+    (
+        &[
+            "cooler",
+            "colder",
+            "cool down",
+            "凉快",
+            "凉一点",
+            "冷一点",
+            "温度调低",
+            "调低温度",
+            "降温",
+            "温度低一点",
+        ],
+        "temperature",
+        -1,
+    ),
+    (
+        &["faster", "风大", "风速调高", "调高风速", "风速大一点"],
+        "speed",
+        20,
+    ),
+    (
+        &["slower", "风小", "风速调低", "调低风速", "风速小一点"],
+        "speed",
+        -20,
+    ),
+];
+
+/// A change from the setting a device has now, when the clause asks for
+/// one ("客厅灯暗一点", "turn the TV down a bit", "a bit warmer").
+fn nudge_in(clause: &str) -> Option<Verb> {
+    NUDGES
+        .iter()
+        .flat_map(|(phrases, setting, by)| phrases.iter().map(move |p| (*p, *setting, *by)))
+        .filter(|(p, _, _)| has(clause, p))
+        .max_by_key(|(p, _, _)| p.chars().count())
+        .map(|(_, setting, by)| Verb::Nudge {
+            setting: setting.to_string(),
+            by,
+        })
+}
+
 /// The verb of a clause, if it has one.
 fn verb_in(clause: &str) -> Option<Verb> {
     if let Some(v) = level_verb(clause) {
+        return Some(v);
+    }
+    if let Some(v) = nudge_in(clause) {
         return Some(v);
     }
     verbs()
@@ -371,6 +550,20 @@ fn kind_in(clause: &str) -> Option<DeviceKind> {
         ("blinds", DeviceKind::Curtain),
         ("空调", DeviceKind::Climate),
         ("air conditioners", DeviceKind::Climate),
+        ("扫地机", DeviceKind::Vacuum),
+        ("vacuum", DeviceKind::Vacuum),
+        ("vacuuming", DeviceKind::Vacuum),
+        ("cleaning", DeviceKind::Vacuum),
+        ("打扫", DeviceKind::Vacuum),
+        ("扫地", DeviceKind::Vacuum),
+        ("tv", DeviceKind::MediaPlayer),
+        ("电视", DeviceKind::MediaPlayer),
+        ("speaker", DeviceKind::MediaPlayer),
+        ("音箱", DeviceKind::MediaPlayer),
+        ("music", DeviceKind::MediaPlayer),
+        ("音乐", DeviceKind::MediaPlayer),
+        ("fan", DeviceKind::Fan),
+        ("风扇", DeviceKind::Fan),
     ];
     words.iter().find(|(w, _)| has(clause, w)).map(|(_, k)| *k)
 }
@@ -387,6 +580,13 @@ pub fn capability_for(device: &Device, verb: &Verb) -> Option<(String, Value)> {
         (Verb::Off | Verb::Disarm, K::Alarm) => ("disarm", json!({})),
         (Verb::On, _) => ("turn_on", json!({})),
         (Verb::Off, _) => ("turn_off", json!({})),
+        (Verb::Start, _) => first_of(device, &["start", "play", "turn_on"])?,
+        (Verb::Pause, _) => first_of(device, &["pause"])?,
+        (Verb::Stop, _) => first_of(device, &["stop", "pause", "turn_off"])?,
+        (Verb::Dock, _) => first_of(device, &["return_to_base"])?,
+        (Verb::Water, K::Valve) => ("open", json!({})),
+        (Verb::Water, _) => ("turn_on", json!({})),
+        (Verb::Nudge { setting, by }, _) => return nudged(device, setting, *by),
         (Verb::Level { value }, K::Curtain) => ("set_position", json!({ "position": value })),
         (Verb::Level { value }, _) => ("set_brightness", json!({ "level": value })),
         (Verb::Temperature { value }, _) => ("set_temperature", json!({ "temperature": value })),
@@ -395,6 +595,76 @@ pub fn capability_for(device: &Device, verb: &Verb) -> Option<(String, Value)> {
         _ => return None,
     };
     device.capability(name).map(|_| (name.to_string(), args))
+}
+
+/// The first of `capabilities` the device has, without arguments.
+fn first_of(device: &Device, capabilities: &[&'static str]) -> Option<(&'static str, Value)> {
+    capabilities
+        .iter()
+        .find(|c| device.capability(c).is_some())
+        .map(|c| (*c, json!({})))
+}
+
+/// A number in the device's state under the first of `keys` there.
+fn state_number(device: &Device, keys: &[&str]) -> Option<f64> {
+    keys.iter()
+        .find_map(|k| device.state.get(*k).and_then(Value::as_f64))
+}
+
+/// The call that moves `setting` by `by` from where the device has it now
+/// (a light that is off starts from dark; Home Assistant's brightness is
+/// 0–255 and its volume 0–1), kept within the capability's range.
+fn nudged(device: &Device, setting: &str, by: i64) -> Option<(String, Value)> {
+    let off = device.state.get("on") == Some(&Value::Bool(false))
+        || device.state.get("state").and_then(Value::as_str) == Some("off");
+    let (capability, arg, now, low, high) = match setting {
+        "brightness" => {
+            let now = if off {
+                0.0
+            } else if device.state.contains_key("state") {
+                state_number(device, &["brightness"]).map_or(100.0, |b| b * 100.0 / 255.0)
+            } else {
+                state_number(device, &["brightness", "level"]).unwrap_or(100.0)
+            };
+            ("set_brightness", "level", now, 1.0, 100.0)
+        }
+        "volume" => {
+            let now = state_number(device, &["volume"])
+                .or_else(|| state_number(device, &["volume_level"]).map(|v| v * 100.0))
+                .unwrap_or(50.0);
+            ("set_volume", "level", now, 0.0, 100.0)
+        }
+        "temperature" => {
+            let now = state_number(device, &["target_c", "temperature", "current_temperature"])?;
+            ("set_temperature", "temperature", now, f64::MIN, f64::MAX)
+        }
+        "speed" => {
+            let now = if off {
+                0.0
+            } else {
+                state_number(device, &["speed", "percentage"]).unwrap_or(50.0)
+            };
+            ("set_speed", "level", now, 0.0, 100.0)
+        }
+        "position" => {
+            let now = state_number(device, &["position", "current_position"]).unwrap_or(0.0);
+            ("set_position", "position", now, 0.0, 100.0)
+        }
+        _ => return None,
+    };
+    let cap = device.capability(capability)?;
+    // The schema's own bounds, when it has them (an air conditioner's 16–30 °C).
+    let bound = |key: &str, fallback: f64| {
+        cap.args_schema
+            .pointer(&format!("/properties/{arg}/{key}"))
+            .and_then(Value::as_f64)
+            .unwrap_or(fallback)
+    };
+    // A light dimmed stays on, at its least.
+    let value = (now + by as f64)
+        .round()
+        .clamp(bound("minimum", low).max(low), bound("maximum", high));
+    Some((capability.to_string(), json!({ arg: value as i64 })))
 }
 
 /// Which candidates an answer to a clarifying question picks.
@@ -567,9 +837,24 @@ fn targets_of(
     let text = clause.text;
     let all = || ALL.iter().any(|w| has(text, w));
     let room = room_in(text, world);
+    if clause.verb == Some(&Verb::Water) {
+        return watering(room.as_deref(), world);
+    }
     let mut targets: Vec<String> = Vec::new();
     for m in mentions(text, world) {
-        let ids = in_room_if_several(m.devices, room.as_deref(), world);
+        let mut ids = in_room_if_several(m.devices, room.as_deref(), world);
+        // "把卧室的灯都关了": one device named with "all" means every one
+        // of its kind in its room.
+        if all()
+            && let [id] = ids.as_slice()
+            && let Some(d) = world.get(id)
+        {
+            ids = world
+                .search(None, Some(d.room.as_str()), Some(d.kind))
+                .into_iter()
+                .map(|x| x.id.clone())
+                .collect();
+        }
         if ids.len() > 1 && !all() {
             return Targets::Ask(clarify(world, ids, clause.verb.cloned(), lang));
         }
@@ -594,6 +879,22 @@ fn targets_of(
     {
         targets = last_devices.to_vec();
     }
+    if targets.is_empty()
+        && let Some(verb @ Verb::Nudge { .. }) = clause.verb
+    {
+        // "Louder", "a bit warmer in the bedroom": whatever can (in the room said).
+        let able: Vec<String> = world
+            .devices()
+            .iter()
+            .filter(|d| room.as_ref().is_none_or(|r| &d.room == r))
+            .filter(|d| capability_for(d, verb).is_some())
+            .map(|d| d.id.clone())
+            .collect();
+        if able.len() > 1 && !all() {
+            return Targets::Ask(clarify(world, able, clause.verb.cloned(), lang));
+        }
+        targets = able;
+    }
     if targets.is_empty() {
         match own_devices(clause, world) {
             Some(own) => targets = own,
@@ -601,6 +902,51 @@ fn targets_of(
         }
     }
     Targets::Devices(targets)
+}
+
+/// Words that make a valve or a switch the garden's water.
+const WATERING: &[&str] = &[
+    "irrigation",
+    "sprinkler",
+    "water",
+    "garden",
+    "lawn",
+    "浇",
+    "灌溉",
+    "喷淋",
+    "洒水",
+    "花园",
+    "草坪",
+];
+/// Words that keep a valve out of it, whatever else it is called.
+const NOT_WATER: &[&str] = &["gas", "燃气", "煤气", "天然气"];
+
+/// What "water the garden" opens: the valves and switches whose names say
+/// water or irrigation (or a valve of class `water`), never a gas valve —
+/// in the room said, when one is.
+fn watering(room: Option<&str>, world: &DeviceWorld) -> Targets {
+    let says = |d: &Device, words: &[&str]| {
+        d.names()
+            .any(|n| words.iter().any(|w| n.to_lowercase().contains(*w)))
+    };
+    let taps: Vec<&Device> = world
+        .devices()
+        .iter()
+        .filter(|d| matches!(d.kind, DeviceKind::Valve | DeviceKind::Switch))
+        .filter(|d| !says(d, NOT_WATER) && d.device_class().as_deref() != Some("gas"))
+        .filter(|d| says(d, WATERING) || d.device_class().as_deref() == Some("water"))
+        .collect();
+    let in_room: Vec<String> = taps
+        .iter()
+        .filter(|d| room.is_some_and(|r| d.room == r))
+        .map(|d| d.id.clone())
+        .collect();
+    let all: Vec<String> = taps.iter().map(|d| d.id.clone()).collect();
+    match (in_room.is_empty(), all.is_empty()) {
+        (false, _) => Targets::Devices(in_room),
+        (true, false) => Targets::Devices(all),
+        (true, true) => Targets::Skip,
+    }
 }
 
 /// Of several devices one name fits, the ones in `room` when any are.

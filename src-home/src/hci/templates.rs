@@ -178,7 +178,7 @@ mod tests {
         assert!(light[0].starts_with("OK, turning on"), "{light:?}");
         let light = t.for_call("light", "turn_on", Lang::Zh).unwrap();
         assert!(light[0].starts_with("好的"), "{light:?}");
-        let other = t.for_call("vacuum", "start", Lang::Zh).unwrap();
+        let other = t.for_call("vacuum", "locate", Lang::Zh).unwrap();
         assert_eq!(other, ["好的，马上处理#{device}。"]);
         assert!(toml::from_str::<RawReplies>(BUILTIN_REPLIES).is_ok());
     }

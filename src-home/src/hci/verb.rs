@@ -34,6 +34,24 @@ pub enum Verb {
         /// Degrees.
         value: i64,
     },
+    /// Start (a vacuum cleaning; else play, else on).
+    Start,
+    /// Pause (a vacuum, a player).
+    Pause,
+    /// Stop (a vacuum; a player pauses).
+    Stop,
+    /// Back to the dock (a vacuum).
+    Dock,
+    /// Water (an irrigation valve opens, its switch turns on).
+    Water,
+    /// A change from the setting the device has now: brighter, quieter,
+    /// a bit warmer.
+    Nudge {
+        /// `brightness`, `volume`, `temperature`, `speed` or `position`.
+        setting: String,
+        /// How much, up or down (percent points; degrees for a temperature).
+        by: i64,
+    },
     /// A face.
     Expression {
         /// The expression's name.
@@ -60,6 +78,12 @@ pub(super) fn verb(action: &str) -> Option<&'static str> {
         "unlock" => "unlock",
         "arm" => "arm",
         "disarm" => "disarm",
+        "start" => "start",
+        "stop" => "stop",
+        "pause" => "pause",
+        "play" => "play",
+        "mute" => "mute",
+        "unmute" => "unmute",
         _ => return None,
     })
 }

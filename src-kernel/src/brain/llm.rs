@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::rule;
 use super::{Brain, BrainError, Intent, Thinking};
 use crate::llm::prompt::Prompts;
-use crate::llm::{CallResult, LlmClient, LlmConfig, LlmWorker, Structured, Update};
+use crate::llm::{CallResult, LlmClient, LlmConfig, LlmWorker, PromptSize, Structured, Update};
 use crate::protocol::{BrainKind, EventKind, LlmCallView, Op};
 use crate::react::{Decision, Observation};
 use crate::skills::{ModelNames, SkillRegistry};
@@ -149,9 +149,11 @@ impl LlmBrain {
             let v = jsonschema::validator_for(&spec.args_schema).map_err(|e| e.to_string())?;
             validators.insert(model_names.model(&spec.name).to_string(), v);
         }
-        let functions =
-            serde_json::to_string_pretty(&request::skill_functions(registry, &model_names))
-                .unwrap_or_default();
+        let functions = match self.config.effective_prompt() {
+            PromptSize::Compact => request::skill_signatures(registry, &model_names),
+            _ => serde_json::to_string_pretty(&request::skill_functions(registry, &model_names))
+                .unwrap_or_default(),
+        };
         self.skills = Some(Skills {
             names,
             model_names,
@@ -211,7 +213,10 @@ impl LlmBrain {
         let system = self
             .prompts
             .render(
-                "decide_system.txt",
+                match self.config.effective_prompt() {
+                    PromptSize::Compact => "decide_system_compact.txt",
+                    _ => "decide_system.txt",
+                },
                 &[
                     ("skills", functions),
                     ("output_instructions", &instructions),

@@ -49,6 +49,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../assets/prompts/decide_system.txt"),
     ),
     (
+        "decide_system_compact.txt",
+        include_str!("../../../assets/prompts/decide_system_compact.txt"),
+    ),
+    (
         "decide_user.txt",
         include_str!("../../../assets/prompts/decide_user.txt"),
     ),
@@ -63,6 +67,10 @@ const BUILTIN: &[(&str, &str)] = &[
     (
         "output_json.txt",
         include_str!("../../../assets/prompts/output_json.txt"),
+    ),
+    (
+        "assist_system.txt",
+        include_str!("../../../assets/prompts/assist_system.txt"),
     ),
     (
         "intent_system.txt",
@@ -85,10 +93,15 @@ const BUILTIN: &[(&str, &str)] = &[
 /// The variables each template may use.
 const VARIABLES: &[(&str, &[&str])] = &[
     ("decide_system.txt", &["skills", "output_instructions"]),
+    (
+        "decide_system_compact.txt",
+        &["skills", "output_instructions"],
+    ),
     ("decide_user.txt", &["memory", "observation"]),
     ("repair.txt", &["error", "output_instructions"]),
     ("output_tools.txt", &[]),
     ("output_json.txt", &["decision_schema"]),
+    ("assist_system.txt", &["here", "devices"]),
     ("intent_system.txt", &["zones"]),
     ("watch.txt", &["zone"]),
     ("memory_summary.txt", &["conversation"]),

@@ -70,6 +70,95 @@ pub fn skill_functions(registry: &SkillRegistry, names: &ModelNames) -> Vec<Valu
         .collect()
 }
 
+/// Every skill as one line for the compact prompt, under the name the model
+/// sees: `name(arg: type, opt?: type): the description's first sentence`.
+/// The argument schemas are still enforced in full on the reply.
+pub fn skill_signatures(registry: &SkillRegistry, names: &ModelNames) -> String {
+    registry
+        .specs()
+        .map(|spec| {
+            format!(
+                "- {}({}): {}",
+                names.model(&spec.name),
+                arguments(&spec.args_schema),
+                first_sentence(&spec.description)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An object schema's properties as `name: type`, `?` marking the optional
+/// (`zone?: string, x?: number`): a function's arguments in a few characters.
+pub fn arguments(schema: &Value) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, prop)| {
+                    let optional = if required.contains(&name.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    format!("{name}{optional}: {}", type_of(prop))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+/// A property schema in a few characters: `string`, `kitchen|hall`,
+/// `string[]`, `{a: number}`, `number|null`.
+fn type_of(schema: &Value) -> String {
+    let alternatives = |list: &Value, each: &dyn Fn(&Value) -> String| {
+        list.as_array()
+            .map(|a| a.iter().map(each).collect::<Vec<_>>().join("|"))
+    };
+    let bare = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    if let Some(c) = schema.get("const") {
+        return bare(c);
+    }
+    if let Some(e) = schema.get("enum").and_then(|e| alternatives(e, &bare)) {
+        return e;
+    }
+    if let Some(any) = ["oneOf", "anyOf"]
+        .iter()
+        .find_map(|k| schema.get(*k).and_then(|l| alternatives(l, &type_of)))
+    {
+        return any;
+    }
+    match schema.get("type") {
+        Some(Value::Array(types)) => types.iter().map(bare).collect::<Vec<_>>().join("|"),
+        Some(Value::String(t)) if t == "array" => {
+            let item = schema.get("items").map_or_else(|| "any".into(), type_of);
+            if item.contains('|') {
+                format!("({item})[]")
+            } else {
+                format!("{item}[]")
+            }
+        }
+        Some(Value::String(t)) if t == "object" && schema.get("properties").is_some() => {
+            format!("{{{}}}", arguments(schema))
+        }
+        Some(Value::String(t)) => t.clone(),
+        _ => "any".into(),
+    }
+}
+
+/// Up to the first sentence's full stop (the whole text when it has none).
+fn first_sentence(text: &str) -> &str {
+    text.find(". ").map_or(text, |i| &text[..=i])
+}
+
 /// Rounds floats to 0.01 and drops nulls and empty lists or objects, so the
 /// model reads a short summary.
 pub fn compact(value: &Value) -> Option<Value> {
@@ -168,6 +257,28 @@ mod tests {
     fn the_observation_is_compact() {
         let v = json!({"a": null, "b": [], "c": 1.23456, "d": {"e": null}, "f": false, "g": 3});
         assert_eq!(compact(&v).unwrap(), json!({"c": 1.23, "f": false, "g": 3}));
+    }
+
+    #[test]
+    fn a_skill_signature_is_one_short_line() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "zone": {"type": "string", "enum": ["kitchen", "hall"]},
+                "kinds": {"type": "array", "items": {"type": "string"}},
+                "evidence": {"type": ["string", "null"]},
+                "at": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
+                "mode": {"oneOf": [{"const": "on"}, {"const": "off"}]},
+                "extra": {}
+            },
+            "required": ["zone"]
+        });
+        assert_eq!(
+            arguments(&schema),
+            "at?: {x: number}, evidence?: string|null, extra?: any, kinds?: string[], mode?: on|off, zone: kitchen|hall"
+        );
+        assert_eq!(first_sentence("Go there. Then stop."), "Go there.");
+        assert_eq!(first_sentence("Go there."), "Go there.");
     }
 
     #[test]
