@@ -33,7 +33,7 @@ describe() {
     estop) echo "whole-run: the E-stop over TCP to the robot process (store attached, store failed, headless stdin)" ;;
     home) echo "whole-run: the home's three-track path (first template vs a model summary at 800 ms)" ;;
     intents) echo "criterion-free: utterance → intent with slots (Home Assistant's grammar, 100 devices / 20 areas / 3 floors) beside hassil" ;;
-    llm) echo "whole-run: the model brain's overhead and token latency against mock-llm" ;;
+    llm) echo "whole-run: the model brain's overhead and token latency against mock-llm; decisions against llama.cpp's server (SmolLM2-135M) beside mock-llm" ;;
     console) echo "whole-run: console frames and updates" ;;
     web) echo "whole-run: kernel tick with 0/1/20 WebSocket viewers; /metrics scraped at ~240 events/s; the page in Chromium" ;;
     memory) echo "memory retrieval at 10k/100k beside rank_bm25; quality on the eval set" ;;
@@ -64,7 +64,7 @@ run_latency() { cargo bench -q --locked -p robobrain-core --bench latency; }
 run_estop() { cargo bench -q --locked -p robobrain-tui --bench estop; }
 run_home() { cargo bench -q --locked -p robobrain-core --bench home; }
 run_intents() { cargo bench -q --locked -p robobrain-core --bench intents; }
-run_llm() { cargo bench -q --locked -p robobrain-core --bench llm; }
+run_llm() { ROBOBRAIN_PYTHON="$py" cargo bench -q --locked -p robobrain-core --bench llm; }
 run_mcap() { cargo bench -q --locked -p robobrain-core --bench mcap; }
 # The dev profile, as `./x test` builds the ros2 feature (docs/ros2.md).
 run_ros2() { ROBOBRAIN_PYTHON="$py" cargo bench -q --locked -p robobrain-core --features ros2 --bench ros2 --profile dev; }

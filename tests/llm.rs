@@ -437,18 +437,88 @@ fn a_model_that_keeps_failing_rests_and_the_rule_brain_decides_meanwhile() {
     );
 }
 
+/// The probe's `log` line (what the endpoint honours and the form picked).
+fn probe_line(events: &[Value]) -> String {
+    logs(events)
+        .into_iter()
+        .find(|m| m.starts_with("structured output probed"))
+        .unwrap_or_else(|| panic!("no probe result was logged: {:?}", logs(events)))
+}
+
 #[test]
-fn an_endpoint_without_tools_is_asked_with_a_json_schema() {
+fn an_endpoint_without_tools_is_found_by_the_probe_and_asked_with_a_json_schema() {
     let (server, events) = then_good("llm-negotiate", "refuse = [\"tools\"]\n");
     let d = first_decision(&events);
     assert_eq!(d["brain"], "model");
     let calls = of_kind(&events, "llm_call");
-    assert_eq!(calls[0]["outcome"], "refused");
-    assert_eq!(calls[1]["structured"], "json_schema");
+    assert_eq!(calls.len(), 1, "the refusal cost no decision: {calls:?}");
+    assert_eq!(calls[0]["structured"], "json_schema");
     let received = server.received();
-    assert!(received[0].body.get("tools").is_some());
-    assert_eq!(received[1].body["response_format"]["type"], "json_schema");
-    assert_logged(&events, "the endpoint refused tools");
+    assert!(received[0].body.get("tools").is_none());
+    assert_eq!(received[0].body["response_format"]["type"], "json_schema");
+    let probe = probe_line(&events);
+    assert!(
+        probe.contains("tools refused (the endpoint refused the request (400)")
+            && probe.ends_with(
+                "json_schema honoured: decisions are asked with json_schema from now on"
+            ),
+        "{probe}"
+    );
+}
+
+/// llama.cpp's server answers a forced `tool_choice` object with 200 and
+/// plain text: the probe looks at the reply, not the status.
+#[test]
+fn an_endpoint_that_ignores_a_forced_tool_choice_is_asked_with_a_json_schema() {
+    let (server, events) = then_good("llm-llama-like", "ignore = [\"tool_choice\"]\n");
+    assert_eq!(first_decision(&events)["brain"], "model");
+    let probe = probe_line(&events);
+    assert!(
+        probe.contains("tools ignored (no tool call: it answered text")
+            && probe.ends_with("asked with json_schema from now on"),
+        "{probe}"
+    );
+    let probes = server.probes();
+    assert_eq!(probes.len(), 2);
+    assert_eq!(probes[0]["tool_choice"]["type"], "function");
+    assert_eq!(probes[1]["response_format"]["type"], "json_schema");
+    assert_eq!(
+        server.received()[0].body["response_format"]["type"],
+        "json_schema"
+    );
+    assert_eq!(of_kind(&events, "llm_call")[0]["structured"], "json_schema");
+}
+
+#[test]
+fn an_endpoint_that_honours_no_structured_form_is_asked_for_plain_json() {
+    let (server, events) = then_good("llm-plain", "ignore = [\"tool_choice\", \"json_schema\"]\n");
+    assert_eq!(first_decision(&events)["brain"], "model");
+    assert!(
+        probe_line(&events).ends_with("json_schema ignored (the reply did not follow the schema (\"Status: ready.\")): decisions are asked with json from now on"),
+        "{}",
+        probe_line(&events)
+    );
+    let body = &server.received()[0].body;
+    assert!(
+        body.get("tools").is_none() && body.get("response_format").is_none(),
+        "{body}"
+    );
+    assert_eq!(of_kind(&events, "llm_call")[0]["structured"], "json");
+}
+
+#[test]
+fn a_mode_set_in_the_config_is_used_without_a_probe() {
+    let (server, dir) = mock("llm-no-probe", GOOD);
+    let events = run(&server, &dir, "去厨房", "structured = \"tools\"", 5.0);
+    assert_eq!(first_decision(&events)["brain"], "model");
+    assert!(server.probes().is_empty());
+    assert!(
+        !logs(&events)
+            .iter()
+            .any(|m| m.starts_with("structured output")),
+        "{:?}",
+        logs(&events)
+    );
 }
 
 #[test]

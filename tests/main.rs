@@ -24,6 +24,7 @@ mod foxglove;
 mod fuzz_corpus;
 mod intents;
 mod llm;
+mod llm_real;
 mod mcp;
 mod memory;
 mod metrics;

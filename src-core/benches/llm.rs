@@ -8,6 +8,16 @@
 //! - token latency: from the moment mock-llm writes a streamed chunk to the
 //!   moment its `token` event reaches a subscriber of the async runtime.
 //!
+//! - a real model beside the mock: decisions of the same observation (its
+//!   numbers moving a little each time, as a running task's do) asked of
+//!   llama.cpp's own server (PyPI `xllamacpp`, SmolLM2-135M-Instruct Q4_1,
+//!   one slot, two threads; `./x setup` installs both) and of mock-llm, in
+//!   the same run: the cold first decision (the probe of what the endpoint
+//!   honours, then a prompt with nothing cached), then the time to the
+//!   first streamed token, the whole decision (a repair included) and the
+//!   share of decisions the model made that passed validation; with the
+//!   decide prompt's size as the server counted it.
+//!
 //! Run with `cargo bench -p robobrain-core --bench llm`.
 
 #![allow(missing_docs, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
@@ -21,9 +31,11 @@ use std::time::{Duration, Instant};
 use robobrain_core::brain::{Brain, LlmBrain, Thinking};
 use robobrain_core::config::Config;
 use robobrain_core::engine::Engine;
+use robobrain_core::llm::llama_server::{LlamaServer, default_model, default_python};
 use robobrain_core::llm::mock_script;
 use robobrain_core::llm::mock_server::MockServer;
 use robobrain_core::llm::{LlmConfig, Secret};
+use robobrain_core::protocol::BrainKind;
 use robobrain_core::protocol::{Command, EventKind, Origin};
 use robobrain_core::react::Observation;
 use robobrain_core::runtime::{Pace, Runtime};
@@ -234,6 +246,157 @@ fn watch_with_model(latency_ms: u64, n: usize) {
     );
 }
 
+/// What `n` decisions against one endpoint took.
+struct Decisions {
+    /// The first decision: the probe, then a prompt nothing is cached for.
+    cold_ms: f64,
+    /// Wall time to the first streamed token of each later `decide` call.
+    first_token_ms: Vec<f64>,
+    /// Wall time of each later decision, from `decide` to the decision (a repair included).
+    decision_ms: Vec<f64>,
+    /// Later decisions the model made that passed validation.
+    valid: usize,
+    /// The decide request's prompt tokens, as the endpoint counted them.
+    prompt_tokens: Option<u64>,
+}
+
+/// `n` decisions after a cold one, with the model brain on `config`.
+fn decisions(config: &LlmConfig, n: usize) -> Decisions {
+    let mut brain = LlmBrain::new(config).unwrap();
+    let registry = SkillRegistry::with_builtins().unwrap();
+    let mut out = Decisions {
+        cold_ms: 0.0,
+        first_token_ms: Vec::new(),
+        decision_ms: Vec::new(),
+        valid: 0,
+        prompt_tokens: None,
+    };
+    for i in 0..=n {
+        // A running task's numbers move between decisions; the prompt's
+        // prefix (the system message) stays, as the server's cache wants.
+        let mut obs = observation();
+        obs.time += i as f64;
+        obs.battery_pct -= 0.1 * i as f64;
+        obs.distance_to_target = obs
+            .distance_to_target
+            .map(|d| (d - 0.05 * i as f64).max(0.1));
+        let mut events = Vec::new();
+        let t0 = Instant::now();
+        let mut answer = brain.decide(&obs, &registry);
+        let kind = loop {
+            match answer {
+                Thinking::Done(Ok((_, kind))) => break kind,
+                Thinking::Done(Err(e)) => panic!("{e}"),
+                Thinking::Pending => {
+                    brain.wait(Duration::from_millis(50));
+                    answer = brain.poll(&mut events);
+                }
+            }
+        };
+        let wall = t0.elapsed().as_secs_f64() * 1e3;
+        let call = events.iter().find_map(|e| match e {
+            EventKind::LlmCall(c) if c.purpose == "decide" => Some(c.clone()),
+            _ => None,
+        });
+        if i == 0 {
+            out.cold_ms = wall;
+            for e in &events {
+                if let EventKind::Log { message, .. } = e
+                    && message.starts_with("structured output")
+                {
+                    println!("  {message}");
+                }
+            }
+            continue;
+        }
+        let call = call.expect("each decision asks the model");
+        out.prompt_tokens = out.prompt_tokens.or(call.prompt_tokens);
+        out.first_token_ms
+            .extend(call.first_token_ms.map(|ms| ms as f64));
+        out.decision_ms.push(wall);
+        if kind == BrainKind::Model {
+            out.valid += 1;
+        }
+    }
+    out
+}
+
+/// The same decisions asked of llama.cpp's server and of mock-llm.
+fn real_beside_mock(n: usize) {
+    let real = match LlamaServer::start(&default_python(), &default_model(), 8192, 2) {
+        Ok(server) => server,
+        Err(e) => panic!("{e}"),
+    };
+    let mock = server("", DECISION);
+    for (name, url, timeout) in [
+        ("real", real.base_url().to_string(), 300.0),
+        ("mock", mock.base_url(), 10.0),
+    ] {
+        let config = LlmConfig {
+            base_url: Some(url),
+            timeout_s: timeout,
+            max_retries: 0,
+            cooldown_after: 1_000_000,
+            ..LlmConfig::default()
+        };
+        let label = if name == "real" {
+            "llama.cpp server, SmolLM2-135M Q4_1, 2 threads"
+        } else {
+            "mock-llm"
+        };
+        println!("{label}:");
+        let d = decisions(&config, n);
+        println!(
+            "  cold first decision (probe + uncached prompt): {:.0} ms",
+            d.cold_ms
+        );
+        figures::record(
+            &format!("llm.{name}.cold_decision"),
+            &format!("{label}: the first decision, probe included, nothing cached"),
+            d.cold_ms,
+            "ms",
+        );
+        if !d.first_token_ms.is_empty() {
+            percentiles(
+                &format!("llm.{name}.first_token"),
+                &format!("  {label}: request → first streamed token"),
+                d.first_token_ms.clone(),
+            );
+        }
+        percentiles(
+            &format!("llm.{name}.decision"),
+            &format!("  {label}: decide → decision (repair included)"),
+            d.decision_ms.clone(),
+        );
+        #[allow(clippy::cast_precision_loss)]
+        let share = 100.0 * d.valid as f64 / d.decision_ms.len() as f64;
+        println!(
+            "  valid decisions: {} of {} ({share:.0} %); decide prompt: {} tokens",
+            d.valid,
+            d.decision_ms.len(),
+            d.prompt_tokens.map_or("?".into(), |t| t.to_string())
+        );
+        figures::record(
+            &format!("llm.{name}.valid_share"),
+            &format!(
+                "{label}: decisions the model made that passed validation, of {}",
+                d.decision_ms.len()
+            ),
+            share,
+            "%",
+        );
+        if let Some(tokens) = d.prompt_tokens {
+            #[allow(clippy::cast_precision_loss)]
+            figures::record(
+                &format!("llm.{name}.decide_prompt_tokens"),
+                &format!("{label}: the decide request's prompt tokens"),
+                tokens as f64,
+                "tokens",
+            );
+        }
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -242,4 +405,9 @@ fn main() {
     overhead(true, 300);
     token_latency(40);
     watch_with_model(300, 20);
+    let n = std::env::var("ROBOBRAIN_BENCH_LLM_DECISIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    real_beside_mock(n);
 }

@@ -7,6 +7,8 @@
 //! - [`accumulate`]: rebuilding a reply (content, tool calls, usage) from
 //!   streamed chunks — pure.
 //! - [`retry`]: the backoff policy — pure.
+//! - [`probe`]: what an endpoint honours (forced tool calls, JSON schemas),
+//!   found by asking, not assumed.
 //! - [`slots`]: how many calls an endpoint works on at once, decisions first.
 //! - [`worker`]: a background thread with its own small tokio runtime, so the
 //!   synchronous engine never blocks on the network.
@@ -14,14 +16,18 @@
 //! - [`mock_server`] and [`mock_script`]: `robobrain mock-llm`, a real HTTP
 //!   server speaking the chat-completions protocol from a script, for tests,
 //!   benchmarks and offline demos.
+//! - [`llama_server`]: llama.cpp's own server from the project venv, on
+//!   loopback, for the real-model tests and benchmarks.
 //! - [`model_name`]: skill names as a model may see them (OpenAI's function-name rule).
 
 pub mod accumulate;
 pub mod client;
 pub mod config;
+pub mod llama_server;
 pub mod mock_script;
 pub mod mock_server;
 pub mod model_name;
+pub mod probe;
 pub mod prompt;
 pub mod retry;
 pub mod slots;

@@ -2,8 +2,10 @@
 //! the rule brain standing in whenever the model fails.
 //!
 //! A decision is asked for in the endpoint's best structured form (a forced
-//! `decide` tool call, a JSON-schema response format, or plain JSON),
-//! stepping down when the endpoint refuses one. The request runs on the
+//! `decide` tool call, a JSON-schema response format, or plain JSON): with
+//! `structured = "auto"` the endpoint is probed before the first decision
+//! (a `log` event says what it honours and which form is used), and the
+//! brain steps down further when the endpoint refuses one. The request runs on the
 //! [`LlmWorker`]'s thread: `decide` returns [`Thinking::Pending`] and `poll`
 //! hands the engine the streamed `token` events and, at the end, the
 //! decision. The reply is validated against the decision schema and the
@@ -52,6 +54,9 @@ struct Pending {
     fallback: Decision,
     time: f64,
     repaired: bool,
+    /// While the endpoint is probed: the observation to ask about once
+    /// the mode is known.
+    observation: Option<Box<Observation>>,
 }
 
 /// The model brain.
@@ -60,6 +65,8 @@ pub struct LlmBrain {
     worker: LlmWorker,
     prompts: Prompts,
     mode: Structured,
+    /// Whether `structured = "auto"` has probed the endpoint yet.
+    probed: bool,
     skills: Option<Skills>,
     pending: Option<Pending>,
     /// Updates read while waiting for something else.
@@ -99,6 +106,7 @@ impl LlmBrain {
                 Structured::Auto => Structured::Tools,
                 m => m,
             },
+            probed: config.structured != Structured::Auto,
             skills: None,
             pending: None,
             backlog: Vec::new(),
@@ -409,6 +417,35 @@ impl LlmBrain {
         }
     }
 
+    /// The probe of what the endpoint honours ended: the mode it found (a
+    /// `log` event says which, and why), then the pending decision is asked.
+    fn probed(&mut self, id: u64, probe: &crate::llm::probe::Probe) -> Thinking {
+        let level = if probe.mode.is_some() { "info" } else { "warn" };
+        self.notes.push(log(level, probe.summary()));
+        if let Some(mode) = probe.mode {
+            self.mode = mode;
+        }
+        match self.pending.take() {
+            Some(mut pending) if pending.call == id => {
+                let Some(obs) = pending.observation.take() else {
+                    return self.fall_back(pending, "the probe lost its observation");
+                };
+                match self.first_messages(&obs) {
+                    Ok(messages) => {
+                        pending.messages = messages;
+                        pending.purpose = "decide";
+                        self.resend(pending)
+                    }
+                    Err(e) => self.fall_back(pending, &e),
+                }
+            }
+            other => {
+                self.pending = other;
+                Thinking::Pending
+            }
+        }
+    }
+
     fn resend(&mut self, mut pending: Pending) -> Thinking {
         match self.send(pending.purpose, &pending.messages) {
             Ok(call) => {
@@ -582,10 +619,28 @@ impl Brain for LlmBrain {
             fallback,
             time: obs.time,
             repaired: false,
+            observation: None,
         };
         if self.in_cooldown(obs.time) {
             // Said once when the cool-down began; the decision event shows `fallback`.
             return Thinking::Done(Ok((pending.fallback, BrainKind::Fallback)));
+        }
+        if !self.probed {
+            // `auto`: learn what the endpoint honours before the first decision.
+            self.probed = true;
+            if let Err(e) = self.refresh_skills(registry) {
+                return self.fall_back(pending, &e);
+            }
+            return match self.worker.probe(&self.config.decision_model) {
+                Ok(call) => {
+                    pending.call = call;
+                    pending.purpose = "probe";
+                    pending.observation = Some(Box::new(obs.clone()));
+                    self.pending = Some(pending);
+                    Thinking::Pending
+                }
+                Err(e) => self.fall_back(pending, &e.to_string()),
+            };
         }
         let prepared = self
             .refresh_skills(registry)
@@ -608,6 +663,12 @@ impl Brain for LlmBrain {
                     self.notes.push(EventKind::Token { purpose, text });
                 }
                 Update::Token { .. } => {}
+                Update::Probed { id, probe } => {
+                    answer = self.probed(id, &probe);
+                    if matches!(answer, Thinking::Done(_)) {
+                        break;
+                    }
+                }
                 Update::Done {
                     id,
                     purpose,

@@ -48,8 +48,11 @@ impl fmt::Display for Secret {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Structured {
-    /// Try tool calling, then a JSON-schema response format, then plain JSON,
-    /// stepping down when the endpoint refuses (remembered per run).
+    /// Probe the endpoint before the first decision ([`super::probe`]): the
+    /// first of tool calling with a forced `tool_choice`, a JSON-schema
+    /// response format and plain JSON that it honours — judged by what
+    /// comes back, not the status — and step down further when it refuses
+    /// one later (remembered per run).
     #[default]
     Auto,
     /// A forced `decide` tool call.

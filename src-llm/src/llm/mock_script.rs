@@ -9,6 +9,9 @@
 //! chunk_chars = 4          # characters per streamed chunk
 //! chunk_delay_ms = 0       # wall milliseconds between chunks
 //! refuse = ["tools"]       # request features answered with 400 (tools, json_schema, json_object)
+//! ignore = ["tool_choice"] # request features taken (200) but not honoured (tool_choice, json_schema):
+//!                          # a forced tool call or a schema gets plain text, as llama.cpp's server
+//!                          # does with an object tool_choice
 //! slots = 1                # requests worked on at once, like a one-slot llama.cpp server (default: no limit)
 //!
 //! [[reply]]                # a decision: a `decide` tool call when the request
@@ -172,6 +175,9 @@ pub struct Script {
     pub chunk_delay_ms: u64,
     /// Request features answered with 400.
     pub refuse: Vec<String>,
+    /// Request features accepted but not honoured (`tool_choice`,
+    /// `json_schema`): a forced tool call or a schema gets plain text.
+    pub ignore: Vec<String>,
     /// Requests worked on at once (the others wait their turn); `None`: no limit.
     pub slots: Option<usize>,
     /// Replies, in order.
@@ -185,6 +191,8 @@ struct RawScript {
     chunk_delay_ms: Option<u64>,
     #[serde(default)]
     refuse: Vec<Spanned<String>>,
+    #[serde(default)]
+    ignore: Vec<Spanned<String>>,
     slots: Option<Spanned<i64>>,
     #[serde(default)]
     reply: Vec<Spanned<RawReply>>,
@@ -223,6 +231,8 @@ struct RawReply {
 
 /// Request features a script may refuse.
 pub const FEATURES: &[&str] = &["tools", "json_schema", "json_object"];
+/// Request features a script may take without honouring them.
+pub const IGNORABLE: &[&str] = &["tool_choice", "json_schema"];
 /// Faults a reply may play.
 pub const FAULTS: &[&str] = &["rate_limit", "server_error", "hang", "garbage", "cut"];
 
@@ -245,14 +255,17 @@ pub fn parse(text: &str, file: &Path) -> Result<Script, SourceError> {
     let src = ScriptText { file, text };
     let chunk_chars =
         at_least_one(raw.chunk_chars.as_ref(), "chunk_chars", &src)?.map_or(4, |n| n as usize);
-    for f in &raw.refuse {
-        if !FEATURES.contains(&f.get_ref().as_str()) {
+    for (field, list, known) in [
+        ("refuse", &raw.refuse, FEATURES),
+        ("ignore", &raw.ignore, IGNORABLE),
+    ] {
+        if let Some(f) = list.iter().find(|f| !known.contains(&f.get_ref().as_str())) {
             return Err(src.at(
                 f.span(),
-                "refuse",
+                field,
                 format!(
                     "expected one of {}, found {:?}",
-                    FEATURES.join(", "),
+                    known.join(", "),
                     f.get_ref()
                 ),
             ));
@@ -270,6 +283,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Script, SourceError> {
         chunk_chars,
         chunk_delay_ms: raw.chunk_delay_ms.unwrap_or(0),
         refuse: raw.refuse.into_iter().map(Spanned::into_inner).collect(),
+        ignore: raw.ignore.into_iter().map(Spanned::into_inner).collect(),
         slots: at_least_one(raw.slots.as_ref(), "slots", &src)?.map(|n| n as usize),
         replies,
     })
@@ -523,6 +537,14 @@ fault = "cut"
             p("refuse = [\"vision\"]\n")
                 .unwrap_err()
                 .starts_with("mock.toml:1:11: `refuse`")
+        );
+        assert_eq!(
+            p("ignore = [\"tools\"]\n").unwrap_err(),
+            "mock.toml:1:11: `ignore`: expected one of tool_choice, json_schema, found \"tools\""
+        );
+        assert_eq!(
+            p("ignore = [\"tool_choice\"]\n").unwrap().ignore,
+            ["tool_choice"]
         );
         assert!(
             p("[[reply]]\ncontents = \"x\"\n")

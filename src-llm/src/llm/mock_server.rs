@@ -50,6 +50,9 @@ pub struct Sent {
 #[derive(Default)]
 struct Log {
     received: Vec<Received>,
+    /// Probes of what the endpoint honours (refused ones too): answered
+    /// from the script's `refuse` and `ignore`, never from its replies.
+    probes: Vec<Value>,
     sent: Vec<Sent>,
     /// (reply index, times used).
     cursor: (usize, u32),
@@ -228,6 +231,12 @@ impl MockServer {
         self.shared.log().received.clone()
     }
 
+    /// The probe requests received so far ([`crate::llm::probe`]); they
+    /// take no `[[reply]]` and are not in [`MockServer::received`].
+    pub fn probes(&self) -> Vec<Value> {
+        self.shared.log().probes.clone()
+    }
+
     /// The streamed chunks sent so far.
     pub fn sent(&self) -> Vec<Sent> {
         self.shared.log().sent.clone()
@@ -292,6 +301,35 @@ fn refused_feature(script: &Script, request: &Value) -> Option<&'static str> {
         .copied()
 }
 
+/// What a probe gets: the answer in the form it asks for, unless the
+/// script `ignore`s that form — then plain text, as llama.cpp's server
+/// answers an object `tool_choice`.
+fn probe_reply(script: &Script, request: &Value) -> Reply {
+    let ignores = |feature: &str| script.ignore.iter().any(|f| f == feature);
+    let answer = json!({"status": "ready"});
+    let body = if request.get("tool_choice").is_some_and(Value::is_object) {
+        if ignores("tool_choice") {
+            Body::Content("I am ready to help you. What would you like me to do?".into())
+        } else {
+            Body::ToolCalls(vec![(super::probe::PROBE_NAME.into(), answer)])
+        }
+    } else if ignores("json_schema") {
+        Body::Content("Status: ready.".into())
+    } else {
+        Body::Content(answer.to_string())
+    };
+    Reply {
+        line: 0,
+        when: None,
+        body: Some(body),
+        fault: None,
+        latency_ms: 0,
+        choices: 1,
+        times: 1,
+        finish_reason: None,
+    }
+}
+
 /// What OpenAI answers a request whose function names break its pattern
 /// (`^[a-zA-Z0-9_-]+$`, at most 64): the whole request is refused.
 fn bad_function_name(request: &Value) -> Option<String> {
@@ -334,6 +372,17 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         None => None,
     };
     let refused = refused_feature(&shared.script, &request);
+    if super::probe::is_probe(&request) {
+        shared.log().probes.push(request.clone());
+        if let Some(feature) = refused {
+            return refusal(feature);
+        }
+        let reply = probe_reply(&shared.script, &request);
+        return json_response(
+            StatusCode::OK,
+            &completion(&reply, &request, &shared.script.ignore),
+        );
+    }
     let (number, reply) = match reply_or_error(&shared, &request, refused) {
         Ok(picked) => picked,
         Err(response) => return *response,
@@ -346,14 +395,17 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     if streamed || matches!(reply.body, Some(Body::Replay(_))) {
         let mut frames = match &reply.body {
             Some(Body::Replay(text)) => replay_frames(text),
-            _ => stream_frames(&reply, &request, shared.script.chunk_chars),
+            _ => stream_frames(&reply, &request, &shared.script),
         };
         if cut {
             frames.truncate((frames.len() / 2).max(2));
         }
         stream_response(shared, number, frames, cut, turn)
     } else {
-        json_response(StatusCode::OK, &completion(&reply, &request))
+        json_response(
+            StatusCode::OK,
+            &completion(&reply, &request, &shared.script.ignore),
+        )
     }
 }
 
@@ -367,22 +419,24 @@ fn reply_or_error(
 ) -> Result<(usize, Reply), Box<Response>> {
     let response = match shared.take_reply(request, refused.is_none()) {
         (number, Pick::Reply(_, reply)) => return Ok((number, reply)),
-        (_, Pick::Refused) => json_response(
-            StatusCode::BAD_REQUEST,
-            &error_body(
-                &format!(
-                    "mock-llm: this endpoint does not support {}",
-                    refused.unwrap_or_default()
-                ),
-                "invalid_request_error",
-            ),
-        ),
+        (_, Pick::Refused) => refusal(refused.unwrap_or_default()),
         (_, Pick::Exhausted) => exhausted(shared),
         (_, Pick::Mismatch(why)) => {
             json_response(StatusCode::CONFLICT, &error_body(&why, "no_matching_reply"))
         }
     };
     Err(Box::new(response))
+}
+
+/// 400: the request uses a feature the script refuses.
+fn refusal(feature: &str) -> Response {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        &error_body(
+            &format!("mock-llm: this endpoint does not support {feature}"),
+            "invalid_request_error",
+        ),
+    )
 }
 
 /// 409: every scripted reply has been played.
@@ -592,15 +646,24 @@ fn replay_frames(body: &str) -> Vec<(String, String)> {
 }
 
 /// What a reply says, as (content, tool calls as (id, name, arguments text)).
-fn message_parts(reply: &Reply, request: &Value) -> (String, Vec<(String, String, String)>) {
-    let offers_decide = request
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|tools| {
-            tools
-                .iter()
-                .any(|t| t.pointer("/function/name").and_then(Value::as_str) == Some("decide"))
-        });
+/// A `decide` decision is a tool call when the request offers that tool,
+/// unless the script ignores `tool_choice` (then it is text, as from a
+/// server that did not force the call).
+fn message_parts(
+    reply: &Reply,
+    request: &Value,
+    ignore: &[String],
+) -> (String, Vec<(String, String, String)>) {
+    let forced = !ignore.iter().any(|f| f == "tool_choice");
+    let offers_decide = forced
+        && request
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|tools| {
+                tools
+                    .iter()
+                    .any(|t| t.pointer("/function/name").and_then(Value::as_str) == Some("decide"))
+            });
     match &reply.body {
         Some(Body::Decision(d)) if offers_decide => (
             String::new(),
@@ -636,8 +699,8 @@ fn model_of(request: &Value) -> &str {
 }
 
 /// A plain `chat.completion` body.
-fn completion(reply: &Reply, request: &Value) -> Value {
-    let (content, calls) = message_parts(reply, request);
+fn completion(reply: &Reply, request: &Value, ignore: &[String]) -> Value {
+    let (content, calls) = message_parts(reply, request, ignore);
     let finish = finish_reason(reply, &calls);
     let message = if calls.is_empty() {
         json!({"role": "assistant", "content": content})
@@ -673,8 +736,9 @@ fn pieces(text: &str, n: usize) -> Vec<String> {
 }
 
 /// The SSE frames of a reply, as (data, text of choice 0).
-fn stream_frames(reply: &Reply, request: &Value, chunk_chars: usize) -> Vec<(String, String)> {
-    let (content, calls) = message_parts(reply, request);
+fn stream_frames(reply: &Reply, request: &Value, script: &Script) -> Vec<(String, String)> {
+    let (content, calls) = message_parts(reply, request, &script.ignore);
+    let chunk_chars = script.chunk_chars;
     let model = model_of(request);
     let chunk = |choice: u32, delta: Value, finish: Option<&str>| {
         json!({
@@ -738,7 +802,11 @@ mod tests {
         let s = script(
             "[[reply]]\ntool_calls = [{ name = \"navigate_to\", arguments = { zone = \"kitchen\" } }]\nchoices = 2\n",
         );
-        let frames = stream_frames(&s.replies[0], &json!({"model": "m"}), 3);
+        let s = Script {
+            chunk_chars: 3,
+            ..s
+        };
+        let frames = stream_frames(&s.replies[0], &json!({"model": "m"}), &s);
         let body = frames.iter().fold(String::new(), |mut body, (d, _)| {
             body.push_str("data: ");
             body.push_str(d);
@@ -818,10 +886,14 @@ content = "next"
     fn a_decision_is_a_tool_call_only_when_the_request_offers_decide() {
         let s = script("[[reply]]\ndecision = { type = \"FINISH\", reason = \"done\" }\n");
         let with_tool = json!({"tools": [{"type": "function", "function": {"name": "decide"}}]});
-        let (content, calls) = message_parts(&s.replies[0], &with_tool);
+        let (content, calls) = message_parts(&s.replies[0], &with_tool, &[]);
         assert!(content.is_empty());
         assert_eq!(calls[0].1, "decide");
-        let (content, calls) = message_parts(&s.replies[0], &json!({}));
+        let llama_like = ["tool_choice".to_string()];
+        let (content, calls) = message_parts(&s.replies[0], &with_tool, &llama_like);
+        assert!(calls.is_empty(), "an ignored tool_choice forces no call");
+        assert!(content.contains("FINISH"));
+        let (content, calls) = message_parts(&s.replies[0], &json!({}), &[]);
         assert!(calls.is_empty());
         assert_eq!(
             serde_json::from_str::<Value>(&content).unwrap()["type"],

@@ -11,13 +11,15 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
+use super::probe::Probe;
 use super::{CallResult, LlmClient, LlmError};
 
 /// One call to make.
 struct Job {
     id: u64,
     purpose: String,
-    body: Value,
+    /// The request; `Err(model)`: probe the endpoint with this model instead.
+    body: Result<Value, String>,
 }
 
 /// What happened to a call.
@@ -40,6 +42,13 @@ pub enum Update {
         purpose: String,
         /// The reply and its accounting.
         result: CallResult,
+    },
+    /// A probe of the endpoint ended ([`LlmWorker::probe`]).
+    Probed {
+        /// The call.
+        id: u64,
+        /// What the endpoint honours.
+        probe: Probe,
     },
 }
 
@@ -73,6 +82,15 @@ impl LlmWorker {
                         let wake = wake.clone();
                         tokio::spawn(async move {
                             let Job { id, purpose, body } = job;
+                            let body = match body {
+                                Ok(body) => body,
+                                Err(model) => {
+                                    let probe = super::probe::probe(&client, &model).await;
+                                    let _ = tx.send(Update::Probed { id, probe });
+                                    wake.notify_one();
+                                    return;
+                                }
+                            };
                             let mut on_text = |text: &str| {
                                 let _ = tx.send(Update::Token {
                                     id,
@@ -106,6 +124,17 @@ impl LlmWorker {
     /// its role ([`super::Role::of_purpose`]): its reply cap and its turn
     /// for the endpoint's slots.
     pub fn submit(&mut self, purpose: &str, body: Value) -> Result<u64, LlmError> {
+        self.send(purpose, Ok(body))
+    }
+
+    /// Starts probing what the endpoint honours with `model`
+    /// ([`super::probe`]); an [`Update::Probed`] with the returned id says
+    /// what was found.
+    pub fn probe(&mut self, model: &str) -> Result<u64, LlmError> {
+        self.send("probe", Err(model.to_string()))
+    }
+
+    fn send(&mut self, purpose: &str, body: Result<Value, String>) -> Result<u64, LlmError> {
         self.next_id += 1;
         let id = self.next_id;
         self.jobs
