@@ -1033,7 +1033,7 @@ impl Home {
         self.semantic = Some(if now {
             semantic::Semantic::now(&model_dir, &english, &self.devices)
         } else {
-            semantic::Semantic::start(model_dir, english, &self.devices)
+            semantic::Semantic::start(model_dir, &english, &self.devices)
         });
     }
 

@@ -438,6 +438,7 @@ mod tests {
     /// valve of class gas asks.
     #[test]
     fn doors_and_gas_are_high_by_their_class_curtains_and_water_are_low() {
+        use crate::devices::DeviceKind::{Curtain, Valve};
         let builtin = DeviceWorld::builtin().unwrap();
         let curtain = builtin.get("bedroom_curtain").unwrap().clone();
         let with_class = |id: &str, kind, class: Option<&str>| {
@@ -451,7 +452,6 @@ mod tests {
             }
             d
         };
-        use crate::devices::DeviceKind::{Curtain, Valve};
         let devices = vec![
             with_class("garage_door", Curtain, Some("garage")),
             with_class("front_gate", Curtain, Some("gate")),

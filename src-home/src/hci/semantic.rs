@@ -187,10 +187,10 @@ pub struct Semantic {
 impl Semantic {
     /// Starts building the index on its own thread: the model in
     /// `model_dir`, the sentences of `grammar` with `devices`' names.
-    pub fn start(model_dir: PathBuf, grammar: Arc<Grammar>, devices: &DeviceWorld) -> Self {
+    pub fn start(model_dir: PathBuf, grammar: &Grammar, devices: &DeviceWorld) -> Self {
         let semantic = Self::default();
         let slot = Arc::clone(&semantic.ready);
-        let exemplars = exemplars(&grammar, devices);
+        let exemplars = exemplars(grammar, devices);
         let spawned = std::thread::Builder::new()
             .name("semantic-index".into())
             .spawn(move || {
@@ -467,7 +467,7 @@ mod tests {
                 assert!((score - 0.86).abs() < 1e-6);
                 assert!((runner_up - 0.70).abs() < 1e-6);
             }
-            other => panic!("{other:?}"),
+            other @ Nearest::Passed(_) => panic!("{other:?}"),
         }
         // Too close to the other reading: passes, naming both.
         let Nearest::Passed(why) = decide(&[(0.86, &on), (0.83, &off)]) else {

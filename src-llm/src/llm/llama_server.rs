@@ -146,20 +146,18 @@ impl LlamaServer {
             .stdout
             .take()
             .map(|out| BufReader::new(out).read_line(&mut line));
-        match (read, line.trim().strip_prefix("listening ")) {
-            (Some(Ok(_)), Some(url)) => Ok(Self {
+        if let (Some(Ok(_)), Some(url)) = (read, line.trim().strip_prefix("listening ")) {
+            return Ok(Self {
                 base_url: format!("{}/v1", url.trim_end_matches('/')),
                 child,
-            }),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err(LlamaServerError::NoStart(format!(
-                    "the launcher said {:?}",
-                    line.trim()
-                )))
-            }
+            });
         }
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(LlamaServerError::NoStart(format!(
+            "the launcher said {:?}",
+            line.trim()
+        )))
     }
 
     /// The base URL to give a client (`http://127.0.0.1:PORT/v1`).
