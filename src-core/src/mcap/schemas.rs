@@ -194,7 +194,7 @@ mod tests {
     #[test]
     fn every_channel_schema_is_json_schema_foxglove_reads() {
         let channels = event_channels();
-        assert_eq!(channels.len(), 21, "one channel per kind of event");
+        assert_eq!(channels.len(), 22, "one channel per kind of event");
         for c in &channels {
             let schema: Value = serde_json::from_str(&c.schema).unwrap();
             assert!(

@@ -26,6 +26,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "snapshot",
     "update",
     "intent",
+    "understanding",
     "decision",
     "guardrail",
     "mode",
@@ -1142,7 +1143,7 @@ battery = [10, 100]
         );
         assert_eq!(
             p("[[step]]\non = { kind = \"skil\" }\nstop = true\n").unwrap_err(),
-            "s.toml:2:15: `step[1].on.kind`: expected an event kind (one of snapshot, update, intent, decision, guardrail, mode, activity, task, skill, approval, alert, speech, telemetry, fault, device, token, llm_call, memory, log, error), found \"skil\""
+            "s.toml:2:15: `step[1].on.kind`: expected an event kind (one of snapshot, update, intent, understanding, decision, guardrail, mode, activity, task, skill, approval, alert, speech, telemetry, fault, device, token, llm_call, memory, log, error), found \"skil\""
         );
         assert_eq!(
             p("[[step]]\nsay = \"x\"\n").unwrap_err(),

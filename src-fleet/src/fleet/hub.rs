@@ -206,29 +206,7 @@ async fn run(
                     changed
                 });
             }
-            Input::Call(Some(call)) => match call {
-                Call::Send {
-                    robot,
-                    command,
-                    done,
-                } => {
-                    let _ = done.send(client.send(&robot, command));
-                }
-                Call::SendAll { command, done } => {
-                    let robots: Vec<String> = view.robots().map(|r| r.id.clone()).collect();
-                    let sent = robots
-                        .into_iter()
-                        .map(|r| client.send(&r, command.clone()).map(|id| (r, id)))
-                        .collect();
-                    let _ = done.send(sent);
-                }
-                Call::Robot { robot, done } => {
-                    let _ = done.send(
-                        view.robot(&robot)
-                            .map(|r| (r.hello.clone(), r.snapshot.clone())),
-                    );
-                }
-            },
+            Input::Call(Some(call)) => answer(call, &mut client, &view),
             Input::Heard(Ok(event)) => {
                 view.apply_at(&event, now_ms());
                 let message = match event {
@@ -264,6 +242,33 @@ async fn run(
         }
     }
     client.close().await;
+}
+
+/// Carries out a page's call on the hub's client and view.
+fn answer(call: Call, client: &mut FleetClient, view: &FleetView) {
+    match call {
+        Call::Send {
+            robot,
+            command,
+            done,
+        } => {
+            let _ = done.send(client.send(&robot, command));
+        }
+        Call::SendAll { command, done } => {
+            let robots: Vec<String> = view.robots().map(|r| r.id.clone()).collect();
+            let sent = robots
+                .into_iter()
+                .map(|r| client.send(&r, command.clone()).map(|id| (r, id)))
+                .collect();
+            let _ = done.send(sent);
+        }
+        Call::Robot { robot, done } => {
+            let _ = done.send(
+                view.robot(&robot)
+                    .map(|r| (r.hello.clone(), r.snapshot.clone())),
+            );
+        }
+    }
 }
 
 /// A fleet page's first messages: `fleet_hello` (with `role`), then the board.

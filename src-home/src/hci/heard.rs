@@ -1749,6 +1749,12 @@ room = "kitchen"
         let t = turn(&mut home, "water the plants");
         let devices: Vec<String> = calls(&t).into_iter().map(|c| c.0).collect();
         assert_eq!(devices, vec!["garden_irrigation", "mower_shed_water"]);
+        // "irrigation" names the valve; the verb says what to do with it.
+        let t = turn(&mut home, "close the garden irrigation");
+        assert_eq!(
+            calls(&t),
+            vec![call("garden_irrigation", "close", json!({}))]
+        );
     }
 
     #[test]
