@@ -7,7 +7,7 @@ use serde_json::json;
 use super::Engine;
 use crate::brain::{Brain, Intent, RuleBrain, Thinking};
 use crate::config::Config;
-use crate::protocol::understanding::{Outcome, PIPELINE, Trace, Understander};
+use crate::protocol::understanding::{Outcome, PIPELINE, RowTrace, Trace, Understander};
 use crate::protocol::{BrainKind, Command, Event, EventKind, Origin};
 use crate::react::Observation;
 use crate::skills::SkillRegistry;
@@ -64,6 +64,11 @@ fn passed_before(trace: &Trace) -> Vec<Understander> {
         .collect()
 }
 
+/// The row of `who` in `trace`.
+fn row(trace: &Trace, who: Understander) -> &RowTrace {
+    trace.rows.iter().find(|r| r.understander == who).unwrap()
+}
+
 fn took(trace: &Trace) -> Understander {
     let last = trace.rows.last().unwrap();
     assert_eq!(last.outcome, Outcome::Took, "{}", trace.text());
@@ -93,11 +98,7 @@ fn answer_takes_the_reply_to_a_question_the_home_asked() {
         asked.text()
     );
     // Before the question, the answer row had nothing to answer.
-    let answer = asked
-        .rows
-        .iter()
-        .find(|r| r.understander == Understander::Answer)
-        .unwrap();
+    let answer = row(&asked, Understander::Answer);
     assert_eq!(answer.reason, "no question is waiting for an answer");
     let (trace, _) = say(&mut e, "the floor lamp");
     assert_eq!(took(&trace), Understander::Answer, "{}", trace.text());
@@ -134,11 +135,7 @@ fn home_rules_take_what_refers_back_and_the_grammar_does_not_know() {
         "{}",
         trace.text()
     );
-    let grammar = trace
-        .rows
-        .iter()
-        .find(|r| r.understander == Understander::HomeGrammar)
-        .unwrap();
+    let grammar = row(&trace, Understander::HomeGrammar);
     assert_eq!(grammar.outcome, Outcome::Passed, "{}", trace.text());
 }
 
@@ -181,22 +178,18 @@ fn semantic_takes_a_paraphrase_nothing_else_matched_and_says_how_near() {
     }
     let (trace, _) = say(&mut e, "make the kitchen bright");
     assert_eq!(took(&trace), Understander::Semantic, "{}", trace.text());
-    let row = trace.rows.last().unwrap();
+    let last = trace.rows.last().unwrap();
     assert!(
-        row.reason.starts_with("nearest template \""),
+        last.reason.starts_with("nearest template \""),
         "{}",
-        row.reason
+        last.reason
     );
     assert!(trace.reading.slots["semantic"]["score"].as_f64().unwrap() >= 0.75);
     // Off by default: the same sentence is not understood, and the trace says why.
     let mut plain = engine(&noon());
     let (trace, _) = say(&mut plain, "make the kitchen bright");
-    let row = trace
-        .rows
-        .iter()
-        .find(|r| r.understander == Understander::Semantic)
-        .unwrap();
-    assert_eq!(row.reason, "off (`[home] semantic = false`)");
+    let semantic = row(&trace, Understander::Semantic);
+    assert_eq!(semantic.reason, "off (`[home] semantic = false`)");
 }
 
 #[test]
