@@ -16,7 +16,10 @@
 //!   honours, then a prompt with nothing cached), then the time to the
 //!   first streamed token, the whole decision (a repair included) and the
 //!   share of decisions the model made that passed validation; with the
-//!   decide prompt's size as the server counted it.
+//!   decide prompt's size as the server counted it; and decisions asked
+//!   while a long memory summary holds the server's only slot, with the
+//!   endpoint's slots (the summary yields) and without (the server queues
+//!   the decision behind it).
 //!
 //! Run with `cargo bench -p robobrain-core --bench llm`.
 
@@ -260,6 +263,103 @@ struct Decisions {
     prompt_tokens: Option<u64>,
 }
 
+/// The bench's observation as the `i`-th decision of a running task sees it:
+/// its numbers move between decisions while the prompt's prefix (the system
+/// message) stays, as the server's cache wants.
+fn moved(i: usize) -> Observation {
+    let mut obs = observation();
+    #[allow(clippy::cast_precision_loss)]
+    let i = i as f64;
+    obs.time += i;
+    obs.battery_pct -= 0.1 * i;
+    obs.distance_to_target = obs.distance_to_target.map(|d| (d - 0.05 * i).max(0.1));
+    obs
+}
+
+/// One decision to its end: its wall time in milliseconds (from `decide` to
+/// the decision, a repair included), whose it was, and the events it made.
+fn decide_once(
+    brain: &mut LlmBrain,
+    obs: &Observation,
+    registry: &SkillRegistry,
+) -> (f64, BrainKind, Vec<EventKind>) {
+    let mut events = Vec::new();
+    let t0 = Instant::now();
+    let mut answer = brain.decide(obs, registry);
+    let kind = loop {
+        match answer {
+            Thinking::Done(Ok((_, kind))) => break kind,
+            Thinking::Done(Err(e)) => panic!("{e}"),
+            Thinking::Pending => {
+                brain.wait(Duration::from_millis(50));
+                answer = brain.poll(&mut events);
+            }
+        }
+    };
+    (t0.elapsed().as_secs_f64() * 1e3, kind, events)
+}
+
+/// `n` decisions on `config`, each asked while a long memory summary (capped
+/// at 512 tokens) is already being generated on the same endpoint — issue
+/// 40's one-slot case. With the endpoint's slots (`slots` unset: one for a
+/// local server) the summary gives its slot up and the decision is served
+/// at once; with `slots = 0` (no limit, the behaviour before) the server
+/// queues the decision behind the summary.
+fn decisions_behind_a_summary(config: &LlmConfig, n: usize) -> Vec<f64> {
+    use robobrain_core::llm::LlmClient;
+    use std::sync::mpsc;
+    let config = LlmConfig {
+        max_tokens: robobrain_core::llm::MaxTokens {
+            summary: 512,
+            ..config.max_tokens
+        },
+        ..config.clone()
+    };
+    let mut brain = LlmBrain::new(&config).unwrap();
+    let registry = SkillRegistry::with_builtins().unwrap();
+    let client = LlmClient::new(&config).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // The probe and a first decision, so the prompt's prefix is cached.
+    decide_once(&mut brain, &moved(0), &registry);
+    let mut ms = Vec::with_capacity(n);
+    for i in 1..=n {
+        let (started, generating) = mpsc::channel();
+        let summary = {
+            let client = client.clone();
+            let body = serde_json::json!({
+                "model": "smollm2",
+                "messages": [{"role": "user", "content":
+                    "Write a long, detailed report of a robot's night patrol of an apartment, room by room, in many paragraphs."}],
+                "temperature": 0.0,
+                "stream": true,
+            });
+            rt.spawn(async move {
+                let mut first = Some(started);
+                client
+                    .chat(body, &mut |_| {
+                        if let Some(tx) = first.take() {
+                            let _ = tx.send(());
+                        }
+                    })
+                    .await
+            })
+        };
+        // The summary holds the slot and is writing before the decision is asked.
+        generating
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the summary starts");
+        let (wall, _, _) = decide_once(&mut brain, &moved(i), &registry);
+        ms.push(wall);
+        let done = rt.block_on(summary).unwrap();
+        assert!(done.reply.is_ok(), "the summary is answered in the end");
+    }
+    ms
+}
+
 /// `n` decisions after a cold one, with the model brain on `config`.
 fn decisions(config: &LlmConfig, n: usize) -> Decisions {
     let mut brain = LlmBrain::new(config).unwrap();
@@ -272,28 +372,7 @@ fn decisions(config: &LlmConfig, n: usize) -> Decisions {
         prompt_tokens: None,
     };
     for i in 0..=n {
-        // A running task's numbers move between decisions; the prompt's
-        // prefix (the system message) stays, as the server's cache wants.
-        let mut obs = observation();
-        obs.time += i as f64;
-        obs.battery_pct -= 0.1 * i as f64;
-        obs.distance_to_target = obs
-            .distance_to_target
-            .map(|d| (d - 0.05 * i as f64).max(0.1));
-        let mut events = Vec::new();
-        let t0 = Instant::now();
-        let mut answer = brain.decide(&obs, &registry);
-        let kind = loop {
-            match answer {
-                Thinking::Done(Ok((_, kind))) => break kind,
-                Thinking::Done(Err(e)) => panic!("{e}"),
-                Thinking::Pending => {
-                    brain.wait(Duration::from_millis(50));
-                    answer = brain.poll(&mut events);
-                }
-            }
-        };
-        let wall = t0.elapsed().as_secs_f64() * 1e3;
+        let (wall, kind, events) = decide_once(&mut brain, &moved(i), &registry);
         let call = events.iter().find_map(|e| match e {
             EventKind::LlmCall(c) if c.purpose == "decide" => Some(c.clone()),
             _ => None,
@@ -394,6 +473,30 @@ fn real_beside_mock(n: usize) {
                 "tokens",
             );
         }
+    }
+    // Issue 40: a decision asked while a background summary holds the only slot.
+    let behind = n.min(5);
+    for (id, slots, label) in [
+        (
+            "llm.real.decision_behind_summary",
+            None,
+            "llama.cpp server: decide → decision while a summary is being written (slots = 1: the summary yields)",
+        ),
+        (
+            "llm.real.decision_behind_summary_unlimited",
+            Some(0),
+            "llama.cpp server: the same with slots = 0 (no limit: the server queues the decision)",
+        ),
+    ] {
+        let config = LlmConfig {
+            base_url: Some(real.base_url().to_string()),
+            timeout_s: 300.0,
+            max_retries: 0,
+            cooldown_after: 1_000_000,
+            slots,
+            ..LlmConfig::default()
+        };
+        percentiles(id, label, decisions_behind_a_summary(&config, behind));
     }
 }
 
