@@ -11,7 +11,10 @@
 //! - engine: `Engine::submit(say)` + one tick until the template's `speech`
 //!   event is out (text voice, so no speech synthesis is timed);
 //! - model summary: the summary written by a model behind `mock-llm` on
-//!   loopback answering after 800 ms, and its ratio to the template's p99.
+//!   loopback answering after 800 ms, and its ratio to the template's p99;
+//! - semantic: the semantic fallback's index (`[home] semantic`) built for
+//!   the apartment with all-MiniLM-L6-v2 from `./x setup`, and one lookup
+//!   (the sentence embedded, compared with every template).
 //!
 //! Run with `cargo bench -p robobrain-core --bench home`.
 
@@ -189,10 +192,61 @@ fn model_summary() -> f64 {
     p50
 }
 
+/// The semantic fallback: building its index for the apartment (once, on
+/// this thread; the engine builds it on its own) and one lookup.
+fn semantic() {
+    let mut home = Home::load(&home_config(), "apartment", "bench").unwrap();
+    let t0 = Instant::now();
+    home.enable_semantic(
+        robobrain_core::memory::MemoryConfig::default().model_path(),
+        true,
+    );
+    let build_s = t0.elapsed().as_secs_f64();
+    let index = home
+        .semantic
+        .as_ref()
+        .unwrap()
+        .index()
+        .expect("the index is built (`./x setup` fetches the model)");
+    println!(
+        "semantic index: {} templates in {build_s:.2} s",
+        index.len()
+    );
+    figures::record(
+        "home.semantic_index_build",
+        &format!(
+            "the semantic fallback's index for the apartment ({} templates)",
+            index.len()
+        ),
+        build_s,
+        "s",
+    );
+    let sentences = [
+        "make the kitchen bright",
+        "could you get the front door lock unlocked",
+        "the living room is too dark",
+        "shut the blinds in the bedroom",
+    ];
+    let mut us = Vec::with_capacity(400);
+    for i in 0..420 {
+        let t = Instant::now();
+        std::hint::black_box(index.nearest(sentences[i % sentences.len()]));
+        if i >= 20 {
+            us.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    report(
+        Some("home.semantic_lookup"),
+        "semantic fallback: one lookup (embed the sentence, compare with every template)",
+        us,
+    );
+}
+
 fn main() {
     let turn_p99 = intent_and_turn();
     let engine_p99 = engine_template();
     let summary_p50 = model_summary();
+    semantic();
     println!(
         "ratio: model summary p50 / first template bound p99 = {:.0}× (turn), {:.0}× (engine tick)",
         summary_p50 / turn_p99,
