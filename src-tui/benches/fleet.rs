@@ -474,40 +474,6 @@ fn main() {
         &latencies,
         "ms",
     );
-    let page: Vec<f64> = page_seen.lock().unwrap().iter().map(|&(_, l)| l).collect();
-    assert!(!page.is_empty(), "no robot's event reached a page");
-    let mut sorted = page.clone();
-    sorted.sort_by(f64::total_cmp);
-    println!(
-        "event → page (serve --fleet, WebSocket; {PAGES} pages each following a robot): \
-         p50 {} ms, p99 {} ms, max {} ms ({} events)",
-        figures::percentile(&sorted, 0.5),
-        figures::percentile(&sorted, 0.99),
-        figures::percentile(&sorted, 1.0),
-        sorted.len()
-    );
-    figures::record_spread(
-        "fleet.event_to_page",
-        &format!("event emitted → a page's WebSocket through serve --fleet, {robots} robots"),
-        &page,
-        "ms",
-    );
-    println!(
-        "page server (serve --fleet, {PAGES} pages): {:.1} % CPU, {server_rss:.1} MiB",
-        pct(used[2])
-    );
-    figures::record(
-        "fleet.page_server_cpu",
-        "serve --fleet CPU",
-        pct(used[2]),
-        "%",
-    );
-    figures::record(
-        "fleet.page_server_rss",
-        "serve --fleet RSS",
-        server_rss,
-        "MiB",
-    );
     let brains_cpu: f64 = used[3..].iter().sum();
     println!(
         "console: {:.1} % CPU, {console_rss:.1} MiB; broker: {:.1} % CPU, {broker_rss:.1} MiB; \
@@ -557,6 +523,41 @@ fn main() {
         "publishing / silent tick p99",
         fleet_p99 / silent_p99,
         "×",
+    );
+    // The page last: the figures above are printed even when it fails.
+    let page: Vec<f64> = page_seen.lock().unwrap().iter().map(|&(_, l)| l).collect();
+    assert!(!page.is_empty(), "no robot's event reached a page");
+    let mut sorted = page.clone();
+    sorted.sort_by(f64::total_cmp);
+    println!(
+        "event → page (serve --fleet, WebSocket; {PAGES} pages each following a robot): \
+         p50 {} ms, p99 {} ms, max {} ms ({} events)",
+        figures::percentile(&sorted, 0.5),
+        figures::percentile(&sorted, 0.99),
+        figures::percentile(&sorted, 1.0),
+        sorted.len()
+    );
+    figures::record_spread(
+        "fleet.event_to_page",
+        &format!("event emitted → a page's WebSocket through serve --fleet, {robots} robots"),
+        &page,
+        "ms",
+    );
+    println!(
+        "page server (serve --fleet, {PAGES} pages): {:.1} % CPU, {server_rss:.1} MiB",
+        pct(used[2])
+    );
+    figures::record(
+        "fleet.page_server_cpu",
+        "serve --fleet CPU",
+        pct(used[2]),
+        "%",
+    );
+    figures::record(
+        "fleet.page_server_rss",
+        "serve --fleet RSS",
+        server_rss,
+        "MiB",
     );
     let _ = std::fs::remove_dir_all(&root);
 }
