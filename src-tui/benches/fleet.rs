@@ -4,7 +4,8 @@
 //! 1. `robobrain fleet up` for 10, 20 and 30 robots: the time until every
 //!    robot is visible, as `fleet up` prints it.
 //! 2. `fleet up --robots 100 --say patrol` (every robot a `headless`
-//!    process at 1× real time, patrolling), five more brains patrolling the
+//!    process at 1× real time, patrolling in rounds every
+//!    [`PATROL_INTERVAL_S`]), five more brains patrolling the
 //!    same world with no `[fleet]` (they publish nothing), the real
 //!    `robobrain fleet` console in tmux, and an operator connection in this
 //!    process that reads what the console reads; and the page's server,
@@ -38,6 +39,12 @@ use futures_util::{SinkExt, StreamExt};
 use robobrain_core::fleet::{ClientEvent, FleetClient, FleetView};
 use robobrain_core::runtime::TickSummary;
 use tokio_tungstenite::tungstenite::Message;
+
+/// Seconds between patrol rounds (`PATROL_INTERVAL`, docs/patrol.md): a
+/// round of the apartment takes about a minute at 1× real time, so without
+/// rounds the robots would go idle inside the measured window; with them a
+/// robot that has finished starts again within this long.
+const PATROL_INTERVAL_S: &str = "10";
 
 /// Brains that patrol like the fleet's but publish nothing.
 const SILENT: usize = 5;
@@ -112,6 +119,8 @@ fn fleet_up(bin: &Path, config: &Path, dir: &Path, robots: usize, port: u16, say
         .args(["--port", &port.to_string(), "--dir"])
         .arg(dir)
         .args(say.iter().flat_map(|s| ["--say", s]))
+        // Inherited by every robot fleet up starts.
+        .env("PATROL_INTERVAL", PATROL_INTERVAL_S)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -325,6 +334,7 @@ fn main() {
                 .arg(self::config(&root, &format!("silent-{i}")))
                 .args(["headless", "--say", "patrol", "--ticks"])
                 .arg(ticks)
+                .env("PATROL_INTERVAL", PATROL_INTERVAL_S)
                 // Kept open: the run goes on until the signal.
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
