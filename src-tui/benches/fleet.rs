@@ -164,6 +164,46 @@ fn fleet_pids(dir: &Path) -> (u32, Vec<u32>) {
     (broker, robots)
 }
 
+/// Adds the bench's own observer to the broker `fleet up` started in `dir`
+/// (pid `broker`) and returns its password file. The broker gives every
+/// connection its user's name as its client id (`use_username_as_clientid`,
+/// docs/fleet.md), so two connections of one user take each other's place:
+/// the console logs in as `operator`, the page's server as `viewer`, and
+/// this observer needs a user of its own — added as docs/fleet.md says
+/// (`mosquitto_passwd`), with read access in the ACL, and the broker told
+/// to read both again (SIGHUP).
+fn add_observer(dir: &Path, broker: u32) -> PathBuf {
+    use std::io::Write;
+    let password = "bench-observer";
+    let status = Command::new("mosquitto_passwd")
+        .arg("-b")
+        .arg(dir.join("passwd"))
+        .args([OBSERVER, password])
+        .status()
+        .expect("mosquitto_passwd runs (./x setup installs mosquitto)");
+    assert!(status.success(), "mosquitto_passwd failed");
+    let mut acl = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("acl"))
+        .unwrap();
+    writeln!(
+        acl,
+        "\nuser {OBSERVER}\ntopic read robobrain/#\ntopic read uagv/#"
+    )
+    .unwrap();
+    let status = Command::new("kill")
+        .args(["-HUP", &broker.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "the broker did not take SIGHUP");
+    let file = dir.join("observer.password");
+    std::fs::write(&file, password).unwrap();
+    file
+}
+
+/// The bench observer's user on the broker ([`add_observer`]).
+const OBSERVER: &str = "observer";
+
 /// A process's CPU time so far (user + system), from `/proc/PID/stat`.
 fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -217,7 +257,8 @@ fn serve_fleet(bin: &Path, config: &Path, url: &str, password: &Path) -> (Child,
         .arg("--config")
         .arg(config)
         .args(["serve", "--listen", "127.0.0.1:0", "--fleet", url])
-        .args(["--user", "operator", "--password-file"])
+        // Not `operator`: that is the console's connection (see `add_observer`).
+        .args(["--user", "viewer", "--password-file"])
         .arg(password)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -321,6 +362,7 @@ fn main() {
         "s",
     );
     let (broker, brains) = fleet_pids(&dir);
+    let observer = add_observer(&dir, broker);
     // Brains that publish nothing, on the same world and settings.
     let silent_ticks: Vec<PathBuf> = (1..=SILENT)
         .map(|i| root.join(format!("silent-{i}.json")))
@@ -361,14 +403,12 @@ fn main() {
     assert!(status.success(), "tmux new-session failed");
     let console = pane_robobrain(&session);
     // The page's server on the same broker.
-    let (mut server, addr) = serve_fleet(&bin, &config, &url, &password);
+    let (mut server, addr) = serve_fleet(&bin, &config, &url, &dir.join("viewer.password"));
     let page_seen = Arc::new(Mutex::new(Vec::new()));
 
     // This process reads what the console reads, as the operator.
-    let mut mqtt =
-        robobrain_core::fleet::connection(&url, Some("operator"), None, Some(&password), None)
-            .unwrap();
-    mqtt.client_id = format!("rb-bench-fleet-{}", std::process::id());
+    let mqtt = robobrain_core::fleet::connection(&url, Some(OBSERVER), None, Some(&observer), None)
+        .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
