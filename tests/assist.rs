@@ -231,3 +231,29 @@ fn hassil_runs_as_the_peer_on_the_same_sentences() {
         "hassil with no area acts on nothing: {here}"
     );
 }
+
+/// The semantic fallback in a batch run (`--semantic`): a paraphrase that
+/// neither grammar nor rule matches (tests/fixtures/assist-semantic) is
+/// taken by the semantic row and acts; without the flag the same sentence
+/// is not understood and nothing changes.
+#[test]
+fn assist_semantic_takes_what_nothing_else_understood() {
+    let run = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "assist",
+            "--dataset",
+            "tests/fixtures/assist-semantic",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = robobrain(&args, "");
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    let plain = run(&[]);
+    assert_eq!(plain["results"][0]["passed"], false, "{plain}");
+    let semantic = run(&["--semantic"]);
+    let result = &semantic["results"][0];
+    assert_eq!(result["passed"], true, "{result}");
+    assert_eq!(result["turn"]["understander"], "semantic", "{result}");
+}

@@ -3,7 +3,9 @@
 //! engine with the rule brain (no model) — Home Assistant's grammar first,
 //! unless the config's `[home] grammar = false` — and prints the pass rate per category, language and home
 //! locale, and overall. With `--model`, what the path misses goes to the
-//! configured model, and the report ends with what the model contributed.
+//! configured model, and the report ends with what the model contributed;
+//! with `--semantic` (or `[home] semantic`) the semantic fallback is a row
+//! of the pipeline, each home's index built before its first sentence.
 //! A malformed file is named by file:line:col (exit 2);
 //! a finished run exits 0 whatever its pass rate — it is a measurement.
 
@@ -11,7 +13,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args as ClapArgs;
 use robobrain_core::assist::{load_dataset, runner};
 use robobrain_core::engine::assist::EngineAssistant;
@@ -39,13 +41,33 @@ pub(crate) struct Args {
     /// intent role) and report what the model contributed.
     #[arg(long)]
     pub model: bool,
+    /// Turn the semantic fallback on (as `[home] semantic = true` does):
+    /// what no grammar or rule understood goes to the nearest of Home
+    /// Assistant's own sentences by sentence embedding (docs/intents.md).
+    #[arg(long)]
+    pub semantic: bool,
 }
 
 /// Runs the dataset and prints the report.
 pub(crate) fn run(config: &robobrain_core::config::Config, args: &Args) -> Result<ExitCode> {
     let homes = load_dataset(&args.dataset).context("loading the dataset")?;
+    let semantic = args.semantic || config.home.semantic;
     let mut assistant: Box<dyn runner::Assistant> = if args.path == "commands" {
+        if semantic {
+            bail!(
+                "the semantic fallback is a row of the engine's pipeline: drop `--path commands`"
+            );
+        }
         Box::new(runner::CommandAssistant::default())
+    } else if semantic {
+        if let Some(missing) = config.memory.model_missing() {
+            bail!(
+                "the semantic fallback needs the sentence model: {missing}; `./x setup` fetches it"
+            );
+        }
+        Box::new(
+            EngineAssistant::with_grammar(&config.home).with_semantic(config.memory.model_path()),
+        )
     } else {
         Box::new(EngineAssistant::with_grammar(&config.home))
     };

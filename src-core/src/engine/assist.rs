@@ -20,6 +20,7 @@ use crate::assist::runner::{Assistant, Turn};
 use crate::config::Config;
 use crate::devices::{DeviceWorld, SimBackend};
 use crate::engine::Engine;
+use crate::hci::semantic::Semantic;
 use crate::hci::{self, Home};
 use crate::protocol::{ApprovalStatus, Command, EventKind, Origin, SpeechTrack};
 use crate::world::World;
@@ -82,6 +83,38 @@ pub struct EngineAssistant {
     config: Config,
     /// Where the request comes from (a case's `context_device`'s area).
     here: Option<(String, String)>,
+    /// The semantic fallback, when asked for ([`Self::with_semantic`]).
+    semantic: Option<SemanticIndexes>,
+}
+
+/// The semantic fallback for a batch run: the sentence model's folder and
+/// one index per home, built on the home's first sentence (on this thread,
+/// before its latency is timed) and kept for the home's other sentences.
+#[derive(Debug)]
+struct SemanticIndexes {
+    model_dir: std::path::PathBuf,
+    by_home: std::collections::HashMap<String, Semantic>,
+}
+
+impl SemanticIndexes {
+    /// Gives `home` its index: the one built for a home with the same name,
+    /// room names and device names, or a new one.
+    fn attach(&mut self, home: &mut Home) {
+        let world = &home.devices;
+        let key = std::iter::once(world.name())
+            .chain(world.rooms().iter().map(|r| r.name.as_str()))
+            .chain(world.devices().iter().map(|d| d.name.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if let Some(index) = self.by_home.get(&key) {
+            home.semantic = Some(index.clone());
+            return;
+        }
+        home.enable_semantic(self.model_dir.clone(), true);
+        if let Some(index) = &home.semantic {
+            self.by_home.insert(key, index.clone());
+        }
+    }
 }
 
 impl Default for EngineAssistant {
@@ -93,7 +126,11 @@ impl Default for EngineAssistant {
         config.home.hour = Some(12.0);
         // A batch run is text only: no speech is synthesised.
         config.speech.voice = crate::voice::VoiceChoice::Text;
-        Self { config, here: None }
+        Self {
+            config,
+            here: None,
+            semantic: None,
+        }
     }
 }
 
@@ -106,6 +143,18 @@ impl EngineAssistant {
         me.config.home.grammar = home.grammar;
         me.config.home.intents.clone_from(&home.intents);
         me
+    }
+
+    /// With the semantic fallback (`[home] semantic`), the sentence model
+    /// in `model_dir`: each home's index is built once, before its first
+    /// sentence is timed.
+    #[must_use]
+    pub fn with_semantic(mut self, model_dir: std::path::PathBuf) -> Self {
+        self.semantic = Some(SemanticIndexes {
+            model_dir,
+            by_home: std::collections::HashMap::new(),
+        });
+        self
     }
 }
 
@@ -144,6 +193,9 @@ impl Assistant for EngineAssistant {
         match Home::new(world, Vec::new(), &self.config.home, "assist") {
             Ok(mut home) => {
                 home.context_area.clone_from(&self.here);
+                if let Some(semantic) = &mut self.semantic {
+                    semantic.attach(&mut home);
+                }
                 *hci::lock(engine.home()) = home;
             }
             Err(e) => {
