@@ -233,12 +233,14 @@ fn hassil_runs_as_the_peer_on_the_same_sentences() {
 }
 
 /// The semantic fallback in a batch run (`--semantic`): a paraphrase that
-/// neither grammar nor rule matches (tests/fixtures/assist-semantic) is
-/// taken by the semantic row and acts; without the flag the same sentence
-/// is not understood and nothing changes.
+/// neither grammar nor rule matches (tests/fixtures/assist-semantic) goes
+/// to the semantic row, and each sentence's trace says what every row made
+/// of it — here that the row could not choose between opening and closing
+/// the blinds, so nothing moved. Without the flag the row is off, and the
+/// trace says that. (The row taking a sentence: `engine::understanding`.)
 #[test]
-fn assist_semantic_takes_what_nothing_else_understood() {
-    let run = |extra: &[&str]| -> Value {
+fn assist_semantic_puts_the_row_in_the_pipeline_and_the_trace_says_why() {
+    let trace_of = |extra: &[&str]| -> String {
         let mut args = vec![
             "assist",
             "--dataset",
@@ -248,12 +250,27 @@ fn assist_semantic_takes_what_nothing_else_understood() {
         args.extend_from_slice(extra);
         let out = robobrain(&args, "");
         assert_eq!(out.code, 0, "{}", out.stderr);
-        serde_json::from_str(&out.stdout).unwrap()
+        let report: Value = serde_json::from_str(&out.stdout).unwrap();
+        let result = &report["results"][0];
+        assert_eq!(result["passed"], false, "{result}");
+        result["turn"]["trace"].as_str().unwrap().to_string()
     };
-    let plain = run(&[]);
-    assert_eq!(plain["results"][0]["passed"], false, "{plain}");
-    let semantic = run(&["--semantic"]);
-    let result = &semantic["results"][0];
-    assert_eq!(result["passed"], true, "{result}");
-    assert_eq!(result["turn"]["understander"], "semantic", "{result}");
+    let row = |trace: &str| -> String {
+        trace
+            .split("; ")
+            .find(|r| r.starts_with("semantic passed: "))
+            .unwrap_or_else(|| panic!("no semantic row in {trace}"))
+            .to_string()
+    };
+    let off = trace_of(&[]);
+    assert!(off.contains("home_grammar passed: "), "{off}");
+    assert_eq!(
+        row(&off),
+        "semantic passed: off (`[home] semantic = false`)"
+    );
+    let on = row(&trace_of(&["--semantic"]));
+    assert!(
+        on.starts_with("semantic passed: cannot choose between ") && on.contains("Bedroom Blinds"),
+        "{on}"
+    );
 }

@@ -251,6 +251,9 @@ impl Assistant for EngineAssistant {
                         }
                         turn.calls.push(format!("{intent} {}", json!(args)));
                     }
+                    EventKind::Understanding { trace, .. } if turn.trace.is_none() => {
+                        turn.trace = Some(trace.text());
+                    }
                     EventKind::Speech { text, track, .. } => {
                         if track == SpeechTrack::Answer {
                             turn.note = Some(text.clone());

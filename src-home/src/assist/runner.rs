@@ -68,6 +68,11 @@ pub struct Turn {
     /// What the model did, when the sentence went to one (`assist --model`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelUse>,
+    /// The language pipeline's trace in words (its `understanding` event):
+    /// who took the sentence and why each row before it passed — what
+    /// explains a misunderstood sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// A model's part in one sentence: the rules missed it and the model was asked.
@@ -645,6 +650,9 @@ pub fn render_failures(report: &AssistReport) -> String {
             r.sentence,
             r.reason.as_deref().unwrap_or("")
         );
+        if let Some(trace) = &r.turn.trace {
+            let _ = writeln!(out, "     understood: {trace}");
+        }
     }
     out
 }
