@@ -294,6 +294,7 @@ fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
         "pids",
         "robot-1.password",
         "operator.password",
+        "page.password",
         "viewer.password",
         "robot-1.toml",
         "robot-1/stderr.log",
@@ -322,7 +323,7 @@ fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
     assert!(argv.contains("mosquitto_passwd -U "), "{argv}");
     assert!(argv.contains("mosquitto -c "), "{argv}");
     let mut passwords = 0;
-    for user in ["robot-1", "operator", "viewer"] {
+    for user in ["robot-1", "operator", "page", "viewer"] {
         let secret = std::fs::read_to_string(fleet.join(format!("{user}.password"))).unwrap();
         assert!(secret.len() >= 16, "{user}: {secret:?}");
         assert!(
@@ -337,8 +338,19 @@ fn fleet_up_keeps_passwords_off_command_lines_and_its_files_private() {
         assert!(hashed.contains(&format!("{user}:$7$")), "{hashed}");
         passwords += 1;
     }
-    assert_eq!(passwords, 3);
+    assert_eq!(passwords, 4);
     let acl = std::fs::read_to_string(fleet.join("acl")).unwrap();
+    // The page's own operator login, so the console and the page do not
+    // take each other's place (one client id per user), and its command.
+    assert!(
+        acl.contains("user page\ntopic readwrite robobrain/#\ntopic readwrite uagv/#"),
+        "{acl}"
+    );
+    assert!(
+        said.contains("page:   robobrain serve --fleet mqtt://127.0.0.1:")
+            && said.contains("--user page --password-file "),
+        "{said}"
+    );
     assert!(
         acl.contains("user viewer\ntopic read robobrain/#\ntopic read uagv/#"),
         "the viewer docs/fleet.md describes: {acl}"

@@ -168,7 +168,7 @@ fn fleet_pids(dir: &Path) -> (u32, Vec<u32>) {
 /// (pid `broker`) and returns its password file. The broker gives every
 /// connection its user's name as its client id (`use_username_as_clientid`,
 /// docs/fleet.md), so two connections of one user take each other's place:
-/// the console logs in as `operator`, the page's server as `viewer`, and
+/// the console logs in as `operator`, the page's server as `page`, and
 /// this observer needs a user of its own — added as docs/fleet.md says
 /// (`mosquitto_passwd`), with read access in the ACL, and the broker told
 /// to read both again (SIGHUP).
@@ -257,8 +257,8 @@ fn serve_fleet(bin: &Path, config: &Path, url: &str, password: &Path) -> (Child,
         .arg("--config")
         .arg(config)
         .args(["serve", "--listen", "127.0.0.1:0", "--fleet", url])
-        // Not `operator`: that is the console's connection (see `add_observer`).
-        .args(["--user", "viewer", "--password-file"])
+        // The page's own login, as `fleet up` prints it (see `add_observer`).
+        .args(["--user", "page", "--password-file"])
         .arg(password)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -403,7 +403,7 @@ fn main() {
     assert!(status.success(), "tmux new-session failed");
     let console = pane_robobrain(&session);
     // The page's server on the same broker.
-    let (mut server, addr) = serve_fleet(&bin, &config, &url, &dir.join("viewer.password"));
+    let (mut server, addr) = serve_fleet(&bin, &config, &url, &dir.join("page.password"));
     let page_seen = Arc::new(Mutex::new(Vec::new()));
 
     // This process reads what the console reads, as the operator.

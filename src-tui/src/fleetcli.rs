@@ -18,6 +18,11 @@ use robobrain_core::fleet::{ClientEvent, FleetClient, FleetView};
 
 /// The operator's user name on a broker `fleet up` starts.
 pub(crate) const OPERATOR: &str = "operator";
+/// The fleet page's user there (`serve --fleet`, the desktop app): an
+/// operator too, but a user of its own, because the broker gives each
+/// connection its user name as client id (`use_username_as_clientid`), and
+/// two connections of one user would take each other's place over and over.
+const PAGE: &str = "page";
 /// The viewer's user name there: it may read everything, command nothing.
 const VIEWER: &str = "viewer";
 
@@ -181,6 +186,10 @@ fn up(
         dir.display()
     );
     println!(
+        "page:   robobrain serve --fleet {url} --user {PAGE} --password-file {}/{PAGE}.password",
+        dir.display()
+    );
+    println!(
         "stop:   robobrain fleet down --dir {}   (PIDs in {}/pids)",
         dir.display(),
         dir.display()
@@ -322,7 +331,11 @@ fn start_broker(dir: &Path, port: u16, ids: &[String]) -> Result<std::process::C
         })?,
     );
     let mut logins = String::new();
-    for user in ids.iter().map(String::as_str).chain([OPERATOR, VIEWER]) {
+    for user in ids
+        .iter()
+        .map(String::as_str)
+        .chain([OPERATOR, PAGE, VIEWER])
+    {
         let secret = password()?;
         write_private(&dir.join(format!("{user}.password")), &secret)?;
         let _ = writeln!(logins, "{user}:{secret}");
@@ -344,7 +357,7 @@ fn start_broker(dir: &Path, port: u16, ids: &[String]) -> Result<std::process::C
         );
     }
     let acl = dir.join("acl");
-    write_private(&acl, &mosquitto_acl(&[OPERATOR], &[VIEWER]))?;
+    write_private(&acl, &mosquitto_acl(&[OPERATOR, PAGE], &[VIEWER]))?;
     // A client's id is its user name: nobody takes over another's session
     // by connecting with its client id.
     let conf = format!(
