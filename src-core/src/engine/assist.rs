@@ -164,6 +164,28 @@ fn empty_world() -> DeviceWorld {
         .unwrap_or_else(|_| unreachable!("an empty world is valid"))
 }
 
+impl EngineAssistant {
+    /// A fresh engine on [`ASSIST_WORLD`], or why not.
+    fn engine(&self) -> Result<Engine, String> {
+        let place = World::from_toml_str(ASSIST_WORLD, std::path::Path::new("<assist world>"))
+            .map_err(|e| format!("the assist world is invalid: {e}"))?;
+        Engine::simulated(&self.config, place).map_err(|e| format!("the engine did not start: {e}"))
+    }
+
+    /// Makes `world` `engine`'s home, with the case's "here" (and the
+    /// semantic fallback's index, when on), or says why the home refused it.
+    fn install_home(&mut self, engine: &Engine, world: DeviceWorld) -> Result<(), String> {
+        let mut home = Home::new(world, Vec::new(), &self.config.home, "assist")
+            .map_err(|e| format!("the home was refused: {e}"))?;
+        home.context_area.clone_from(&self.here);
+        if let Some(semantic) = &mut self.semantic {
+            semantic.attach(&mut home);
+        }
+        *hci::lock(engine.home()) = home;
+        Ok(())
+    }
+}
+
 impl Assistant for EngineAssistant {
     fn name(&self) -> &'static str {
         "engine"
@@ -175,33 +197,16 @@ impl Assistant for EngineAssistant {
 
     fn handle(&mut self, sentence: &str, world: DeviceWorld) -> (DeviceWorld, Turn) {
         let mut turn = Turn::default();
-        let place = match World::from_toml_str(ASSIST_WORLD, std::path::Path::new("<assist world>"))
-        {
-            Ok(w) => w,
-            Err(e) => {
-                turn.note = Some(format!("the assist world is invalid: {e}"));
+        let mut engine = match self.engine() {
+            Ok(engine) => engine,
+            Err(why) => {
+                turn.note = Some(why);
                 return (world, turn);
             }
         };
-        let mut engine = match Engine::simulated(&self.config, place) {
-            Ok(e) => e,
-            Err(e) => {
-                turn.note = Some(format!("the engine did not start: {e}"));
-                return (world, turn);
-            }
-        };
-        match Home::new(world, Vec::new(), &self.config.home, "assist") {
-            Ok(mut home) => {
-                home.context_area.clone_from(&self.here);
-                if let Some(semantic) = &mut self.semantic {
-                    semantic.attach(&mut home);
-                }
-                *hci::lock(engine.home()) = home;
-            }
-            Err(e) => {
-                turn.note = Some(format!("the home was refused: {e}"));
-                return (empty_world(), turn);
-            }
+        if let Err(why) = self.install_home(&engine, world) {
+            turn.note = Some(why);
+            return (empty_world(), turn);
         }
         let started = std::time::Instant::now();
         engine.submit(
