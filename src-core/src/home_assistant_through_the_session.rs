@@ -257,6 +257,11 @@ async fn home_assistant_discovers_the_robot_and_its_buttons_reach_the_kernel() {
 
     // Every config is where discovery wants it and valid for its component.
     ha.until_configs(9).await;
+    // The robot says it is online after its configs: once that has reached
+    // a client it is in the broker's store too, so the late client below
+    // can only get it from there, retained (before, under load, the late
+    // client could subscribe first and hear it live).
+    ha.until("robobrain/rb_test/availability", "online").await;
     // …and retained: a client that comes later gets them from the broker's
     // store — and not the removed Resume.
     let mut late = HaClient::start(MqttOptions::new("ha-late", "127.0.0.1", broker.port));
