@@ -1677,6 +1677,19 @@ room = "kitchen"
             .unwrap_or_else(|| panic!("not understood: {text}"))
     }
 
+    /// `text` understood as exactly the calls `want`, answered in its own
+    /// language.
+    fn does(home: &mut Home, text: &str, want: &[(String, String, Value)]) {
+        let t = turn(home, text);
+        assert_eq!(calls(&t), want, "{text}");
+        in_language(&t, text);
+    }
+
+    /// The devices a turn's calls go to, in order.
+    fn devices_of(turn: &Turn) -> Vec<String> {
+        calls(turn).into_iter().map(|c| c.0).collect()
+    }
+
     /// Each line said in Chinese for a Chinese sentence, English for an
     /// English one, and none with an empty slot.
     fn in_language(turn: &Turn, text: &str) {
@@ -1721,9 +1734,7 @@ room = "kitchen"
             ("让扫地机器人回基站", "return_to_base", json!({})),
             ("打扫厨房", "clean_area", json!({"area": "厨房"})),
         ] {
-            let t = turn(&mut home, text);
-            assert_eq!(calls(&t), vec![call(v, action, args)], "{text}");
-            in_language(&t, text);
+            does(&mut home, text, &[call(v, action, args)]);
         }
         assert_eq!(home.devices.get(v).unwrap().state["status"], "cleaning");
     }
@@ -1736,19 +1747,19 @@ room = "kitchen"
             "给花园浇水",
             "turn on the garden irrigation",
         ] {
-            let t = turn(&mut home, text);
-            assert_eq!(
-                calls(&t),
-                vec![call("garden_irrigation", "open", json!({}))],
-                "{text}"
+            does(
+                &mut home,
+                text,
+                &[call("garden_irrigation", "open", json!({}))],
             );
-            in_language(&t, text);
         }
         assert_eq!(home.devices.get("gas_valve").unwrap().state["open"], false);
         // Without a room, every water valve and none of the gas.
         let t = turn(&mut home, "water the plants");
-        let devices: Vec<String> = calls(&t).into_iter().map(|c| c.0).collect();
-        assert_eq!(devices, vec!["garden_irrigation", "mower_shed_water"]);
+        assert_eq!(
+            devices_of(&t),
+            vec!["garden_irrigation", "mower_shed_water"]
+        );
         // "irrigation" names the valve; the verb says what to do with it.
         let t = turn(&mut home, "close the garden irrigation");
         assert_eq!(
@@ -1765,13 +1776,11 @@ room = "kitchen"
             "lock the front door",
             "把门锁锁上",
         ] {
-            let t = turn(&mut home, text);
-            assert_eq!(
-                calls(&t),
-                vec![call("front_door_lock", "lock", json!({}))],
-                "{text}"
+            does(
+                &mut home,
+                text,
+                &[call("front_door_lock", "lock", json!({}))],
             );
-            in_language(&t, text);
         }
     }
 
@@ -1791,13 +1800,11 @@ room = "kitchen"
             ("删除购物清单里的牛奶", "remove_item", "牛奶"),
             ("把上海青从购物清单删掉", "remove_item", "上海青"),
         ] {
-            let t = turn(&mut home, text);
-            assert_eq!(
-                calls(&t),
-                vec![call(list, action, json!({"item": item}))],
-                "{text}"
+            does(
+                &mut home,
+                text,
+                &[call(list, action, json!({"item": item}))],
             );
-            in_language(&t, text);
         }
         let state = &home.devices.get(list).unwrap().state;
         assert_eq!(state["items"], json!([]), "{state:?}");
@@ -1815,8 +1822,7 @@ room = "kitchen"
             ("打开楼下的灯", vec!["kitchen_light"]),
         ] {
             let t = turn(&mut home, text);
-            let got: Vec<String> = calls(&t).into_iter().map(|c| c.0).collect();
-            assert_eq!(got, devices, "{text}");
+            assert_eq!(devices_of(&t), devices, "{text}");
             in_language(&t, text);
         }
     }
@@ -1862,9 +1868,7 @@ room = "kitchen"
                 call("bedroom_ac", "set_temperature", json!({"temperature": 26})),
             ),
         ] {
-            let t = turn(&mut home, text);
-            assert_eq!(calls(&t), vec![call_], "{text}");
-            in_language(&t, text);
+            does(&mut home, text, &[call_]);
         }
         // Two air conditioners and no room: asked, not guessed.
         let t = turn(&mut home, "a bit warmer");
@@ -1880,8 +1884,11 @@ room = "kitchen"
         ] {
             let mut home = apartment();
             let t = turn(&mut home, text);
-            let got: Vec<String> = calls(&t).into_iter().map(|c| c.0).collect();
-            assert_eq!(got, vec!["bedroom_light", "bedside_lamp"], "{text}");
+            assert_eq!(
+                devices_of(&t),
+                vec!["bedroom_light", "bedside_lamp"],
+                "{text}"
+            );
             in_language(&t, text);
         }
     }
