@@ -5,7 +5,7 @@
 //! (held by a socket on a port of that domain), so tests in parallel never
 //! see each other's robots.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
@@ -180,6 +180,16 @@ impl FakeNav2 {
                 Err(_) => return None,
             }
         }
+    }
+
+    /// Every event until one holds `stop` (included), or `timeout`.
+    pub(crate) fn collect(&self, timeout: Duration, stop: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let seen = std::cell::RefCell::new(Vec::new());
+        self.wait_for(timeout, |e| {
+            seen.borrow_mut().push(e.clone());
+            stop(e)
+        });
+        seen.into_inner()
     }
 
     /// Writes a command line (`block`, `battery 19`, …) to the fake.
@@ -806,4 +816,63 @@ fn stops_cancel_only_the_goals_robobrain_sent() {
         assert!(!c["canceled"].as_array().unwrap().contains(&foreign), "{c}");
     }
     no_goal_twice(&mut fake);
+}
+
+/// Every service request robobrain sends is one rmw_cyclonedds would send:
+/// its request writer carries `clientid=…;` in USER_DATA, so the fake (as
+/// `rmw_send_response` does) answers only once it has matched the reply
+/// reader with the same id — none is lost for want of it; and its sequence
+/// number is the int64 of `cdds_request_header_t`, counting up from 1, not
+/// two 32-bit halves (`1 << 32` for the first, read as the int64 it is).
+#[test]
+fn service_requests_carry_a_client_id_and_a_64_bit_sequence_number() {
+    let dir = temp_dir("ros2-clientid");
+    let domain = Domain::take();
+    let fake = FakeNav2::start(&domain, &dir, &[]);
+    let db = dir.join("brain.db");
+    let mut brain = Brain::start_with(&domain.url(), &db, SPEED, &[], &["去卧室"]);
+    let events = fake.collect(Duration::from_secs(60), |e| e["event"] == "result");
+    let _ = brain.child.kill();
+    assert!(
+        events.last().is_some_and(|e| e["event"] == "result"),
+        "the navigation never ended: {events:?}"
+    );
+    let lost: Vec<_> = events
+        .iter()
+        .filter(|e| e["event"] == "lost_reply")
+        .collect();
+    assert!(lost.is_empty(), "replies lost: {lost:?}");
+    let requests: Vec<_> = events.iter().filter(|e| e["event"] == "request").collect();
+    let mut clients: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for r in &requests {
+        let id = r["clientid"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a request without a client id: {r}"));
+        clients
+            .entry(format!("{} {} {id}", r["action"], r["service"]))
+            .or_default()
+            .push(r["request_seq"].as_i64().unwrap());
+    }
+    for service in ["send_goal", "get_result"] {
+        assert!(
+            requests.iter().any(|r| r["service"] == service),
+            "no {service} request: {requests:?}"
+        );
+    }
+    let ids: BTreeSet<&str> = requests
+        .iter()
+        .filter_map(|r| r["clientid"].as_str())
+        .collect();
+    assert_eq!(
+        ids.len(),
+        clients.len(),
+        "one client id per service client: {clients:?}"
+    );
+    for (client, seqs) in &clients {
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]) && seqs.iter().all(|s| (1..1 << 20).contains(s)),
+            "{client}: the sequence numbers, read as the int64 they are, should count up from 1: \
+             {seqs:?}"
+        );
+    }
 }

@@ -75,8 +75,9 @@ const REJOIN_EVERY: Duration = Duration::from_secs(2);
 /// A status query waits this long for the status topic before answering `unknown`.
 const QUERY_PATIENCE: Duration = Duration::from_secs(3);
 /// A `send_goal` or `get_result` answer missing this long is looked for
-/// on the status topic (a reply can be lost: rmw_cyclonedds answers
-/// before it has matched a reader without its `clientid`).
+/// on the status topic (a reply can still be lost: rmw_cyclonedds gives up
+/// on a client whose reply reader it has not matched within 100 ms, and a
+/// network can drop it).
 const REPLY_PATIENCE: Duration = Duration::from_secs(2);
 /// Sends of one goal whose `send_goal` answer never came, before the link
 /// reports it rejected.

@@ -272,13 +272,12 @@ impl Context {
   pub(crate) fn create_datawriter<M, SA>(
     &self,
     topic: &Topic,
-    qos: Option<QosProfile>,
+    dds_qos: Option<QosPolicies>, // robobrain patch: DDS QoS, to carry USER_DATA
   ) -> CreateResult<no_key::DataWriter<M, SA>>
   where
     SA: SerializerAdapter<M>,
   {
-    let dds_qos = qos.map(QosPolicies::from);
-    Ok(
+        Ok(
       self
         .get_ros_default_publisher()
         .create_datawriter_no_key(topic, dds_qos)?,
@@ -288,14 +287,13 @@ impl Context {
   pub(crate) fn create_simpledatareader<M, DA>(
     &self,
     topic: &Topic,
-    qos: Option<QosProfile>,
+    dds_qos: Option<QosPolicies>, // robobrain patch: DDS QoS, to carry USER_DATA
   ) -> CreateResult<no_key::SimpleDataReader<M, DA>>
   where
     M: 'static,
     DA: 'static + DeserializerAdapter<M>,
   {
-    let dds_qos = qos.map(QosPolicies::from);
-    Ok(
+        Ok(
       self
         .get_ros_default_subscriber()
         .create_simple_datareader_no_key(topic, dds_qos)?,

@@ -1145,7 +1145,7 @@ impl Node {
   pub(crate) fn create_simpledatareader<D, DA>(
     &mut self,
     topic: &Topic,
-    qos: Option<QosProfile>,
+    qos: Option<QosPolicies>, // robobrain patch: DDS QoS, to carry USER_DATA
   ) -> CreateResult<no_key::SimpleDataReader<D, DA>>
   where
     D: 'static,
@@ -1159,7 +1159,7 @@ impl Node {
   pub(crate) fn create_datawriter<D, SA>(
     &mut self,
     topic: &Topic,
-    qos: Option<QosProfile>,
+    qos: Option<QosPolicies>, // robobrain patch: DDS QoS, to carry USER_DATA
   ) -> CreateResult<no_key::DataWriter<D, SA>>
   where
     SA: rustdds::no_key::SerializerAdapter<D>,

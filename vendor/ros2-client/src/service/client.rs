@@ -47,15 +47,21 @@ where
     qos_request: Option<QosProfile>,
     qos_response: Option<QosProfile>,
   ) -> CreateResult<Self> {
+    // robobrain patch: `clientid=…;` in USER_DATA on both endpoints, as
+    // rmw_cyclonedds does. Its service waits (100 ms) until it has matched
+    // the reply reader carrying the request writer's client id before it
+    // answers; without one it answers at once, to a reader it may not have
+    // matched yet, and the reply is lost.
+    let id = cyclone_endpoint_id(service_mapping, node, "clientid");
     let request_sender = node
       .create_datawriter::<RequestWrapper<Req>, ServiceSerializerAdapter<RequestWrapper<Req>>>(
         request_topic,
-        qos_request,
+        with_user_data(qos_request, &id),
       )?;
     let response_receiver =
       node.create_simpledatareader
       ::<ResponseWrapper<Resp>, ServiceDeserializerAdapter<ResponseWrapper<Resp>>>(
-        response_topic, qos_response)?;
+        response_topic, with_user_data(qos_response, &id))?;
 
     debug!(
       "Created new Client: request={} response={}",

@@ -50,3 +50,52 @@ pub enum ServiceMapping {
   ///   over actual network.
   Cyclone,
 }
+
+// robobrain patch: the endpoint ids rmw_cyclonedds puts in USER_DATA.
+
+/// `clientid=…;` / `serviceid=…;` for the USER_DATA of a service client's or
+/// server's two endpoints under the Cyclone mapping, `None` under the others.
+///
+/// As rmw_cyclonedds's `get_unique_csid` and `csid_to_string` make it: the
+/// participant's 12-byte GUID prefix and a big-endian counter, written as hex
+/// octets joined by dots (the first padded to two characters). A server
+/// compares the id on the request writer with the ids on the reply readers it
+/// has matched, so only its uniqueness matters.
+pub(crate) fn cyclone_endpoint_id(
+  mapping: ServiceMapping,
+  node: &crate::node::Node,
+  key: &str,
+) -> Option<Vec<u8>> {
+  use std::sync::atomic::{AtomicU32, Ordering};
+
+  use rustdds::RTPSEntity;
+  static COUNTER: AtomicU32 = AtomicU32::new(0);
+  if mapping != ServiceMapping::Cyclone {
+    return None;
+  }
+  let mut id = [0u8; 16];
+  id[..12].copy_from_slice(&node.ros_context.domain_participant().guid().to_bytes()[..12]);
+  id[12..].copy_from_slice(&(COUNTER.fetch_add(1, Ordering::Relaxed) + 1).to_be_bytes());
+  let mut text = format!("{key}={:>2x}", id[0]);
+  for b in &id[1..] {
+    text.push_str(&format!(".{b:x}"));
+  }
+  text.push(';');
+  Some(text.into_bytes())
+}
+
+/// The DDS QoS of `qos`, with `user_data` as its USER_DATA policy if given.
+pub(crate) fn with_user_data(
+  qos: Option<crate::qos::QosProfile>,
+  user_data: &Option<Vec<u8>>,
+) -> Option<rustdds::QosPolicies> {
+  let dds = qos.map(rustdds::QosPolicies::from);
+  match user_data {
+    None => dds,
+    Some(data) => Some(
+      dds
+        .unwrap_or_else(rustdds::QosPolicies::qos_none)
+        .with_user_data(data.clone()),
+    ),
+  }
+}

@@ -45,14 +45,16 @@ where
     qos_request: Option<QosProfile>,
     qos_response: Option<QosProfile>,
   ) -> CreateResult<Self> {
+    // robobrain patch: `serviceid=…;` in USER_DATA, as rmw_cyclonedds does.
+    let id = cyclone_endpoint_id(service_mapping, node, "serviceid");
     let request_receiver =
       node.create_simpledatareader
       ::<RequestWrapper<Req>, ServiceDeserializerAdapter<RequestWrapper<Req>>>(
-        request_topic, qos_request)?;
+        request_topic, with_user_data(qos_request, &id))?;
     let response_sender = node
       .create_datawriter::<ResponseWrapper<Resp>, ServiceSerializerAdapter<ResponseWrapper<Resp>>>(
         response_topic,
-        qos_response,
+        with_user_data(qos_response, &id),
       )?;
 
     debug!(

@@ -285,23 +285,25 @@ impl Message for BasicReplyHeader {}
 // https://github.com/ros2/rmw_cyclonedds/blob/master/rmw_cyclonedds_cpp/src/serdata.hpp
 // This is a header that Cyclone puts in DDS messages. Same header is used for
 // Request and Response.
+//
+// robobrain patch: rmw_cyclonedds's `cdds_request_header_t` is
+// `{ uint64_t guid; int64_t seq; }`, so the sequence number is one 64-bit
+// integer. It was written as two 32-bit halves, high first: in little-endian
+// CDR that is `seq << 32` to anyone who reads it as the int64 it is.
 #[derive(Serialize, Deserialize)]
 pub struct CycloneHeader {
   guid_second_half: [u8; 8], // CycloneDDS RMW only sends last 8 bytes of client GUID
-  sequence_number_high: i32,
-  sequence_number_low: u32,
+  sequence_number: i64,
 }
 impl CycloneHeader {
   fn new(r_id: RmwRequestId) -> Self {
-    let sn = SequenceNumber::from(r_id.sequence_number);
     let mut guid_second_half = [0; 8];
     // writer_gid means client GUID (i.e. request writer)
     guid_second_half.copy_from_slice(&r_id.writer_gid.to_bytes16()[8..16]);
 
     CycloneHeader {
       guid_second_half,
-      sequence_number_high: sn.high(),
-      sequence_number_low: sn.low(),
+      sequence_number: r_id.sequence_number,
     }
   }
 }
@@ -348,10 +350,7 @@ fn cyclone_unwrap<R: Message>(
 
     let req_id = RmwRequestId {
       writer_gid: crate::gid::Gid::from(GUID::from_bytes(client_guid_bytes)),
-      sequence_number: i64::from(SequenceNumber::from_high_low(
-        header.sequence_number_high,
-        header.sequence_number_low,
-      )),
+      sequence_number: header.sequence_number,
     };
     Ok((req_id, response))
   }

@@ -210,6 +210,7 @@ impl QosPolicyBuilder {
       // (drop glue) which is incompatible with `const fn`, and the built-in QoS
       // policies never need it. Set it via `QosPolicies::with_data_representation`.
       data_representation: None,
+      user_data: None,
       #[cfg(feature = "security")]
       property: None,
     }
@@ -235,6 +236,8 @@ pub struct QosPolicies {
   pub(crate) resource_limits: Option<policy::ResourceLimits>,
   pub(crate) lifespan: Option<policy::Lifespan>,
   pub(crate) data_representation: Option<policy::DataRepresentation>,
+  // robobrain patch: USER_DATA (DDS v1.4 Section 2.2.3.1), announced in SEDP.
+  pub(crate) user_data: Option<Vec<u8>>,
   #[cfg(feature = "security")]
   pub(crate) property: Option<policy::Property>,
 }
@@ -338,6 +341,21 @@ impl QosPolicies {
     self.property.clone()
   }
 
+  /// The USER_DATA QoS policy (DDS v1.4 Section 2.2.3.1): octets the
+  /// application attaches to an endpoint, announced to every participant in
+  /// its SEDP data (`PID_USER_DATA`). (robobrain patch)
+  pub fn user_data(&self) -> Option<&[u8]> {
+    self.user_data.as_deref()
+  }
+
+  /// Set the USER_DATA QoS policy. rmw_cyclonedds, for one, puts
+  /// `clientid=…;` there on a service client's endpoints. (robobrain patch)
+  #[must_use]
+  pub fn with_user_data(mut self, user_data: Vec<u8>) -> Self {
+    self.user_data = Some(user_data);
+    self
+  }
+
   /// Merge two QosPolicies
   ///
   /// Constructs a QosPolicy, where each policy is taken from `self`,
@@ -362,6 +380,7 @@ impl QosPolicies {
         .data_representation
         .clone()
         .or(self.data_representation.clone()),
+      user_data: other.user_data.clone().or(self.user_data.clone()),
       #[cfg(feature = "security")]
       property: other.property.clone().or(self.property.clone()),
     }
@@ -566,6 +585,8 @@ impl QosPolicies {
       resource_limits,
       lifespan,
       data_representation,
+      // robobrain patch: written by the SEDP endpoint data, not here.
+      user_data: _,
       #[cfg(feature = "security")]
         property: _, // TODO: properties to parameter list?
     } = self;
@@ -738,6 +759,8 @@ impl QosPolicies {
       resource_limits,
       lifespan,
       data_representation,
+      // robobrain patch: read by the SEDP endpoint data, not here.
+      user_data: None,
       #[cfg(feature = "security")]
       property,
     })

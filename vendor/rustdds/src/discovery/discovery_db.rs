@@ -670,7 +670,8 @@ impl DiscoveryDB {
       reader_proxy: ReaderProxy::from(reader_proxy),
       subscription_topic_data: subscription_data,
       content_filter,
-      user_data: Vec::new(),
+      // robobrain patch: the reader's USER_DATA QoS, announced in SEDP.
+      user_data: reader.qos_policy.user_data().unwrap_or_default().to_vec(),
     }
   }
 

@@ -287,6 +287,7 @@ impl SubscriptionBuiltinTopicData {
       resource_limits: None, // nor Resource Limits, see Figure 8.30 in RTPS spec 2.5
       lifespan: self.lifespan,
       data_representation: self.data_representation.clone(),
+      user_data: None, // robobrain patch
 
       #[cfg(feature = "security")]
       property: None, // TODO: no property QoS?
@@ -418,10 +419,12 @@ impl PlCdrDeserialize for DiscoveredReaderData {
 
     let qos = QosPolicies::from_parameter_list(ctx, &pl_map)?;
 
+    // robobrain patch: the USER_DATA octets, decoded from their CDR
+    // `sequence<octet>` (they were kept as the raw parameter value).
     let user_data = pl_map
       .get(&ParameterId::PID_USER_DATA)
       .and_then(|v| v.first())
-      .map(|p| p.value.clone())
+      .and_then(|p| Vec::<u8>::read_from_buffer_with_ctx(ctx, &p.value).ok())
       .unwrap_or_default();
 
     Ok(DiscoveredReaderData {
@@ -498,7 +501,7 @@ impl ParameterListable for DiscoveredReaderData {
           security_info,
         },
       content_filter,
-      user_data: _,
+      user_data,
     } = self;
 
     let mut pl = ParameterList::new();
@@ -579,6 +582,10 @@ impl ParameterListable for DiscoveredReaderData {
       security_info,
       EndpointSecurityInfo
     );
+    // robobrain patch: USER_DATA as a CDR `sequence<octet>`.
+    if !user_data.is_empty() {
+      emit!(PID_USER_DATA, user_data, Vec<u8>);
+    }
 
     Ok(pl)
   }
@@ -736,6 +743,7 @@ impl PublicationBuiltinTopicData {
       resource_limits: None, // nor Resource Limits, see Figure 8.30 in RTPS spec 2.5
       lifespan: self.lifespan,
       data_representation: self.data_representation.clone(),
+      user_data: None, // robobrain patch
       #[cfg(feature = "security")]
       property: None, // TODO: no property Qos?
     }
@@ -810,7 +818,8 @@ impl DiscoveredWriterData {
       last_updated: Instant::now(),
       writer_proxy,
       publication_topic_data,
-      user_data: Vec::new(),
+      // robobrain patch: the writer's USER_DATA QoS, announced in SEDP.
+      user_data: writer.qos().user_data().unwrap_or_default().to_vec(),
     }
   }
 }
@@ -877,10 +886,12 @@ impl PlCdrDeserialize for DiscoveredWriterData {
 
     let qos = QosPolicies::from_parameter_list(ctx, &pl_map)?;
 
+    // robobrain patch: the USER_DATA octets, decoded from their CDR
+    // `sequence<octet>` (they were kept as the raw parameter value).
     let user_data = pl_map
       .get(&ParameterId::PID_USER_DATA)
       .and_then(|v| v.first())
-      .map(|p| p.value.clone())
+      .and_then(|p| Vec::<u8>::read_from_buffer_with_ctx(ctx, &p.value).ok())
       .unwrap_or_default();
 
     Ok(DiscoveredWriterData {
@@ -956,7 +967,7 @@ impl ParameterListable for DiscoveredWriterData {
           #[cfg(feature = "security")]
           security_info,
         },
-      user_data: _,
+      user_data,
     } = self;
 
     let mut pl = ParameterList::new();
@@ -1032,6 +1043,10 @@ impl ParameterListable for DiscoveredWriterData {
       security_info,
       EndpointSecurityInfo
     );
+    // robobrain patch: USER_DATA as a CDR `sequence<octet>`.
+    if !user_data.is_empty() {
+      emit!(PID_USER_DATA, user_data, Vec<u8>);
+    }
 
     Ok(pl)
   }
@@ -1097,6 +1112,7 @@ impl HasQoSPolicy for TopicBuiltinTopicData {
       resource_limits: self.resource_limits,
       lifespan: self.lifespan,
       data_representation: None, // Topic-level DATA_REPRESENTATION not tracked
+      user_data: None, // robobrain patch
       #[cfg(feature = "security")]
       property: None, // TODO: no property Qos?
     }
