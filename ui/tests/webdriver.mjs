@@ -4,6 +4,7 @@
 // packages. Used by tauri-e2e.mjs and tauri-fleet-e2e.mjs.
 
 import { spawn } from "node:child_process";
+import net from "node:net";
 
 const ELEMENT = "element-6066-11e4-a6ea-4965e9f4c6ee";
 
@@ -20,13 +21,31 @@ export async function until(what, f, ms) {
   }
 }
 
-/** tauri-driver on a free-ish port, the app started by it with `args` and `env`. */
+/** A port free on loopback now (the system picks it), for a server started next. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** tauri-driver on ports the system gave, the app started by it with `args` and `env`. */
 export async function startApp({ app, driverBin, args = [], env = {} }) {
-  const port = 4444 + Math.floor(Math.random() * 1000);
-  const driver = spawn(driverBin, ["--port", String(port), "--native-port", String(port + 1000)], {
+  // Under a full `./x test` a driver on a random port once never answered
+  // in 20 s (a port taken, or a slow start): the system picks free ports,
+  // the wait is longer, and a driver that ended says so at once.
+  const port = await freePort();
+  const nativePort = await freePort();
+  const driver = spawn(driverBin, ["--port", String(port), "--native-port", String(nativePort)], {
     stdio: ["ignore", "inherit", "inherit"],
     env: { ...process.env, ...env },
   });
+  let exited = null;
+  driver.on("exit", (code, signal) => { exited = signal ?? `exit code ${code}`; });
   const base = `http://127.0.0.1:${port}`;
   async function wd(method, path, body) {
     const r = await fetch(`${base}${path}`, { method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
@@ -40,7 +59,8 @@ export async function startApp({ app, driverBin, args = [], env = {} }) {
     driver.kill("SIGTERM");
   };
   try {
-    await until("tauri-driver", () => fetch(`${base}/status`).then((r) => r.ok), 20000);
+    const up = await until("tauri-driver", () => exited ? Promise.resolve("exited") : fetch(`${base}/status`).then((r) => r.ok), 60000);
+    if (up === "exited") throw new Error(`tauri-driver ended (${exited}) before it answered on port ${port}`);
     session = (await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app, args } } } })).sessionId;
   } catch (e) {
     await stop();
