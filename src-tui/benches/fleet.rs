@@ -509,20 +509,11 @@ fn main() {
         events as f64 / elapsed,
         "/s",
     );
-    let mut sorted = latencies.clone();
-    sorted.sort_by(f64::total_cmp);
-    println!(
-        "event → console: p50 {} ms, p99 {} ms, max {} ms ({} events)",
-        figures::percentile(&sorted, 0.5),
-        figures::percentile(&sorted, 0.99),
-        figures::percentile(&sorted, 1.0),
-        sorted.len()
-    );
-    figures::record_spread(
+    report_latency(
+        "event → console",
         "fleet.event_to_console",
         &format!("event emitted → console's client, {robots} robots"),
         &latencies,
-        "ms",
     );
     let brains_cpu: f64 = used[3..].iter().sum();
     println!(
@@ -577,21 +568,11 @@ fn main() {
     // The page last: the figures above are printed even when it fails.
     let page: Vec<f64> = page_seen.lock().unwrap().iter().map(|&(_, l)| l).collect();
     assert!(!page.is_empty(), "no robot's event reached a page");
-    let mut sorted = page.clone();
-    sorted.sort_by(f64::total_cmp);
-    println!(
-        "event → page (serve --fleet, WebSocket; {PAGES} pages each following a robot): \
-         p50 {} ms, p99 {} ms, max {} ms ({} events)",
-        figures::percentile(&sorted, 0.5),
-        figures::percentile(&sorted, 0.99),
-        figures::percentile(&sorted, 1.0),
-        sorted.len()
-    );
-    figures::record_spread(
+    report_latency(
+        &format!("event → page (serve --fleet, WebSocket; {PAGES} pages each following a robot)"),
         "fleet.event_to_page",
         &format!("event emitted → a page's WebSocket through serve --fleet, {robots} robots"),
         &page,
-        "ms",
     );
     println!(
         "page server (serve --fleet, {PAGES} pages): {:.1} % CPU, {server_rss:.1} MiB",
@@ -610,4 +591,19 @@ fn main() {
         "MiB",
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Prints `label`'s p50, p99 and max of `latencies` (ms) and records their
+/// spread as the figure `id`, named `name`.
+fn report_latency(label: &str, id: &str, name: &str, latencies: &[f64]) {
+    let mut sorted = latencies.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    println!(
+        "{label}: p50 {} ms, p99 {} ms, max {} ms ({} events)",
+        figures::percentile(&sorted, 0.5),
+        figures::percentile(&sorted, 0.99),
+        figures::percentile(&sorted, 1.0),
+        sorted.len()
+    );
+    figures::record_spread(id, name, latencies, "ms");
 }
